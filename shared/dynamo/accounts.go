@@ -1,0 +1,202 @@
+package dynamo
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"math/big"
+	"strings"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/botforge/platform/shared/platform"
+)
+
+func accountPK(id string) string            { return "ACCOUNT#" + id }
+func emailPK(email string) string           { return "EMAIL#" + email }
+func tokenPK(hash string) string            { return "TOKEN#" + hash }
+func accountWorkspacesGSI(id string) string { return "ACCOUNT#" + id + "#WS" }
+
+const (
+	skAccount = "ACCOUNT"
+	skEmail   = "EMAIL"
+	skToken   = "TOKEN"
+)
+
+// NormalizeEmail is the form an email is stored and matched in.
+func NormalizeEmail(email string) string { return strings.ToLower(strings.TrimSpace(email)) }
+
+// GetAccount reads an account by id (one GetItem).
+func (s *Store) GetAccount(ctx context.Context, id string) (platform.Account, error) {
+	var a platform.Account
+	it, err := s.get(ctx, accountPK(id), skAccount)
+	if err != nil {
+		return a, err
+	}
+	if it == nil {
+		return a, platform.NotFound("account", id)
+	}
+	return a, decodeDoc(it, &a)
+}
+
+// AccountByEmail finds the account of an email (two GetItems).
+func (s *Store) AccountByEmail(ctx context.Context, email string) (platform.Account, bool, error) {
+	it, err := s.get(ctx, emailPK(NormalizeEmail(email)), skEmail)
+	if err != nil || it == nil {
+		return platform.Account{}, false, err
+	}
+	a, err := s.GetAccount(ctx, getS(it, "accountId"))
+	return a, err == nil, err
+}
+
+// EnsureAccount returns the account of email, creating it when there is none.
+// created tells whether this call created it. Concurrent calls for one email
+// create one account: the email item is written with the account, under a
+// condition.
+func (s *Store) EnsureAccount(ctx context.Context, email string) (acct platform.Account, created bool, err error) {
+	email = NormalizeEmail(email)
+	for attempt := 0; attempt < 3; attempt++ {
+		a, ok, err := s.AccountByEmail(ctx, email)
+		if err != nil || ok {
+			return a, false, err
+		}
+		a = platform.Account{ID: platform.NewAccountID(), Email: email, CreatedAt: platform.Now()}
+		acctItem, err := docItem(accountPK(a.ID), skAccount, a)
+		if err != nil {
+			return a, false, err
+		}
+		emailItem := key(emailPK(email), skEmail)
+		emailItem["accountId"] = str(a.ID)
+		err = s.transact(ctx, []types.TransactWriteItem{putNew(acctItem), putNew(emailItem)}, func(int) error { return errRetry })
+		if err == errRetry {
+			continue // someone else created it: read theirs
+		}
+		return a, err == nil, err
+	}
+	return platform.Account{}, false, platform.Errorf(platform.ErrResourceLocked, "account %q is being created concurrently, retry", email)
+}
+
+var errRetry = platform.Errorf(platform.ErrResourceLocked, "conflict, retry")
+
+// newTokenValue returns a fresh random token (190 bits) and the hash it is stored under.
+func newTokenValue(prefix string) (value, hash string) {
+	const alphabet = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+	var b strings.Builder
+	b.WriteString(prefix)
+	for i := 0; i < 32; i++ {
+		n, err := rand.Int(rand.Reader, big.NewInt(int64(len(alphabet))))
+		if err != nil {
+			panic(err)
+		}
+		b.WriteByte(alphabet[n.Int64()])
+	}
+	value = b.String()
+	return value, HashToken(value)
+}
+
+// HashToken is how a token is stored: tokens are long random strings, so a
+// plain SHA-256 is enough to make a leaked table useless for authentication.
+func HashToken(value string) string {
+	sum := sha256.Sum256([]byte(value))
+	return hex.EncodeToString(sum[:])
+}
+
+func tokenItem(hash string, p platform.Principal) item {
+	it := key(tokenPK(hash), skToken)
+	it["kind"] = str(string(p.Kind))
+	it["tokenId"] = str(p.TokenID)
+	if p.AccountID != "" {
+		it["accountId"] = str(p.AccountID)
+	}
+	if p.BotID != "" {
+		it["botId"] = str(p.BotID)
+		it["workspaceId"] = str(p.WorkspaceID)
+	}
+	return it
+}
+
+// Authenticate resolves a bearer token to its principal with one strongly
+// consistent GetItem, so a deleted token stops working at once.
+func (s *Store) Authenticate(ctx context.Context, token string) (platform.Principal, bool, error) {
+	it, err := s.get(ctx, tokenPK(HashToken(token)), skToken)
+	if err != nil || it == nil {
+		return platform.Principal{}, false, err
+	}
+	return platform.Principal{
+		Kind:        platform.PrincipalKind(getS(it, "kind")),
+		TokenID:     getS(it, "tokenId"),
+		AccountID:   getS(it, "accountId"),
+		BotID:       getS(it, "botId"),
+		WorkspaceID: getS(it, "workspaceId"),
+	}, true, nil
+}
+
+// CreatePAT creates a personal access token of an existing account.
+func (s *Store) CreatePAT(ctx context.Context, accountID, note string) (platform.NewToken, error) {
+	value, hash := newTokenValue("bp_pat_")
+	t := platform.NewToken{TokenInfo: platform.TokenInfo{ID: platform.NewID(platform.PrefixPAT), CreatedAt: platform.Now(), Note: note}, Value: value}
+	meta, err := docItem(accountPK(accountID), "PAT#"+t.ID, t.TokenInfo)
+	if err != nil {
+		return t, err
+	}
+	meta["hash"] = str(hash)
+	tok := tokenItem(hash, platform.Principal{Kind: platform.PrincipalAccount, TokenID: t.ID, AccountID: accountID})
+	err = s.transact(ctx, []types.TransactWriteItem{
+		mustExist(accountPK(accountID), skAccount), putNew(meta), putNew(tok),
+	}, func(int) error { return platform.NotFound("account", accountID) })
+	return t, err
+}
+
+// ListPATs lists an account's personal access tokens (one Query a page of 1 MB).
+func (s *Store) ListPATs(ctx context.Context, accountID string) ([]platform.TokenInfo, error) {
+	in := &dynamodb.QueryInput{
+		TableName:              &s.table,
+		KeyConditionExpression: aws.String("pk = :pk AND begins_with(sk, :p)"),
+		ExpressionAttributeValues: item{
+			":pk": str(accountPK(accountID)), ":p": str("PAT#"),
+		},
+		ConsistentRead: aws.Bool(true),
+	}
+	out := []platform.TokenInfo{}
+	for {
+		res, err := s.db.Query(ctx, in)
+		if err != nil {
+			return nil, err
+		}
+		for _, it := range res.Items {
+			var t platform.TokenInfo
+			if err := decodeDoc(it, &t); err != nil {
+				return nil, err
+			}
+			out = append(out, t)
+		}
+		if len(res.LastEvaluatedKey) == 0 {
+			return out, nil
+		}
+		in.ExclusiveStartKey = res.LastEvaluatedKey
+	}
+}
+
+// DeletePAT deletes a token of the account; its value stops authenticating
+// in the same transaction.
+func (s *Store) DeletePAT(ctx context.Context, accountID, patID string) error {
+	it, err := s.get(ctx, accountPK(accountID), "PAT#"+patID)
+	if err != nil {
+		return err
+	}
+	if it == nil {
+		return platform.NotFound("personal access token", patID)
+	}
+	return s.deleteWithToken(ctx, key(accountPK(accountID), "PAT#"+patID), getS(it, "hash"), "personal access token", patID)
+}
+
+// deleteWithToken deletes a token's metadata item and its lookup item together.
+func (s *Store) deleteWithToken(ctx context.Context, meta item, hash, kind, id string) error {
+	return s.transact(ctx, []types.TransactWriteItem{
+		{Delete: &types.Delete{Key: meta, ConditionExpression: aws.String("attribute_exists(pk)")}},
+		{Delete: &types.Delete{Key: key(tokenPK(hash), skToken)}},
+	}, func(int) error { return platform.NotFound(kind, id) })
+}

@@ -1,0 +1,157 @@
+package dynamo
+
+import (
+	"context"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+
+	awsmiddleware "github.com/aws/aws-sdk-go-v2/aws/middleware"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/smithy-go/middleware"
+)
+
+// Usage counts the DynamoDB calls and consumed capacity of one unit of work
+// (an API request), for tests, benchmarks and the x-dynamodb-calls header.
+type Usage struct {
+	mu         sync.Mutex
+	calls      map[string]int
+	ReadUnits  float64
+	WriteUnits float64
+	ItemsRead  int
+	total      int
+}
+
+type usageKey struct{}
+
+// WithUsage returns a context whose DynamoDB calls are counted into the
+// returned Usage.
+func WithUsage(ctx context.Context) (context.Context, *Usage) {
+	u := &Usage{calls: map[string]int{}}
+	return context.WithValue(ctx, usageKey{}, u), u
+}
+
+// Calls returns how many calls of op (e.g. "GetItem") were made; op "" counts all.
+func (u *Usage) Calls(op string) int {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if op == "" {
+		return u.total
+	}
+	return u.calls[op]
+}
+
+// String renders the counts, e.g. "GetItem=2 TransactWriteItems=1".
+func (u *Usage) String() string {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	parts := make([]string, 0, len(u.calls))
+	for op, n := range u.calls {
+		parts = append(parts, op+"="+strconv.Itoa(n))
+	}
+	sort.Strings(parts)
+	return strings.Join(parts, " ")
+}
+
+func (u *Usage) record(op string, cc []types.ConsumedCapacity, items int) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	u.calls[op]++
+	u.total++
+	u.ItemsRead += items
+	for _, c := range cc {
+		if c.ReadCapacityUnits != nil {
+			u.ReadUnits += *c.ReadCapacityUnits
+		}
+		if c.WriteCapacityUnits != nil {
+			u.WriteUnits += *c.WriteCapacityUnits
+		}
+		if c.CapacityUnits != nil && c.ReadCapacityUnits == nil && c.WriteCapacityUnits == nil {
+			u.ReadUnits += *c.CapacityUnits
+		}
+	}
+}
+
+// CountUsage is a DynamoDB client option: it asks every call to return its
+// consumed capacity and records calls and capacity into the Usage of the
+// call's context, if any.
+func CountUsage(o *dynamodb.Options) {
+	o.APIOptions = append(o.APIOptions, func(stack *middleware.Stack) error {
+		return stack.Initialize.Add(middleware.InitializeMiddlewareFunc("CountUsage",
+			func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
+				u, _ := ctx.Value(usageKey{}).(*Usage)
+				if u == nil {
+					return next.HandleInitialize(ctx, in)
+				}
+				askCapacity(in.Parameters)
+				out, md, err := next.HandleInitialize(ctx, in)
+				cc, items := capacityOf(out.Result)
+				u.record(awsmiddleware.GetOperationName(ctx), cc, items)
+				return out, md, err
+			}), middleware.Before)
+	})
+}
+
+func askCapacity(p any) {
+	total := types.ReturnConsumedCapacityTotal
+	switch in := p.(type) {
+	case *dynamodb.GetItemInput:
+		in.ReturnConsumedCapacity = total
+	case *dynamodb.PutItemInput:
+		in.ReturnConsumedCapacity = total
+	case *dynamodb.UpdateItemInput:
+		in.ReturnConsumedCapacity = total
+	case *dynamodb.DeleteItemInput:
+		in.ReturnConsumedCapacity = total
+	case *dynamodb.QueryInput:
+		in.ReturnConsumedCapacity = total
+	case *dynamodb.BatchGetItemInput:
+		in.ReturnConsumedCapacity = total
+	case *dynamodb.BatchWriteItemInput:
+		in.ReturnConsumedCapacity = total
+	case *dynamodb.TransactWriteItemsInput:
+		in.ReturnConsumedCapacity = total
+	case *dynamodb.TransactGetItemsInput:
+		in.ReturnConsumedCapacity = total
+	}
+}
+
+func capacityOf(r any) ([]types.ConsumedCapacity, int) {
+	one := func(c *types.ConsumedCapacity) []types.ConsumedCapacity {
+		if c == nil {
+			return nil
+		}
+		return []types.ConsumedCapacity{*c}
+	}
+	switch out := r.(type) {
+	case *dynamodb.GetItemOutput:
+		n := 0
+		if len(out.Item) > 0 {
+			n = 1
+		}
+		return one(out.ConsumedCapacity), n
+	case *dynamodb.PutItemOutput:
+		return one(out.ConsumedCapacity), 0
+	case *dynamodb.UpdateItemOutput:
+		return one(out.ConsumedCapacity), 0
+	case *dynamodb.DeleteItemOutput:
+		return one(out.ConsumedCapacity), 0
+	case *dynamodb.QueryOutput:
+		return one(out.ConsumedCapacity), int(out.ScannedCount)
+	case *dynamodb.BatchGetItemOutput:
+		n := 0
+		for _, items := range out.Responses {
+			n += len(items)
+		}
+		return out.ConsumedCapacity, n
+	case *dynamodb.BatchWriteItemOutput:
+		return out.ConsumedCapacity, 0
+	case *dynamodb.TransactWriteItemsOutput:
+		return out.ConsumedCapacity, 0
+	case *dynamodb.TransactGetItemsOutput:
+		return out.ConsumedCapacity, len(out.Responses)
+	}
+	return nil, 0
+}

@@ -1,0 +1,473 @@
+package httpapi
+
+import (
+	"encoding/json"
+	"sort"
+	"strings"
+
+	"github.com/botforge/platform/shared/dynamo"
+	"github.com/botforge/platform/shared/platform"
+)
+
+// adminRoutes is the route table of the Admin API. Roles follow the matrix of
+// docs/security.md: viewers read, developers change bots and keys,
+// administrators manage members and settings, owners delete workspaces.
+func (s *server) adminRoutes() []route {
+	const (
+		viewer    = platform.RoleViewer
+		developer = platform.RoleDeveloper
+		admin     = platform.RoleAdministrator
+		owner     = platform.RoleOwner
+	)
+	return []route{
+		// Account and personal access tokens.
+		{pattern: "GET /v1/admin/account/me", op: "getAccount", scope: scopeAccount, handle: s.getAccount},
+		{pattern: "GET /v1/admin/account/pats", op: "listPersonalAccessTokens", scope: scopeAccount, handle: s.listPATs},
+		{pattern: "POST /v1/admin/account/pats", op: "createPersonalAccessToken", scope: scopeAccount, handle: s.createPAT},
+		{pattern: "DELETE /v1/admin/account/pats/{id}", op: "deletePersonalAccessToken", scope: scopeAccount, handle: s.deletePAT},
+
+		// Workspaces.
+		{pattern: "POST /v1/admin/workspaces", op: "createWorkspace", scope: scopeAccount, handle: s.createWorkspace},
+		{pattern: "GET /v1/admin/workspaces", op: "listWorkspaces", scope: scopeAccount, handle: s.listWorkspaces},
+		{pattern: "GET /v1/admin/workspaces/{id}", op: "getWorkspace", scope: scopeWorkspacePath, role: viewer, handle: s.getWorkspace},
+		{pattern: "PUT /v1/admin/workspaces/{id}", op: "updateWorkspace", scope: scopeWorkspacePath, role: admin, handle: s.updateWorkspace},
+		{pattern: "DELETE /v1/admin/workspaces/{id}", op: "deleteWorkspace", scope: scopeWorkspacePath, role: owner, handle: s.deleteWorkspace},
+
+		// Workspace members.
+		{pattern: "GET /v1/admin/workspace-members", op: "listWorkspaceMembers", scope: scopeWorkspace, role: viewer, handle: s.listMembers},
+		{pattern: "POST /v1/admin/workspace-members", op: "createWorkspaceMember", scope: scopeWorkspace, role: admin, handle: s.createMember},
+		{pattern: "GET /v1/admin/workspace-members/me", op: "getWorkspaceMember", scope: scopeWorkspace, role: viewer, handle: s.getMemberMe},
+		{pattern: "PUT /v1/admin/workspace-members/{id}", op: "updateWorkspaceMember", scope: scopeWorkspace, role: admin, handle: s.updateMember},
+		// Any member may leave; removing others needs administrator (checked in the handler).
+		{pattern: "DELETE /v1/admin/workspace-members/{id}", op: "deleteWorkspaceMember", scope: scopeWorkspace, role: viewer, handle: s.deleteMember},
+
+		// Bots.
+		{pattern: "POST /v1/admin/bots", op: "createBot", scope: scopeWorkspace, role: developer, handle: s.createBot},
+		{pattern: "GET /v1/admin/bots", op: "listBots", scope: scopeWorkspace, role: viewer, handle: s.listBots},
+		{pattern: "GET /v1/admin/bots/{id}", op: "getBot", scope: scopeWorkspace, role: viewer, botSelf: true, handle: s.getBot},
+		{pattern: "DELETE /v1/admin/bots/{id}", op: "deleteBot", scope: scopeWorkspace, role: developer, handle: s.deleteBot},
+
+		// Bot API keys.
+		{pattern: "GET /v1/admin/bots/baks", op: "listBotApiKeys", scope: scopeWorkspace, role: developer, handle: s.listBotAPIKeys},
+		{pattern: "POST /v1/admin/bots/baks", op: "createBotApiKey", scope: scopeWorkspace, role: developer, handle: s.createBotAPIKey},
+		{pattern: "DELETE /v1/admin/bots/baks/{id}", op: "deleteBotApiKey", scope: scopeWorkspace, role: developer, handle: s.deleteBotAPIKey},
+	}
+}
+
+// --- Account and personal access tokens ---
+
+func (s *server) getAccount(c *call) (any, error) {
+	a, err := s.Store.GetAccount(c.ctx, c.principal.AccountID)
+	return map[string]any{"account": a}, err
+}
+
+func (s *server) listPATs(c *call) (any, error) {
+	pats, err := s.Store.ListPATs(c.ctx, c.principal.AccountID)
+	return map[string]any{"pats": pats}, err
+}
+
+func (s *server) createPAT(c *call) (any, error) {
+	var in struct {
+		Note string `json:"note"`
+	}
+	if err := c.decode(&in); err != nil {
+		return nil, err
+	}
+	t, err := s.Store.CreatePAT(c.ctx, c.principal.AccountID, in.Note)
+	return map[string]any{"pat": t}, err
+}
+
+func (s *server) deletePAT(c *call) (any, error) {
+	return nil, s.Store.DeletePAT(c.ctx, c.principal.AccountID, c.PathValue("id"))
+}
+
+// --- Workspaces ---
+
+func (s *server) createWorkspace(c *call) (any, error) {
+	var in struct {
+		Name string `json:"name"`
+	}
+	if err := c.decode(&in); err != nil {
+		return nil, err
+	}
+	if err := checkName(in.Name); err != nil {
+		return nil, err
+	}
+	a, err := s.Store.GetAccount(c.ctx, c.principal.AccountID)
+	if err != nil {
+		return nil, err
+	}
+	return s.Store.CreateWorkspace(c.ctx, a, in.Name)
+}
+
+func checkName(name string) error {
+	if n := len([]rune(strings.TrimSpace(name))); n < 1 || n > 64 {
+		return platform.Invalid("invalid body: field \"name\": must be 1 to 64 characters")
+	}
+	return nil
+}
+
+func (s *server) listWorkspaces(c *call) (any, error) {
+	q := c.query()
+	handle, err := q.str("handle")
+	if err != nil {
+		return nil, err
+	}
+	p, err := c.page(c.principal.AccountID)
+	if err != nil {
+		return nil, err
+	}
+	type out struct {
+		Workspaces []platform.Workspace `json:"workspaces"`
+		Meta       meta                 `json:"meta"`
+	}
+	if handle != "" {
+		// A handle names at most one workspace: list it if the caller is a member.
+		res := out{Workspaces: []platform.Workspace{}}
+		id, ok, err := s.Store.WorkspaceByHandle(c.ctx, handle)
+		if err != nil || !ok {
+			return res, err
+		}
+		if _, member, err := s.Store.GetMember(c.ctx, id, c.principal.AccountID); err != nil || !member {
+			return res, err
+		}
+		w, err := s.Store.GetWorkspace(c.ctx, id)
+		if err != nil {
+			return res, err
+		}
+		res.Workspaces = append(res.Workspaces, w.Workspace)
+		return res, nil
+	}
+	ws, next, err := s.Store.ListWorkspacesOf(c.ctx, c.principal.AccountID, p)
+	if err != nil {
+		return nil, err
+	}
+	return out{Workspaces: ws, Meta: c.meta(c.principal.AccountID, next)}, nil
+}
+
+func (s *server) getWorkspace(c *call) (any, error) {
+	w, err := s.Store.GetWorkspace(c.ctx, c.workspaceID)
+	return w.Workspace, err
+}
+
+func (s *server) updateWorkspace(c *call) (any, error) {
+	var p dynamo.WorkspacePatch
+	if err := c.decode(&p); err != nil {
+		return nil, err
+	}
+	if p.Name != nil {
+		if err := checkName(*p.Name); err != nil {
+			return nil, err
+		}
+	}
+	return s.Store.UpdateWorkspace(c.ctx, c.workspaceID, p)
+}
+
+func (s *server) deleteWorkspace(c *call) (any, error) {
+	return nil, s.Store.DeleteWorkspace(c.ctx, c.workspaceID)
+}
+
+// --- Members ---
+
+func (s *server) listMembers(c *call) (any, error) {
+	p, err := c.page(c.workspaceID)
+	if err != nil {
+		return nil, err
+	}
+	ms, next, err := s.Store.ListMembers(c.ctx, c.workspaceID, p)
+	if err != nil {
+		return nil, err
+	}
+	return map[string]any{"members": ms, "meta": c.meta(c.workspaceID, next)}, nil
+}
+
+func (s *server) getMemberMe(c *call) (any, error) { return c.member, nil }
+
+// canGrant reports whether a caller of role actor may give or take role
+// target: only owners touch owners; administrators manage everyone else.
+func canGrant(actor, target platform.Role) error {
+	if target == platform.RoleOwner && actor != platform.RoleOwner {
+		return platform.Forbidden("only an owner can grant, change or remove the owner role")
+	}
+	return nil
+}
+
+func (s *server) createMember(c *call) (any, error) {
+	var in struct {
+		Email string        `json:"email"`
+		Role  platform.Role `json:"role"`
+	}
+	if err := c.decode(&in); err != nil {
+		return nil, err
+	}
+	if err := canGrant(c.role, in.Role); err != nil {
+		return nil, err
+	}
+	acct, created, err := s.Store.EnsureAccount(c.ctx, in.Email)
+	if err != nil {
+		return nil, err
+	}
+	m, err := s.Store.AddMember(c.ctx, c.workspaceID, acct, in.Role)
+	if err != nil {
+		return nil, err
+	}
+	if created && s.Invite != nil {
+		// The invitation carries the new account's first token.
+		t, err := s.Store.CreatePAT(c.ctx, acct.ID, "invitation")
+		if err != nil {
+			return nil, err
+		}
+		if err := s.Invite(c.ctx, acct.Email, t.Value); err != nil {
+			return nil, err
+		}
+	}
+	return m, nil
+}
+
+func (s *server) updateMember(c *call) (any, error) {
+	var in struct {
+		Role *platform.Role `json:"role"`
+	}
+	if err := c.decode(&in); err != nil {
+		return nil, err
+	}
+	m, err := s.Store.GetMemberByID(c.ctx, c.workspaceID, c.PathValue("id"))
+	if err != nil || in.Role == nil {
+		return m, err
+	}
+	if err := canGrant(c.role, m.Role); err != nil {
+		return nil, err
+	}
+	if err := canGrant(c.role, *in.Role); err != nil {
+		return nil, err
+	}
+	return s.Store.SetMemberRole(c.ctx, m, *in.Role)
+}
+
+func (s *server) deleteMember(c *call) (any, error) {
+	m, err := s.Store.GetMemberByID(c.ctx, c.workspaceID, c.PathValue("id"))
+	if err != nil {
+		return nil, err
+	}
+	if m.UserID != c.principal.AccountID {
+		if err := checkRole(c.role, platform.RoleAdministrator); err != nil {
+			return nil, err
+		}
+		if err := canGrant(c.role, m.Role); err != nil {
+			return nil, err
+		}
+	}
+	return nil, s.Store.RemoveMember(c.ctx, m)
+}
+
+// --- Bots ---
+
+// botBody is the definition a createBot call may carry.
+type botBody struct {
+	States          map[string]json.RawMessage `json:"states"`
+	Events          map[string]json.RawMessage `json:"events"`
+	RecurringEvents map[string]json.RawMessage `json:"recurringEvents"`
+	Subscriptions   json.RawMessage            `json:"subscriptions"`
+	Actions         map[string]json.RawMessage `json:"actions"`
+	Configuration   json.RawMessage            `json:"configuration"`
+	User            *platform.TagDefinitions   `json:"user"`
+	Conversation    *platform.TagDefinitions   `json:"conversation"`
+	Message         *platform.TagDefinitions   `json:"message"`
+	Tags            map[string]string          `json:"tags"`
+	Code            *string                    `json:"code"`
+	Name            *string                    `json:"name"`
+	Description     *string                    `json:"description"`
+	Medias          []platform.Media           `json:"medias"`
+	URL             *string                    `json:"url"`
+	Dev             *bool                      `json:"dev"`
+}
+
+func orEmpty[V any](m map[string]V) map[string]V {
+	if m == nil {
+		return map[string]V{}
+	}
+	return m
+}
+
+func tagDefs(t *platform.TagDefinitions) platform.TagDefinitions {
+	if t == nil {
+		return platform.TagDefinitions{Tags: map[string]json.RawMessage{}}
+	}
+	return platform.TagDefinitions{Tags: orEmpty(t.Tags)}
+}
+
+func (s *server) createBot(c *call) (any, error) {
+	var in botBody
+	if err := c.decode(&in); err != nil {
+		return nil, err
+	}
+	now := platform.Now()
+	id := platform.NewID(platform.PrefixBot)
+	b := platform.Bot{
+		ID: id, CreatedAt: now, UpdatedAt: now, WorkspaceID: c.workspaceID,
+		SigningSecret:   platform.NewSecret(),
+		Integrations:    map[string]json.RawMessage{},
+		Plugins:         map[string]json.RawMessage{},
+		User:            tagDefs(in.User),
+		Conversation:    tagDefs(in.Conversation),
+		Message:         tagDefs(in.Message),
+		States:          orEmpty(in.States),
+		Configuration:   in.Configuration,
+		Events:          orEmpty(in.Events),
+		RecurringEvents: orEmpty(in.RecurringEvents),
+		Subscriptions:   in.Subscriptions,
+		Actions:         orEmpty(in.Actions),
+		Tags:            orEmpty(in.Tags),
+		Name:            "bot-" + strings.ToLower(id[len(id)-8:]),
+		CreatedBy:       c.principal.AccountID,
+		Status:          "active",
+		Medias:          in.Medias,
+	}
+	if len(b.Configuration) == 0 {
+		b.Configuration = json.RawMessage(`{"data":{},"schema":{}}`)
+	} else {
+		var cfg struct {
+			Data   json.RawMessage `json:"data"`
+			Schema json.RawMessage `json:"schema"`
+		}
+		_ = json.Unmarshal(in.Configuration, &cfg)
+		if len(cfg.Data) == 0 {
+			cfg.Data = json.RawMessage(`{}`)
+		}
+		if len(cfg.Schema) == 0 {
+			cfg.Schema = json.RawMessage(`{}`)
+		}
+		b.Configuration, _ = json.Marshal(cfg)
+	}
+	if len(b.Subscriptions) == 0 {
+		b.Subscriptions = json.RawMessage(`{"events":null}`)
+	}
+	if b.Medias == nil {
+		b.Medias = []platform.Media{}
+	}
+	if in.Name != nil {
+		b.Name = *in.Name
+	}
+	if in.Description != nil {
+		b.Description = *in.Description
+	}
+	if in.Dev != nil {
+		b.Dev = *in.Dev
+	}
+	if in.URL != nil {
+		b.URL = *in.URL
+	}
+	if in.Code != nil {
+		b.Code = *in.Code
+	}
+	if err := s.Store.CreateBot(c.ctx, b); err != nil {
+		return nil, err
+	}
+	return map[string]any{"bot": b}, nil
+}
+
+// workspaceBot reads the bot of path {id}, answering 404 for a bot of
+// another workspace.
+func (s *server) workspaceBot(c *call) (dynamo.BotRecord, error) {
+	id := c.PathValue("id")
+	b, err := s.Store.GetBot(c.ctx, id)
+	if err == nil && b.WorkspaceID != c.workspaceID {
+		err = platform.NotFound("bot", id)
+	}
+	return b, err
+}
+
+func (s *server) getBot(c *call) (any, error) {
+	b, err := s.workspaceBot(c)
+	if err != nil {
+		return nil, err
+	}
+	return map[string]any{"bot": b.Bot}, nil
+}
+
+func (s *server) listBots(c *call) (any, error) {
+	q := c.query()
+	f := dynamo.BotFilter{WorkspaceID: c.workspaceID, Tags: q.object("tags")}
+	var err error
+	if f.SortField, err = q.oneOf("sortField", "createdAt", "createdAt", "updatedAt"); err != nil {
+		return nil, err
+	}
+	dir, err := q.oneOf("sortDirection", "desc", "asc", "desc")
+	if err != nil {
+		return nil, err
+	}
+	f.Descending = dir == "desc"
+	dev, err := q.boolean("dev")
+	if err != nil {
+		return nil, err
+	}
+	f.Dev = dev != nil && *dev
+	list := listKey(c.workspaceID, f.SortField, dir, f.Dev, f.Tags)
+	p, err := c.page(list)
+	if err != nil {
+		return nil, err
+	}
+	bots, next, err := s.Store.ListBots(c.ctx, f, p)
+	if err != nil {
+		return nil, err
+	}
+	return map[string]any{"bots": bots, "meta": c.meta(list, next)}, nil
+}
+
+// listKey identifies a list with its filters, for its nextTokens.
+func listKey(parts ...any) string {
+	b, _ := json.Marshal(parts)
+	return string(b)
+}
+
+func (s *server) deleteBot(c *call) (any, error) {
+	if _, err := s.workspaceBot(c); err != nil {
+		return nil, err
+	}
+	return nil, s.Store.DeleteBot(c.ctx, c.workspaceID, c.PathValue("id"))
+}
+
+// --- Bot API keys ---
+
+func (s *server) botOfWorkspace(c *call, id string) (dynamo.BotRecord, error) {
+	if id == "" {
+		return dynamo.BotRecord{}, platform.Invalid("botId is required")
+	}
+	b, err := s.Store.GetBot(c.ctx, id)
+	if err == nil && b.WorkspaceID != c.workspaceID {
+		err = platform.NotFound("bot", id)
+	}
+	return b, err
+}
+
+func (s *server) listBotAPIKeys(c *call) (any, error) {
+	id, err := c.query().str("botId")
+	if err != nil {
+		return nil, err
+	}
+	if _, err := s.botOfWorkspace(c, id); err != nil {
+		return nil, err
+	}
+	keys, err := s.Store.ListBotAPIKeys(c.ctx, id)
+	sort.Slice(keys, func(i, j int) bool { return keys[i].CreatedAt < keys[j].CreatedAt })
+	return map[string]any{"baks": keys}, err
+}
+
+func (s *server) createBotAPIKey(c *call) (any, error) {
+	var in struct {
+		BotID string `json:"botId"`
+		Note  string `json:"note"`
+	}
+	if err := c.decode(&in); err != nil {
+		return nil, err
+	}
+	b, err := s.botOfWorkspace(c, in.BotID)
+	if err != nil {
+		return nil, err
+	}
+	return s.Store.CreateBotAPIKey(c.ctx, b.Bot, in.Note)
+}
+
+func (s *server) deleteBotAPIKey(c *call) (any, error) {
+	return nil, s.Store.DeleteBotAPIKey(c.ctx, c.workspaceID, c.PathValue("id"))
+}

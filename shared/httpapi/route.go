@@ -1,0 +1,271 @@
+package httpapi
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/botforge/platform/shared/dynamo"
+	"github.com/botforge/platform/shared/platform"
+)
+
+// scope says what an operation acts within, and so what authorizes it.
+type scope int
+
+const (
+	// scopeAccount: the calling account itself (personal access tokens only).
+	scopeAccount scope = iota
+	// scopeWorkspace: the workspace named by the x-workspace-id header.
+	scopeWorkspace
+	// scopeWorkspacePath: the workspace named by the path's {id}.
+	scopeWorkspacePath
+	// scopeBot: the bot named by the x-bot-id header (Chat, Tables, Files).
+	scopeBot
+)
+
+// route is one operation: its method and path, its reference operationId
+// (which names its body schema), who may call it, and its handler.
+type route struct {
+	pattern string
+	op      string
+	scope   scope
+	// role is the least workspace role the operation needs.
+	role platform.Role
+	// botSelf marks admin operations on the bot of path {id} that the bot's
+	// own API key may call.
+	botSelf bool
+	// status is the success status (200 when zero).
+	status int
+	handle func(*call) (any, error)
+}
+
+// call is one authenticated, authorized API call being handled.
+type call struct {
+	*http.Request
+	ctx       context.Context
+	s         *server
+	op        string
+	principal platform.Principal
+	body      []byte
+	// Set by authorization for workspace and bot scopes.
+	workspaceID string
+	member      platform.Member // the caller's membership (account principals)
+	role        platform.Role
+	bot         dynamo.BotRecord // scopeBot
+}
+
+func (s *server) handler(rt route) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ctx, usage := dynamo.WithUsage(r.Context())
+		c := &call{Request: r.WithContext(ctx), ctx: ctx, s: s, op: rt.op}
+		out, err := s.serve(w, c, rt)
+		if s.OnUsage != nil {
+			s.OnUsage(rt.op, usage)
+		}
+		if err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		status := rt.status
+		if status == 0 {
+			status = http.StatusOK
+		}
+		if out == nil {
+			out = struct{}{}
+		}
+		writeJSON(w, status, out)
+	})
+}
+
+func (s *server) serve(w http.ResponseWriter, c *call, rt route) (any, error) {
+	if err := s.authenticate(c); err != nil {
+		return nil, err
+	}
+	if err := s.authorize(c, rt); err != nil {
+		return nil, err
+	}
+	body, err := s.readBody(w, c.Request, rt.op)
+	if err != nil {
+		return nil, err
+	}
+	c.body = body
+	return rt.handle(c)
+}
+
+func (s *server) authenticate(c *call) error {
+	h := c.Header.Get("Authorization")
+	scheme, token, ok := strings.Cut(h, " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(token) == "" {
+		return platform.Errorf(platform.ErrUnauthorized, "missing bearer token: send Authorization: Bearer <token>")
+	}
+	p, found, err := s.Store.Authenticate(c.ctx, strings.TrimSpace(token))
+	if err != nil {
+		return err
+	}
+	if !found {
+		return platform.Errorf(platform.ErrUnauthorized, "invalid or revoked token")
+	}
+	c.principal = p
+	return nil
+}
+
+var errBotKeyScope = platform.Forbidden("a bot API key can only act on its own bot")
+
+func (s *server) authorize(c *call, rt route) error {
+	p := c.principal
+	switch rt.scope {
+	case scopeAccount:
+		if p.Kind != platform.PrincipalAccount {
+			return platform.Forbidden("this operation needs a personal access token")
+		}
+		return nil
+	case scopeWorkspace, scopeWorkspacePath:
+		ws := c.Header.Get("x-workspace-id")
+		if rt.scope == scopeWorkspacePath {
+			ws = c.PathValue("id")
+		}
+		if ws == "" {
+			return platform.Invalid("the x-workspace-id header is required")
+		}
+		c.workspaceID = ws
+		if p.Kind == platform.PrincipalBot {
+			if !rt.botSelf {
+				return errBotKeyScope
+			}
+			if c.PathValue("id") != p.BotID || ws != p.WorkspaceID {
+				return platform.NotFound("bot", c.PathValue("id"))
+			}
+			c.role = platform.RoleDeveloper
+			return checkRole(c.role, rt.role)
+		}
+		return s.authorizeMember(c, ws, rt.role, func() error { return platform.NotFound("workspace", ws) })
+	case scopeBot:
+		id := c.Header.Get("x-bot-id")
+		if id == "" {
+			return platform.Invalid("the x-bot-id header is required")
+		}
+		if p.Kind == platform.PrincipalBot && id != p.BotID {
+			return platform.NotFound("bot", id)
+		}
+		bot, err := s.Store.GetBot(c.ctx, id)
+		if err != nil {
+			return err
+		}
+		c.bot, c.workspaceID = bot, bot.WorkspaceID
+		if p.Kind == platform.PrincipalBot {
+			c.role = platform.RoleDeveloper
+			return checkRole(c.role, rt.role)
+		}
+		return s.authorizeMember(c, bot.WorkspaceID, rt.role, func() error { return platform.NotFound("bot", id) })
+	}
+	return fmt.Errorf("route %s: unknown scope", rt.pattern)
+}
+
+// authorizeMember checks the calling account's membership and role; a
+// non-member gets notFound, as if the resource did not exist.
+func (s *server) authorizeMember(c *call, ws string, need platform.Role, notFound func() error) error {
+	if !platform.HasPrefix(ws, platform.PrefixWorkspace) {
+		return notFound()
+	}
+	m, ok, err := s.Store.GetMember(c.ctx, ws, c.principal.AccountID)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return notFound()
+	}
+	c.member, c.role = m, m.Role
+	return checkRole(m.Role, need)
+}
+
+func checkRole(have, need platform.Role) error {
+	if need == "" || have.AtLeast(need) {
+		return nil
+	}
+	return platform.Forbidden("this operation needs the %s role or above; yours is %s", need, have)
+}
+
+// decode unmarshals the validated body into v, refusing fields v lacks.
+func (c *call) decode(v any) error {
+	if c.body == nil {
+		return nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(c.body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) {
+			return platform.Invalid("invalid body: field %q: expected %s", te.Field, te.Type)
+		}
+		return platform.Invalid("invalid body: %v", err)
+	}
+	return nil
+}
+
+// queryParams checks that the query holds only known parameters, each once
+// unless repeatable, and returns it.
+func (c *call) query() queryValues { return queryValues{c.URL.Query()} }
+
+type queryValues struct{ v map[string][]string }
+
+func (q queryValues) str(name string) (string, error) {
+	vs := q.v[name]
+	switch len(vs) {
+	case 0:
+		return "", nil
+	case 1:
+		return vs[0], nil
+	}
+	return "", platform.Invalid("query parameter %q must be given once", name)
+}
+
+func (q queryValues) boolean(name string) (*bool, error) {
+	s, err := q.str(name)
+	if err != nil || s == "" {
+		return nil, err
+	}
+	b, err := strconv.ParseBool(s)
+	if err != nil {
+		return nil, platform.Invalid("query parameter %q must be true or false", name)
+	}
+	return &b, nil
+}
+
+func (q queryValues) oneOf(name, def string, allowed ...string) (string, error) {
+	s, err := q.str(name)
+	if err != nil || s == "" {
+		return def, err
+	}
+	for _, a := range allowed {
+		if s == a {
+			return s, nil
+		}
+	}
+	return "", platform.Invalid("query parameter %q must be one of %s", name, strings.Join(allowed, ", "))
+}
+
+// object reads a map parameter as the official client encodes it
+// (name.key=value, or name[key]=value).
+func (q queryValues) object(name string) map[string]string {
+	out := map[string]string{}
+	for k, vs := range q.v {
+		var sub string
+		switch {
+		case strings.HasPrefix(k, name+"."):
+			sub = k[len(name)+1:]
+		case strings.HasPrefix(k, name+"[") && strings.HasSuffix(k, "]"):
+			sub = k[len(name)+1 : len(k)-1]
+		default:
+			continue
+		}
+		if len(vs) > 0 {
+			out[sub] = vs[len(vs)-1]
+		}
+	}
+	return out
+}

@@ -1,0 +1,212 @@
+// Package httpapi is the platform's HTTP layer: one route table per API area
+// (admin.go, chat.go, tables.go, files.go), authentication and authorization
+// of every call, request decoding and validation, pagination tokens, and the
+// mapping of domain errors to the reference API's error shape and statuses.
+// Handlers are plain net/http: the same ones run in Lambda and locally.
+package httpapi
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+
+	"github.com/botforge/platform/shared/dynamo"
+	"github.com/botforge/platform/shared/openapi"
+	"github.com/botforge/platform/shared/platform"
+)
+
+// Config is what the handlers need.
+type Config struct {
+	Store *dynamo.Store
+	// PagingKey signs nextTokens; every instance serving the API must share it.
+	PagingKey []byte
+	// Invite, when set, receives the first personal access token of an
+	// account created by an invitation (createWorkspaceMember). Locally it
+	// writes the token to a file; in AWS it is nil and the invited person
+	// gets a token from an operator (scripts/issue-token).
+	Invite func(ctx context.Context, email, token string) error
+	// MaxBodyBytes caps request bodies (default 1 MiB); larger ones get 413.
+	MaxBodyBytes int64
+	// OnUsage, when set, receives the DynamoDB usage of every API call.
+	OnUsage func(op string, u *dynamo.Usage)
+	Logger  *slog.Logger
+}
+
+// Area names a group of operations served by one Lambda function.
+type Area string
+
+const (
+	AreaAdmin  Area = "admin"
+	AreaChat   Area = "chat"
+	AreaTables Area = "tables"
+	AreaFiles  Area = "files"
+)
+
+// AllAreas lists every area, for the local server.
+var AllAreas = []Area{AreaAdmin, AreaChat, AreaTables, AreaFiles}
+
+// server holds the dependencies of the handlers.
+type server struct {
+	Config
+	pager pager
+}
+
+// New returns the handler of the given areas (one in Lambda, all locally).
+func New(cfg Config, areas ...Area) http.Handler {
+	if cfg.MaxBodyBytes == 0 {
+		cfg.MaxBodyBytes = 1 << 20
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	s := &server{Config: cfg, pager: pager{key: cfg.PagingKey}}
+	mux := http.NewServeMux()
+	for _, a := range areas {
+		for _, rt := range s.routes(a) {
+			mux.Handle(rt.pattern, s.handler(rt))
+		}
+	}
+	return s.fallback(mux)
+}
+
+func (s *server) routes(a Area) []route {
+	switch a {
+	case AreaAdmin:
+		return s.adminRoutes()
+	case AreaChat:
+		return s.chatRoutes()
+	case AreaTables:
+		return s.tablesRoutes()
+	case AreaFiles:
+		return s.filesRoutes()
+	}
+	return nil
+}
+
+// fallback answers requests no route matches in the API's error shape.
+func (s *server) fallback(mux *http.ServeMux) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if _, pattern := mux.Handler(r); pattern != "" {
+			mux.ServeHTTP(w, r)
+			return
+		}
+		rec := &statusRecorder{header: http.Header{}}
+		mux.ServeHTTP(rec, r)
+		if rec.status == http.StatusMethodNotAllowed {
+			s.writeError(w, r, platform.Errorf(platform.ErrMethodNotFound, "method %s is not allowed on %s", r.Method, r.URL.Path))
+			return
+		}
+		s.writeError(w, r, platform.NotFound("operation", r.Method+" "+r.URL.Path))
+	})
+}
+
+type statusRecorder struct {
+	header http.Header
+	status int
+}
+
+func (r *statusRecorder) Header() http.Header         { return r.header }
+func (r *statusRecorder) Write(b []byte) (int, error) { return len(b), nil }
+func (r *statusRecorder) WriteHeader(code int)        { r.status = code }
+
+// statusOf maps each error type to the reference's HTTP status.
+var statusOf = map[platform.ErrorType]int{
+	platform.ErrInternal:           500,
+	platform.ErrUnauthorized:       401,
+	platform.ErrForbidden:          403,
+	platform.ErrPayloadTooLarge:    413,
+	platform.ErrInvalidPayload:     400,
+	platform.ErrUnsupportedMedia:   415,
+	platform.ErrMethodNotFound:     405,
+	platform.ErrResourceNotFound:   404,
+	platform.ErrInvalidJSONSchema:  400,
+	platform.ErrInvalidDataFormat:  400,
+	platform.ErrInvalidIdentifier:  400,
+	platform.ErrRelationConflict:   409,
+	platform.ErrReferenceConstrain: 409,
+	platform.ErrResourceLocked:     409,
+	platform.ErrReferenceNotFound:  400,
+	platform.ErrInvalidQuery:       400,
+	platform.ErrAlreadyExists:      409,
+	platform.ErrRateLimited:        429,
+	platform.ErrLimitExceeded:      413,
+}
+
+// apiError is the error body of the reference API.
+type apiError struct {
+	ID      string `json:"id"`
+	Code    int    `json:"code"`
+	Type    string `json:"type"`
+	Message string `json:"message"`
+}
+
+func (s *server) writeError(w http.ResponseWriter, r *http.Request, err error) {
+	e := apiError{ID: platform.NewErrorID()}
+	var pe *platform.Error
+	if errors.As(err, &pe) {
+		e.Type, e.Message = string(pe.Type), pe.Message
+	} else if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		e.Type, e.Message = string(platform.ErrInternal), "the request was cancelled or timed out"
+	} else {
+		e.Type, e.Message = string(platform.ErrInternal), "an internal error occurred (error id "+e.ID+")"
+		s.Logger.Error("internal error", "errorId", e.ID, "method", r.Method, "path", r.URL.Path, "err", err)
+	}
+	e.Code = statusOf[platform.ErrorType(e.Type)]
+	if e.Code == 0 {
+		e.Code = 500
+	}
+	writeJSON(w, e.Code, e)
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		http.Error(w, `{"code":500,"type":"Internal","message":"response encoding failed","id":"err_encoding"}`, 500)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = w.Write(buf.Bytes())
+}
+
+// readBody reads, size-checks, parses and validates the JSON body of op.
+// An empty body counts as {} so that missing required fields are named.
+func (s *server) readBody(w http.ResponseWriter, r *http.Request, op string) ([]byte, error) {
+	if !openapi.HasBody(op) {
+		return nil, nil
+	}
+	if ct := r.Header.Get("Content-Type"); ct != "" && !strings.Contains(strings.ToLower(ct), "json") {
+		return nil, platform.Errorf(platform.ErrUnsupportedMedia, "content type %q is not supported: send application/json", ct)
+	}
+	raw, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.MaxBodyBytes))
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			return nil, platform.Errorf(platform.ErrPayloadTooLarge, "request body exceeds %d bytes", s.MaxBodyBytes)
+		}
+		return nil, platform.Invalid("could not read request body: %v", err)
+	}
+	if len(bytes.TrimSpace(raw)) == 0 {
+		raw = []byte("{}")
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, platform.Invalid("malformed JSON body: %v", err)
+	}
+	if dec.More() {
+		return nil, platform.Invalid("malformed JSON body: unexpected data after the JSON value")
+	}
+	if err := openapi.ValidateBody(op, v); err != nil {
+		return nil, err
+	}
+	return raw, nil
+}

@@ -1,0 +1,279 @@
+// Package local runs the whole platform on one machine: all four API areas
+// on one port, over embedded stand-ins for DynamoDB (durable minidyn) and S3
+// (gofakes3 with SigV4 checks), unless environment variables point at real
+// endpoints. The API code path is the production one: AWS SDK clients
+// speaking the AWS wire protocols.
+package local
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/botforge/platform/shared/dynamo"
+	"github.com/botforge/platform/shared/httpapi"
+	"github.com/botforge/platform/shared/localdynamo"
+	"github.com/botforge/platform/shared/locals3"
+	"github.com/botforge/platform/shared/platform"
+	"github.com/botforge/platform/shared/runtime"
+)
+
+// Options configure the local platform.
+type Options struct {
+	Addr    string // listen address, e.g. ":8080"
+	DataDir string // where every piece of state lives
+	Logger  *slog.Logger
+	// Ready, when set, is called once the server listens, with its address.
+	Ready func(addr string)
+}
+
+// AdminEmail is the email of the first account of a fresh local platform.
+const AdminEmail = "admin@localhost"
+
+// S3Prefix is the path under which the embedded S3 is served; presigned
+// upload URLs point there.
+const S3Prefix = "/_s3"
+
+// secrets are generated at first start and kept in the data directory.
+type secrets struct {
+	PagingKey   string `json:"pagingKey"`
+	S3AccessKey string `json:"s3AccessKey"`
+	S3SecretKey string `json:"s3SecretKey"`
+}
+
+// Platform is a running local platform.
+type Platform struct {
+	Handler http.Handler // the API and the embedded S3
+	Store   *dynamo.Store
+	Env     runtime.Env
+	closers []func() error
+}
+
+// Open starts the stand-ins, creates the table and bucket when missing and
+// the first account on first start, and returns the platform's handler.
+// baseURL is where clients reach the server (used in presigned URLs).
+func Open(ctx context.Context, dataDir, baseURL string, log *slog.Logger) (*Platform, error) {
+	if log == nil {
+		log = slog.Default()
+	}
+	if err := os.MkdirAll(dataDir, 0o700); err != nil {
+		return nil, err
+	}
+	sec, err := loadSecrets(dataDir)
+	if err != nil {
+		return nil, err
+	}
+	env := runtime.FromEnv()
+	p := &Platform{Env: env}
+	ok := false
+	defer func() {
+		if !ok {
+			p.Close()
+		}
+	}()
+
+	cfg, err := runtime.AWSConfig(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var ddbHandler http.Handler
+	if env.DynamoEndpoint == "" {
+		d, err := localdynamo.Open(filepath.Join(dataDir, "dynamodb"))
+		if err != nil {
+			return nil, fmt.Errorf("embedded DynamoDB: %w", err)
+		}
+		p.closers = append(p.closers, d.Close)
+		ddbHandler = d
+	}
+	db := runtime.DynamoClient(cfg, env, ddbHandler)
+	if err := dynamo.EnsureTable(ctx, db, env.Table); err != nil {
+		return nil, err
+	}
+	p.Store = dynamo.New(db, env.Table)
+
+	mux := http.NewServeMux()
+	if env.S3Endpoint == "" {
+		s3, err := locals3.Open(locals3.Options{
+			Dir: filepath.Join(dataDir, "s3"), Region: "us-east-1",
+			AccessKeyID: sec.S3AccessKey, SecretAccessKey: sec.S3SecretKey,
+			PathPrefix: S3Prefix,
+		})
+		if err != nil {
+			return nil, fmt.Errorf("embedded S3: %w", err)
+		}
+		p.closers = append(p.closers, s3.Close)
+		if err := s3.EnsureBucket(ctx, env.Bucket); err != nil {
+			return nil, err
+		}
+		mux.Handle(S3Prefix+"/", s3)
+	}
+
+	key, _ := hex.DecodeString(sec.PagingKey)
+	if env.PagingKey != "" {
+		if key, err = env.PagingKeyBytes(); err != nil {
+			return nil, err
+		}
+	}
+	api := httpapi.New(httpapi.Config{
+		Store:     p.Store,
+		PagingKey: key,
+		Invite:    func(ctx context.Context, email, token string) error { return writeAccountToken(dataDir, email, token) },
+		Logger:    log,
+	}, httpapi.AllAreas...)
+	mux.Handle("/", api)
+	p.Handler = mux
+
+	if err := bootstrap(ctx, p.Store, dataDir, log); err != nil {
+		return nil, err
+	}
+	ok = true
+	return p, nil
+}
+
+// Close stops the stand-ins, flushing what they hold.
+func (p *Platform) Close() error {
+	var errs []error
+	for i := len(p.closers) - 1; i >= 0; i-- {
+		errs = append(errs, p.closers[i]())
+	}
+	p.closers = nil
+	return errors.Join(errs...)
+}
+
+// Run serves the platform until ctx is done, then shuts down cleanly.
+func Run(ctx context.Context, o Options) error {
+	log := o.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	ln, err := net.Listen("tcp", o.Addr)
+	if err != nil {
+		return err
+	}
+	base := "http://" + ln.Addr().String()
+	if strings.HasPrefix(o.Addr, ":") {
+		base = "http://localhost" + o.Addr
+	}
+	p, err := Open(ctx, o.DataDir, base, log)
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	defer p.Close()
+	srv := &http.Server{Handler: p.Handler, ReadHeaderTimeout: 10 * time.Second}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	log.Info("platform listening", "addr", ln.Addr().String(), "dataDir", o.DataDir)
+	if o.Ready != nil {
+		o.Ready(ln.Addr().String())
+	}
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	log.Info("shutting down")
+	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	return srv.Shutdown(sctx)
+}
+
+func loadSecrets(dir string) (secrets, error) {
+	path := filepath.Join(dir, "secrets.json")
+	var s secrets
+	b, err := os.ReadFile(path)
+	if err == nil {
+		if err := json.Unmarshal(b, &s); err != nil {
+			return s, fmt.Errorf("%s: %w", path, err)
+		}
+		return s, nil
+	}
+	if !errors.Is(err, os.ErrNotExist) {
+		return s, err
+	}
+	s = secrets{PagingKey: randomHex(32), S3AccessKey: "LOCAL" + strings.ToUpper(randomHex(8)), S3SecretKey: randomHex(20)}
+	b, _ = json.MarshalIndent(s, "", "  ")
+	return s, writeFileAtomic(path, b)
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// bootstrap creates the first account and its token on first start, and
+// writes the token to <dataDir>/admin-token. It is idempotent: a crash
+// before the file is written makes the next start issue a new token.
+func bootstrap(ctx context.Context, store *dynamo.Store, dataDir string, log *slog.Logger) error {
+	path := filepath.Join(dataDir, "admin-token")
+	if _, err := os.Stat(path); err == nil {
+		return nil
+	}
+	acct, _, err := store.EnsureAccount(ctx, AdminEmail)
+	if err != nil {
+		return err
+	}
+	t, err := store.CreatePAT(ctx, acct.ID, "local admin")
+	if err != nil {
+		return err
+	}
+	if err := writeFileAtomic(path, []byte(t.Value)); err != nil {
+		return err
+	}
+	log.Info("created the first account", "email", AdminEmail, "tokenFile", path)
+	fmt.Fprintf(os.Stderr, "\nFirst account %s created. Its personal access token (also in %s):\n\n    %s\n\n", AdminEmail, path, t.Value)
+	return nil
+}
+
+// writeAccountToken is where a local invitation goes: the invited account's
+// first token, in <dataDir>/account-tokens/<email>.
+func writeAccountToken(dataDir, email, token string) error {
+	email = dynamo.NormalizeEmail(email)
+	if strings.ContainsAny(email, `/\`) || strings.HasPrefix(email, ".") {
+		return platform.Invalid("email %q cannot name a token file", email)
+	}
+	dir := filepath.Join(dataDir, "account-tokens")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	return writeFileAtomic(filepath.Join(dir, email), []byte(token))
+}
+
+// writeFileAtomic writes a private file durably: temp file, fsync, rename.
+func writeFileAtomic(path string, data []byte) error {
+	tmp := path + ".tmp"
+	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return err
+	}
+	if d, err := os.Open(filepath.Dir(path)); err == nil {
+		_ = d.Sync()
+		d.Close()
+	}
+	return nil
+}
