@@ -18,6 +18,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/botforge/platform/shared/dynamo"
@@ -56,8 +57,15 @@ type Platform struct {
 	Handler http.Handler // the API and the embedded S3
 	Store   *dynamo.Store
 	Env     runtime.Env
-	closers []func() error
+	// FirstToken is the first account's token when this start created it.
+	FirstToken string
+	closers    []func() error
+	onUsage    atomic.Pointer[func(op string, u *dynamo.Usage)]
 }
+
+// OnUsage sets a function receiving the DynamoDB usage of every API call
+// (tests and benchmarks count calls per operation with it).
+func (p *Platform) OnUsage(f func(op string, u *dynamo.Usage)) { p.onUsage.Store(&f) }
 
 // Open starts the stand-ins, creates the table and bucket when missing and
 // the first account on first start, and returns the platform's handler.
@@ -129,11 +137,16 @@ func Open(ctx context.Context, dataDir, baseURL string, log *slog.Logger) (*Plat
 		PagingKey: key,
 		Invite:    func(ctx context.Context, email, token string) error { return writeAccountToken(dataDir, email, token) },
 		Logger:    log,
+		OnUsage: func(op string, u *dynamo.Usage) {
+			if f := p.onUsage.Load(); f != nil {
+				(*f)(op, u)
+			}
+		},
 	}, httpapi.AllAreas...)
 	mux.Handle("/", api)
 	p.Handler = mux
 
-	if err := bootstrap(ctx, p.Store, dataDir, log); err != nil {
+	if err := bootstrap(ctx, p.Store, dataDir, log, &p.FirstToken); err != nil {
 		return nil, err
 	}
 	ok = true
@@ -170,6 +183,10 @@ func Run(ctx context.Context, o Options) error {
 		return err
 	}
 	defer p.Close()
+	if p.FirstToken != "" {
+		fmt.Fprintf(os.Stderr, "\nFirst account %s created. Its personal access token (also in %s):\n\n    %s\n\n",
+			AdminEmail, filepath.Join(o.DataDir, "admin-token"), p.FirstToken)
+	}
 	srv := &http.Server{Handler: p.Handler, ReadHeaderTimeout: 10 * time.Second}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
@@ -215,7 +232,7 @@ func randomHex(n int) string {
 // bootstrap creates the first account and its token on first start, and
 // writes the token to <dataDir>/admin-token. It is idempotent: a crash
 // before the file is written makes the next start issue a new token.
-func bootstrap(ctx context.Context, store *dynamo.Store, dataDir string, log *slog.Logger) error {
+func bootstrap(ctx context.Context, store *dynamo.Store, dataDir string, log *slog.Logger, first *string) error {
 	path := filepath.Join(dataDir, "admin-token")
 	if _, err := os.Stat(path); err == nil {
 		return nil
@@ -232,7 +249,7 @@ func bootstrap(ctx context.Context, store *dynamo.Store, dataDir string, log *sl
 		return err
 	}
 	log.Info("created the first account", "email", AdminEmail, "tokenFile", path)
-	fmt.Fprintf(os.Stderr, "\nFirst account %s created. Its personal access token (also in %s):\n\n    %s\n\n", AdminEmail, path, t.Value)
+	*first = t.Value
 	return nil
 }
 
