@@ -58,13 +58,7 @@ type server struct {
 
 // New returns the handler of the given areas (one in Lambda, all locally).
 func New(cfg Config, areas ...Area) http.Handler {
-	if cfg.MaxBodyBytes == 0 {
-		cfg.MaxBodyBytes = 1 << 20
-	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.Default()
-	}
-	s := &server{Config: cfg, pager: pager{key: cfg.PagingKey}}
+	s := newServer(cfg)
 	mux := http.NewServeMux()
 	for _, a := range areas {
 		for _, rt := range s.routes(a) {
@@ -72,6 +66,16 @@ func New(cfg Config, areas ...Area) http.Handler {
 		}
 	}
 	return s.fallback(mux)
+}
+
+func newServer(cfg Config) *server {
+	if cfg.MaxBodyBytes == 0 {
+		cfg.MaxBodyBytes = 1 << 20
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	return &server{Config: cfg, pager: pager{key: cfg.PagingKey}}
 }
 
 func (s *server) routes(a Area) []route {
