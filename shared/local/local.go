@@ -124,6 +124,7 @@ func Open(ctx context.Context, dataDir, baseURL string, log *slog.Logger) (*Plat
 			return nil, err
 		}
 		mux.Handle(S3Prefix+"/", s3)
+		mux.Handle(S3Prefix, s3)
 	}
 
 	key, _ := hex.DecodeString(sec.PagingKey)
