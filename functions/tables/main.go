@@ -1,22 +1,10 @@
 // Command tables is the Lambda function serving the Tables API behind API Gateway
-// (HTTP API, payload format 2.0).
+// (HTTP API, payload format 2.0); its routes are in shared/httpapi/tables.go.
 package main
 
 import (
-	"context"
-	"log"
-
-	"github.com/aws/aws-lambda-go/lambda"
-	"github.com/awslabs/aws-lambda-go-api-proxy/httpadapter"
-
 	"github.com/botforge/platform/shared/httpapi"
 	"github.com/botforge/platform/shared/runtime"
 )
 
-func main() {
-	h, err := runtime.AreaHandler(context.Background(), httpapi.AreaTables)
-	if err != nil {
-		log.Fatal(err)
-	}
-	lambda.Start(httpadapter.NewV2(h).ProxyWithContext)
-}
+func main() { runtime.StartLambda(httpapi.AreaTables) }

@@ -150,34 +150,15 @@ func (s *Store) CreatePAT(ctx context.Context, accountID, note string) (platform
 	return t, err
 }
 
-// ListPATs lists an account's personal access tokens (one Query a page of 1 MB).
+// ListPATs lists an account's personal access tokens (one Query).
 func (s *Store) ListPATs(ctx context.Context, accountID string) ([]platform.TokenInfo, error) {
-	in := &dynamodb.QueryInput{
-		TableName:              &s.table,
+	return queryAllDocs[platform.TokenInfo](ctx, s, &dynamodb.QueryInput{
 		KeyConditionExpression: aws.String("pk = :pk AND begins_with(sk, :p)"),
 		ExpressionAttributeValues: item{
 			":pk": str(accountPK(accountID)), ":p": str("PAT#"),
 		},
 		ConsistentRead: aws.Bool(true),
-	}
-	out := []platform.TokenInfo{}
-	for {
-		res, err := s.db.Query(ctx, in)
-		if err != nil {
-			return nil, err
-		}
-		for _, it := range res.Items {
-			var t platform.TokenInfo
-			if err := decodeDoc(it, &t); err != nil {
-				return nil, err
-			}
-			out = append(out, t)
-		}
-		if len(res.LastEvaluatedKey) == 0 {
-			return out, nil
-		}
-		in.ExclusiveStartKey = res.LastEvaluatedKey
-	}
+	})
 }
 
 // DeletePAT deletes a token of the account; its value stops authenticating

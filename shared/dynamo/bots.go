@@ -196,30 +196,11 @@ func (s *Store) CreateBotAPIKey(ctx context.Context, b platform.Bot, note string
 
 // ListBotAPIKeys lists a bot's API keys (Query on GSI1).
 func (s *Store) ListBotAPIKeys(ctx context.Context, botID string) ([]platform.TokenInfo, error) {
-	in := &dynamodb.QueryInput{
-		TableName:                 &s.table,
+	return queryAllDocs[platform.TokenInfo](ctx, s, &dynamodb.QueryInput{
 		IndexName:                 aws.String(GSI1),
 		KeyConditionExpression:    aws.String("gsi1pk = :pk"),
 		ExpressionAttributeValues: item{":pk": str(botKeysGSI(botID))},
-	}
-	out := []platform.TokenInfo{}
-	for {
-		res, err := s.db.Query(ctx, in)
-		if err != nil {
-			return nil, err
-		}
-		for _, it := range res.Items {
-			var t platform.TokenInfo
-			if err := decodeDoc(it, &t); err != nil {
-				return nil, err
-			}
-			out = append(out, t)
-		}
-		if len(res.LastEvaluatedKey) == 0 {
-			return out, nil
-		}
-		in.ExclusiveStartKey = res.LastEvaluatedKey
-	}
+	})
 }
 
 // DeleteBotAPIKey deletes a key of a bot of the workspace; the key stops

@@ -404,6 +404,30 @@ func (s *Store) batchDelete(ctx context.Context, keys []item) error {
 	return nil
 }
 
+// queryAllDocs runs a Query to its end and decodes every item's doc: for
+// small, bounded collections (a bot's keys, an account's tokens).
+func queryAllDocs[T any](ctx context.Context, s *Store, in *dynamodb.QueryInput) ([]T, error) {
+	in.TableName = &s.table
+	out := []T{}
+	for {
+		res, err := s.db.Query(ctx, in)
+		if err != nil {
+			return nil, err
+		}
+		for _, it := range res.Items {
+			var v T
+			if err := decodeDoc(it, &v); err != nil {
+				return nil, err
+			}
+			out = append(out, v)
+		}
+		if len(res.LastEvaluatedKey) == 0 {
+			return out, nil
+		}
+		in.ExclusiveStartKey = res.LastEvaluatedKey
+	}
+}
+
 // queryAllKeys returns the keys of every item under pk whose sk begins with
 // prefix (a bounded child collection, e.g. a workspace's members).
 func (s *Store) queryAllKeys(ctx context.Context, pk, prefix string) ([]item, error) {

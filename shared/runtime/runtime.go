@@ -8,14 +8,17 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"log"
 	"net/http"
 	"net/http/httptest"
 	"os"
 
+	"github.com/aws/aws-lambda-go/lambda"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/awslabs/aws-lambda-go-api-proxy/httpadapter"
 
 	"github.com/botforge/platform/shared/dynamo"
 	"github.com/botforge/platform/shared/httpapi"
@@ -116,4 +119,14 @@ func AreaHandler(ctx context.Context, area httpapi.Area) (http.Handler, error) {
 	}
 	store := dynamo.New(DynamoClient(cfg, env, nil), env.Table)
 	return httpapi.New(httpapi.Config{Store: store, PagingKey: key}, area), nil
+}
+
+// StartLambda serves one API area as a Lambda function behind API Gateway
+// (HTTP API, payload format 2.0). It never returns.
+func StartLambda(area httpapi.Area) {
+	h, err := AreaHandler(context.Background(), area)
+	if err != nil {
+		log.Fatal(err)
+	}
+	lambda.Start(httpadapter.NewV2(h).ProxyWithContext)
 }
