@@ -43,11 +43,16 @@ func botItem(b platform.Bot) (item, error) {
 	}
 	it["workspaceId"] = str(b.WorkspaceID)
 	it["dev"] = &types.AttributeValueMemberBOOL{Value: b.Dev}
-	tags := item{}
-	for k, v := range b.Tags {
-		tags[k] = str(v)
+	// Tags are kept as a map attribute for listBots' filter; an empty map is
+	// left out (a missing map filters the same, and the embedded DynamoDB
+	// mishandles empty maps, see shared/localdynamo).
+	if len(b.Tags) > 0 {
+		tags := item{}
+		for k, v := range b.Tags {
+			tags[k] = str(v)
+		}
+		it["tags"] = &types.AttributeValueMemberM{Value: tags}
 	}
-	it["tags"] = &types.AttributeValueMemberM{Value: tags}
 	it[attrGSI1PK] = str(workspaceBotsGSI(b.WorkspaceID))
 	it[attrGSI1SK] = str(b.CreatedAt + "#" + b.ID)
 	it[attrGSI2PK] = str(workspaceBotsGSI(b.WorkspaceID))

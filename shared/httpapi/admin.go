@@ -323,6 +323,9 @@ func (s *server) createBot(c *call) (any, error) {
 		Status:          "active",
 		Medias:          in.Medias,
 	}
+	if err := initRecurringEvents(b.RecurringEvents); err != nil {
+		return nil, err
+	}
 	if len(b.Configuration) == 0 {
 		b.Configuration = json.RawMessage(`{"data":{},"schema":{}}`)
 	} else {
@@ -364,6 +367,21 @@ func (s *server) createBot(c *call) (any, error) {
 		return nil, err
 	}
 	return map[string]any{"bot": b}, nil
+}
+
+// initRecurringEvents gives each new recurring event its run bookkeeping:
+// no failed attempts and no failure yet.
+func initRecurringEvents(events map[string]json.RawMessage) error {
+	for name, raw := range events {
+		var ev map[string]json.RawMessage
+		if err := json.Unmarshal(raw, &ev); err != nil {
+			return platform.Invalid("invalid body: field %q: %v", "recurringEvents."+name, err)
+		}
+		ev["failedAttempts"] = json.RawMessage("0")
+		ev["lastFailureReason"] = json.RawMessage("null")
+		events[name], _ = json.Marshal(ev)
+	}
+	return nil
 }
 
 // workspaceBot reads the bot of path {id}, answering 404 for a bot of

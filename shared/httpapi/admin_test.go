@@ -445,3 +445,22 @@ func TestConcurrentBotCreationCountsExactly(t *testing.T) {
 		t.Fatalf("botCount %v after %d concurrent creates", w.Body["botCount"], n)
 	}
 }
+
+// TestRefusedTransactionLeavesDataIntact: a write refused by a failed
+// condition (here adding an existing member) changes nothing, and later reads
+// and lists of the same table keep working.
+func TestRefusedTransactionLeavesDataIntact(t *testing.T) {
+	f := newFixture(t)
+	bot := f.createBot(f.AdminToken, map[string]any{"recurringEvents": map[string]any{
+		"tick": map[string]any{"schedule": map[string]any{"cron": "*/5 * * * *"}, "type": "tick", "payload": map[string]any{}},
+	}})
+	f.invite("member@example.com", "viewer")
+	f.Check(f.ws_(f.AdminToken, "POST", "/v1/admin/workspace-members", map[string]any{"email": "member@example.com", "role": "viewer"}), 409, "")
+	f.Check(f.ws_(f.AdminToken, "GET", "/v1/admin/bots/"+bot, nil), 200, "getBot")
+	if n := len(f.Check(f.ws_(f.AdminToken, "GET", "/v1/admin/bots", nil), 200, "listBots").List("bots")); n != 1 {
+		t.Fatalf("listBots after a refused write: %d bots", n)
+	}
+	if n := len(f.Check(f.ws_(f.AdminToken, "GET", "/v1/admin/workspace-members", nil), 200, "listWorkspaceMembers").List("members")); n != 2 {
+		t.Fatalf("members after a refused write: %d", n)
+	}
+}

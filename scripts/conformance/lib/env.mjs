@@ -1,0 +1,116 @@
+// Shared set-up of the conformance tests: where the API is, the tokens of
+// the local platform's accounts, clients, and error assertions.
+//
+// API_URL   base URL of the platform (e.g. http://127.0.0.1:8080)
+// DATA_DIR  the platform's --data-dir: admin-token holds the first account's
+//           personal access token, account-tokens/<email> the first token
+//           of each invited account.
+import assert from 'node:assert/strict'
+import crypto from 'node:crypto'
+import fs from 'node:fs'
+import path from 'node:path'
+import * as bp from '@botpress/client'
+import { expectValid } from './schema.mjs'
+
+export const { Client, isApiError } = bp
+
+function required(name) {
+  const v = process.env[name]
+  if (!v) throw new Error(`set ${name} (run the suite with scripts/conformance/run.sh)`)
+  return v
+}
+
+// The official client falls back to these when a prop is missing: a token
+// from the environment would defeat the "no token" tests.
+for (const k of ['BP_TOKEN', 'BP_API_URL', 'BP_WORKSPACE_ID', 'BP_BOT_ID', 'BP_INTEGRATION_ID']) delete process.env[k]
+
+export const apiUrl = required('API_URL').replace(/\/+$/, '')
+export const dataDir = required('DATA_DIR')
+
+/** The personal access token of the platform's first account. */
+export function adminToken() {
+  return fs.readFileSync(path.join(dataDir, 'admin-token'), 'utf8').trim()
+}
+
+/** client makes an official client; workspaceId sets x-workspace-id. */
+export function client({ token = adminToken(), workspaceId } = {}) {
+  return new Client({ apiUrl, token, workspaceId })
+}
+
+/** A client sending no token at all. */
+export function anonymousClient(workspaceId) {
+  return new Client({ apiUrl, workspaceId })
+}
+
+/** unique returns a name no other test (or run) uses. */
+export function unique(prefix) {
+  return `${prefix}-${crypto.randomBytes(5).toString('hex')}`
+}
+
+/** uniqueEmail returns a fresh, lower-case address. */
+export function uniqueEmail(prefix = 'user') {
+  return `${unique(prefix)}@conformance.test`
+}
+
+/** invitedToken reads the first token of an account created by an invitation. */
+export async function invitedToken(email) {
+  const file = path.join(dataDir, 'account-tokens', email.toLowerCase())
+  // The invitation is written before createWorkspaceMember answers; allow for
+  // a slow file system anyway.
+  for (let i = 0; ; i++) {
+    try {
+      return fs.readFileSync(file, 'utf8').trim()
+    } catch (e) {
+      if (e.code !== 'ENOENT' || i >= 20) throw new Error(`no invitation token in ${file}: ${e.message}`)
+      await new Promise((r) => setTimeout(r, 50))
+    }
+  }
+}
+
+/**
+ * expectApiError asserts that promise rejects with the official client's
+ * typed API error of the given HTTP status and, when given, error type
+ * (e.g. 'Unauthorized', which the client maps to UnauthorizedError).
+ * It returns the error.
+ */
+export async function expectApiError(promise, code, type) {
+  let err
+  await assert.rejects(promise, (e) => {
+    err = e
+    return true
+  })
+  assert.ok(
+    isApiError(err),
+    `expected a @botpress/client API error (status ${code}${type ? ' ' + type : ''}), got ${err?.constructor?.name}: ${err?.message}`,
+  )
+  const what = `${err.code} ${err.type}: ${err.message}`
+  assert.equal(err.code, code, `expected status ${code}, got ${what}`)
+  if (type) {
+    assert.equal(err.type, type, `expected error type ${type}, got ${what}`)
+    const cls = bp[`${type}Error`]
+    assert.ok(cls, `the client has no ${type}Error class`)
+    assert.ok(err instanceof cls, `expected an instance of ${type}Error, got ${err.constructor.name}`)
+  }
+  assert.equal(typeof err.id, 'string', `the error has no id: ${what}`)
+  assert.ok(err.message, 'the error has no message')
+  return err
+}
+
+/**
+ * newWorkspace creates a workspace owned by the account of token and
+ * returns it with a client bound to it (x-workspace-id).
+ */
+export async function newWorkspace(token = adminToken(), name = unique('ws')) {
+  const ws = expectValid('createWorkspace', await client({ token }).createWorkspace({ name }))
+  return { ws, api: client({ token, workspaceId: ws.id }) }
+}
+
+/**
+ * newAccount invites a fresh account into workspace (through api, a client
+ * bound to it) with role, and returns the member, its token and email.
+ */
+export async function newAccount(api, role, prefix = role) {
+  const email = uniqueEmail(prefix)
+  const member = expectValid('createWorkspaceMember', await api.createWorkspaceMember({ email, role }))
+  return { member, email, token: await invitedToken(email) }
+}
