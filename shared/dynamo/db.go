@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -107,7 +108,8 @@ func EnsureTable(ctx context.Context, db *dynamodb.Client, table string) error {
 			AttributeName: aws.String(attrTTL), Enabled: aws.Bool(true),
 		},
 	})
-	if err != nil {
+	if err != nil && !strings.Contains(err.Error(), "already enabled") {
+		// "already enabled" is a concurrent EnsureTable having done it.
 		return fmt.Errorf("enable TTL on %s: %w", table, err)
 	}
 	return nil

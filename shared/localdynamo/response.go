@@ -3,7 +3,9 @@ package localdynamo
 import (
 	"bytes"
 	"encoding/json"
+	"hash/crc32"
 	"net/http"
+	"strconv"
 	"strings"
 )
 
@@ -24,6 +26,9 @@ func (r response) ok() bool { return r.status == http.StatusOK }
 
 func (r response) write(w http.ResponseWriter) {
 	w.Header().Set("Content-Type", contentType)
+	// Like DynamoDB, give the body's CRC32: the SDK checks every response
+	// against it (and complains when it is missing).
+	w.Header().Set("X-Amz-Crc32", strconv.FormatUint(uint64(crc32.ChecksumIEEE(r.body)), 10))
 	w.WriteHeader(r.status)
 	_, _ = w.Write(r.body)
 }
