@@ -51,6 +51,15 @@ func (s *server) adminRoutes() []route {
 		{pattern: "GET /v1/admin/bots/baks", op: "listBotApiKeys", scope: scopeWorkspace, role: developer, handle: s.listBotAPIKeys},
 		{pattern: "POST /v1/admin/bots/baks", op: "createBotApiKey", scope: scopeWorkspace, role: developer, handle: s.createBotAPIKey},
 		{pattern: "DELETE /v1/admin/bots/baks/{id}", op: "deleteBotApiKey", scope: scopeWorkspace, role: developer, handle: s.deleteBotAPIKey},
+
+		// Bot definition (updateBot), integrations, integration API keys,
+		// integration operations (handlers in admin_bots.go, admin_integrations.go).
+		// -- begin bots-and-integrations routes --
+		// -- end bots-and-integrations routes --
+
+		// Bot and integration logs, bot issues (handlers in admin_logs.go).
+		// -- begin logs-and-issues routes --
+		// -- end logs-and-issues routes --
 	}
 }
 

@@ -30,6 +30,12 @@ type Config struct {
 	// writes the token to a file; in AWS it is nil and the invited person
 	// gets a token from an operator (scripts/issue-token).
 	Invite func(ctx context.Context, email, token string) error
+	// Files holds file contents (Files API).
+	Files platform.FileStorage
+	// Scheduler manages recurring-event schedules (bots' recurringEvents).
+	Scheduler platform.Scheduler
+	// Logs writes and queries bot and integration logs.
+	Logs platform.LogStore
 	// MaxBodyBytes caps request bodies (default 1 MiB); larger ones get 413.
 	MaxBodyBytes int64
 	// OnUsage, when set, receives the DynamoDB usage of every API call.
