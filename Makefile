@@ -1,10 +1,10 @@
 # The two commands of README.md: `make run` and `make test`.
-.PHONY: run test vet unit conformance build
+.PHONY: run test vet unit conformance build infra lambda cfn-lint
 
 run:
 	go run ./functions/local
 
-test: vet unit conformance
+test: vet unit infra conformance
 
 vet:
 	go vet ./...
@@ -18,3 +18,42 @@ conformance:
 
 build:
 	go build ./...
+
+# Deployment (docs/deploy.md). The CDK app in infra/ is its own Go module:
+# its tests (CDK assertions, agreement with template.yaml) run here, not in
+# `go test ./...` of the root module.
+# The jsii runtime warns that Node.js 20 is past its end of life (22 and 24
+# are supported); the tests silence that warning.
+infra:
+	cd infra && go vet ./... && JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION=20 go test ./...
+
+# Optional, with cfn-lint installed: template.yaml (after the SAM transform,
+# which cfn-lint runs offline; it finds circular dependencies) and, after
+# `npx aws-cdk@2 synth` in infra/, the CDK template (W3005: the CDK adds
+# DependsOn entries its references already imply).
+cfn-lint:
+	cfn-lint template.yaml
+	@if [ -f infra/cdk.out/bot-platform.template.json ]; then cfn-lint --ignore-checks W3005 -- infra/cdk.out/bot-platform.template.json; fi
+
+# Lambda binaries: linux/arm64 for provided.al2023, without the go1.x RPC
+# shim (lambda.norpc), stripped. `make lambda` builds every function into
+# .build/lambda/<function>/bootstrap, the CDK app's assets (cdk.json runs it);
+# sam build runs build-<LogicalId> with ARTIFACTS_DIR set.
+LAMBDA_FUNCTIONS := admin chat tables files scheduler upload-completion
+LAMBDA_BUILD = GOOS=linux GOARCH=arm64 CGO_ENABLED=0 go build -trimpath -tags lambda.norpc -ldflags "-s -w"
+
+lambda:
+	@for f in $(LAMBDA_FUNCTIONS); do echo "build $$f"; $(LAMBDA_BUILD) -o .build/lambda/$$f/bootstrap ./functions/$$f || exit 1; done
+
+build-AdminFunction:
+	$(LAMBDA_BUILD) -o $(ARTIFACTS_DIR)/bootstrap ./functions/admin
+build-ChatFunction:
+	$(LAMBDA_BUILD) -o $(ARTIFACTS_DIR)/bootstrap ./functions/chat
+build-TablesFunction:
+	$(LAMBDA_BUILD) -o $(ARTIFACTS_DIR)/bootstrap ./functions/tables
+build-FilesFunction:
+	$(LAMBDA_BUILD) -o $(ARTIFACTS_DIR)/bootstrap ./functions/files
+build-SchedulerFunction:
+	$(LAMBDA_BUILD) -o $(ARTIFACTS_DIR)/bootstrap ./functions/scheduler
+build-UploadCompletionFunction:
+	$(LAMBDA_BUILD) -o $(ARTIFACTS_DIR)/bootstrap ./functions/upload-completion

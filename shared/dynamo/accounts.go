@@ -115,6 +115,10 @@ func tokenItem(hash string, p platform.Principal) item {
 		it["botId"] = str(p.BotID)
 		it["workspaceId"] = str(p.WorkspaceID)
 	}
+	if p.IntegrationID != "" {
+		it["integrationId"] = str(p.IntegrationID)
+		it["workspaceId"] = str(p.WorkspaceID)
+	}
 	return it
 }
 
@@ -131,6 +135,8 @@ func (s *Store) Authenticate(ctx context.Context, token string) (platform.Princi
 		AccountID:   getS(it, "accountId"),
 		BotID:       getS(it, "botId"),
 		WorkspaceID: getS(it, "workspaceId"),
+		// Integration API keys (bp_iak_).
+		IntegrationID: getS(it, "integrationId"),
 	}, true, nil
 }
 

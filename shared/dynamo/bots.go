@@ -2,8 +2,11 @@ package dynamo
 
 import (
 	"context"
+	"encoding/json"
+	"math/rand/v2"
 	"sort"
 	"strconv"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -26,8 +29,18 @@ const (
 // shape does not carry.
 type botDoc struct {
 	platform.Bot
-	StoredURL  string `json:"_url,omitempty"`
-	StoredCode string `json:"_code,omitempty"`
+	StoredURL     string                                  `json:"_url,omitempty"`
+	StoredCode    string                                  `json:"_code,omitempty"`
+	StoredSecrets map[string]string                       `json:"_secrets,omitempty"`
+	StoredInstall map[string]platform.IntegrationInstance `json:"_installs,omitempty"`
+}
+
+// storedBot is the doc of b: the wire field integrations is rendered from
+// the installs at read time, so it is not stored.
+func storedBot(b platform.Bot) botDoc {
+	d := botDoc{Bot: b, StoredURL: b.URL, StoredCode: b.Code, StoredSecrets: b.SecretValues, StoredInstall: b.Installs}
+	d.Integrations = map[string]json.RawMessage{}
+	return d
 }
 
 // BotRecord is a bot with the version its doc was read at.
@@ -37,7 +50,7 @@ type BotRecord struct {
 }
 
 func botItem(b platform.Bot) (item, error) {
-	it, err := docItem(botPK(b.ID), skBot, botDoc{Bot: b, StoredURL: b.URL, StoredCode: b.Code})
+	it, err := docItem(botPK(b.ID), skBot, storedBot(b))
 	if err != nil {
 		return nil, err
 	}
@@ -67,6 +80,10 @@ func botFrom(it item) (BotRecord, error) {
 	}
 	b := d.Bot
 	b.WorkspaceID, b.URL, b.Code = getS(it, "workspaceId"), d.StoredURL, d.StoredCode
+	b.SecretValues, b.Installs = d.StoredSecrets, d.StoredInstall
+	if b.Installs == nil {
+		b.Installs = map[string]platform.IntegrationInstance{}
+	}
 	return BotRecord{Bot: b, ver: getN(it, attrVer)}, nil
 }
 
@@ -153,31 +170,65 @@ func (s *Store) ListBots(ctx context.Context, f BotFilter, p Page) ([]platform.B
 	return out, next, nil
 }
 
-// DeleteBot deletes a bot of a workspace and uncounts it atomically, then
-// its API keys. A key of a deleted bot cannot authenticate even before its
-// cleanup: every bot-scoped call reads the bot.
-func (s *Store) DeleteBot(ctx context.Context, workspaceID, id string) error {
-	err := s.transact(ctx, []types.TransactWriteItem{
-		{Delete: &types.Delete{
-			Key:                       key(botPK(id), skBot),
-			ConditionExpression:       aws.String("workspaceId = :ws"),
-			ExpressionAttributeValues: item{":ws": str(workspaceID)},
-		}},
-		addCounter(workspacePK(workspaceID), skWorkspace, attrBots, -1, 0),
-	}, func(int) error { return platform.NotFound("bot", id) })
-	if err != nil {
-		return err
+// DeleteBot deletes a bot of a workspace, uncounts it and its installed
+// integrations atomically (conditional on the bot being unchanged since
+// read), then deletes its API keys. It returns the bot as it was, so the
+// caller can delete its schedules and unregister its integrations. A key of
+// a deleted bot cannot authenticate even before its cleanup: every
+// bot-scoped call reads the bot.
+func (s *Store) DeleteBot(ctx context.Context, workspaceID, id string) (platform.Bot, error) {
+	var b BotRecord
+	for attempt := 0; ; attempt++ {
+		var err error
+		if b, err = s.GetBot(ctx, id); err != nil {
+			return platform.Bot{}, err
+		}
+		if b.WorkspaceID != workspaceID {
+			return platform.Bot{}, platform.NotFound("bot", id)
+		}
+		items := []types.TransactWriteItem{
+			{Delete: &types.Delete{
+				Key:                       key(botPK(id), skBot),
+				ConditionExpression:       aws.String("workspaceId = :ws AND #ver = :ver"),
+				ExpressionAttributeNames:  map[string]string{"#ver": attrVer},
+				ExpressionAttributeValues: item{":ws": str(workspaceID), ":ver": num(b.ver)},
+			}},
+			addCounter(workspacePK(workspaceID), skWorkspace, attrBots, -1, 0),
+		}
+		for intID, n := range installCounts(b.Installs) {
+			items = append(items, addCounter(intPK(intID), skInt, attrInstalls, -n, 0))
+		}
+		err = s.transact(ctx, items, func(int) error { return errRetry })
+		if err == errRetry {
+			if attempt < 5 {
+				continue
+			}
+			return platform.Bot{}, platform.Errorf(platform.ErrResourceLocked, "bot %q is being changed concurrently, retry", id)
+		}
+		if err != nil {
+			return platform.Bot{}, err
+		}
+		break
 	}
 	keys, err := s.ListBotAPIKeys(ctx, id)
 	if err != nil {
-		return err
+		return b.Bot, err
 	}
 	for _, k := range keys {
 		if err := s.DeleteBotAPIKey(ctx, workspaceID, k.ID); err != nil && platform.TypeOf(err) != platform.ErrResourceNotFound {
-			return err
+			return b.Bot, err
 		}
 	}
-	return nil
+	return b.Bot, nil
+}
+
+// installCounts counts a bot's installs per integration version.
+func installCounts(installs map[string]platform.IntegrationInstance) map[string]int64 {
+	n := map[string]int64{}
+	for _, in := range installs {
+		n[in.IntegrationID]++
+	}
+	return n
 }
 
 // CreateBotAPIKey creates a key acting as the bot, while the bot exists.
@@ -219,4 +270,201 @@ func (s *Store) DeleteBotAPIKey(ctx context.Context, workspaceID, id string) err
 		return platform.NotFound("bot API key", id)
 	}
 	return s.deleteWithToken(ctx, key(bakPK(id), skBAK), getS(it, "hash"), "bot API key", id)
+}
+
+// BotByID reads a bot (one GetItem): the scheduler function's read.
+func (s *Store) BotByID(ctx context.Context, id string) (platform.Bot, error) {
+	b, err := s.GetBot(ctx, id)
+	return b.Bot, err
+}
+
+// BotEffects are the writes that go with a change of a bot's definition,
+// in the same transaction: install counters of integration versions moved
+// by (un)installs, and the operations (registrations) the change starts.
+type BotEffects struct {
+	Installs   map[string]int64 // integration version id -> delta
+	Operations []platform.Operation
+}
+
+// UpdateBot applies change to a bot of workspace ws. The bot is replaced
+// only if unchanged since read, together with its effects, in one
+// transaction; on a concurrent change the bot is read again and change
+// applied anew (so change must derive everything from the bot it gets).
+func (s *Store) UpdateBot(ctx context.Context, ws, id string, change func(*platform.Bot) (BotEffects, error)) (platform.Bot, error) {
+	for attempt := 0; attempt < maxAttempts; attempt++ {
+		backoff(attempt)
+		rec, err := s.GetBot(ctx, id)
+		if err != nil {
+			return platform.Bot{}, err
+		}
+		if rec.WorkspaceID != ws {
+			return platform.Bot{}, platform.NotFound("bot", id)
+		}
+		b := rec.Bot
+		fx, err := change(&b)
+		if err != nil {
+			return platform.Bot{}, err
+		}
+		b.UpdatedAt = platform.Now()
+		upd, err := botUpdate(b, rec.ver)
+		if err != nil {
+			return b, err
+		}
+		items := []types.TransactWriteItem{upd}
+		var refs []string
+		for intID, n := range fx.Installs {
+			if n != 0 {
+				items = append(items, addCounter(intPK(intID), skInt, attrInstalls, n, 0))
+				refs = append(refs, intID)
+			}
+		}
+		for _, op := range fx.Operations {
+			t, err := putOperation(op)
+			if err != nil {
+				return b, err
+			}
+			items = append(items, t)
+		}
+		if len(items) > 100 {
+			return b, platform.Errorf(platform.ErrLimitExceeded, "the change touches too many integrations at once (%d writes of at most 100)", len(items))
+		}
+		err = s.transact(ctx, items, func(i int) error {
+			if i >= 1 && i <= len(refs) {
+				return platform.Errorf(platform.ErrReferenceNotFound, "integration %q no longer exists", refs[i-1])
+			}
+			return errRetry
+		})
+		if err == errRetry {
+			continue
+		}
+		return b, err
+	}
+	return platform.Bot{}, platform.Errorf(platform.ErrResourceLocked, "bot %q is being updated concurrently, retry", id)
+}
+
+// botUpdate is the conditional rewrite of a bot's item: its doc and the
+// attributes derived from it (update-time index key, dev flag, tags).
+func botUpdate(b platform.Bot, ver int64) (types.TransactWriteItem, error) {
+	it, err := botItem(b)
+	if err != nil {
+		return types.TransactWriteItem{}, err
+	}
+	if n := len(getS(it, attrDoc)); n > maxItemBytes {
+		return types.TransactWriteItem{}, platform.Errorf(platform.ErrPayloadTooLarge, "the bot definition is too large (%d bytes of at most %d)", n, maxItemBytes)
+	}
+	names := map[string]string{"#doc": attrDoc, "#ver": attrVer, "#g2sk": attrGSI2SK, "#dev": "dev", "#tags": "tags"}
+	vals := item{":doc": it[attrDoc], ":next": num(ver + 1), ":ver": num(ver), ":g2sk": it[attrGSI2SK], ":dev": it["dev"]}
+	expr := "SET #doc = :doc, #ver = :next, #g2sk = :g2sk, #dev = :dev"
+	if tags, ok := it["tags"]; ok {
+		expr += ", #tags = :tags"
+		vals[":tags"] = tags
+	} else {
+		expr += " REMOVE #tags"
+	}
+	return types.TransactWriteItem{Update: &types.Update{
+		Key: key(botPK(b.ID), skBot), UpdateExpression: aws.String(expr),
+		ConditionExpression:      aws.String("#ver = :ver"),
+		ExpressionAttributeNames: names, ExpressionAttributeValues: vals,
+	}}, nil
+}
+
+// touchBot rewrites a bot's doc as patched by fix, conditional on its
+// version, retrying on conflict, without changing updatedAt: run
+// bookkeeping (recurring-event outcomes, registration results) is not a
+// change of the definition. fix returns false when there is nothing to write.
+func (s *Store) touchBot(ctx context.Context, id string, fix func(*platform.Bot) (bool, error)) error {
+	for attempt := 0; attempt < maxAttempts; attempt++ {
+		backoff(attempt)
+		rec, err := s.GetBot(ctx, id)
+		if err != nil {
+			return err
+		}
+		b := rec.Bot
+		changed, err := fix(&b)
+		if err != nil || !changed {
+			return err
+		}
+		upd, err := botUpdate(b, rec.ver)
+		if err != nil {
+			return err
+		}
+		err = s.transact(ctx, []types.TransactWriteItem{upd}, func(int) error { return errRetry })
+		if err == errRetry {
+			continue
+		}
+		return err
+	}
+	return platform.Errorf(platform.ErrResourceLocked, "bot %q is being updated concurrently", id)
+}
+
+// maxFailureReason bounds lastFailureReason (the reference's maxLength).
+const maxFailureReason = 2000
+
+// RecordRecurringOutcome records a firing of a bot's recurring event:
+// failure nil resets failedAttempts and lastFailureReason (written only when
+// they were set), otherwise failedAttempts grows by one and
+// lastFailureReason is failure.
+func (s *Store) RecordRecurringOutcome(ctx context.Context, botID, event string, failure *string) error {
+	return s.touchBot(ctx, botID, func(b *platform.Bot) (bool, error) {
+		raw, ok := b.RecurringEvents[event]
+		if !ok {
+			return false, platform.NotFound("recurring event", event)
+		}
+		var ev map[string]json.RawMessage
+		if err := json.Unmarshal(raw, &ev); err != nil {
+			return false, err
+		}
+		var n int
+		_ = json.Unmarshal(ev["failedAttempts"], &n)
+		if failure == nil {
+			if n == 0 && (len(ev["lastFailureReason"]) == 0 || string(ev["lastFailureReason"]) == "null") {
+				return false, nil
+			}
+			ev["failedAttempts"], ev["lastFailureReason"] = json.RawMessage("0"), json.RawMessage("null")
+		} else {
+			reason := *failure
+			if len(reason) > maxFailureReason {
+				reason = reason[:maxFailureReason]
+			}
+			ev["failedAttempts"] = json.RawMessage(strconv.Itoa(n + 1))
+			ev["lastFailureReason"], _ = json.Marshal(reason)
+		}
+		b.RecurringEvents[event], _ = json.Marshal(ev)
+		return true, nil
+	})
+}
+
+// SetInstallStatus records the result of an integration's registration on
+// a bot: the instance under alias moves to status (with reason), but only
+// while it still names operation opID (a newer registration supersedes an
+// older one's result).
+func (s *Store) SetInstallStatus(ctx context.Context, botID, alias, opID, status string, reason *string) error {
+	err := s.touchBot(ctx, botID, func(b *platform.Bot) (bool, error) {
+		in, ok := b.Installs[alias]
+		if !ok || in.OperationID != opID {
+			return false, nil
+		}
+		if reason != nil && len(*reason) > maxFailureReason {
+			r := (*reason)[:maxFailureReason]
+			reason = &r
+		}
+		in.Status, in.StatusReason, in.UpdatedAt = status, reason, platform.Now()
+		b.Installs[alias] = in
+		return true, nil
+	})
+	if platform.TypeOf(err) == platform.ErrResourceNotFound {
+		return nil // the bot is gone: nothing to record
+	}
+	return err
+}
+
+// maxAttempts bounds the optimistic retries of a read-modify-write.
+const maxAttempts = 16
+
+// backoff waits before a retry (none before the first attempt): a random
+// delay growing with the attempt, so contending writers spread out.
+func backoff(attempt int) {
+	if attempt > 0 {
+		time.Sleep(time.Duration(rand.Int64N(int64(attempt)*10+1)) * time.Millisecond)
+	}
 }

@@ -139,7 +139,8 @@ func capacityOf(r any) ([]types.ConsumedCapacity, int) {
 	case *dynamodb.DeleteItemOutput:
 		return one(out.ConsumedCapacity), 0
 	case *dynamodb.QueryOutput:
-		return one(out.ConsumedCapacity), int(out.ScannedCount)
+		// ScannedCount >= Count in DynamoDB; the embedded one leaves it 0.
+		return one(out.ConsumedCapacity), int(max(out.ScannedCount, out.Count))
 	case *dynamodb.BatchGetItemOutput:
 		n := 0
 		for _, items := range out.Responses {

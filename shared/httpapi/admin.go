@@ -55,10 +55,36 @@ func (s *server) adminRoutes() []route {
 		// Bot definition (updateBot), integrations, integration API keys,
 		// integration operations (handlers in admin_bots.go, admin_integrations.go).
 		// -- begin bots-and-integrations routes --
+		{pattern: "PUT /v1/admin/bots/{id}", op: "updateBot", scope: scopeWorkspace, role: developer, handle: s.updateBot},
+
+		// Integrations: the catalogue and versions.
+		{pattern: "POST /v1/admin/integrations", op: "createIntegration", scope: scopeWorkspace, role: developer, handle: s.createIntegration},
+		{pattern: "GET /v1/admin/integrations", op: "listIntegrations", scope: scopeWorkspace, role: viewer, handle: s.listIntegrations},
+		{pattern: "GET /v1/admin/integrations/{id}", op: "getIntegration", scope: scopeWorkspace, role: viewer, integrationSelf: true, handle: s.getIntegration},
+		{pattern: "PUT /v1/admin/integrations/{id}", op: "updateIntegration", scope: scopeWorkspace, role: developer, integrationSelf: true, handle: s.updateIntegration},
+		{pattern: "DELETE /v1/admin/integrations/{id}", op: "deleteIntegration", scope: scopeWorkspace, role: developer, handle: s.deleteIntegration},
+		{pattern: "GET /v1/admin/integrations/{name}/{version}", op: "getIntegrationByName", scope: scopeWorkspace, role: viewer, handle: s.getIntegrationByName},
+		{pattern: "POST /v1/admin/integrations/request-verification", op: "requestIntegrationVerification", scope: scopeWorkspace, role: developer, handle: s.requestIntegrationVerification},
+
+		// Integration API keys.
+		{pattern: "GET /v1/admin/integrations/iaks", op: "listIntegrationApiKeys", scope: scopeWorkspace, role: developer, handle: s.listIntegrationAPIKeys},
+		{pattern: "POST /v1/admin/integrations/iaks", op: "createIntegrationApiKey", scope: scopeWorkspace, role: developer, handle: s.createIntegrationAPIKey},
+		{pattern: "DELETE /v1/admin/integrations/iaks/{id}", op: "deleteIntegrationApiKey", scope: scopeWorkspace, role: developer, handle: s.deleteIntegrationAPIKey},
+
+		// The operations ledger of calls to integrations (ours: the reference has none).
+		{pattern: "GET /v1/admin/integration-operations/{id}", op: "getIntegrationOperation", scope: scopeWorkspace, role: viewer, handle: s.getIntegrationOperation},
+		{pattern: "POST /v1/admin/integration-operations/{id}/reconcile", op: "reconcileIntegrationOperation", scope: scopeWorkspace, role: admin, handle: s.reconcileIntegrationOperation},
+		{pattern: "GET /v1/admin/bots/{id}/integration-operations", op: "listBotIntegrationOperations", scope: scopeWorkspace, role: viewer, handle: s.listBotIntegrationOperations},
 		// -- end bots-and-integrations routes --
 
 		// Bot and integration logs, bot issues (handlers in admin_logs.go).
 		// -- begin logs-and-issues routes --
+		{pattern: "GET /v1/admin/bots/{id}/logs", op: "getBotLogs", scope: scopeWorkspace, role: viewer, botSelf: true, handle: s.getBotLogs},
+		{pattern: "GET /v1/admin/integrations/{id}/logs", op: "getIntegrationLogs", scope: scopeWorkspace, role: viewer, integrationSelf: true, handle: s.getIntegrationLogs},
+		{pattern: "GET /v1/admin/bots/{id}/issues", op: "listBotIssues", scope: scopeWorkspace, role: viewer, botSelf: true, handle: s.listBotIssues},
+		{pattern: "GET /v1/admin/bots/{id}/issues/{issueId}", op: "getBotIssue", scope: scopeWorkspace, role: viewer, botSelf: true, handle: s.getBotIssue},
+		{pattern: "DELETE /v1/admin/bots/{id}/issues/{issueId}", op: "deleteBotIssue", scope: scopeWorkspace, role: developer, handle: s.deleteBotIssue},
+		{pattern: "GET /v1/admin/bots/{id}/issues/{issueId}/events", op: "listBotIssueEvents", scope: scopeWorkspace, role: viewer, botSelf: true, handle: s.listBotIssueEvents},
 		// -- end logs-and-issues routes --
 	}
 }
@@ -269,27 +295,7 @@ func (s *server) deleteMember(c *call) (any, error) {
 	return nil, s.Store.RemoveMember(c.ctx, m)
 }
 
-// --- Bots ---
-
-// botBody is the definition a createBot call may carry.
-type botBody struct {
-	States          map[string]json.RawMessage `json:"states"`
-	Events          map[string]json.RawMessage `json:"events"`
-	RecurringEvents map[string]json.RawMessage `json:"recurringEvents"`
-	Subscriptions   json.RawMessage            `json:"subscriptions"`
-	Actions         map[string]json.RawMessage `json:"actions"`
-	Configuration   json.RawMessage            `json:"configuration"`
-	User            *platform.TagDefinitions   `json:"user"`
-	Conversation    *platform.TagDefinitions   `json:"conversation"`
-	Message         *platform.TagDefinitions   `json:"message"`
-	Tags            map[string]string          `json:"tags"`
-	Code            *string                    `json:"code"`
-	Name            *string                    `json:"name"`
-	Description     *string                    `json:"description"`
-	Medias          []platform.Media           `json:"medias"`
-	URL             *string                    `json:"url"`
-	Dev             *bool                      `json:"dev"`
-}
+// --- Helpers shared by the admin handlers ---
 
 func orEmpty[V any](m map[string]V) map[string]V {
 	if m == nil {
@@ -298,160 +304,10 @@ func orEmpty[V any](m map[string]V) map[string]V {
 	return m
 }
 
-func tagDefs(t *platform.TagDefinitions) platform.TagDefinitions {
-	if t == nil {
-		return platform.TagDefinitions{Tags: map[string]json.RawMessage{}}
-	}
-	return platform.TagDefinitions{Tags: orEmpty(t.Tags)}
-}
-
-func (s *server) createBot(c *call) (any, error) {
-	var in botBody
-	if err := c.decode(&in); err != nil {
-		return nil, err
-	}
-	now := platform.Now()
-	id := platform.NewID(platform.PrefixBot)
-	b := platform.Bot{
-		ID: id, CreatedAt: now, UpdatedAt: now, WorkspaceID: c.workspaceID,
-		SigningSecret:   platform.NewSecret(),
-		Integrations:    map[string]json.RawMessage{},
-		Plugins:         map[string]json.RawMessage{},
-		User:            tagDefs(in.User),
-		Conversation:    tagDefs(in.Conversation),
-		Message:         tagDefs(in.Message),
-		States:          orEmpty(in.States),
-		Configuration:   in.Configuration,
-		Events:          orEmpty(in.Events),
-		RecurringEvents: orEmpty(in.RecurringEvents),
-		Subscriptions:   in.Subscriptions,
-		Actions:         orEmpty(in.Actions),
-		Tags:            orEmpty(in.Tags),
-		Name:            "bot-" + strings.ToLower(id[len(id)-8:]),
-		CreatedBy:       c.principal.AccountID,
-		Status:          "active",
-		Medias:          in.Medias,
-	}
-	if err := initRecurringEvents(b.RecurringEvents); err != nil {
-		return nil, err
-	}
-	if len(b.Configuration) == 0 {
-		b.Configuration = json.RawMessage(`{"data":{},"schema":{}}`)
-	} else {
-		var cfg struct {
-			Data   json.RawMessage `json:"data"`
-			Schema json.RawMessage `json:"schema"`
-		}
-		_ = json.Unmarshal(in.Configuration, &cfg)
-		if len(cfg.Data) == 0 {
-			cfg.Data = json.RawMessage(`{}`)
-		}
-		if len(cfg.Schema) == 0 {
-			cfg.Schema = json.RawMessage(`{}`)
-		}
-		b.Configuration, _ = json.Marshal(cfg)
-	}
-	if len(b.Subscriptions) == 0 {
-		b.Subscriptions = json.RawMessage(`{"events":null}`)
-	}
-	if b.Medias == nil {
-		b.Medias = []platform.Media{}
-	}
-	if in.Name != nil {
-		b.Name = *in.Name
-	}
-	if in.Description != nil {
-		b.Description = *in.Description
-	}
-	if in.Dev != nil {
-		b.Dev = *in.Dev
-	}
-	if in.URL != nil {
-		b.URL = *in.URL
-	}
-	if in.Code != nil {
-		b.Code = *in.Code
-	}
-	if err := s.Store.CreateBot(c.ctx, b); err != nil {
-		return nil, err
-	}
-	return map[string]any{"bot": b}, nil
-}
-
-// initRecurringEvents gives each new recurring event its run bookkeeping:
-// no failed attempts and no failure yet.
-func initRecurringEvents(events map[string]json.RawMessage) error {
-	for name, raw := range events {
-		var ev map[string]json.RawMessage
-		if err := json.Unmarshal(raw, &ev); err != nil {
-			return platform.Invalid("invalid body: field %q: %v", "recurringEvents."+name, err)
-		}
-		ev["failedAttempts"] = json.RawMessage("0")
-		ev["lastFailureReason"] = json.RawMessage("null")
-		events[name], _ = json.Marshal(ev)
-	}
-	return nil
-}
-
-// workspaceBot reads the bot of path {id}, answering 404 for a bot of
-// another workspace.
-func (s *server) workspaceBot(c *call) (dynamo.BotRecord, error) {
-	id := c.PathValue("id")
-	b, err := s.Store.GetBot(c.ctx, id)
-	if err == nil && b.WorkspaceID != c.workspaceID {
-		err = platform.NotFound("bot", id)
-	}
-	return b, err
-}
-
-func (s *server) getBot(c *call) (any, error) {
-	b, err := s.workspaceBot(c)
-	if err != nil {
-		return nil, err
-	}
-	return map[string]any{"bot": b.Bot}, nil
-}
-
-func (s *server) listBots(c *call) (any, error) {
-	q := c.query()
-	f := dynamo.BotFilter{WorkspaceID: c.workspaceID, Tags: q.object("tags")}
-	var err error
-	if f.SortField, err = q.oneOf("sortField", "createdAt", "createdAt", "updatedAt"); err != nil {
-		return nil, err
-	}
-	dir, err := q.oneOf("sortDirection", "desc", "asc", "desc")
-	if err != nil {
-		return nil, err
-	}
-	f.Descending = dir == "desc"
-	dev, err := q.boolean("dev")
-	if err != nil {
-		return nil, err
-	}
-	f.Dev = dev != nil && *dev
-	list := listKey(c.workspaceID, f.SortField, dir, f.Dev, f.Tags)
-	p, err := c.page(list)
-	if err != nil {
-		return nil, err
-	}
-	bots, next, err := s.Store.ListBots(c.ctx, f, p)
-	if err != nil {
-		return nil, err
-	}
-	return map[string]any{"bots": bots, "meta": c.meta(list, next)}, nil
-}
-
 // listKey identifies a list with its filters, for its nextTokens.
 func listKey(parts ...any) string {
 	b, _ := json.Marshal(parts)
 	return string(b)
-}
-
-func (s *server) deleteBot(c *call) (any, error) {
-	if _, err := s.workspaceBot(c); err != nil {
-		return nil, err
-	}
-	return nil, s.Store.DeleteBot(c.ctx, c.workspaceID, c.PathValue("id"))
 }
 
 // --- Bot API keys ---

@@ -39,9 +39,15 @@ type route struct {
 	// botSelf marks admin operations on the bot of path {id} that the bot's
 	// own API key may call.
 	botSelf bool
+	// integrationSelf marks admin operations on the integration of path
+	// {id} that the integration's own API key may call.
+	integrationSelf bool
 	// status is the success status (200 when zero).
 	status int
-	handle func(*call) (any, error)
+	// maxBody, when set, caps this operation's request body instead of
+	// Config.MaxBodyBytes (e.g. 1000 table rows need more than 1 MiB).
+	maxBody int64
+	handle  func(*call) (any, error)
 }
 
 // call is one authenticated, authorized API call being handled.
@@ -89,7 +95,7 @@ func (s *server) serve(w http.ResponseWriter, c *call, rt route) (any, error) {
 	if err := s.authorize(c, rt); err != nil {
 		return nil, err
 	}
-	body, err := s.readBody(w, c.Request, rt.op)
+	body, err := s.readBody(w, c.Request, rt.op, rt.maxBody)
 	if err != nil {
 		return nil, err
 	}
@@ -116,6 +122,8 @@ func (s *server) authenticate(c *call) error {
 
 var errBotKeyScope = platform.Forbidden("a bot API key can only act on its own bot")
 
+var errIntegrationKeyScope = platform.Forbidden("an integration API key can only read and update its own integration")
+
 func (s *server) authorize(c *call, rt route) error {
 	p := c.principal
 	switch rt.scope {
@@ -139,6 +147,16 @@ func (s *server) authorize(c *call, rt route) error {
 			}
 			if c.PathValue("id") != p.BotID || ws != p.WorkspaceID {
 				return platform.NotFound("bot", c.PathValue("id"))
+			}
+			c.role = platform.RoleDeveloper
+			return checkRole(c.role, rt.role)
+		}
+		if p.Kind == platform.PrincipalIntegration {
+			if !rt.integrationSelf {
+				return errIntegrationKeyScope
+			}
+			if c.PathValue("id") != p.IntegrationID || ws != p.WorkspaceID {
+				return platform.NotFound("integration", c.PathValue("id"))
 			}
 			c.role = platform.RoleDeveloper
 			return checkRole(c.role, rt.role)

@@ -15,6 +15,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/botforge/platform/shared/delivery"
 	"github.com/botforge/platform/shared/dynamo"
 	"github.com/botforge/platform/shared/openapi"
 	"github.com/botforge/platform/shared/platform"
@@ -36,6 +37,19 @@ type Config struct {
 	Scheduler platform.Scheduler
 	// Logs writes and queries bot and integration logs.
 	Logs platform.LogStore
+	// Outbound makes the calls to integrations (registration); nil: a
+	// client refusing private and loopback addresses (delivery.Client).
+	Outbound *http.Client
+	// OnDelivery, when set, receives the result of every call made to an
+	// integration (registration, unregistration).
+	OnDelivery delivery.Observer
+	// TableFiles stores table exports as files and reads import files
+	// (Files API); nil: exportTable and importTable are not available.
+	TableFiles platform.TableFiles
+	// BackgroundJobs: the process outlives its requests (the local
+	// platform), so table jobs (large duplicates) continue in goroutines.
+	// In Lambda they continue when getTableJobs is called (docs/tables.md).
+	BackgroundJobs bool
 	// MaxBodyBytes caps request bodies (default 1 MiB); larger ones get 413.
 	MaxBodyBytes int64
 	// OnUsage, when set, receives the DynamoDB usage of every API call.
@@ -69,6 +83,9 @@ func New(cfg Config, areas ...Area) http.Handler {
 	for _, a := range areas {
 		for _, rt := range s.routes(a) {
 			mux.Handle(rt.pattern, s.handler(rt))
+		}
+		for _, rr := range s.rawRoutes(a) {
+			mux.Handle(rr.pattern, s.rawHandler(rr))
 		}
 	}
 	return s.fallback(mux)
@@ -188,18 +205,21 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 
 // readBody reads, size-checks, parses and validates the JSON body of op.
 // An empty body counts as {} so that missing required fields are named.
-func (s *server) readBody(w http.ResponseWriter, r *http.Request, op string) ([]byte, error) {
+func (s *server) readBody(w http.ResponseWriter, r *http.Request, op string, limit int64) ([]byte, error) {
 	if !openapi.HasBody(op) {
 		return nil, nil
+	}
+	if limit <= 0 {
+		limit = s.MaxBodyBytes
 	}
 	if ct := r.Header.Get("Content-Type"); ct != "" && !strings.Contains(strings.ToLower(ct), "json") {
 		return nil, platform.Errorf(platform.ErrUnsupportedMedia, "content type %q is not supported: send application/json", ct)
 	}
-	raw, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.MaxBodyBytes))
+	raw, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
 	if err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
-			return nil, platform.Errorf(platform.ErrPayloadTooLarge, "request body exceeds %d bytes", s.MaxBodyBytes)
+			return nil, platform.Errorf(platform.ErrPayloadTooLarge, "request body exceeds %d bytes", limit)
 		}
 		return nil, platform.Invalid("could not read request body: %v", err)
 	}

@@ -21,12 +21,21 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	awss3 "github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/botforge/platform/shared/delivery"
 	"github.com/botforge/platform/shared/dynamo"
+	"github.com/botforge/platform/shared/files"
 	"github.com/botforge/platform/shared/httpapi"
 	"github.com/botforge/platform/shared/localdynamo"
 	"github.com/botforge/platform/shared/locals3"
+	"github.com/botforge/platform/shared/logstore"
 	"github.com/botforge/platform/shared/platform"
 	"github.com/botforge/platform/shared/runtime"
+	"github.com/botforge/platform/shared/s3store"
+	"github.com/botforge/platform/shared/scheduler"
 )
 
 // Options configure the local platform.
@@ -61,6 +70,30 @@ type Platform struct {
 	FirstToken string
 	closers    []func() error
 	onUsage    atomic.Pointer[func(op string, u *dynamo.Usage)]
+	// Scheduler runs bots' recurring events in-process (schedules kept in
+	// <data-dir>/schedules.json).
+	Scheduler  *scheduler.Local
+	onDelivery atomic.Pointer[delivery.Observer]
+	// Logs is the embedded store of bot and integration logs
+	// (<data-dir>/logs; nil with LOGS_ENDPOINT set); logDelivery writes
+	// every delivery to the logs and records failed deliveries to bots as
+	// bot issues.
+	Logs        *logstore.Local
+	logDelivery delivery.Observer
+}
+
+// OnDelivery sets a function receiving the result of every delivery of a
+// recurring event and every call made to an integration (logs, bot issues
+// and tests hook here).
+func (p *Platform) OnDelivery(f delivery.Observer) { p.onDelivery.Store(&f) }
+
+func (p *Platform) observeDelivery(ctx context.Context, r delivery.Result) {
+	if p.logDelivery != nil {
+		p.logDelivery(ctx, r)
+	}
+	if f := p.onDelivery.Load(); f != nil && *f != nil {
+		(*f)(ctx, r)
+	}
 }
 
 // OnUsage sets a function receiving the DynamoDB usage of every API call
@@ -110,11 +143,21 @@ func Open(ctx context.Context, dataDir, baseURL string, log *slog.Logger) (*Plat
 	p.Store = dynamo.New(db, env.Table)
 
 	mux := http.NewServeMux()
+	// File contents: every completed PUT (or copy) runs the upload
+	// completion of the S3 event in AWS.
+	completer := &files.Completer{Records: p.Store, Log: log}
+	var fileStore platform.FileStorage
 	if env.S3Endpoint == "" {
 		s3, err := locals3.Open(locals3.Options{
 			Dir: filepath.Join(dataDir, "s3"), Region: "us-east-1",
 			AccessKeyID: sec.S3AccessKey, SecretAccessKey: sec.S3SecretKey,
 			PathPrefix: S3Prefix,
+			OnPut: func(ctx context.Context, obj locals3.PutObject) error {
+				if obj.Bucket != env.Bucket {
+					return nil
+				}
+				return completer.ObjectCreated(context.WithoutCancel(ctx), obj.Key)
+			},
 		})
 		if err != nil {
 			return nil, fmt.Errorf("embedded S3: %w", err)
@@ -125,7 +168,42 @@ func Open(ctx context.Context, dataDir, baseURL string, log *slog.Logger) (*Plat
 		}
 		mux.Handle(S3Prefix+"/", s3)
 		mux.Handle(S3Prefix, s3)
+		fileStore = embeddedFileStore(cfg, s3, env.Bucket, sec, baseURL)
+	} else {
+		fileStore = runtime.FileStorage(cfg, env)
 	}
+	completer.Objects = fileStore
+
+	// Bot and integration logs: the embedded store (or CloudWatch Logs at
+	// LOGS_ENDPOINT); deliveries are logged and failed deliveries to bots
+	// recorded as bot issues.
+	var logs platform.LogStore
+	if env.LogsEndpoint == "" {
+		l, err := logstore.OpenLocal(filepath.Join(dataDir, "logs"), logstore.LocalOptions{Logger: log})
+		if err != nil {
+			return nil, fmt.Errorf("embedded log store: %w", err)
+		}
+		p.closers = append(p.closers, l.Close)
+		p.Logs, logs = l, l
+	} else {
+		logs = runtime.Logs(cfg, env)
+	}
+	p.logDelivery = logstore.Observer(logs, p.Store, log)
+
+	// Recurring events: an in-process scheduler firing the scheduler
+	// function's code. Locally, bots and integrations may live on this
+	// machine, so deliveries may reach private addresses.
+	outbound := delivery.Client(true)
+	recurring := &delivery.Recurring{Bots: p.Store, Client: outbound, Log: log, Observer: p.observeDelivery}
+	if ev, ok := any(p.Store).(delivery.EventRecorder); ok {
+		recurring.Events = ev
+	}
+	sched, err := scheduler.OpenLocal(filepath.Join(dataDir, "schedules.json"), recurring.Handle, log, 3*time.Minute)
+	if err != nil {
+		return nil, fmt.Errorf("local scheduler: %w", err)
+	}
+	recurring.Scheduler, p.Scheduler = sched, sched
+	p.closers = append(p.closers, sched.Close)
 
 	key, _ := hex.DecodeString(sec.PagingKey)
 	if env.PagingKey != "" {
@@ -143,6 +221,14 @@ func Open(ctx context.Context, dataDir, baseURL string, log *slog.Logger) (*Plat
 				(*f)(op, u)
 			}
 		},
+		Scheduler:  sched,
+		Logs:       logs,
+		Outbound:   outbound,
+		OnDelivery: p.observeDelivery,
+		Files:      fileStore,
+		// The local process outlives its requests: large table duplicates
+		// finish in the background.
+		BackgroundJobs: true,
 	}, httpapi.AllAreas...)
 	mux.Handle("/", api)
 	p.Handler = mux
@@ -294,4 +380,27 @@ func writeFileAtomic(path string, data []byte) error {
 		d.Close()
 	}
 	return nil
+}
+
+// embeddedFileStore is the file storage over the embedded S3: the SDK client
+// reaches it in-process (bodies streamed), and presigned upload URLs point
+// at S3Prefix on the address clients use (baseURL, or the address of the
+// call when baseURL is empty, as in tests).
+func embeddedFileStore(cfg aws.Config, h http.Handler, bucket string, sec secrets, baseURL string) platform.FileStorage {
+	client := awss3.NewFromConfig(cfg, func(o *awss3.Options) {
+		o.BaseEndpoint = aws.String("http://s3.local" + S3Prefix)
+		o.UsePathStyle = true
+		o.HTTPClient = s3store.HandlerClient(h)
+		o.Credentials = credentials.NewStaticCredentialsProvider(sec.S3AccessKey, sec.S3SecretKey, "")
+		o.Region = "us-east-1"
+	})
+	return s3store.New(client, bucket, s3store.Options{PresignEndpoint: func(ctx context.Context) string {
+		if baseURL != "" {
+			return strings.TrimRight(baseURL, "/") + S3Prefix
+		}
+		if o := platform.OriginFrom(ctx); o != "" {
+			return o + S3Prefix
+		}
+		return ""
+	}})
 }

@@ -40,6 +40,9 @@ func Document() (map[string]any, error) {
 		}
 		rewriteNullable(v)
 		applySpec(v)
+		applyTablesSpec(v)
+		applyBotsAndIntegrationsSpec(v)
+		applyChatSpec(v)
 		doc, _ = v.(map[string]any)
 	})
 	return doc, loadErr

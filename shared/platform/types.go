@@ -105,6 +105,14 @@ type Bot struct {
 	WorkspaceID string `json:"-"`
 	URL         string `json:"-"`
 	Code        string `json:"-"`
+
+	// Secrets lists the names of the bot's secrets (the spec's Bot.secrets);
+	// SecretValues holds their values, never answered.
+	Secrets      []string          `json:"secrets,omitempty"`
+	SecretValues map[string]string `json:"-"`
+	// Installs are the integrations installed on the bot, by alias; the wire
+	// field Integrations is rendered from them (see docs/bots.md).
+	Installs map[string]IntegrationInstance `json:"-"`
 }
 
 // BotSummary is a bot as listBots answers it.
@@ -124,7 +132,9 @@ type Principal struct {
 	TokenID     string
 	AccountID   string // Kind == PrincipalAccount
 	BotID       string // Kind == PrincipalBot
-	WorkspaceID string // Kind == PrincipalBot: the bot's workspace
+	WorkspaceID string // Kind == PrincipalBot or PrincipalIntegration: the owner's workspace
+	// IntegrationID is the integration version an integration API key acts as.
+	IntegrationID string // Kind == PrincipalIntegration
 }
 
 // PrincipalKind tells what kind of token authenticated a call.
@@ -133,4 +143,6 @@ type PrincipalKind string
 const (
 	PrincipalAccount PrincipalKind = "account"
 	PrincipalBot     PrincipalKind = "bot"
+	// PrincipalIntegration is an integration API key (bp_iak_).
+	PrincipalIntegration PrincipalKind = "integration"
 )

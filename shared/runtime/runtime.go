@@ -6,6 +6,7 @@ package runtime
 import (
 	"context"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log"
@@ -17,11 +18,20 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/cloudwatchlogs"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	awsscheduler "github.com/aws/aws-sdk-go-v2/service/scheduler"
 	"github.com/awslabs/aws-lambda-go-api-proxy/httpadapter"
 
+	"github.com/botforge/platform/shared/delivery"
 	"github.com/botforge/platform/shared/dynamo"
+	"github.com/botforge/platform/shared/files"
 	"github.com/botforge/platform/shared/httpapi"
+	"github.com/botforge/platform/shared/logstore"
+	"github.com/botforge/platform/shared/platform"
+	"github.com/botforge/platform/shared/s3store"
+	"github.com/botforge/platform/shared/scheduler"
 )
 
 // Env is the platform's configuration, read from environment variables
@@ -32,6 +42,18 @@ type Env struct {
 	DynamoEndpoint string // DYNAMODB_ENDPOINT: a DynamoDB endpoint other than AWS's (e.g. DynamoDB Local)
 	S3Endpoint     string // S3_ENDPOINT: an S3 endpoint other than AWS's (e.g. MinIO)
 	PagingKey      string // PLATFORM_PAGING_KEY: hex secret signing nextTokens, shared by every function
+
+	// Recurring events on EventBridge Scheduler (AWS). Without a target ARN
+	// no schedules are made (the local platform runs its own scheduler).
+	ScheduleGroup      string // PLATFORM_SCHEDULE_GROUP: the schedule group (default "platform")
+	SchedulerTargetARN string // PLATFORM_SCHEDULER_TARGET_ARN: the scheduler function's ARN
+	SchedulerRoleARN   string // PLATFORM_SCHEDULER_ROLE_ARN: the role EventBridge Scheduler assumes to invoke it
+	SchedulerEndpoint  string // SCHEDULER_ENDPOINT: an EventBridge Scheduler endpoint other than AWS's
+
+	// Bot and integration logs on CloudWatch Logs (AWS; docs/logs.md).
+	BotLogGroup         string // PLATFORM_BOT_LOG_GROUP: log group of bot logs (default "/platform/bots")
+	IntegrationLogGroup string // PLATFORM_INTEGRATION_LOG_GROUP: log group of integration logs (default "/platform/integrations")
+	LogsEndpoint        string // LOGS_ENDPOINT: a CloudWatch Logs endpoint other than AWS's
 }
 
 // FromEnv reads Env from the process environment.
@@ -48,6 +70,15 @@ func FromEnv() Env {
 		DynamoEndpoint: os.Getenv("DYNAMODB_ENDPOINT"),
 		S3Endpoint:     os.Getenv("S3_ENDPOINT"),
 		PagingKey:      os.Getenv("PLATFORM_PAGING_KEY"),
+
+		ScheduleGroup:      get("PLATFORM_SCHEDULE_GROUP", "platform"),
+		SchedulerTargetARN: os.Getenv("PLATFORM_SCHEDULER_TARGET_ARN"),
+		SchedulerRoleARN:   os.Getenv("PLATFORM_SCHEDULER_ROLE_ARN"),
+		SchedulerEndpoint:  os.Getenv("SCHEDULER_ENDPOINT"),
+
+		BotLogGroup:         get("PLATFORM_BOT_LOG_GROUP", logstore.DefaultBotGroup),
+		IntegrationLogGroup: get("PLATFORM_INTEGRATION_LOG_GROUP", logstore.DefaultIntegrationGroup),
+		LogsEndpoint:        os.Getenv("LOGS_ENDPOINT"),
 	}
 }
 
@@ -118,7 +149,9 @@ func AreaHandler(ctx context.Context, area httpapi.Area) (http.Handler, error) {
 		return nil, fmt.Errorf("aws config: %w", err)
 	}
 	store := dynamo.New(DynamoClient(cfg, env, nil), env.Table)
-	return httpapi.New(httpapi.Config{Store: store, PagingKey: key}, area), nil
+	logs := Logs(cfg, env)
+	return httpapi.New(httpapi.Config{Store: store, PagingKey: key, Scheduler: Scheduler(cfg, env), Files: FileStorage(cfg, env),
+		Logs: logs, OnDelivery: logstore.Observer(logs, store, nil)}, area), nil
 }
 
 // StartLambda serves one API area as a Lambda function behind API Gateway
@@ -129,4 +162,81 @@ func StartLambda(area httpapi.Area) {
 		log.Fatal(err)
 	}
 	lambda.Start(httpadapter.NewV2(h).ProxyWithContext)
+}
+
+// Scheduler is the EventBridge Scheduler adapter of the environment, or nil
+// when no scheduler target is configured.
+func Scheduler(cfg aws.Config, env Env) platform.Scheduler {
+	if env.SchedulerTargetARN == "" {
+		return nil
+	}
+	client := awsscheduler.NewFromConfig(cfg, func(o *awsscheduler.Options) {
+		if env.SchedulerEndpoint != "" {
+			o.BaseEndpoint = aws.String(env.SchedulerEndpoint)
+		}
+	})
+	return &scheduler.EventBridge{Client: client, Group: env.ScheduleGroup, TargetARN: env.SchedulerTargetARN, RoleARN: env.SchedulerRoleARN}
+}
+
+// StartScheduler serves the scheduler function: EventBridge Scheduler
+// invokes it with a schedule's input, and it fires that recurring event
+// (delivery.Recurring). It never returns.
+func StartScheduler() {
+	ctx := context.Background()
+	env := FromEnv()
+	cfg, err := AWSConfig(ctx)
+	if err != nil {
+		log.Fatal(err)
+	}
+	store := dynamo.New(DynamoClient(cfg, env, nil), env.Table)
+	r := &delivery.Recurring{Bots: store, Scheduler: Scheduler(cfg, env), Client: delivery.Client(false)}
+	r.Observer = logstore.Observer(Logs(cfg, env), store, nil) // deliveries logged, failures made bot issues
+	if ev, ok := any(store).(delivery.EventRecorder); ok {
+		r.Events = ev
+	}
+	lambda.Start(func(ctx context.Context, in json.RawMessage) error { return r.Handle(ctx, in) })
+}
+
+// S3Client returns the S3 client of the environment: AWS's S3, or the
+// endpoint S3_ENDPOINT names (path-style addressing, as MinIO and the
+// embedded S3 need).
+func S3Client(cfg aws.Config, env Env) *s3.Client {
+	return s3.NewFromConfig(cfg, func(o *s3.Options) {
+		if env.S3Endpoint != "" {
+			o.BaseEndpoint = aws.String(env.S3Endpoint)
+			o.UsePathStyle = true
+		}
+	})
+}
+
+// FileStorage is the file storage of the environment: the PLATFORM_BUCKET
+// bucket.
+func FileStorage(cfg aws.Config, env Env) platform.FileStorage {
+	return s3store.New(S3Client(cfg, env), env.Bucket, s3store.Options{})
+}
+
+// StartUploadCompletion serves the upload-completion function: S3 invokes
+// it with the bucket's ObjectCreated events and it completes each upload
+// (files.Completer, the code the local platform runs on every completed
+// PUT). It never returns.
+func StartUploadCompletion() {
+	ctx := context.Background()
+	env := FromEnv()
+	cfg, err := AWSConfig(ctx)
+	if err != nil {
+		log.Fatal(err)
+	}
+	c := &files.Completer{Records: dynamo.New(DynamoClient(cfg, env, nil), env.Table), Objects: FileStorage(cfg, env)}
+	lambda.Start(s3store.EventHandler(env.Bucket, c.ObjectCreated))
+}
+
+// Logs is the CloudWatch Logs store of bot and integration logs of the
+// environment (queried with CloudWatch Logs Insights).
+func Logs(cfg aws.Config, env Env) *logstore.CloudWatch {
+	client := cloudwatchlogs.NewFromConfig(cfg, func(o *cloudwatchlogs.Options) {
+		if env.LogsEndpoint != "" {
+			o.BaseEndpoint = aws.String(env.LogsEndpoint)
+		}
+	})
+	return &logstore.CloudWatch{Client: client, BotGroup: env.BotLogGroup, IntegrationGroup: env.IntegrationLogGroup}
 }

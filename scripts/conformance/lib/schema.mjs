@@ -11,6 +11,8 @@ import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 import Ajv from 'ajv'
 import addFormats from 'ajv-formats'
+import { applyChatSpec } from './spec-chat.mjs'
+import { applyTablesSpec } from './spec-tables.mjs'
 
 const here = path.dirname(fileURLToPath(import.meta.url))
 export const referencePath = path.resolve(here, '../../../shared/openapi/reference.json')
@@ -52,6 +54,8 @@ const validators = new Map()
 function load() {
   if (ajv) return
   doc = JSON.parse(fs.readFileSync(referencePath, 'utf8'))
+  applyChatSpec(doc)
+  applyTablesSpec(doc)
   const root = toJSONSchema({
     $id: DOC_ID,
     components: { schemas: doc.components.schemas ?? {}, responses: doc.components.responses ?? {} },

@@ -1,0 +1,267 @@
+package functions_test
+
+// The functions' binaries, built as for Lambda (-tags lambda.norpc), run
+// under a stand-in of the Lambda Runtime API with the sample events, against
+// the embedded AWS services: their main.go and shared/runtime wiring, end to
+// end. Each run also measures the function's cold-start initialisation: the
+// time from process start to its first request for an event.
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// functionNames are the directories of functions/ that are Lambda functions.
+var functionNames = []string{"admin", "chat", "tables", "files", "scheduler", "upload-completion"}
+
+var built struct {
+	once sync.Once
+	dir  string
+	err  error
+	took time.Duration
+}
+
+// binaries builds every function for this machine, once per test binary,
+// with the build tags of the Lambda build (Makefile's LAMBDA_BUILD).
+func binaries(t *testing.T) string {
+	t.Helper()
+	built.once.Do(func() {
+		built.dir, built.err = os.MkdirTemp("", "functions-bin-")
+		if built.err != nil {
+			return
+		}
+		args := []string{"build", "-tags", "lambda.norpc", "-ldflags", "-s -w", "-o", built.dir + string(filepath.Separator)}
+		exact := os.Getenv("LAMBDA_BUILD_EXACT") != ""
+		if exact { // the Makefile's flags exactly (a build of its own: slower)
+			args = append(args, "-trimpath")
+		}
+		for _, f := range functionNames {
+			args = append(args, "./"+f)
+		}
+		start := time.Now()
+		// By default the test's own build settings otherwise (cgo as the
+		// test, no -trimpath): the packages come from the build cache.
+		cmd := exec.Command("go", args...)
+		if exact {
+			cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		}
+		if out, err := cmd.CombinedOutput(); err != nil {
+			built.err = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+		built.took = time.Since(start)
+	})
+	if built.err != nil {
+		t.Fatal(built.err)
+	}
+	return built.dir
+}
+
+// invocation is one event handed to a function by the Runtime API stand-in.
+type invocation struct {
+	Init     time.Duration // process start to the first GET .../invocation/next
+	Handle   time.Duration // the event handed over to the function's answer
+	Response []byte        // the function's result, or
+	Error    []byte        // the error it reported
+}
+
+// invoke runs the function's binary with env, hands it event through a
+// stand-in of the Lambda Runtime API and returns what it answered.
+func invoke(t *testing.T, name string, env map[string]string, event []byte) invocation {
+	t.Helper()
+	var (
+		mu      sync.Mutex
+		ready   time.Time
+		served  bool
+		result  = make(chan invocation, 1)
+		started time.Time
+		handed  time.Time
+	)
+	const reqID = "sample-invocation-1"
+	api := http.NewServeMux()
+	api.HandleFunc("GET /2018-06-01/runtime/invocation/next", func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		if ready.IsZero() {
+			ready = time.Now()
+		}
+		first := !served
+		served = true
+		mu.Unlock()
+		if !first { // one event per run: hold the next poll until the end
+			<-r.Context().Done()
+			return
+		}
+		w.Header().Set("Lambda-Runtime-Aws-Request-Id", reqID)
+		w.Header().Set("Lambda-Runtime-Deadline-Ms", fmt.Sprint(time.Now().Add(time.Minute).UnixMilli()))
+		w.Header().Set("Lambda-Runtime-Invoked-Function-Arn", "arn:aws:lambda:us-east-1:123456789012:function:bot-platform-"+name)
+		w.Header().Set("Lambda-Runtime-Trace-Id", "Root=1-00000000-000000000000000000000000")
+		mu.Lock()
+		handed = time.Now()
+		mu.Unlock()
+		w.Write(event)
+	})
+	reply := func(isError bool) http.HandlerFunc {
+		return func(w http.ResponseWriter, r *http.Request) {
+			body, _ := io.ReadAll(r.Body)
+			mu.Lock()
+			inv := invocation{Init: ready.Sub(started), Handle: time.Since(handed)}
+			mu.Unlock()
+			if isError {
+				inv.Error = body
+			} else {
+				inv.Response = body
+			}
+			w.WriteHeader(http.StatusAccepted)
+			select {
+			case result <- inv:
+			default:
+			}
+		}
+	}
+	api.HandleFunc("POST /2018-06-01/runtime/invocation/{id}/response", reply(false))
+	api.HandleFunc("POST /2018-06-01/runtime/invocation/{id}/error", reply(true))
+	api.HandleFunc("POST /2018-06-01/runtime/init/error", reply(true))
+	srv := httptest.NewServer(api)
+	defer srv.Close()
+
+	cmd := exec.Command(filepath.Join(binaries(t), name))
+	cmd.Env = []string{
+		"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"), "TZ=UTC",
+		"AWS_LAMBDA_RUNTIME_API=" + strings.TrimPrefix(srv.URL, "http://"),
+		"AWS_LAMBDA_FUNCTION_NAME=bot-platform-" + name, "AWS_LAMBDA_FUNCTION_VERSION=$LATEST",
+		"AWS_LAMBDA_FUNCTION_MEMORY_SIZE=256", "_HANDLER=bootstrap",
+	}
+	for k, v := range env {
+		cmd.Env = append(cmd.Env, k+"="+v)
+	}
+	var stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stderr, &stderr
+	mu.Lock()
+	started = time.Now()
+	mu.Unlock()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	defer func() {
+		_ = cmd.Process.Kill()
+		<-exited
+	}()
+	select {
+	case inv := <-result:
+		if len(inv.Error) > 0 {
+			t.Logf("%s output:\n%s", name, stderr.String())
+		}
+		return inv
+	case err := <-exited:
+		t.Fatalf("%s exited before answering: %v\n%s", name, err, stderr.String())
+	case <-time.After(2 * time.Minute):
+		t.Fatalf("%s did not answer within 2 minutes\n%s", name, stderr.String())
+	}
+	return invocation{}
+}
+
+// TestFunctionBinaries runs each function's binary on its sample event.
+func TestFunctionBinaries(t *testing.T) {
+	s := newStandIns(t)
+	binaries(t)
+	t.Logf("built %d functions in %v", len(functionNames), built.took.Round(time.Millisecond))
+
+	_, botID := s.bot(t)
+	for _, tc := range apiEvents {
+		t.Run(string(tc.area), func(t *testing.T) {
+			ev := sampleEvent(t, string(tc.area)+"-request.json", map[string]string{"<TOKEN>": s.Token, "<BOT_ID>": botID})
+			inv := invoke(t, string(tc.area), s.Env, ev)
+			t.Logf("%s: initialisation %v, first event %v", tc.area, inv.Init.Round(time.Microsecond), inv.Handle.Round(time.Microsecond))
+			if len(inv.Error) > 0 {
+				t.Fatalf("error: %s", inv.Error)
+			}
+			var res struct {
+				StatusCode int    `json:"statusCode"`
+				Body       string `json:"body"`
+			}
+			if err := json.Unmarshal(inv.Response, &res); err != nil {
+				t.Fatalf("response %s: %v", inv.Response, err)
+			}
+			checkAPIResponse(t, tc.op, tc.want, res.StatusCode, res.Body)
+		})
+	}
+
+	t.Run("scheduler", func(t *testing.T) {
+		botID, received := s.recurringBot(t)
+		inv := invoke(t, "scheduler", s.Env, s.schedulerInput(t, botID, "ping", ""))
+		t.Logf("scheduler: initialisation %v, first event %v", inv.Init.Round(time.Microsecond), inv.Handle.Round(time.Microsecond))
+		if len(inv.Error) > 0 || string(inv.Response) != "null" {
+			t.Fatalf("response %s, error %s", inv.Response, inv.Error)
+		}
+		// In Lambda, deliveries never reach private or loopback addresses:
+		// the bot on this machine is refused and the failure recorded.
+		if got := received.got(); len(got) != 0 {
+			t.Fatalf("a bot on a loopback address received %v", got)
+		}
+		if n, reason := s.recurringState(t, botID, "ping"); n != 1 || reason == nil {
+			t.Fatalf("failedAttempts %v, lastFailureReason %v; want the refused delivery recorded", n, reason)
+		}
+		if !s.Logs.wrote(s.Env["PLATFORM_BOT_LOG_GROUP"], botID) {
+			t.Fatalf("the refused delivery was not logged to the bot log group: %v", s.Logs.groups())
+		}
+	})
+
+	t.Run("upload-completion", func(t *testing.T) {
+		_, botID := s.bot(t)
+		fileID, key := s.uploadedFile(t, botID, "hello, world")
+		inv := invoke(t, "upload-completion", s.Env, uploadEvent(t, testBucket, key))
+		t.Logf("upload-completion: initialisation %v, first event %v", inv.Init.Round(time.Microsecond), inv.Handle.Round(time.Microsecond))
+		if len(inv.Error) > 0 || string(inv.Response) != "null" {
+			t.Fatalf("response %s, error %s", inv.Response, inv.Error)
+		}
+		if st, size := s.fileStatus(t, botID, fileID); st != "upload_completed" || size != 12 {
+			t.Fatalf("after the S3 event: status %s, size %v; want upload_completed, 12", st, size)
+		}
+	})
+}
+
+// TestColdStart reports each function's cold-start initialisation (process
+// start to its first request for an event) in the test log: the median of
+// COLD_START_RUNS runs (default 1), with the Makefile's exact build flags
+// when LAMBDA_BUILD_EXACT is set (for this machine's architecture):
+//
+//	LAMBDA_BUILD_EXACT=1 COLD_START_RUNS=21 go test ./functions -run ColdStart -v
+func TestColdStart(t *testing.T) {
+	s := newStandIns(t)
+	runs := 1
+	if v := os.Getenv("COLD_START_RUNS"); v != "" {
+		fmt.Sscan(v, &runs)
+	}
+	// An event each function rejects or ignores quickly: only the
+	// initialisation is measured.
+	noop := map[string][]byte{
+		"scheduler":         []byte(`{}`),
+		"upload-completion": []byte(`{"Records":[]}`),
+	}
+	for _, name := range functionNames {
+		ev, ok := noop[name]
+		if !ok {
+			ev = sampleEvent(t, name+"-request.json", map[string]string{"<TOKEN>": "bp_pat_invalid", "<BOT_ID>": "bot_x"})
+		}
+		var d []time.Duration
+		for i := 0; i < runs; i++ {
+			d = append(d, invoke(t, name, s.Env, ev).Init)
+		}
+		sort.Slice(d, func(i, j int) bool { return d[i] < d[j] })
+		t.Logf("%-18s initialisation: median %v (min %v, max %v, %d runs)", name, d[len(d)/2].Round(time.Microsecond),
+			d[0].Round(time.Microsecond), d[len(d)-1].Round(time.Microsecond), runs)
+	}
+}

@@ -1,0 +1,335 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"regexp"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/awslabs/goformation/v7"
+	"gopkg.in/yaml.v3"
+)
+
+const samTemplate = "../template.yaml"
+
+// samModel is the model of a SAM template file.
+func samModel(t *testing.T, path string) stackModel {
+	t.Helper()
+	tmpl, err := parseTemplate(path)
+	if err != nil {
+		t.Fatalf("goformation: %s: %v", path, err)
+	}
+	m, err := modelOf(tmpl, buildPackages(".."), "")
+	if err != nil {
+		t.Fatalf("%s:\n%v", path, err)
+	}
+	return m
+}
+
+// cdkModel is the model of a synthesized CDK template (JSON).
+func cdkModel(t *testing.T, template []byte, lambdaDir string) stackModel {
+	t.Helper()
+	tmpl, err := goformation.ParseJSONWithOptions(template, canonicalOptions(""))
+	if err != nil {
+		t.Fatalf("goformation: CDK template: %v", err)
+	}
+	m, err := modelOf(tmpl, nil, lambdaDir)
+	if err != nil {
+		t.Fatalf("CDK template:\n%v", err)
+	}
+	return m
+}
+
+// differences lists where two models differ, one line per leaf.
+func differences(a, b stackModel) []string {
+	var av, bv any
+	ja, _ := json.Marshal(a)
+	jb, _ := json.Marshal(b)
+	_ = json.Unmarshal(ja, &av)
+	_ = json.Unmarshal(jb, &bv)
+	var out []string
+	diffValues("", av, bv, &out)
+	return out
+}
+
+func diffValues(path string, a, b any, out *[]string) {
+	am, aok := a.(map[string]any)
+	bm, bok := b.(map[string]any)
+	if aok && bok {
+		keys := map[string]bool{}
+		for k := range am {
+			keys[k] = true
+		}
+		for k := range bm {
+			keys[k] = true
+		}
+		sorted := make([]string, 0, len(keys))
+		for k := range keys {
+			sorted = append(sorted, k)
+		}
+		sort.Strings(sorted)
+		for _, k := range sorted {
+			diffValues(path+"."+k, am[k], bm[k], out)
+		}
+		return
+	}
+	if !reflect.DeepEqual(a, b) {
+		show := func(v any) string {
+			if v == nil {
+				return "(missing)"
+			}
+			j, _ := json.Marshal(v)
+			return string(j)
+		}
+		*out = append(*out, fmt.Sprintf("%s:\n    template.yaml: %s\n    CDK:           %s", strings.TrimPrefix(path, "."), show(a), show(b)))
+	}
+}
+
+// TestSAMAndCDKAgree: template.yaml and the CDK app describe one and the
+// same stack: functions (code, runtime, memory, timeout, environment, role,
+// who may invoke them), routes, table keys and indexes, bucket (encryption,
+// access, CORS, notification), schedule group and schedules, roles and
+// their policies, log groups, parameters and outputs.
+func TestSAMAndCDKAgree(t *testing.T) {
+	cdkJSON, lambdaDir := synthesized(t)
+	sam := samModel(t, samTemplate)
+	cdk := cdkModel(t, cdkJSON, lambdaDir)
+	if d := differences(sam, cdk); len(d) > 0 {
+		t.Fatalf("template.yaml and the CDK app disagree:\n%s", strings.Join(d, "\n"))
+	}
+
+	// The comparison is not vacuous: the model holds the whole stack.
+	if len(sam.Functions) != len(Functions) || len(sam.Routes) != 6 || len(sam.Tables) != 1 || len(sam.Buckets) != 1 ||
+		len(sam.ScheduleGroups) != 1 || len(sam.LogGroups) != 8 || len(sam.Roles) != 7 || len(sam.Outputs) != 6 {
+		t.Fatalf("model misses parts of the stack: %d functions, %d routes, %d tables, %d buckets, %d schedule groups, %d log groups, %d roles, %d outputs",
+			len(sam.Functions), len(sam.Routes), len(sam.Tables), len(sam.Buckets), len(sam.ScheduleGroups), len(sam.LogGroups), len(sam.Roles), len(sam.Outputs))
+	}
+	if len(sam.Other) > 0 {
+		t.Fatalf("resources the model does not compare: %v", sam.Other)
+	}
+	if testing.Verbose() {
+		j, _ := json.MarshalIndent(sam, "", "  ")
+		t.Logf("model:\n%s", j)
+	}
+}
+
+// TestAgreementCatchesDrift: removing a route or an environment variable
+// from either description makes the agreement check fail, naming it.
+func TestAgreementCatchesDrift(t *testing.T) {
+	cdkJSON, lambdaDir := synthesized(t)
+	sam := samModel(t, samTemplate)
+	cdk := cdkModel(t, cdkJSON, lambdaDir)
+
+	for _, tc := range []struct {
+		name   string
+		mutate func(t *testing.T) (samM, cdkM stackModel)
+		want   []string // in the differences
+	}{
+		{"route removed from template.yaml", func(t *testing.T) (stackModel, stackModel) {
+			return samModel(t, mutatedSAM(t, "Resources", "TablesFunction", "Properties", "Events", "TablesRoot")), cdk
+		}, []string{"routes.ANY /v1/tables"}},
+		{"environment variable removed from template.yaml", func(t *testing.T) (stackModel, stackModel) {
+			return samModel(t, mutatedSAM(t, "Resources", "FilesFunction", "Properties", "Environment", "Variables", "PLATFORM_BUCKET")), cdk
+		}, []string{"functions.FilesFunction.env.PLATFORM_BUCKET"}},
+		{"global environment variable removed from template.yaml", func(t *testing.T) (stackModel, stackModel) {
+			return samModel(t, mutatedSAM(t, "Globals", "Function", "Environment", "Variables", "PLATFORM_TABLE")), cdk
+		}, []string{"functions.ChatFunction.env.PLATFORM_TABLE", "functions.UploadCompletionFunction.env.PLATFORM_TABLE"}},
+		{"route removed from the CDK template", func(t *testing.T) (stackModel, stackModel) {
+			return sam, cdkModel(t, mutatedCDK(t, cdkJSON, func(res map[string]any) {
+				for id, r := range res {
+					if props, _ := r.(map[string]any)["Properties"].(map[string]any); props["RouteKey"] == "ANY /v1/chat/{proxy+}" {
+						delete(res, id)
+					}
+				}
+			}), lambdaDir)
+		}, []string{"routes.ANY /v1/chat/{proxy+}"}},
+		{"environment variable removed from the CDK template", func(t *testing.T) (stackModel, stackModel) {
+			return sam, cdkModel(t, mutatedCDK(t, cdkJSON, func(res map[string]any) {
+				vars := res["AdminFunction"].(map[string]any)["Properties"].(map[string]any)["Environment"].(map[string]any)["Variables"].(map[string]any)
+				delete(vars, "PLATFORM_SCHEDULER_ROLE_ARN")
+			}), lambdaDir)
+		}, []string{"functions.AdminFunction.env.PLATFORM_SCHEDULER_ROLE_ARN"}},
+		{"policy statement removed from the CDK template", func(t *testing.T) (stackModel, stackModel) {
+			return sam, cdkModel(t, mutatedCDK(t, cdkJSON, func(res map[string]any) {
+				props := res["AdminFunctionRole"].(map[string]any)["Properties"].(map[string]any)
+				var kept []any
+				for _, p := range props["Policies"].([]any) {
+					if p.(map[string]any)["PolicyName"] != "schedules" {
+						kept = append(kept, p)
+					}
+				}
+				props["Policies"] = kept
+			}), lambdaDir)
+		}, []string{"roles.AdminFunctionRole.statements"}},
+		{"index removed from the CDK template", func(t *testing.T) (stackModel, stackModel) {
+			return sam, cdkModel(t, mutatedCDK(t, cdkJSON, func(res map[string]any) {
+				props := res["Table"].(map[string]any)["Properties"].(map[string]any)
+				props["GlobalSecondaryIndexes"] = props["GlobalSecondaryIndexes"].([]any)[:1]
+			}), lambdaDir)
+		}, []string{"tables.Table.indexes.gsi2"}},
+		{"bucket notification removed from the CDK template", func(t *testing.T) (stackModel, stackModel) {
+			return sam, cdkModel(t, mutatedCDK(t, cdkJSON, func(res map[string]any) {
+				delete(res["FilesBucket"].(map[string]any)["Properties"].(map[string]any), "NotificationConfiguration")
+			}), lambdaDir)
+		}, []string{"buckets.FilesBucket.notifications.s3:ObjectCreated:* if key prefix=files/"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a, b := tc.mutate(t)
+			d := strings.Join(differences(a, b), "\n")
+			if d == "" {
+				t.Fatal("the agreement check found no difference")
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(d, w) {
+					t.Errorf("differences do not name %s:\n%s", w, d)
+				}
+			}
+		})
+	}
+}
+
+// mutatedSAM writes a copy of template.yaml without the node at path (a
+// sequence of mapping keys) and returns the copy's path.
+func mutatedSAM(t *testing.T, path ...string) string {
+	t.Helper()
+	raw, err := os.ReadFile(samTemplate)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc yaml.Node
+	if err := yaml.Unmarshal(raw, &doc); err != nil {
+		t.Fatal(err)
+	}
+	n := doc.Content[0]
+	for i, key := range path {
+		found := false
+		for j := 0; j+1 < len(n.Content); j += 2 {
+			if n.Content[j].Value == key {
+				if i == len(path)-1 {
+					n.Content = append(n.Content[:j], n.Content[j+2:]...)
+				} else {
+					n = n.Content[j+1]
+				}
+				found = true
+				break
+			}
+		}
+		if !found {
+			t.Fatalf("template.yaml has no %s", strings.Join(path[:i+1], "."))
+		}
+	}
+	out, err := yaml.Marshal(&doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	copyPath := filepath.Join(t.TempDir(), "template.yaml")
+	if err := os.WriteFile(copyPath, out, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return copyPath
+}
+
+// mutatedCDK returns a copy of the synthesized template changed by mutate
+// (which gets the Resources map).
+func mutatedCDK(t *testing.T, template []byte, mutate func(resources map[string]any)) []byte {
+	t.Helper()
+	var doc map[string]any
+	if err := json.Unmarshal(template, &doc); err != nil {
+		t.Fatal(err)
+	}
+	mutate(doc["Resources"].(map[string]any))
+	out, err := json.Marshal(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// TestEnvironmentCoversRuntime: every variable shared/runtime reads is set
+// on at least one function of the stack, except the *_ENDPOINT variables
+// that point the code at stand-ins of AWS services (never set in AWS), and
+// every variable the stack sets is one the code reads.
+func TestEnvironmentCoversRuntime(t *testing.T) {
+	src, err := filepath.Glob("../shared/runtime/*.go")
+	if err != nil || len(src) == 0 {
+		t.Fatalf("shared/runtime: %v", err)
+	}
+	read := map[string]bool{}
+	name := regexp.MustCompile(`(?:Getenv|get)\("([A-Z][A-Z0-9_]*)"`)
+	for _, f := range src {
+		if strings.HasSuffix(f, "_test.go") {
+			continue
+		}
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range name.FindAllStringSubmatch(string(b), -1) {
+			read[m[1]] = true
+		}
+	}
+	set := map[string]bool{}
+	for _, f := range samModel(t, samTemplate).Functions {
+		for k := range f.Env {
+			set[k] = true
+		}
+	}
+	for v := range read {
+		if !set[v] && !strings.HasSuffix(v, "_ENDPOINT") {
+			t.Errorf("shared/runtime reads %s, which no function of the stack sets", v)
+		}
+	}
+	for v := range set {
+		if !read[v] {
+			t.Errorf("the stack sets %s, which shared/runtime does not read", v)
+		}
+	}
+	if len(read) < 5 {
+		t.Fatalf("found only %v in shared/runtime: is the pattern still right?", read)
+	}
+}
+
+// TestSampleEventsMatchRoutes: each API sample event of events/ carries a
+// route of its function, so `sam local invoke <Area>Function -e` sends what
+// API Gateway would.
+func TestSampleEventsMatchRoutes(t *testing.T) {
+	m := samModel(t, samTemplate)
+	for _, f := range Functions {
+		if len(f.Routes) == 0 {
+			continue
+		}
+		raw, err := os.ReadFile(filepath.Join("..", "events", f.Dir+"-request.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ev struct {
+			RouteKey       string `json:"routeKey"`
+			RawPath        string `json:"rawPath"`
+			RequestContext struct {
+				RouteKey string `json:"routeKey"`
+				HTTP     struct {
+					Method, Path string
+				} `json:"http"`
+			} `json:"requestContext"`
+		}
+		if err := json.Unmarshal(raw, &ev); err != nil {
+			t.Fatalf("%s-request.json: %v", f.Dir, err)
+		}
+		r, ok := m.Routes[ev.RouteKey]
+		if !ok || r.Function != f.ID+"Function" || ev.RequestContext.RouteKey != ev.RouteKey {
+			t.Errorf("%s-request.json: route key %q is not a route of %sFunction", f.Dir, ev.RouteKey, f.ID)
+			continue
+		}
+		pattern := strings.TrimPrefix(ev.RouteKey, "ANY ")
+		prefix, greedy := strings.CutSuffix(pattern, "{proxy+}")
+		if match := ev.RawPath == pattern || (greedy && strings.HasPrefix(ev.RawPath, prefix) && len(ev.RawPath) > len(prefix)); !match ||
+			ev.RequestContext.HTTP.Path != ev.RawPath {
+			t.Errorf("%s-request.json: path %q does not match its route %q", f.Dir, ev.RawPath, ev.RouteKey)
+		}
+	}
+}

@@ -1,0 +1,434 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsapigatewayv2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsapigatewayv2integrations"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsdynamodb"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awslogs"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awss3"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsscheduler"
+	"github.com/aws/constructs-go/constructs/v10"
+	"github.com/aws/jsii-runtime-go"
+)
+
+// Description is the stack's description, word for word the one of
+// template.yaml (the agreement test compares them).
+const Description = "Self-hosted bot platform API (Botpress-compatible): four API functions behind " +
+	"one API Gateway HTTP API, a scheduler function fired by EventBridge Scheduler, " +
+	"an upload-completion function fired by S3, one DynamoDB table and one S3 " +
+	"bucket. The CDK app in infra/ describes the same stack; infra's agreement " +
+	"test keeps the two in step."
+
+// Function is one Lambda function of the stack. Its logical ids are
+// <ID>Function, <ID>FunctionRole and <ID>LogGroup, as in template.yaml.
+type Function struct {
+	ID          string // e.g. "Admin"
+	Dir         string // functions/<Dir>; also the function name suffix
+	Description string
+	Timeout     float64  // seconds
+	MemorySize  float64  // MB
+	Routes      []string // HTTP API paths (method ANY) served by the function
+}
+
+// Functions are the stack's functions: the four API areas and the two
+// background functions.
+var Functions = []Function{
+	// API functions: within API Gateway's 30 s integration timeout.
+	{ID: "Admin", Dir: "admin", Description: "Admin API (functions/admin)", Timeout: 29, MemorySize: 256, Routes: []string{"/v1/admin/{proxy+}"}},
+	{ID: "Chat", Dir: "chat", Description: "Chat API (functions/chat)", Timeout: 29, MemorySize: 256, Routes: []string{"/v1/chat/{proxy+}"}},
+	{ID: "Tables", Dir: "tables", Description: "Tables API (functions/tables)", Timeout: 29, MemorySize: 256, Routes: []string{"/v1/tables/{proxy+}", "/v1/tables"}},
+	{ID: "Files", Dir: "files", Description: "Files API (functions/files)", Timeout: 29, MemorySize: 256, Routes: []string{"/v1/files/{proxy+}", "/v1/files"}},
+	// Delivers a recurring event to its bot, which may take 2 minutes.
+	{ID: "Scheduler", Dir: "scheduler", Description: "Recurring events (functions/scheduler)", Timeout: 150, MemorySize: 256},
+	// Reads the object (SHA-256) and indexes up to 16 MiB of it.
+	{ID: "UploadCompletion", Dir: "upload-completion", Description: "Upload completion (functions/upload-completion)", Timeout: 300, MemorySize: 512},
+}
+
+// StackOptions configure NewPlatformStack.
+type StackOptions struct {
+	StackName string
+	// LambdaDir holds <Dir>/bootstrap for every function (make lambda
+	// builds them into ../.build/lambda).
+	LambdaDir string
+}
+
+// NewPlatformStack defines the production stack: the same resources,
+// logical ids and policies as template.yaml.
+func NewPlatformStack(scope constructs.Construct, opts StackOptions) (awscdk.Stack, error) {
+	for _, f := range Functions {
+		if _, err := os.Stat(filepath.Join(opts.LambdaDir, f.Dir, "bootstrap")); err != nil {
+			return nil, fmt.Errorf("function %s: %w (build the binaries first: make -C .. lambda; cdk.json's build step does it)", f.Dir, err)
+		}
+	}
+	stack := awscdk.NewStack(scope, jsii.String(opts.StackName), &awscdk.StackProps{
+		StackName:          jsii.String(opts.StackName),
+		Description:        jsii.String(Description),
+		AnalyticsReporting: jsii.Bool(false),
+	})
+	s := &builder{stack: stack, fns: map[string]awslambda.Function{}, roles: map[string]awsiam.Role{}, logs: map[string]awslogs.CfnLogGroup{}}
+	s.parameters()
+	s.storage()
+	s.logGroups()
+	s.functions(opts.LambdaDir)
+	s.api()
+	s.uploadNotification()
+	s.outputs()
+	return stack, nil
+}
+
+type builder struct {
+	stack           awscdk.Stack
+	pagingKey       awscdk.CfnParameter
+	retention       awscdk.CfnParameter
+	table           awsdynamodb.Table
+	bucket          awss3.Bucket
+	bucketName      *string // the bucket's name as an expression free of references to it
+	scheduleGroup   awsscheduler.CfnScheduleGroup
+	schedulerRole   awsiam.Role
+	botLogs         awslogs.CfnLogGroup
+	integrationLogs awslogs.CfnLogGroup
+	api_            awsapigatewayv2.HttpApi
+	fns             map[string]awslambda.Function
+	roles           map[string]awsiam.Role
+	logs            map[string]awslogs.CfnLogGroup
+}
+
+func (s *builder) parameters() {
+	s.pagingKey = awscdk.NewCfnParameter(s.stack, jsii.String("PagingKey"), &awscdk.CfnParameterProps{
+		Type:                  jsii.String("String"),
+		NoEcho:                jsii.Bool(true),
+		MinLength:             jsii.Number(32),
+		AllowedPattern:        jsii.String("^([0-9a-fA-F]{2})+$"),
+		ConstraintDescription: jsii.String("an even number (at least 32) of hex digits (openssl rand -hex 32)"),
+		Description: jsii.String("Hex secret (openssl rand -hex 32) signing the API's pagination tokens; " +
+			"shared by the API functions. NoEcho: CloudFormation masks it and " +
+			"sam deploy --guided does not save it; later deploys reuse it."),
+	})
+	var allowed []*string
+	for _, d := range []string{"1", "3", "5", "7", "14", "30", "60", "90", "120", "150", "180", "365", "400", "545", "731", "1096", "1827", "2192", "2557", "2922", "3288", "3653"} {
+		allowed = append(allowed, jsii.String(d))
+	}
+	s.retention = awscdk.NewCfnParameter(s.stack, jsii.String("LogRetentionDays"), &awscdk.CfnParameterProps{
+		Type:          jsii.String("Number"),
+		Default:       jsii.String("30"),
+		AllowedValues: &allowed,
+		Description:   jsii.String("Days CloudWatch Logs keeps the functions' logs and the bot and integration logs."),
+	})
+}
+
+func (s *builder) storage() {
+	// Exactly what shared/dynamo.EnsureTable creates locally.
+	str := awsdynamodb.AttributeType_STRING
+	s.table = awsdynamodb.NewTable(s.stack, jsii.String("Table"), &awsdynamodb.TableProps{
+		PartitionKey:        &awsdynamodb.Attribute{Name: jsii.String("pk"), Type: str},
+		SortKey:             &awsdynamodb.Attribute{Name: jsii.String("sk"), Type: str},
+		BillingMode:         awsdynamodb.BillingMode_PAY_PER_REQUEST,
+		TimeToLiveAttribute: jsii.String("ttl"),
+		PointInTimeRecoverySpecification: &awsdynamodb.PointInTimeRecoverySpecification{
+			PointInTimeRecoveryEnabled: jsii.Bool(true),
+		},
+		DeletionProtection: jsii.Bool(true),
+		RemovalPolicy:      awscdk.RemovalPolicy_RETAIN,
+	})
+	for _, g := range []string{"gsi1", "gsi2"} {
+		s.table.AddGlobalSecondaryIndex(&awsdynamodb.GlobalSecondaryIndexProps{
+			IndexName:      jsii.String(g),
+			PartitionKey:   &awsdynamodb.Attribute{Name: jsii.String(g + "pk"), Type: str},
+			SortKey:        &awsdynamodb.Attribute{Name: jsii.String(g + "sk"), Type: str},
+			ProjectionType: awsdynamodb.ProjectionType_ALL,
+		})
+	}
+	logicalID(s.table, "Table")
+
+	// The name is derived from the stack id (unique, lower case) so that
+	// the upload-completion function can name the bucket without a
+	// reference to it: the bucket's notification depends on that function.
+	s.bucketName = awscdk.Fn_Join(jsii.String(""), &[]*string{
+		jsii.String("platform-files-"),
+		awscdk.Fn_Select(jsii.Number(2), awscdk.Fn_Split(jsii.String("/"), awscdk.Aws_STACK_ID(), nil)),
+	})
+	s.bucket = awss3.NewBucket(s.stack, jsii.String("FilesBucket"), &awss3.BucketProps{
+		BucketName:        s.bucketName,
+		Encryption:        awss3.BucketEncryption_S3_MANAGED,
+		BlockPublicAccess: awss3.BlockPublicAccess_BLOCK_ALL(),
+		ObjectOwnership:   awss3.ObjectOwnership_BUCKET_OWNER_ENFORCED,
+		EnforceSSL:        jsii.Bool(true),
+		Cors: &[]*awss3.CorsRule{{
+			AllowedMethods: &[]awss3.HttpMethods{awss3.HttpMethods_GET, awss3.HttpMethods_HEAD, awss3.HttpMethods_PUT},
+			AllowedOrigins: jsii.Strings("*"),
+			AllowedHeaders: jsii.Strings("*"),
+			ExposedHeaders: jsii.Strings("ETag"),
+			MaxAge:         jsii.Number(3600),
+		}},
+		LifecycleRules: &[]*awss3.LifecycleRule{{
+			Id:                                  jsii.String("abort-incomplete-multipart-uploads"),
+			AbortIncompleteMultipartUploadAfter: awscdk.Duration_Days(jsii.Number(1)),
+		}},
+		RemovalPolicy: awscdk.RemovalPolicy_RETAIN,
+	})
+	logicalID(s.bucket, "FilesBucket")
+	logicalID(s.bucket.Policy(), "FilesBucketPolicy")
+
+	// One schedule per bot recurring event, created by the admin function.
+	s.scheduleGroup = awsscheduler.NewCfnScheduleGroup(s.stack, jsii.String("ScheduleGroup"), nil)
+}
+
+func (s *builder) logGroups() {
+	group := func(id, name string) awslogs.CfnLogGroup {
+		return awslogs.NewCfnLogGroup(s.stack, jsii.String(id), &awslogs.CfnLogGroupProps{
+			LogGroupName:    awscdk.Fn_Sub(jsii.String(name), nil),
+			RetentionInDays: s.retention.ValueAsNumber(),
+		})
+	}
+	for _, f := range Functions {
+		s.logs[f.ID] = group(f.ID+"LogGroup", "/aws/lambda/${AWS::StackName}-"+f.Dir)
+	}
+	s.botLogs = group("BotLogGroup", "/platform/${AWS::StackName}/bots")
+	s.integrationLogs = group("IntegrationLogGroup", "/platform/${AWS::StackName}/integrations")
+}
+
+// allow is an Allow statement.
+func allow(actions []string, resources ...*string) awsiam.PolicyStatement {
+	return awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+		Actions:   jsii.Strings(actions...),
+		Resources: &resources,
+	})
+}
+
+func policy(statements ...awsiam.PolicyStatement) awsiam.PolicyDocument {
+	return awsiam.NewPolicyDocument(&awsiam.PolicyDocumentProps{Statements: &statements})
+}
+
+// tableActions are item-level reads and writes (transactions are authorized
+// per item by these): no Scan, no table management.
+var tableActions = []string{
+	"dynamodb:GetItem", "dynamodb:BatchGetItem", "dynamodb:Query", "dynamodb:PutItem",
+	"dynamodb:UpdateItem", "dynamodb:DeleteItem", "dynamodb:BatchWriteItem", "dynamodb:ConditionCheckItem",
+}
+
+// policies are each function's inline policies beyond its own log group:
+// least privilege, as in template.yaml.
+func (s *builder) policies(id string) map[string]awsiam.PolicyDocument {
+	table := policy(allow(tableActions, s.table.TableArn(), jsii.String(*s.table.TableArn()+"/index/*")))
+	schedules := awscdk.Fn_Sub(jsii.String("arn:${AWS::Partition}:scheduler:${AWS::Region}:${AWS::AccountId}:schedule/${Group}/*"),
+		&map[string]*string{"Group": s.scheduleGroup.Ref()})
+	platformLogs := []*string{s.botLogs.AttrArn(), s.integrationLogs.AttrArn()}
+	writePlatformLogs := policy(allow([]string{"logs:CreateLogStream", "logs:PutLogEvents"}, platformLogs...))
+	switch id {
+	case "Admin":
+		passRole := allow([]string{"iam:PassRole"}, s.schedulerRole.RoleArn())
+		passRole.AddCondition(jsii.String("StringEquals"), map[string]any{"iam:PassedToService": "scheduler.amazonaws.com"})
+		return map[string]awsiam.PolicyDocument{
+			"table": table,
+			"schedules": policy(
+				allow([]string{"scheduler:CreateSchedule", "scheduler:UpdateSchedule", "scheduler:DeleteSchedule", "scheduler:GetSchedule"}, schedules),
+				passRole,
+			),
+			"platform-logs": policy(
+				allow([]string{"logs:CreateLogStream", "logs:PutLogEvents", "logs:StartQuery"}, platformLogs...),
+				allow([]string{"logs:GetQueryResults", "logs:StopQuery"}, jsii.String("*")),
+			),
+		}
+	case "Chat":
+		return map[string]awsiam.PolicyDocument{"table": table, "platform-logs": writePlatformLogs}
+	case "Scheduler":
+		return map[string]awsiam.PolicyDocument{
+			"table": table, "platform-logs": writePlatformLogs,
+			// An orphan schedule (bot or recurring event gone) deletes itself.
+			"schedules": policy(allow([]string{"scheduler:DeleteSchedule"}, schedules)),
+		}
+	case "Tables":
+		return map[string]awsiam.PolicyDocument{"table": table}
+	case "Files":
+		return map[string]awsiam.PolicyDocument{
+			"table": table,
+			"bucket": policy(
+				// PutObject: the presigned upload URLs are signed with this role.
+				allow([]string{"s3:GetObject", "s3:PutObject", "s3:DeleteObject"}, s.bucket.ArnForObjects(jsii.String("files/*"))),
+				// ListBucket: a missing object answers 404 rather than 403.
+				allow([]string{"s3:ListBucket"}, s.bucket.BucketArn()),
+			),
+		}
+	case "UploadCompletion":
+		bucketArn := awscdk.Fn_Join(jsii.String(""), &[]*string{jsii.String("arn:"), awscdk.Aws_PARTITION(), jsii.String(":s3:::"), s.bucketName})
+		return map[string]awsiam.PolicyDocument{
+			"table": table,
+			"bucket": policy(
+				// GetObject (and HeadObject): what landed, its SHA-256, its
+				// text to index; DeleteObject: a superseded or rejected upload.
+				allow([]string{"s3:GetObject", "s3:DeleteObject"}, jsii.String(*bucketArn+"/files/*")),
+				// ListBucket: an object deleted meanwhile answers 404 rather than 403.
+				allow([]string{"s3:ListBucket"}, bucketArn),
+			),
+		}
+	}
+	panic("no policies for function " + id)
+}
+
+// environment is each function's environment beyond PLATFORM_TABLE.
+func (s *builder) environment(id string) map[string]*string {
+	logs := map[string]*string{
+		"PLATFORM_BOT_LOG_GROUP":         s.botLogs.Ref(),
+		"PLATFORM_INTEGRATION_LOG_GROUP": s.integrationLogs.Ref(),
+	}
+	switch id {
+	case "Admin":
+		logs["PLATFORM_PAGING_KEY"] = s.pagingKey.ValueAsString()
+		logs["PLATFORM_SCHEDULE_GROUP"] = s.scheduleGroup.Ref()
+		logs["PLATFORM_SCHEDULER_TARGET_ARN"] = s.fns["Scheduler"].FunctionArn()
+		logs["PLATFORM_SCHEDULER_ROLE_ARN"] = s.schedulerRole.RoleArn()
+		return logs
+	case "Chat":
+		logs["PLATFORM_PAGING_KEY"] = s.pagingKey.ValueAsString()
+		return logs
+	case "Scheduler":
+		logs["PLATFORM_SCHEDULE_GROUP"] = s.scheduleGroup.Ref()
+		// Its own ARN, built from its name: a function cannot reference itself.
+		logs["PLATFORM_SCHEDULER_TARGET_ARN"] = awscdk.Fn_Sub(jsii.String("arn:${AWS::Partition}:lambda:${AWS::Region}:${AWS::AccountId}:function:${AWS::StackName}-scheduler"), nil)
+		return logs
+	case "Tables":
+		return map[string]*string{"PLATFORM_PAGING_KEY": s.pagingKey.ValueAsString()}
+	case "Files":
+		return map[string]*string{"PLATFORM_PAGING_KEY": s.pagingKey.ValueAsString(), "PLATFORM_BUCKET": s.bucket.BucketName()}
+	case "UploadCompletion":
+		return map[string]*string{"PLATFORM_BUCKET": s.bucketName}
+	}
+	panic("no environment for function " + id)
+}
+
+func (s *builder) functions(lambdaDir string) {
+	// The scheduler function comes first: the admin function's environment
+	// and SchedulerRole's policy name it.
+	order := []Function{}
+	for _, f := range Functions {
+		if f.ID == "Scheduler" {
+			order = append([]Function{f}, order...)
+		} else {
+			order = append(order, f)
+		}
+	}
+	for _, f := range order {
+		if f.ID == "Admin" {
+			s.schedulerRoleFor(s.fns["Scheduler"])
+		}
+		docs := map[string]awsiam.PolicyDocument{
+			"function-logs": policy(allow([]string{"logs:CreateLogStream", "logs:PutLogEvents"}, s.logs[f.ID].AttrArn())),
+		}
+		for k, v := range s.policies(f.ID) {
+			docs[k] = v
+		}
+		role := awsiam.NewRole(s.stack, jsii.String(f.ID+"FunctionRole"), &awsiam.RoleProps{
+			AssumedBy:      awsiam.NewServicePrincipal(jsii.String("lambda.amazonaws.com"), nil),
+			InlinePolicies: &docs,
+		})
+		logicalID(role, f.ID+"FunctionRole")
+		s.roles[f.ID] = role
+
+		env := map[string]*string{"PLATFORM_TABLE": s.table.TableName()}
+		for k, v := range s.environment(f.ID) {
+			env[k] = v
+		}
+		fn := awslambda.NewFunction(s.stack, jsii.String(f.ID+"Function"), &awslambda.FunctionProps{
+			FunctionName: awscdk.Fn_Sub(jsii.String("${AWS::StackName}-"+f.Dir), nil),
+			Description:  jsii.String(f.Description),
+			Runtime:      awslambda.Runtime_PROVIDED_AL2023(),
+			Architecture: awslambda.Architecture_ARM_64(),
+			Handler:      jsii.String("bootstrap"),
+			Code:         awslambda.Code_FromAsset(jsii.String(filepath.Join(lambdaDir, f.Dir)), nil),
+			MemorySize:   jsii.Number(f.MemorySize),
+			Timeout:      awscdk.Duration_Seconds(jsii.Number(f.Timeout)),
+			Role:         role,
+			Environment:  &env,
+		})
+		logicalID(fn, f.ID+"Function")
+		// The log group exists before the function can log: the role may
+		// write to it but not create it.
+		fn.Node().AddDependency(s.logs[f.ID])
+		s.fns[f.ID] = fn
+	}
+}
+
+// schedulerRoleFor creates the role EventBridge Scheduler assumes to invoke
+// the scheduler function.
+func (s *builder) schedulerRoleFor(target awslambda.Function) {
+	s.schedulerRole = awsiam.NewRole(s.stack, jsii.String("SchedulerRole"), &awsiam.RoleProps{
+		AssumedBy: awsiam.NewServicePrincipal(jsii.String("scheduler.amazonaws.com"), &awsiam.ServicePrincipalOpts{
+			Conditions: &map[string]any{"StringEquals": map[string]any{"aws:SourceAccount": awscdk.Aws_ACCOUNT_ID()}},
+		}),
+		InlinePolicies: &map[string]awsiam.PolicyDocument{
+			"invoke-scheduler-function": policy(allow([]string{"lambda:InvokeFunction"}, target.FunctionArn())),
+		},
+	})
+	logicalID(s.schedulerRole, "SchedulerRole")
+}
+
+func (s *builder) api() {
+	s.api_ = awsapigatewayv2.NewHttpApi(s.stack, jsii.String("HttpApi"), &awsapigatewayv2.HttpApiProps{
+		ApiName: s.stack.StackName(),
+	})
+	logicalID(s.api_, "HttpApi")
+	for _, f := range Functions {
+		if len(f.Routes) == 0 {
+			continue
+		}
+		integration := awsapigatewayv2integrations.NewHttpLambdaIntegration(jsii.String(f.ID+"Integration"), s.fns[f.ID],
+			&awsapigatewayv2integrations.HttpLambdaIntegrationProps{PayloadFormatVersion: awsapigatewayv2.PayloadFormatVersion_VERSION_2_0()})
+		for _, path := range f.Routes {
+			s.api_.AddRoutes(&awsapigatewayv2.AddRoutesOptions{
+				Path:        jsii.String(path),
+				Methods:     &[]awsapigatewayv2.HttpMethod{awsapigatewayv2.HttpMethod_ANY},
+				Integration: integration,
+			})
+		}
+	}
+}
+
+// uploadNotification sends ObjectCreated events of the bucket to the
+// upload-completion function, as SAM's S3 event does: a notification on the
+// bucket itself (no custom resource) and a permission the bucket depends on.
+func (s *builder) uploadNotification() {
+	fn := s.fns["UploadCompletion"]
+	perm := awslambda.NewCfnPermission(s.stack, jsii.String("UploadCompletionFunctionUploadedPermission"), &awslambda.CfnPermissionProps{
+		Action:        jsii.String("lambda:InvokeFunction"),
+		FunctionName:  fn.FunctionName(),
+		Principal:     jsii.String("s3.amazonaws.com"),
+		SourceAccount: awscdk.Aws_ACCOUNT_ID(),
+	})
+	cfn := s.bucket.Node().DefaultChild().(awss3.CfnBucket)
+	cfn.SetNotificationConfiguration(&awss3.CfnBucket_NotificationConfigurationProperty{
+		LambdaConfigurations: &[]any{&awss3.CfnBucket_LambdaConfigurationProperty{
+			Event:    jsii.String("s3:ObjectCreated:*"),
+			Function: fn.FunctionArn(),
+			// Contents are generation-keyed: files/<botId>/<fileId>/<generation>.
+			Filter: &awss3.CfnBucket_NotificationFilterProperty{S3Key: &awss3.CfnBucket_S3KeyFilterProperty{
+				Rules: &[]any{&awss3.CfnBucket_FilterRuleProperty{Name: jsii.String("prefix"), Value: jsii.String("files/")}},
+			}},
+		}},
+	})
+	cfn.AddDependency(perm)
+}
+
+func (s *builder) outputs() {
+	out := func(id, description string, value *string) {
+		awscdk.NewCfnOutput(s.stack, jsii.String(id), &awscdk.CfnOutputProps{Description: jsii.String(description), Value: value})
+	}
+	out("ApiUrl", "Base URL of the API (apiUrl of @botpress/client)", s.api_.ApiEndpoint())
+	out("TableName", "DynamoDB table (PLATFORM_TABLE of scripts/issue-token and scripts/first-account.sh)", s.table.TableName())
+	out("BucketName", "S3 bucket of file contents", s.bucket.BucketName())
+	out("ScheduleGroupName", "EventBridge Scheduler group of the bots' recurring events", s.scheduleGroup.Ref())
+	out("BotLogGroupName", "CloudWatch Logs group of bot logs", s.botLogs.Ref())
+	out("IntegrationLogGroupName", "CloudWatch Logs group of integration logs", s.integrationLogs.Ref())
+}
+
+// logicalID gives the CloudFormation resource of an L2 construct the logical
+// id template.yaml uses for it.
+func logicalID(c constructs.IConstruct, id string) {
+	c.Node().DefaultChild().(awscdk.CfnResource).OverrideLogicalId(jsii.String(id))
+}

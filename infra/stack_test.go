@@ -1,0 +1,280 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/aws/aws-cdk-go/awscdk/v2/assertions"
+	"github.com/aws/jsii-runtime-go"
+)
+
+// stackTemplate is the synthesized stack for the CDK assertions.
+func stackTemplate(t *testing.T) assertions.Template {
+	t.Helper()
+	raw, _ := synthesized(t)
+	return assertions.Template_FromString(jsii.String(string(raw)), nil)
+}
+
+// check runs one CDK assertion; a failed assertion (a panic from the jsii
+// runtime) fails the test with its message.
+func check(t *testing.T, what string, assertion func()) {
+	t.Helper()
+	defer func() {
+		if r := recover(); r != nil {
+			t.Errorf("%s: %v", what, r)
+		}
+	}()
+	assertion()
+}
+
+type obj = map[string]any
+
+func like(m obj) assertions.Matcher { return assertions.Match_ObjectLike(&m) }
+func arrayWith(items ...any) assertions.Matcher {
+	return assertions.Match_ArrayWith(&items)
+}
+
+func TestStackResources(t *testing.T) {
+	tmpl := stackTemplate(t)
+	for typ, n := range map[string]float64{
+		"AWS::Lambda::Function":          6, // no custom-resource functions
+		"AWS::ApiGatewayV2::Api":         1,
+		"AWS::ApiGatewayV2::Stage":       1,
+		"AWS::ApiGatewayV2::Route":       6,
+		"AWS::ApiGatewayV2::Integration": 4,
+		"AWS::DynamoDB::Table":           1,
+		"AWS::S3::Bucket":                1,
+		"AWS::S3::BucketPolicy":          1,
+		"AWS::Scheduler::ScheduleGroup":  1,
+		"AWS::Scheduler::Schedule":       0, // created at run time by the admin function
+		"AWS::Logs::LogGroup":            8,
+		"AWS::IAM::Role":                 7,
+		"AWS::IAM::Policy":               0, // inline policies only
+	} {
+		check(t, typ, func() { tmpl.ResourceCountIs(jsii.String(typ), jsii.Number(n)) })
+	}
+
+	check(t, "functions", func() {
+		tmpl.AllResourcesProperties(jsii.String("AWS::Lambda::Function"), like(obj{
+			"Runtime": "provided.al2023", "Architectures": []any{"arm64"}, "Handler": "bootstrap",
+			"Environment": like(obj{"Variables": like(obj{"PLATFORM_TABLE": obj{"Ref": "Table"}})}),
+		}))
+	})
+	for _, f := range Functions {
+		check(t, f.ID+" function", func() {
+			tmpl.HasResource(jsii.String("AWS::Lambda::Function"), like(obj{
+				"Properties": like(obj{
+					"FunctionName": obj{"Fn::Sub": "${AWS::StackName}-" + f.Dir},
+					"Role":         obj{"Fn::GetAtt": []any{f.ID + "FunctionRole", "Arn"}},
+					"Timeout":      f.Timeout,
+					"MemorySize":   f.MemorySize,
+				}),
+				"DependsOn": arrayWith(f.ID + "LogGroup"),
+			}))
+		})
+		check(t, f.ID+" log group", func() {
+			tmpl.HasResourceProperties(jsii.String("AWS::Logs::LogGroup"), obj{
+				"LogGroupName": obj{"Fn::Sub": "/aws/lambda/${AWS::StackName}-" + f.Dir}, "RetentionInDays": obj{"Ref": "LogRetentionDays"},
+			})
+		})
+	}
+	for _, name := range []string{"bots", "integrations"} {
+		check(t, name+" log group", func() {
+			tmpl.HasResourceProperties(jsii.String("AWS::Logs::LogGroup"), obj{
+				"LogGroupName": obj{"Fn::Sub": "/platform/${AWS::StackName}/" + name}, "RetentionInDays": obj{"Ref": "LogRetentionDays"},
+			})
+		})
+	}
+
+	check(t, "API stage", func() {
+		tmpl.HasResourceProperties(jsii.String("AWS::ApiGatewayV2::Stage"), obj{"StageName": "$default", "AutoDeploy": true})
+	})
+	for _, rk := range []string{"/v1/admin/{proxy+}", "/v1/chat/{proxy+}", "/v1/tables/{proxy+}", "/v1/tables", "/v1/files/{proxy+}", "/v1/files"} {
+		check(t, "route "+rk, func() {
+			tmpl.HasResourceProperties(jsii.String("AWS::ApiGatewayV2::Route"), like(obj{"RouteKey": "ANY " + rk}))
+		})
+	}
+	check(t, "integrations", func() {
+		tmpl.AllResourcesProperties(jsii.String("AWS::ApiGatewayV2::Integration"), like(obj{"IntegrationType": "AWS_PROXY", "PayloadFormatVersion": "2.0"}))
+	})
+
+	check(t, "table", func() {
+		key := func(name, typ string) obj { return obj{"AttributeName": name, "KeyType": typ} }
+		tmpl.HasResource(jsii.String("AWS::DynamoDB::Table"), obj{
+			"DeletionPolicy": "Retain", "UpdateReplacePolicy": "Retain",
+			"Properties": like(obj{
+				"BillingMode": "PAY_PER_REQUEST",
+				"KeySchema":   []any{key("pk", "HASH"), key("sk", "RANGE")},
+				"GlobalSecondaryIndexes": []any{
+					obj{"IndexName": "gsi1", "KeySchema": []any{key("gsi1pk", "HASH"), key("gsi1sk", "RANGE")}, "Projection": obj{"ProjectionType": "ALL"}},
+					obj{"IndexName": "gsi2", "KeySchema": []any{key("gsi2pk", "HASH"), key("gsi2sk", "RANGE")}, "Projection": obj{"ProjectionType": "ALL"}},
+				},
+				"TimeToLiveSpecification":          obj{"AttributeName": "ttl", "Enabled": true},
+				"PointInTimeRecoverySpecification": obj{"PointInTimeRecoveryEnabled": true},
+				"DeletionProtectionEnabled":        true,
+			}),
+		})
+	})
+
+	check(t, "bucket", func() {
+		tmpl.HasResource(jsii.String("AWS::S3::Bucket"), obj{
+			"DeletionPolicy": "Retain", "UpdateReplacePolicy": "Retain",
+			"DependsOn": []any{"UploadCompletionFunctionUploadedPermission"},
+			"Properties": like(obj{
+				"BucketEncryption":               obj{"ServerSideEncryptionConfiguration": []any{obj{"ServerSideEncryptionByDefault": obj{"SSEAlgorithm": "AES256"}}}},
+				"PublicAccessBlockConfiguration": obj{"BlockPublicAcls": true, "BlockPublicPolicy": true, "IgnorePublicAcls": true, "RestrictPublicBuckets": true},
+				"OwnershipControls":              obj{"Rules": []any{obj{"ObjectOwnership": "BucketOwnerEnforced"}}},
+				"CorsConfiguration":              obj{"CorsRules": []any{like(obj{"AllowedMethods": arrayWith("PUT"), "AllowedOrigins": []any{"*"}})}},
+				"NotificationConfiguration": obj{"LambdaConfigurations": []any{
+					obj{"Event": "s3:ObjectCreated:*", "Function": obj{"Fn::GetAtt": []any{"UploadCompletionFunction", "Arn"}},
+						"Filter": obj{"S3Key": obj{"Rules": []any{obj{"Name": "prefix", "Value": "files/"}}}}},
+				}},
+			}),
+		})
+	})
+	check(t, "bucket notification permission", func() {
+		tmpl.HasResourceProperties(jsii.String("AWS::Lambda::Permission"), obj{
+			"Action": "lambda:InvokeFunction", "Principal": "s3.amazonaws.com",
+			"FunctionName": obj{"Ref": "UploadCompletionFunction"}, "SourceAccount": obj{"Ref": "AWS::AccountId"},
+		})
+	})
+	check(t, "TLS only", func() {
+		tmpl.HasResourceProperties(jsii.String("AWS::S3::BucketPolicy"), like(obj{
+			"PolicyDocument": like(obj{"Statement": arrayWith(like(obj{
+				"Effect": "Deny", "Action": "s3:*", "Condition": obj{"Bool": obj{"aws:SecureTransport": "false"}},
+			}))}),
+		}))
+	})
+
+	check(t, "scheduler role", func() {
+		tmpl.HasResourceProperties(jsii.String("AWS::IAM::Role"), like(obj{
+			"AssumeRolePolicyDocument": like(obj{"Statement": []any{like(obj{
+				"Principal": obj{"Service": "scheduler.amazonaws.com"},
+				"Condition": obj{"StringEquals": obj{"aws:SourceAccount": obj{"Ref": "AWS::AccountId"}}},
+			})}}),
+			"Policies": []any{like(obj{"PolicyDocument": like(obj{"Statement": []any{obj{
+				"Effect": "Allow", "Action": "lambda:InvokeFunction", "Resource": obj{"Fn::GetAtt": []any{"SchedulerFunction", "Arn"}},
+			}}})})},
+		}))
+	})
+
+	check(t, "paging key", func() {
+		tmpl.HasParameter(jsii.String("PagingKey"), like(obj{"Type": "String", "NoEcho": true, "MinLength": 32}))
+	})
+	check(t, "API URL", func() {
+		tmpl.HasOutput(jsii.String("ApiUrl"), like(obj{"Value": obj{"Fn::GetAtt": []any{"HttpApi", "ApiEndpoint"}}}))
+	})
+}
+
+// TestLeastPrivilege checks, in both descriptions of the stack, what each
+// role may do.
+func TestLeastPrivilege(t *testing.T) {
+	cdkJSON, lambdaDir := synthesized(t)
+	for name, m := range map[string]stackModel{
+		"template.yaml": samModel(t, samTemplate),
+		"CDK":           cdkModel(t, cdkJSON, lambdaDir),
+	} {
+		t.Run(name, func(t *testing.T) { checkLeastPrivilege(t, m) })
+	}
+}
+
+func checkLeastPrivilege(t *testing.T, m stackModel) {
+	// Which roles may use which services (beyond the table and logs).
+	onlyFor := map[string][]string{
+		"s3:":                   {"FilesFunctionRole", "UploadCompletionFunctionRole"},
+		"scheduler:":            {"AdminFunctionRole", "SchedulerFunctionRole"},
+		"iam:passrole":          {"AdminFunctionRole"},
+		"logs:startquery":       {"AdminFunctionRole"},
+		"logs:getqueryresults":  {"AdminFunctionRole"},
+		"logs:stopquery":        {"AdminFunctionRole"},
+		"lambda:invokefunction": {"SchedulerRole"},
+	}
+	roleOfFunction := map[string]string{}
+	for id, f := range m.Functions {
+		if other, dup := roleOfFunction[f.Role]; dup {
+			t.Errorf("%s and %s share role %s", id, other, f.Role)
+		}
+		roleOfFunction[f.Role] = id
+	}
+	for roleID, r := range m.Roles {
+		fn := roleOfFunction[roleID]
+		for _, st := range r.Statements {
+			// "Allow action on resource[ if condition]"
+			fields := strings.Fields(st)
+			effect, action, resource := fields[0], fields[1], fields[3]
+			if effect != "Allow" {
+				continue
+			}
+			if action == "*" || strings.HasSuffix(action, ":*") {
+				t.Errorf("%s: wildcard action: %s", roleID, st)
+			}
+			if resource == "*" && action != "logs:getqueryresults" && action != "logs:stopquery" {
+				t.Errorf("%s: any resource (only the Logs Insights query calls, which have no resource-level permissions, may): %s", roleID, st)
+			}
+			if strings.HasPrefix(action, "dynamodb:") {
+				switch strings.TrimPrefix(action, "dynamodb:") {
+				case "getitem", "batchgetitem", "query", "putitem", "updateitem", "deleteitem", "batchwriteitem", "conditioncheckitem":
+				default:
+					t.Errorf("%s: DynamoDB action beyond item access (no Scan, no table management): %s", roleID, st)
+				}
+				if resource != "${Table.Arn}" && resource != "${Table.Arn}/index/*" {
+					t.Errorf("%s: DynamoDB access beyond the table: %s", roleID, st)
+				}
+			}
+			for prefix, allowed := range onlyFor {
+				if strings.HasPrefix(action, prefix) && !containsString(allowed, roleID) {
+					t.Errorf("%s may not use %s: %s", roleID, prefix, st)
+				}
+			}
+			if action == "iam:passrole" && (resource != "${SchedulerRole.Arn}" || !strings.Contains(st, `"iam:PassedToService":"scheduler.amazonaws.com"`)) {
+				t.Errorf("%s: PassRole beyond SchedulerRole to EventBridge Scheduler: %s", roleID, st)
+			}
+			if strings.HasPrefix(action, "logs:") && fn != "" && resource != "*" {
+				own := "${" + strings.TrimSuffix(fn, "Function") + "LogGroup.Arn}"
+				platform := resource == "${BotLogGroup.Arn}" || resource == "${IntegrationLogGroup.Arn}"
+				if resource != own && !platform {
+					t.Errorf("%s: logs beyond its own log group and the bot/integration groups: %s", roleID, st)
+				}
+			}
+		}
+	}
+	// The chat function cannot touch the bucket, in its role or by name.
+	if chat, ok := m.Roles["ChatFunctionRole"]; !ok {
+		t.Error("no ChatFunctionRole")
+	} else {
+		for _, st := range chat.Statements {
+			if strings.Contains(st, "s3:") || strings.Contains(st, "FilesBucket") || strings.Contains(st, "platform-files-") {
+				t.Errorf("ChatFunctionRole touches the bucket: %s", st)
+			}
+		}
+	}
+	if _, ok := m.Functions["ChatFunction"].Env["PLATFORM_BUCKET"]; ok {
+		t.Error("the chat function is told the bucket's name")
+	}
+	// Only the API functions hold the paging key.
+	for id, f := range m.Functions {
+		_, has := f.Env["PLATFORM_PAGING_KEY"]
+		api := f.InvokedBy != nil && containsString(f.InvokedBy, "apigateway.amazonaws.com")
+		if has != api {
+			t.Errorf("%s: holds the paging key: %v, is an API function: %v", id, has, api)
+		}
+	}
+	for _, st := range m.Roles["SchedulerFunctionRole"].Statements {
+		if strings.HasPrefix(st, "Allow scheduler:") && !strings.HasPrefix(st, "Allow scheduler:deleteschedule ") {
+			t.Errorf("the scheduler function may only delete schedules: %s", st)
+		}
+	}
+	if s := m.Roles["SchedulerRole"]; fmt.Sprint(s.Statements) != "[Allow lambda:invokefunction on ${SchedulerFunction.Arn}]" {
+		t.Errorf("SchedulerRole may do more than invoke the scheduler function: %v", s.Statements)
+	}
+}
+
+func containsString(l []string, s string) bool {
+	for _, x := range l {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}

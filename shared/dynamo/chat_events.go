@@ -1,0 +1,168 @@
+package dynamo
+
+import (
+	"context"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/botforge/platform/shared/platform"
+)
+
+const listEvents = "EVTS"
+
+// convEvents is the GSI2 partition of a conversation's events.
+func convEvents(bot, conv string) string { return "BOT#" + bot + "#CONV#" + conv + "#EVTS" }
+
+// workflowPK is the key of a workflow record. No operation creates
+// workflows yet; states and events naming one are checked against it.
+func workflowPK(bot, id string) string { return "WF#" + bot + "#" + id }
+
+const skWorkflow = "WF"
+
+// eventDoc is how an event is stored: its wire shape and the fields the
+// wire shape does not carry.
+type eventDoc struct {
+	platform.Event
+	StoredWorkflow  string `json:"_workflowId,omitempty"`
+	StoredScheduled string `json:"_scheduledFor,omitempty"`
+}
+
+func eventFrom(it item) (platform.Event, int64, error) {
+	var d eventDoc
+	if err := decodeDoc(it, &d); err != nil {
+		return platform.Event{}, 0, err
+	}
+	e := d.Event
+	e.WorkflowID, e.ScheduledFor = d.StoredWorkflow, d.StoredScheduled
+	return e, getN(it, attrVer), nil
+}
+
+// CreateEvent stores an event; the conversation, user, message and
+// workflow it names must exist in the bot, checked in the same transaction
+// (one PutItem when it names none).
+func (s *Store) CreateEvent(ctx context.Context, bot string, e platform.Event) error {
+	refs := []struct {
+		id, prefix, kind string
+		check            func() types.TransactWriteItem
+	}{
+		{e.ConversationID, platform.PrefixConversation, "conversation", func() types.TransactWriteItem { return liveCheck(convPK(bot, e.ConversationID), skConv) }},
+		{e.UserID, platform.PrefixUser, "user", func() types.TransactWriteItem { return liveCheck(userPK(bot, e.UserID), skUser) }},
+		{e.MessageID, platform.PrefixMessage, "message", func() types.TransactWriteItem { return mustExist(msgPK(bot, e.MessageID), skMsg) }},
+		{e.WorkflowID, "", "workflow", func() types.TransactWriteItem { return mustExist(workflowPK(bot, e.WorkflowID), skWorkflow) }},
+	}
+	it, err := chatItem(eventPK(bot, e.ID), skEvent, eventDoc{Event: e, StoredWorkflow: e.WorkflowID, StoredScheduled: e.ScheduledFor})
+	if err != nil {
+		return err
+	}
+	it[attrGSI1PK], it[attrGSI1SK] = str(botList(bot, listEvents)), str(timeKey(e.CreatedAt, e.ID))
+	if e.ConversationID != "" {
+		it[attrGSI2PK], it[attrGSI2SK] = str(convEvents(bot, e.ConversationID)), str(timeKey(e.CreatedAt, e.ID))
+	}
+	w := []types.TransactWriteItem{putNew(it)}
+	var kinds []string
+	for _, r := range refs {
+		if r.id == "" || (r.id == bot && r.kind == "user") {
+			continue
+		}
+		if r.prefix != "" && !platform.HasPrefix(r.id, r.prefix) {
+			return platform.NotFound(r.kind, r.id)
+		}
+		w = append(w, r.check())
+		kinds = append(kinds, r.kind+" "+r.id)
+	}
+	err = s.txWrite(ctx, w)
+	if i := failedAt(err); i > 0 {
+		return platform.Errorf(platform.ErrResourceNotFound, "%s not found", kinds[i-1])
+	} else if i == 0 {
+		return platform.Errorf(platform.ErrAlreadyExists, "event %q already exists", e.ID)
+	}
+	return err
+}
+
+// GetEvent reads an event of the bot (one GetItem).
+func (s *Store) GetEvent(ctx context.Context, bot, id string) (platform.Event, error) {
+	e, _, err := s.getEvent(ctx, bot, id)
+	return e, err
+}
+
+func (s *Store) getEvent(ctx context.Context, bot, id string) (platform.Event, int64, error) {
+	if !platform.HasPrefix(id, platform.PrefixEvent) {
+		return platform.Event{}, 0, platform.NotFound("event", id)
+	}
+	it, err := s.get(ctx, eventPK(bot, id), skEvent)
+	if err != nil {
+		return platform.Event{}, 0, err
+	}
+	if it == nil {
+		return platform.Event{}, 0, platform.NotFound("event", id)
+	}
+	return eventFrom(it)
+}
+
+// CancelScheduledEvent marks a scheduled event canceled (conditional on the
+// version read: a concurrent change is retried, not lost).
+func (s *Store) CancelScheduledEvent(ctx context.Context, bot, id string) error {
+	return optimistic(ctx, "event "+id, func() error {
+		e, ver, err := s.getEvent(ctx, bot, id)
+		if err != nil {
+			return err
+		}
+		if e.Status != platform.EventScheduled {
+			return platform.NotFound("scheduled event", id)
+		}
+		e.Status = platform.EventCanceled
+		d, err := marshalDoc(eventDoc{Event: e, StoredWorkflow: e.WorkflowID, StoredScheduled: e.ScheduledFor})
+		if err != nil {
+			return err
+		}
+		_, err = s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+			TableName:                 &s.table,
+			Key:                       key(eventPK(bot, id), skEvent),
+			UpdateExpression:          aws.String("SET #doc = :doc, #ver = :next"),
+			ConditionExpression:       aws.String("#ver = :ver"),
+			ExpressionAttributeNames:  map[string]string{"#doc": attrDoc, "#ver": attrVer},
+			ExpressionAttributeValues: item{":doc": str(d), ":next": num(ver + 1), ":ver": num(ver)},
+		})
+		if isConditionFailed(err) {
+			return errRetry
+		}
+		return err
+	})
+}
+
+// EventFilter selects ListEvents ("" = any).
+type EventFilter struct {
+	BotID          string
+	Type           string
+	ConversationID string
+	UserID         string
+	MessageID      string
+	WorkflowID     string
+	Status         string
+}
+
+func (f EventFilter) accepts(e platform.Event) bool {
+	return (f.Type == "" || e.Type == f.Type) &&
+		(f.ConversationID == "" || e.ConversationID == f.ConversationID) &&
+		(f.UserID == "" || e.UserID == f.UserID) &&
+		(f.MessageID == "" || e.MessageID == f.MessageID) &&
+		(f.WorkflowID == "" || e.WorkflowID == f.WorkflowID) &&
+		(f.Status == "" || e.Status == f.Status)
+}
+
+// ListEvents lists events, most recent first: a conversation's (GSI2) or the
+// bot's (GSI1); the other filters apply to the events read.
+func (s *Store) ListEvents(ctx context.Context, f EventFilter, p Page) ([]platform.Event, map[string]string, error) {
+	sp := span{index: GSI1, pk: botList(f.BotID, listEvents), desc: true}
+	if f.ConversationID != "" {
+		sp = span{index: GSI2, pk: convEvents(f.BotID, f.ConversationID), desc: true}
+	}
+	decode := func(it item) (platform.Event, bool, error) {
+		e, _, err := eventFrom(it)
+		return e, true, err
+	}
+	out, next, err := collect(ctx, s, sp, positionOf(p), int(p.Limit), 0, keep(decode, f.accepts))
+	return out, startOf(next), err
+}

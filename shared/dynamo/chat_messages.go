@@ -1,0 +1,478 @@
+package dynamo
+
+import (
+	"context"
+	"encoding/json"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/botforge/platform/shared/chat"
+	"github.com/botforge/platform/shared/platform"
+)
+
+const (
+	listMsgs = "MSGS"
+	// skMsgIdx + message id + "#" + index name: a message's tag index entry,
+	// kept in its conversation's partition so deleting the conversation
+	// finds it.
+	skMsgIdx = "MIDX#"
+)
+
+// A message is stored twice, in one transaction: by id (MSG#<bot>#<id>, for
+// getMessage and the bot's list of messages) and in its conversation's
+// partition (for the conversation's list, strongly consistent, and for its
+// deletion).
+
+type msgRecord struct {
+	platform.Message
+	ver int64
+}
+
+func msgFrom(it item) (msgRecord, bool, error) {
+	var m msgRecord
+	if err := decodeDoc(it, &m.Message); err != nil {
+		return m, false, err
+	}
+	if m.Tags == nil {
+		m.Tags = map[string]string{}
+	}
+	m.ver = getN(it, attrVer)
+	return m, true, nil
+}
+
+func msgCopySK(m platform.Message) string { return skMsgCopy + timeKey(m.CreatedAt, m.ID) }
+
+func msgIdxSK(id, k string) string { return skMsgIdx + id + "#" + idxTag(k) }
+
+func msgIndexEntry(bot string, m platform.Message, k string) item {
+	v := m.Tags[k]
+	it := key(convPK(bot, m.ConversationID), msgIdxSK(m.ID, k))
+	it[attrValue], it[attrObject], it[attrConvID] = str(v), str(m.ID), str(m.ConversationID)
+	it[attrGSI1PK] = str(idxGSI(bot, platform.TagsOfMessage, idxTag(k)))
+	it[attrGSI1SK] = str(idxKey(v, m.CreatedAt, m.ID))
+	return it
+}
+
+// msgWrites create message m: the record (new), its copy and its tag index
+// entries.
+func msgWrites(bot string, m platform.Message) ([]types.TransactWriteItem, error) {
+	it, err := chatItem(msgPK(bot, m.ID), skMsg, m)
+	if err != nil {
+		return nil, err
+	}
+	it[attrConvID] = str(m.ConversationID)
+	it[attrGSI1PK], it[attrGSI1SK] = str(botList(bot, listMsgs)), str(timeKey(m.CreatedAt, m.ID))
+	cp := key(convPK(bot, m.ConversationID), msgCopySK(m))
+	cp[attrDoc], cp[attrObject] = it[attrDoc], str(m.ID)
+	w := []types.TransactWriteItem{putNew(it), put(cp)}
+	for _, k := range sortedKeys(m.Tags) {
+		w = append(w, put(msgIndexEntry(bot, m, k)))
+	}
+	return w, nil
+}
+
+// countMessage moves a conversation's message counter by delta; counting a
+// new message needs the conversation live, uncounting only present.
+func countMessage(bot, convID string, delta int64) types.TransactWriteItem {
+	cond := "attribute_exists(pk)"
+	if delta > 0 {
+		cond += " AND attribute_not_exists(#del)"
+	}
+	u := &types.Update{
+		Key:                       key(convPK(bot, convID), skConv),
+		UpdateExpression:          aws.String("ADD #n :d"),
+		ConditionExpression:       aws.String(cond),
+		ExpressionAttributeNames:  map[string]string{"#n": attrMsgs},
+		ExpressionAttributeValues: item{":d": num(delta)},
+	}
+	if delta > 0 {
+		u.ExpressionAttributeNames["#del"] = attrDeleting
+	}
+	return types.TransactWriteItem{Update: u}
+}
+
+// authorCheck requires the message's author to be a live user of the bot;
+// the bot itself (userId = bot id) writes outgoing messages and needs none.
+func authorCheck(bot, userID string) []types.TransactWriteItem {
+	if userID == bot {
+		return nil
+	}
+	return []types.TransactWriteItem{liveCheck(userPK(bot, userID), skUser)}
+}
+
+// CreateMessage stores a new message and counts it in its conversation, in
+// one transaction: the counter is exact under any concurrency.
+func (s *Store) CreateMessage(ctx context.Context, bot string, m platform.Message) error {
+	if err := s.checkAuthorIDs(bot, m); err != nil {
+		return err
+	}
+	w, err := msgWrites(bot, m)
+	if err != nil {
+		return err
+	}
+	counter := len(w)
+	w = append(w, countMessage(bot, m.ConversationID, 1))
+	w = append(w, authorCheck(bot, m.UserID)...)
+	return msgWriteError(s.txWrite(ctx, w), m, counter)
+}
+
+func (s *Store) checkAuthorIDs(bot string, m platform.Message) error {
+	if !platform.HasPrefix(m.ConversationID, platform.PrefixConversation) {
+		return platform.NotFound("conversation", m.ConversationID)
+	}
+	if m.UserID != bot && !platform.HasPrefix(m.UserID, platform.PrefixUser) {
+		return platform.NotFound("user", m.UserID)
+	}
+	return nil
+}
+
+// msgWriteError names what a failed creation lacked.
+func msgWriteError(err error, m platform.Message, counter int) error {
+	switch i := failedAt(err); {
+	case i < 0:
+		return err
+	case i == counter:
+		return platform.NotFound("conversation", m.ConversationID)
+	case i > counter:
+		return platform.NotFound("user", m.UserID)
+	}
+	return platform.Errorf(platform.ErrAlreadyExists, "message %q already exists", m.ID)
+}
+
+func (s *Store) getMsg(ctx context.Context, bot, id string) (msgRecord, error) {
+	if !platform.HasPrefix(id, platform.PrefixMessage) {
+		return msgRecord{}, platform.NotFound("message", id)
+	}
+	it, err := s.get(ctx, msgPK(bot, id), skMsg)
+	if err != nil {
+		return msgRecord{}, err
+	}
+	if it == nil {
+		return msgRecord{}, platform.NotFound("message", id)
+	}
+	m, _, err := msgFrom(it)
+	return m, err
+}
+
+// GetMessage reads a message of the bot (one GetItem).
+func (s *Store) GetMessage(ctx context.Context, bot, id string) (platform.Message, error) {
+	m, err := s.getMsg(ctx, bot, id)
+	return m.Message, err
+}
+
+// UpdateMessage applies a tag patch (an empty value removes the tag) and,
+// when payload is not nil, replaces the payload: the record conditional on
+// the version read, its copy and the changed index entries, with the
+// conversation required live, in one transaction retried on conflict.
+func (s *Store) UpdateMessage(ctx context.Context, bot, id string, tags map[string]string, payload json.RawMessage) (platform.Message, error) {
+	var out platform.Message
+	err := optimistic(ctx, "message "+id, func() error {
+		rec, err := s.getMsg(ctx, bot, id)
+		if err != nil {
+			return err
+		}
+		m := rec.Message
+		m.Tags = chat.ApplyTags(rec.Tags, tags)
+		if payload != nil {
+			m.Payload = payload
+		}
+		if chat.SameTags(m.Tags, rec.Tags) && (payload == nil || jsonEqual(payload, rec.Payload)) {
+			out = rec.Message
+			return nil
+		}
+		if err := chat.BodyTags("tags", m.Tags); err != nil {
+			return err
+		}
+		m.UpdatedAt = platform.Now()
+		d, err := marshalDoc(m)
+		if err != nil {
+			return err
+		}
+		cpk := convPK(bot, m.ConversationID)
+		w := []types.TransactWriteItem{
+			{Update: &types.Update{
+				Key:                       key(msgPK(bot, id), skMsg),
+				UpdateExpression:          aws.String("SET #doc = :doc, #ver = :next"),
+				ConditionExpression:       aws.String("#ver = :ver"),
+				ExpressionAttributeNames:  map[string]string{"#doc": attrDoc, "#ver": attrVer},
+				ExpressionAttributeValues: item{":doc": str(d), ":next": num(rec.ver + 1), ":ver": num(rec.ver)},
+			}},
+			liveCheck(cpk, skConv),
+		}
+		cp := key(cpk, msgCopySK(m))
+		cp[attrDoc], cp[attrObject] = str(d), str(id)
+		w = append(w, put(cp))
+		for _, k := range sortedKeys(m.Tags) {
+			switch old, ok := rec.Tags[k]; {
+			case !ok:
+				w = append(w, put(msgIndexEntry(bot, m, k)))
+			case old != m.Tags[k]:
+				w = append(w, rewrite(msgIndexEntry(bot, m, k)))
+			}
+		}
+		for k := range rec.Tags {
+			if _, ok := m.Tags[k]; !ok {
+				w = append(w, del(cpk, msgIdxSK(id, k)))
+			}
+		}
+		err = s.txWrite(ctx, w)
+		switch i := failedAt(err); {
+		case i == 1:
+			return platform.NotFound("message", id) // its conversation is being deleted
+		case i >= 0:
+			return errRetry
+		}
+		out = m
+		return err
+	})
+	return out, err
+}
+
+func jsonEqual(a, b json.RawMessage) bool {
+	var x, y any
+	if json.Unmarshal(a, &x) != nil || json.Unmarshal(b, &y) != nil {
+		return false
+	}
+	ja, _ := json.Marshal(x)
+	jb, _ := json.Marshal(y)
+	return string(ja) == string(jb)
+}
+
+// DeleteMessage deletes a message (record, copy, index entries) and
+// uncounts it in its conversation, in one transaction conditional on the
+// version read (so the entries deleted are the message's current ones).
+func (s *Store) DeleteMessage(ctx context.Context, bot, id string) error {
+	return optimistic(ctx, "message "+id, func() error {
+		rec, err := s.getMsg(ctx, bot, id)
+		if err != nil {
+			return err
+		}
+		m := rec.Message
+		cpk := convPK(bot, m.ConversationID)
+		w := []types.TransactWriteItem{
+			{Delete: &types.Delete{
+				Key:                       key(msgPK(bot, id), skMsg),
+				ConditionExpression:       aws.String("#ver = :ver"),
+				ExpressionAttributeNames:  map[string]string{"#ver": attrVer},
+				ExpressionAttributeValues: item{":ver": num(rec.ver)},
+			}},
+			countMessage(bot, m.ConversationID, -1),
+			del(cpk, msgCopySK(m)),
+		}
+		for k := range m.Tags {
+			w = append(w, del(cpk, msgIdxSK(id, k)))
+		}
+		err = s.txWrite(ctx, w)
+		switch failedAt(err) {
+		case 0:
+			return errRetry
+		case 1:
+			return platform.NotFound("message", id)
+		}
+		return err
+	})
+}
+
+// MessageFilter selects ListMessages.
+type MessageFilter struct {
+	BotID          string
+	ConversationID string
+	Tags           map[string]string
+	After, Before  string // creation time bounds, inclusive ("" = open)
+}
+
+func (f MessageFilter) accepts(m platform.Message) bool {
+	if f.ConversationID != "" && m.ConversationID != f.ConversationID {
+		return false
+	}
+	for k, v := range f.Tags {
+		if m.Tags[k] != v {
+			return false
+		}
+	}
+	return (f.After == "" || m.CreatedAt >= f.After) && (f.Before == "" || m.CreatedAt <= f.Before)
+}
+
+// ListMessages lists messages, most recent first: a conversation's (its
+// partition, strongly consistent), or through the index of a tag, or the
+// bot's; creation-time bounds are part of the key condition.
+func (s *Store) ListMessages(ctx context.Context, f MessageFilter, p Page) ([]platform.Message, map[string]string, error) {
+	bot := f.BotID
+	var sp span
+	entries := false
+	switch {
+	case f.ConversationID != "":
+		lo, hi := timeSpan(f.After, f.Before)
+		if hi == "" {
+			hi = "~"
+		}
+		sp = span{pk: convPK(bot, f.ConversationID), lo: skMsgCopy + lo, hi: skMsgCopy + hi, desc: true}
+	case len(f.Tags) > 0:
+		k := sortedKeys(f.Tags)[0]
+		sp = span{index: GSI1, pk: idxGSI(bot, platform.TagsOfMessage, idxTag(k)), desc: true}
+		sp.lo, sp.hi = valueSpan(f.Tags[k], f.After, f.Before)
+		entries = true
+	default:
+		sp = span{index: GSI1, pk: botList(bot, listMsgs), desc: true}
+		sp.lo, sp.hi = timeSpan(f.After, f.Before)
+	}
+	out, next, err := collect(ctx, s, sp, positionOf(p), int(p.Limit), 0, func(items []item) ([]*platform.Message, error) {
+		return s.loadMsgs(ctx, bot, items, entries, f.accepts)
+	})
+	return out, startOf(next), err
+}
+
+func (s *Store) loadMsgs(ctx context.Context, bot string, items []item, entries bool, ok func(platform.Message) bool) ([]*platform.Message, error) {
+	out := make([]*platform.Message, len(items))
+	var got map[string]item
+	if entries && len(items) > 0 {
+		keys := make([]item, 0, len(items))
+		for _, it := range items {
+			keys = append(keys, key(msgPK(bot, getS(it, attrObject)), skMsg))
+		}
+		var err error
+		if got, err = s.getMany(ctx, keys); err != nil {
+			return nil, err
+		}
+	}
+	for i, it := range items {
+		if entries {
+			if it = got[keyID(msgPK(bot, getS(it, attrObject)), skMsg)]; it == nil {
+				continue
+			}
+		}
+		m, _, err := msgFrom(it)
+		if err != nil {
+			return nil, err
+		}
+		if ok(m.Message) {
+			out[i] = &m.Message
+		}
+	}
+	return out, nil
+}
+
+// MessageLookup is a getOrCreateMessage call: the message of the
+// conversation whose discriminating tags (Keys) have the values of Tags;
+// New is the message to create when there is none.
+type MessageLookup struct {
+	BotID string
+	Tags  map[string]string
+	Keys  []string
+	New   platform.Message
+}
+
+func (l MessageLookup) matches(m platform.Message) bool {
+	return m.ConversationID == l.New.ConversationID && chat.Matches(m.Tags, l.Tags, l.Keys)
+}
+
+// GetOrCreateMessage returns the message of the conversation matching l,
+// creating (and counting) l.New when there is none; concurrent calls agree
+// on one (see GetOrCreateConversation). A message found gets l's tags.
+func (s *Store) GetOrCreateMessage(ctx context.Context, l MessageLookup) (platform.Message, bool, error) {
+	bot, convID := l.BotID, l.New.ConversationID
+	if err := s.checkAuthorIDs(bot, l.New); err != nil {
+		return platform.Message{}, false, err
+	}
+	hash := claimHash([]string{"message", convID}, l.Tags, l.Keys)
+	var (
+		out     platform.Message
+		created bool
+	)
+	err := optimistic(ctx, "the message", func() error {
+		found, stale, err := s.claimed(ctx, bot, "msg", hash, func(id string) (bool, error) {
+			m, err := s.GetMessage(ctx, bot, id)
+			if err != nil {
+				if platform.TypeOf(err) == platform.ErrResourceNotFound {
+					return false, nil
+				}
+				return false, err
+			}
+			out = m
+			return l.matches(m), nil
+		})
+		if err != nil || found {
+			return err
+		}
+		m, ok, err := s.findMessage(ctx, l)
+		if err != nil {
+			return err
+		}
+		var w []types.TransactWriteItem
+		counter := -1
+		if ok {
+			w = []types.TransactWriteItem{mustExist(msgPK(bot, m.ID), skMsg), liveCheck(convPK(bot, convID), skConv)}
+		} else {
+			m = l.New
+			if w, err = msgWrites(bot, m); err != nil {
+				return err
+			}
+			counter = len(w)
+			w = append(w, countMessage(bot, convID, 1))
+			w = append(w, authorCheck(bot, m.UserID)...)
+		}
+		claim := len(w)
+		w = append(w, claimWrites(bot, "msg", hash, stale, convPK(bot, convID), m.ID)...)
+		if err := s.txWrite(ctx, w); err != nil {
+			i := failedAt(err)
+			switch {
+			case i < 0:
+				return err
+			case ok && i == 1:
+				return platform.NotFound("conversation", convID)
+			case i >= claim || ok:
+				return errRetry // the claim moved, or the message found was deleted
+			}
+			return msgWriteError(err, m, counter)
+		}
+		out, created = m, !ok
+		return nil
+	})
+	if err != nil || created {
+		return out, created, err
+	}
+	if !chat.SameTags(chat.ApplyTags(out.Tags, l.Tags), out.Tags) {
+		out, err = s.UpdateMessage(ctx, bot, out.ID, l.Tags, nil)
+	}
+	return out, false, err
+}
+
+func (s *Store) findMessage(ctx context.Context, l MessageLookup) (platform.Message, bool, error) {
+	bot := l.BotID
+	sp := span{pk: convPK(bot, l.New.ConversationID), lo: skMsgCopy, hi: skMsgCopy + "~", desc: true}
+	entries := false
+	for _, k := range l.Keys {
+		if v := l.Tags[k]; v != "" {
+			sp = span{index: GSI1, pk: idxGSI(bot, platform.TagsOfMessage, idxTag(k)), desc: true}
+			sp.lo, sp.hi = valueSpan(v, "", "")
+			entries = true
+			break
+		}
+	}
+	found, _, err := collect(ctx, s, sp, "", 1, 1<<30, func(items []item) ([]*platform.Message, error) {
+		if entries { // skip entries of other conversations before reading records
+			kept := make([]item, 0, len(items))
+			idx := make([]int, 0, len(items))
+			for i, it := range items {
+				if getS(it, attrConvID) == l.New.ConversationID {
+					kept, idx = append(kept, it), append(idx, i)
+				}
+			}
+			got, err := s.loadMsgs(ctx, bot, kept, true, l.matches)
+			if err != nil {
+				return nil, err
+			}
+			out := make([]*platform.Message, len(items))
+			for j, i := range idx {
+				out[i] = got[j]
+			}
+			return out, nil
+		}
+		return s.loadMsgs(ctx, bot, items, false, l.matches)
+	})
+	if err != nil || len(found) == 0 {
+		return platform.Message{}, false, err
+	}
+	return found[0], true, nil
+}

@@ -1,0 +1,562 @@
+package dynamo
+
+import (
+	"context"
+	"encoding/json"
+	"sort"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/botforge/platform/shared/platform"
+)
+
+// Keys of the integrations catalogue (docs/bots.md).
+func intPK(id string) string                    { return "INT#" + id }
+func intNamePK(ws, name string) string          { return "INTNAME#" + ws + "#" + name }
+func intPubPK(name string) string               { return "INTPUB#" + name }
+func workspaceIntegrationsGSI(ws string) string { return "WS#" + ws + "#INTS" }
+
+const (
+	skInt = "INT"
+	// publicIntegrationsGSI gathers (on gsi2) every public version of every
+	// workspace: the shared part of the catalogue.
+	publicIntegrationsGSI = "INTS#PUBLIC"
+	skIntPub              = "INTPUB"
+	attrInstalls          = "installCount"
+	attrSummary           = "summary" // what lists read: see integrationListing
+)
+
+func intNameSK(version string) string { return "V#" + version }
+
+// integrationDoc is how an integration version is stored: its wire form
+// plus what the wire does not carry.
+type integrationDoc struct {
+	platform.Integration
+	StoredWorkspace string            `json:"_ws"`
+	StoredSecrets   map[string]string `json:"_secrets,omitempty"`
+}
+
+// IntegrationRecord is an integration version with the version its doc was
+// read at.
+type IntegrationRecord struct {
+	platform.Integration
+	ver int64
+}
+
+// IntegrationListing is what a list reads of an integration version: its
+// list form and what filters, searches and sorts need.
+type IntegrationListing struct {
+	platform.IntegrationSummary
+	Dev          bool     `json:"dev"`
+	Actions      []string `json:"_actions"`      // names
+	ActionTitles []string `json:"_actionTitles"` // same order as Actions
+	Interfaces   []string `json:"_interfaces"`   // names
+	InterfaceIDs []string `json:"_interfaceIds"` // same order as Interfaces
+	WorkspaceID  string   `json:"_ws"`
+	InstallCount int64    `json:"-"`
+}
+
+func listingOf(i platform.Integration) IntegrationListing {
+	l := IntegrationListing{IntegrationSummary: i.Summary(), Dev: i.Dev, WorkspaceID: i.WorkspaceID,
+		Actions: []string{}, ActionTitles: []string{}, Interfaces: []string{}, InterfaceIDs: []string{}}
+	names := make([]string, 0, len(i.Actions))
+	for n := range i.Actions {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		var a struct {
+			Title string `json:"title"`
+		}
+		_ = json.Unmarshal(i.Actions[n], &a)
+		l.Actions, l.ActionTitles = append(l.Actions, n), append(l.ActionTitles, a.Title)
+	}
+	names = names[:0]
+	for n := range i.Interfaces {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		var f struct {
+			ID   string `json:"id"`
+			Name string `json:"name"`
+		}
+		_ = json.Unmarshal(i.Interfaces[n], &f)
+		if f.Name == "" {
+			f.Name = n
+		}
+		l.Interfaces, l.InterfaceIDs = append(l.Interfaces, f.Name), append(l.InterfaceIDs, f.ID)
+	}
+	return l
+}
+
+// listed reports whether a version appears in other workspaces' lists.
+func listed(i platform.Integration) bool { return i.Visibility == platform.VisibilityPublic && !i.Dev }
+
+// shared reports whether other workspaces may reach a version at all.
+func shared(i platform.Integration) bool {
+	return (i.Visibility == platform.VisibilityPublic || i.Visibility == platform.VisibilityUnlisted) && !i.Dev
+}
+
+func integrationItem(i platform.Integration) (item, error) {
+	it, err := docItem(intPK(i.ID), skInt, integrationDoc{Integration: i, StoredWorkspace: i.WorkspaceID, StoredSecrets: i.SecretValues})
+	if err != nil {
+		return nil, err
+	}
+	if err := setIntegrationAttrs(it, i); err != nil {
+		return nil, err
+	}
+	it[attrInstalls] = num(0)
+	return it, nil
+}
+
+// setIntegrationAttrs sets the attributes derived from the doc: the
+// owner, the list summary, and the index keys.
+func setIntegrationAttrs(it item, i platform.Integration) error {
+	sum, err := json.Marshal(listingOf(i))
+	if err != nil {
+		return err
+	}
+	it["workspaceId"] = str(i.WorkspaceID)
+	it[attrSummary] = str(string(sum))
+	it[attrGSI1PK] = str(workspaceIntegrationsGSI(i.WorkspaceID))
+	it[attrGSI1SK] = str(i.CreatedAt + "#" + i.ID)
+	if listed(i) {
+		it[attrGSI2PK] = str(publicIntegrationsGSI)
+		it[attrGSI2SK] = str(i.CreatedAt + "#" + i.ID)
+	}
+	return nil
+}
+
+func integrationFrom(it item) (IntegrationRecord, error) {
+	var d integrationDoc
+	if err := decodeDoc(it, &d); err != nil {
+		return IntegrationRecord{}, err
+	}
+	i := d.Integration
+	i.WorkspaceID, i.SecretValues = d.StoredWorkspace, d.StoredSecrets
+	i.InstallCount = getN(it, attrInstalls)
+	return IntegrationRecord{Integration: i, ver: getN(it, attrVer)}, nil
+}
+
+func nameItem(i platform.Integration) item {
+	it := key(intNamePK(i.WorkspaceID, i.Name), intNameSK(i.Version))
+	it["integrationId"] = str(i.ID)
+	it["visibility"] = str(i.Visibility)
+	return it
+}
+
+// claimName makes ws the publisher of a name: public and unlisted names are
+// one namespace across workspaces, first come first served.
+func claimName(ws, name string) types.TransactWriteItem {
+	it := key(intPubPK(name), skIntPub)
+	it["workspaceId"] = str(ws)
+	return types.TransactWriteItem{Put: &types.Put{
+		Item:                      it,
+		ConditionExpression:       aws.String("attribute_not_exists(pk) OR workspaceId = :ws"),
+		ExpressionAttributeValues: item{":ws": str(ws)},
+	}}
+}
+
+// CreateIntegration stores a new integration version. A production version
+// takes its (workspace, name, version) slot, so a version is created once;
+// a public or unlisted one also claims its name across workspaces. Dev
+// versions take no slot: each dev session gets its own.
+func (s *Store) CreateIntegration(ctx context.Context, i platform.Integration) error {
+	it, err := integrationItem(i)
+	if err != nil {
+		return err
+	}
+	if err := checkItemSize(it); err != nil {
+		return err
+	}
+	items := []types.TransactWriteItem{putNew(it)}
+	if !i.Dev {
+		items = append(items, putNew(nameItem(i)))
+		if shared(i) {
+			items = append(items, claimName(i.WorkspaceID, i.Name))
+		}
+	}
+	return s.transact(ctx, items, func(idx int) error {
+		switch idx {
+		case 1:
+			return platform.Errorf(platform.ErrAlreadyExists, "integration %s version %s already exists: versions are immutable, publish a new version", i.Name, i.Version)
+		case 2:
+			return platform.Errorf(platform.ErrAlreadyExists, "the integration name %q is published by another workspace", i.Name)
+		}
+		return platform.Errorf(platform.ErrAlreadyExists, "integration %q already exists", i.ID)
+	})
+}
+
+// maxItemBytes keeps records under DynamoDB's 400 KB item limit.
+const maxItemBytes = 350 << 10
+
+func checkItemSize(it item) error {
+	if n := len(getS(it, attrDoc)) + len(getS(it, attrSummary)); n > maxItemBytes {
+		return platform.Errorf(platform.ErrPayloadTooLarge, "the definition is too large (%d bytes of at most %d)", n, maxItemBytes)
+	}
+	return nil
+}
+
+// GetIntegration reads an integration version by id (one GetItem).
+func (s *Store) GetIntegration(ctx context.Context, id string) (IntegrationRecord, error) {
+	if !platform.HasPrefix(id, platform.PrefixIntegration) {
+		return IntegrationRecord{}, platform.NotFound("integration", id)
+	}
+	it, err := s.get(ctx, intPK(id), skInt)
+	if err != nil {
+		return IntegrationRecord{}, err
+	}
+	if it == nil {
+		return IntegrationRecord{}, platform.NotFound("integration", id)
+	}
+	return integrationFrom(it)
+}
+
+// IntegrationsByID reads integration versions by id (BatchGetItem); missing
+// ones are absent from the result.
+func (s *Store) IntegrationsByID(ctx context.Context, ids []string) (map[string]platform.Integration, error) {
+	out := map[string]platform.Integration{}
+	seen := map[string]bool{}
+	var keys []item
+	for _, id := range ids {
+		if !seen[id] && platform.HasPrefix(id, platform.PrefixIntegration) {
+			seen[id] = true
+			keys = append(keys, key(intPK(id), skInt))
+		}
+	}
+	if len(keys) == 0 {
+		return out, nil
+	}
+	items, err := s.batchGet(ctx, keys)
+	if err != nil {
+		return nil, err
+	}
+	for _, it := range items {
+		r, err := integrationFrom(it)
+		if err != nil {
+			return nil, err
+		}
+		out[r.ID] = r.Integration
+	}
+	return out, nil
+}
+
+// IntegrationByName finds the version of an integration named name that
+// workspace ws sees: its own production versions first, else the shared
+// versions of the workspace publishing the name. version is a semantic
+// version or "latest" (the highest version, releases before pre-releases).
+// Queries the name's versions (one Query, plus one GetItem for a foreign
+// name's publisher), then reads the version (one GetItem).
+func (s *Store) IntegrationByName(ctx context.Context, ws, name, version string) (IntegrationRecord, error) {
+	notFound := platform.NotFound("integration", name+"@"+version)
+	pick := func(owner string, sharedOnly bool) (string, error) {
+		items, err := queryAllItems(ctx, s, &dynamodb.QueryInput{
+			KeyConditionExpression:    aws.String("pk = :pk"),
+			ExpressionAttributeValues: item{":pk": str(intNamePK(owner, name))},
+			ConsistentRead:            aws.Bool(true),
+		})
+		if err != nil {
+			return "", err
+		}
+		var best string
+		var bestV platform.Semver
+		for _, it := range items {
+			v := getS(it, attrSK)[len("V#"):]
+			vis := getS(it, "visibility")
+			if sharedOnly && vis != platform.VisibilityPublic && vis != platform.VisibilityUnlisted {
+				continue
+			}
+			if version != "latest" {
+				if v == version {
+					return getS(it, "integrationId"), nil
+				}
+				continue
+			}
+			sv, ok := platform.ParseSemver(v)
+			if ok && (best == "" || bestV.Less(sv)) {
+				best, bestV = getS(it, "integrationId"), sv
+			}
+		}
+		return best, nil
+	}
+	id, err := pick(ws, false)
+	if err != nil {
+		return IntegrationRecord{}, err
+	}
+	if id == "" {
+		claim, err := s.get(ctx, intPubPK(name), skIntPub)
+		if err != nil {
+			return IntegrationRecord{}, err
+		}
+		if claim == nil || getS(claim, "workspaceId") == ws {
+			return IntegrationRecord{}, notFound
+		}
+		if id, err = pick(getS(claim, "workspaceId"), true); err != nil {
+			return IntegrationRecord{}, err
+		}
+	}
+	if id == "" {
+		return IntegrationRecord{}, notFound
+	}
+	r, err := s.GetIntegration(ctx, id)
+	if platform.TypeOf(err) == platform.ErrResourceNotFound {
+		return r, notFound
+	}
+	if err == nil && !r.VisibleTo(ws) {
+		return IntegrationRecord{}, notFound
+	}
+	return r, err
+}
+
+// UpdateIntegration applies change to a version of workspace ws, replacing
+// its doc only if unchanged since read (retried on conflict). A version
+// becoming public or unlisted claims its name; the name slot carries the
+// new visibility.
+func (s *Store) UpdateIntegration(ctx context.Context, ws, id string, change func(*platform.Integration) error) (platform.Integration, error) {
+	for attempt := 0; attempt < 5; attempt++ {
+		rec, err := s.GetIntegration(ctx, id)
+		if err != nil {
+			return platform.Integration{}, err
+		}
+		if rec.WorkspaceID != ws {
+			if rec.VisibleTo(ws) {
+				return platform.Integration{}, platform.Forbidden("integration %q belongs to another workspace", id)
+			}
+			return platform.Integration{}, platform.NotFound("integration", id)
+		}
+		i := rec.Integration
+		if err := change(&i); err != nil {
+			return platform.Integration{}, err
+		}
+		i.UpdatedAt = platform.Now()
+		newIt, err := integrationItem(i)
+		if err != nil {
+			return i, err
+		}
+		if err := checkItemSize(newIt); err != nil {
+			return i, err
+		}
+		b, _ := json.Marshal(integrationDoc{Integration: i, StoredWorkspace: i.WorkspaceID, StoredSecrets: i.SecretValues})
+		names := map[string]string{"#doc": attrDoc, "#ver": attrVer, "#sum": attrSummary, "#g2pk": attrGSI2PK, "#g2sk": attrGSI2SK}
+		vals := item{":doc": str(string(b)), ":next": num(rec.ver + 1), ":ver": num(rec.ver), ":sum": newIt[attrSummary]}
+		expr := "SET #doc = :doc, #ver = :next, #sum = :sum"
+		if listed(i) {
+			expr += ", #g2pk = :g2pk, #g2sk = :g2sk"
+			vals[":g2pk"], vals[":g2sk"] = newIt[attrGSI2PK], newIt[attrGSI2SK]
+		} else {
+			expr += " REMOVE #g2pk, #g2sk"
+		}
+		items := []types.TransactWriteItem{{Update: &types.Update{
+			Key: key(intPK(id), skInt), UpdateExpression: aws.String(expr),
+			ConditionExpression:      aws.String("#ver = :ver"),
+			ExpressionAttributeNames: names, ExpressionAttributeValues: vals,
+		}}}
+		if !i.Dev && i.Visibility != rec.Visibility {
+			items = append(items, types.TransactWriteItem{Put: &types.Put{Item: nameItem(i)}})
+			if shared(i) {
+				items = append(items, claimName(ws, i.Name))
+			}
+		}
+		err = s.transact(ctx, items, func(idx int) error {
+			if idx == 2 {
+				return platform.Errorf(platform.ErrAlreadyExists, "the integration name %q is published by another workspace", i.Name)
+			}
+			return errRetry
+		})
+		if err == errRetry {
+			continue
+		}
+		i.InstallCount = rec.InstallCount
+		return i, err
+	}
+	return platform.Integration{}, platform.Errorf(platform.ErrResourceLocked, "integration %q is being updated concurrently, retry", id)
+}
+
+// DeleteIntegration deletes a version of workspace ws that no bot has
+// installed (a condition on its install counter), its name slot, then its
+// API keys. The name stays claimed by the workspace.
+func (s *Store) DeleteIntegration(ctx context.Context, ws, id string) error {
+	rec, err := s.GetIntegration(ctx, id)
+	if err != nil {
+		return err
+	}
+	if rec.WorkspaceID != ws {
+		if rec.VisibleTo(ws) {
+			return platform.Forbidden("integration %q belongs to another workspace", id)
+		}
+		return platform.NotFound("integration", id)
+	}
+	items := []types.TransactWriteItem{{Delete: &types.Delete{
+		Key:                       key(intPK(id), skInt),
+		ConditionExpression:       aws.String("attribute_exists(pk) AND (attribute_not_exists(#n) OR #n <= :zero)"),
+		ExpressionAttributeNames:  map[string]string{"#n": attrInstalls},
+		ExpressionAttributeValues: item{":zero": num(0)},
+	}}}
+	if !rec.Dev {
+		items = append(items, types.TransactWriteItem{Delete: &types.Delete{
+			Key:                       key(intNamePK(ws, rec.Name), intNameSK(rec.Version)),
+			ConditionExpression:       aws.String("integrationId = :id"),
+			ExpressionAttributeValues: item{":id": str(id)},
+		}})
+	}
+	err = s.transact(ctx, items, func(int) error { return errRetry })
+	if err == errRetry {
+		again, gerr := s.GetIntegration(ctx, id)
+		if gerr != nil {
+			return gerr
+		}
+		return platform.Errorf(platform.ErrReferenceConstrain, "integration %q is installed on %d bot(s): uninstall it first", id, again.InstallCount)
+	}
+	if err != nil {
+		return err
+	}
+	keys, err := s.ListIntegrationAPIKeys(ctx, id)
+	if err != nil {
+		return err
+	}
+	for _, k := range keys {
+		if err := s.DeleteIntegrationAPIKey(ctx, ws, k.ID); err != nil && platform.TypeOf(err) != platform.ErrResourceNotFound {
+			return err
+		}
+	}
+	return nil
+}
+
+// SetVerificationStatus moves a version of ws to status, only from one of
+// the from statuses (a conditional update of its doc).
+func (s *Store) SetVerificationStatus(ctx context.Context, ws, id, status string, from ...string) (platform.Integration, error) {
+	return s.UpdateIntegration(ctx, ws, id, func(i *platform.Integration) error {
+		for _, f := range from {
+			if i.VerificationStatus == f {
+				i.VerificationStatus = status
+				return nil
+			}
+		}
+		return platform.Errorf(platform.ErrRelationConflict, "integration %q is %s: verification cannot be requested", id, i.VerificationStatus)
+	})
+}
+
+func listingFrom(it item) (IntegrationListing, error) {
+	var l IntegrationListing
+	if err := json.Unmarshal([]byte(getS(it, attrSummary)), &l); err != nil {
+		return l, err
+	}
+	l.InstallCount = getN(it, attrInstalls)
+	return l, nil
+}
+
+// ListIntegrationCandidates reads the catalogue workspace ws sees: its own
+// versions (Query on gsi1) and every workspace's listed public versions
+// (Query on gsi2), only the list attributes. Lists filter and sort these in
+// memory: one pass over the catalogue per call (docs/bots.md).
+func (s *Store) ListIntegrationCandidates(ctx context.Context, ws string) ([]IntegrationListing, error) {
+	proj := aws.String("pk, sk, #sum, #n")
+	names := map[string]string{"#sum": attrSummary, "#n": attrInstalls}
+	own, err := queryAllItems(ctx, s, &dynamodb.QueryInput{
+		IndexName:                 aws.String(GSI1),
+		KeyConditionExpression:    aws.String("gsi1pk = :pk"),
+		ExpressionAttributeValues: item{":pk": str(workspaceIntegrationsGSI(ws))},
+		ProjectionExpression:      proj, ExpressionAttributeNames: names,
+	})
+	if err != nil {
+		return nil, err
+	}
+	public, err := queryAllItems(ctx, s, &dynamodb.QueryInput{
+		IndexName:                 aws.String(GSI2),
+		KeyConditionExpression:    aws.String("gsi2pk = :pk"),
+		ExpressionAttributeValues: item{":pk": str(publicIntegrationsGSI)},
+		ProjectionExpression:      proj, ExpressionAttributeNames: names,
+	})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]IntegrationListing, 0, len(own)+len(public))
+	seen := map[string]bool{}
+	for _, it := range append(own, public...) {
+		l, err := listingFrom(it)
+		if err != nil {
+			return nil, err
+		}
+		if !seen[l.ID] {
+			seen[l.ID] = true
+			out = append(out, l)
+		}
+	}
+	return out, nil
+}
+
+// IntegrationListingsByID reads the list form of versions by id (BatchGetItem).
+func (s *Store) IntegrationListingsByID(ctx context.Context, ids []string) ([]IntegrationListing, error) {
+	var keys []item
+	seen := map[string]bool{}
+	for _, id := range ids {
+		if !seen[id] && platform.HasPrefix(id, platform.PrefixIntegration) {
+			seen[id] = true
+			keys = append(keys, key(intPK(id), skInt))
+		}
+	}
+	out := []IntegrationListing{}
+	if len(keys) == 0 {
+		return out, nil
+	}
+	items, err := s.batchGet(ctx, keys)
+	if err != nil {
+		return nil, err
+	}
+	for _, it := range items {
+		l, err := listingFrom(it)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, l)
+	}
+	return out, nil
+}
+
+// WorkspacesByID reads workspaces by id (BatchGetItem); missing ones are absent.
+func (s *Store) WorkspacesByID(ctx context.Context, ids []string) (map[string]platform.Workspace, error) {
+	out := map[string]platform.Workspace{}
+	var keys []item
+	seen := map[string]bool{}
+	for _, id := range ids {
+		if !seen[id] {
+			seen[id] = true
+			keys = append(keys, key(workspacePK(id), skWorkspace))
+		}
+	}
+	if len(keys) == 0 {
+		return out, nil
+	}
+	items, err := s.batchGet(ctx, keys)
+	if err != nil {
+		return nil, err
+	}
+	for _, it := range items {
+		w, err := workspaceFrom(it)
+		if err != nil {
+			return nil, err
+		}
+		out[w.ID] = w.Workspace
+	}
+	return out, nil
+}
+
+// queryAllItems runs a Query to its end (bounded collections only).
+func queryAllItems(ctx context.Context, s *Store, in *dynamodb.QueryInput) ([]item, error) {
+	in.TableName = &s.table
+	var out []item
+	for {
+		res, err := s.db.Query(ctx, in)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, res.Items...)
+		if len(res.LastEvaluatedKey) == 0 {
+			return out, nil
+		}
+		in.ExclusiveStartKey = res.LastEvaluatedKey
+	}
+}

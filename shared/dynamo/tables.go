@@ -1,0 +1,976 @@
+package dynamo
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/botforge/platform/shared/platform"
+)
+
+// Items of the Tables API (docs/tables.md):
+//
+//	table       BOTTABLES#<botId>   TABLE#<name>   doc, ver, tableId, nextId, rowCount, staleCount
+//	table id    TABLE#<tableId>     TABLE          botId, name
+//	row         TROWS#<tableId>     <id, 10 digits> doc, ver
+//	key index   TKEY#<tableId>#<ix> <key JSON>     row
+//	job         TJOBS#<tableId>     <jobId>        doc, ver, ttl
+func botTablesPK(bot string) string       { return "BOTTABLES#" + bot }
+func tableNameSK(name string) string      { return "TABLE#" + name }
+func tableIDPK(id string) string          { return "TABLE#" + id }
+func tableRowsPK(table string) string     { return "TROWS#" + table }
+func tableKeysPK(table, ix string) string { return "TKEY#" + table + "#" + ix }
+func tableJobsPK(table string) string     { return "TJOBS#" + table }
+
+// rowSK is a row's sort key: its id zero-padded to 10 digits (row ids
+// are at most 2^31-1), so that string order is id order.
+func rowSK(id int64) string { return fmt.Sprintf("%010d", id) }
+
+const (
+	skTableID      = "TABLE"
+	attrTableID    = "tableId"
+	attrNextID     = "nextId"
+	attrRowCount   = "rowCount"
+	attrStaleCount = "staleCount"
+	attrKeyRow     = "row"
+	attrKeyAt      = "at"
+)
+
+// ErrVersionConflict reports that a record changed since it was read: the
+// caller re-reads it and tries again.
+var ErrVersionConflict = errors.New("the record changed since it was read")
+
+// tableDoc is how a table is stored: its wire shape and its state.
+type tableDoc struct {
+	platform.Table
+	State platform.TableState `json:"_state"`
+}
+
+// TableRecord is a table as read: wire shape, state, counters, version.
+type TableRecord struct {
+	platform.Table
+	State  platform.TableState
+	BotID  string
+	NextID int64 // the last row id given out
+	Rows   int64
+	Stale  int64
+	ver    int64
+}
+
+// encodeDoc renders a document without HTML escaping: row documents are
+// searched for canonical values as substrings (tables.Filter.Needles),
+// which must be encoded the same way.
+func encodeDoc(v any) (string, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return "", err
+	}
+	return string(bytes.TrimRight(buf.Bytes(), "\n")), nil
+}
+
+func tableFrom(it item, botID string) (TableRecord, error) {
+	var d tableDoc
+	if err := decodeDoc(it, &d); err != nil {
+		return TableRecord{}, err
+	}
+	return TableRecord{
+		Table: d.Table, State: d.State, BotID: botID,
+		NextID: getN(it, attrNextID), Rows: max(getN(it, attrRowCount), 0), Stale: max(getN(it, attrStaleCount), 0),
+		ver: getN(it, attrVer),
+	}, nil
+}
+
+// CreateTable stores a new table of bot: its item under its name (unique
+// per bot) and the item resolving its id, in one transaction. nextID is
+// the last row id already given out (a duplicate continues its source's
+// ids); rows and stale preset the counters.
+func (s *Store) CreateTable(ctx context.Context, botID string, t platform.Table, st platform.TableState, nextID, rows, stale int64) error {
+	doc, err := encodeDoc(tableDoc{Table: t, State: st})
+	if err != nil {
+		return err
+	}
+	named := key(botTablesPK(botID), tableNameSK(t.Name))
+	named[attrDoc], named[attrVer] = str(doc), num(1)
+	named[attrTableID] = str(t.ID)
+	named[attrNextID], named[attrRowCount], named[attrStaleCount] = num(nextID), num(rows), num(stale)
+	byID := key(tableIDPK(t.ID), skTableID)
+	byID["botId"], byID["name"] = str(botID), str(t.Name)
+	return s.transact(ctx, []types.TransactWriteItem{putNew(named), putNew(byID)}, func(int) error {
+		return platform.Errorf(platform.ErrAlreadyExists, "table %q already exists", t.Name)
+	})
+}
+
+// GetTable reads a table of bot by name or by id: one GetItem by name,
+// two by id (the id item names the table).
+func (s *Store) GetTable(ctx context.Context, botID, ref string) (TableRecord, error) {
+	name := ref
+	if platform.HasPrefix(ref, platform.PrefixTable) {
+		it, err := s.get(ctx, tableIDPK(ref), skTableID)
+		if err != nil {
+			return TableRecord{}, err
+		}
+		if it == nil || getS(it, "botId") != botID {
+			return TableRecord{}, platform.NotFound("table", ref)
+		}
+		name = getS(it, "name")
+	}
+	if name == "" || len(name) > 200 {
+		return TableRecord{}, platform.NotFound("table", ref)
+	}
+	it, err := s.get(ctx, botTablesPK(botID), tableNameSK(name))
+	if err != nil {
+		return TableRecord{}, err
+	}
+	if it == nil || (name != ref && getS(it, attrTableID) != ref) {
+		return TableRecord{}, platform.NotFound("table", ref)
+	}
+	return tableFrom(it, botID)
+}
+
+// ListTables lists a bot's tables by name (one Query a page of 1 MB).
+func (s *Store) ListTables(ctx context.Context, botID string) ([]TableRecord, error) {
+	in := &dynamodb.QueryInput{
+		TableName:                 &s.table,
+		KeyConditionExpression:    aws.String("pk = :pk AND begins_with(sk, :p)"),
+		ExpressionAttributeValues: item{":pk": str(botTablesPK(botID)), ":p": str("TABLE#")},
+		ConsistentRead:            aws.Bool(true),
+	}
+	out := []TableRecord{}
+	for {
+		res, err := s.db.Query(ctx, in)
+		if err != nil {
+			return nil, err
+		}
+		for _, it := range res.Items {
+			t, err := tableFrom(it, botID)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, t)
+		}
+		if len(res.LastEvaluatedKey) == 0 {
+			return out, nil
+		}
+		in.ExclusiveStartKey = res.LastEvaluatedKey
+	}
+}
+
+// SaveTable writes a changed table over rec, as read: conditional on its
+// version, so a concurrent change makes it fail with ErrVersionConflict.
+// A renamed table moves to its new name item in a transaction that also
+// checks that no row count or id changed meanwhile (they move with it).
+// staleAll sets the stale count to the row count (every row became stale).
+func (s *Store) SaveTable(ctx context.Context, rec TableRecord, t platform.Table, st platform.TableState, staleAll bool) error {
+	doc, err := encodeDoc(tableDoc{Table: t, State: st})
+	if err != nil {
+		return err
+	}
+	if t.Name == rec.Name {
+		expr := "SET #doc = :doc, #ver = :next"
+		names := map[string]string{"#doc": attrDoc, "#ver": attrVer, "#tid": attrTableID}
+		if staleAll {
+			expr += ", #stale = #rows"
+			names["#stale"], names["#rows"] = attrStaleCount, attrRowCount
+		}
+		_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+			TableName:                 &s.table,
+			Key:                       key(botTablesPK(rec.BotID), tableNameSK(rec.Name)),
+			UpdateExpression:          aws.String(expr),
+			ConditionExpression:       aws.String("#ver = :ver AND #tid = :tid"),
+			ExpressionAttributeNames:  names,
+			ExpressionAttributeValues: item{":doc": str(doc), ":next": num(rec.ver + 1), ":ver": num(rec.ver), ":tid": str(rec.ID)},
+		})
+		if condFailed(err) {
+			return ErrVersionConflict
+		}
+		return err
+	}
+	stale := rec.Stale
+	if staleAll {
+		stale = rec.Rows
+	}
+	named := key(botTablesPK(rec.BotID), tableNameSK(t.Name))
+	named[attrDoc], named[attrVer] = str(doc), num(rec.ver+1)
+	named[attrTableID] = str(t.ID)
+	named[attrNextID], named[attrRowCount], named[attrStaleCount] = num(rec.NextID), num(rec.Rows), num(stale)
+	return s.transact(ctx, []types.TransactWriteItem{
+		{Delete: &types.Delete{
+			Key:                 key(botTablesPK(rec.BotID), tableNameSK(rec.Name)),
+			ConditionExpression: aws.String("#ver = :ver AND #tid = :tid AND #n = :n AND #r = :r AND #s = :s"),
+			ExpressionAttributeNames: map[string]string{
+				"#ver": attrVer, "#tid": attrTableID, "#n": attrNextID, "#r": attrRowCount, "#s": attrStaleCount,
+			},
+			ExpressionAttributeValues: item{
+				":ver": num(rec.ver), ":tid": str(rec.ID), ":n": num(rec.NextID), ":r": num(rec.Rows), ":s": num(rec.Stale),
+			},
+		}},
+		putNew(named),
+		{Update: &types.Update{
+			Key:                       key(tableIDPK(rec.ID), skTableID),
+			UpdateExpression:          aws.String("SET #name = :name"),
+			ConditionExpression:       aws.String("attribute_exists(pk)"),
+			ExpressionAttributeNames:  map[string]string{"#name": "name"},
+			ExpressionAttributeValues: item{":name": str(t.Name)},
+		}},
+	}, func(i int) error {
+		if i == 1 {
+			return platform.Errorf(platform.ErrAlreadyExists, "table %q already exists", t.Name)
+		}
+		return ErrVersionConflict
+	})
+}
+
+// FinishFill writes a table filled by a duplicate job with its final row
+// and stale counts (the job counted them; nothing else wrote the table
+// while it was being filled), conditional on its version.
+func (s *Store) FinishFill(ctx context.Context, rec TableRecord, t platform.Table, st platform.TableState, rows, stale int64) error {
+	doc, err := encodeDoc(tableDoc{Table: t, State: st})
+	if err != nil {
+		return err
+	}
+	_, err = s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:           &s.table,
+		Key:                 key(botTablesPK(rec.BotID), tableNameSK(rec.Name)),
+		UpdateExpression:    aws.String("SET #doc = :doc, #ver = :next, #rows = :rows, #stale = :stale"),
+		ConditionExpression: aws.String("#ver = :ver AND #tid = :tid"),
+		ExpressionAttributeNames: map[string]string{
+			"#doc": attrDoc, "#ver": attrVer, "#tid": attrTableID, "#stale": attrStaleCount, "#rows": attrRowCount,
+		},
+		ExpressionAttributeValues: item{
+			":doc": str(doc), ":next": num(rec.ver + 1), ":ver": num(rec.ver), ":tid": str(rec.ID),
+			":rows": num(rows), ":stale": num(stale),
+		},
+	})
+	if condFailed(err) {
+		return ErrVersionConflict
+	}
+	return err
+}
+
+// DeleteTable deletes a table: its name and id items at once (it is gone
+// for every caller), then its rows, key index and jobs.
+func (s *Store) DeleteTable(ctx context.Context, rec TableRecord) error {
+	err := s.transact(ctx, []types.TransactWriteItem{
+		{Delete: &types.Delete{
+			Key:                       key(botTablesPK(rec.BotID), tableNameSK(rec.Name)),
+			ConditionExpression:       aws.String("#tid = :tid"),
+			ExpressionAttributeNames:  map[string]string{"#tid": attrTableID},
+			ExpressionAttributeValues: item{":tid": str(rec.ID)},
+		}},
+		{Delete: &types.Delete{Key: key(tableIDPK(rec.ID), skTableID)}},
+	}, func(int) error { return platform.NotFound("table", rec.Name) })
+	if err != nil {
+		return err
+	}
+	for _, pk := range []string{tableRowsPK(rec.ID), tableJobsPK(rec.ID)} {
+		if err := s.purge(ctx, pk); err != nil {
+			return err
+		}
+	}
+	if rec.State.KeyIndex != "" {
+		return s.purge(ctx, tableKeysPK(rec.ID, rec.State.KeyIndex))
+	}
+	return nil
+}
+
+// purge deletes every item of a partition, a page of keys at a time.
+func (s *Store) purge(ctx context.Context, pk string) error {
+	in := &dynamodb.QueryInput{
+		TableName:                 &s.table,
+		KeyConditionExpression:    aws.String("pk = :pk"),
+		ExpressionAttributeValues: item{":pk": str(pk)},
+		ProjectionExpression:      aws.String("pk, sk"),
+	}
+	for {
+		out, err := s.db.Query(ctx, in)
+		if err != nil {
+			return err
+		}
+		if err := s.batchDelete(ctx, out.Items); err != nil {
+			return err
+		}
+		if len(out.LastEvaluatedKey) == 0 {
+			return nil
+		}
+		in.ExclusiveStartKey = out.LastEvaluatedKey
+	}
+}
+
+// ReserveRowIDs gives out n new row ids of a table with one atomic ADD on
+// its item, which also counts the rows (and staleDelta stale rows) they
+// will be: the ids are (last-n, last]. It is conditional on the table's
+// version, so rows are only created against the schema they were
+// validated with: a schema change meanwhile gives ErrVersionConflict.
+func (s *Store) ReserveRowIDs(ctx context.Context, rec TableRecord, n, staleDelta int64) (int64, error) {
+	out, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:           &s.table,
+		Key:                 key(botTablesPK(rec.BotID), tableNameSK(rec.Name)),
+		UpdateExpression:    aws.String("ADD #n :n, #r :n, #s :s"),
+		ConditionExpression: aws.String("#ver = :ver AND #tid = :tid AND #n <= :max"),
+		ExpressionAttributeNames: map[string]string{
+			"#n": attrNextID, "#r": attrRowCount, "#s": attrStaleCount, "#ver": attrVer, "#tid": attrTableID,
+		},
+		ExpressionAttributeValues: item{
+			":n": num(n), ":s": num(staleDelta), ":ver": num(rec.ver), ":tid": str(rec.ID),
+			":max": num(platform.MaxTableRowID - n),
+		},
+		ReturnValues: types.ReturnValueUpdatedNew,
+	})
+	if condFailed(err) {
+		return 0, ErrVersionConflict
+	}
+	if err != nil {
+		return 0, err
+	}
+	return getN(out.Attributes, attrNextID), nil
+}
+
+// AdjustCounts adds to a table's row and stale counts (atomic ADD); a
+// deleted table is left alone.
+func (s *Store) AdjustCounts(ctx context.Context, rec TableRecord, rows, stale int64) error {
+	if rows == 0 && stale == 0 {
+		return nil
+	}
+	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:                 &s.table,
+		Key:                       key(botTablesPK(rec.BotID), tableNameSK(rec.Name)),
+		UpdateExpression:          aws.String("ADD #r :r, #s :s"),
+		ConditionExpression:       aws.String("#tid = :tid"),
+		ExpressionAttributeNames:  map[string]string{"#r": attrRowCount, "#s": attrStaleCount, "#tid": attrTableID},
+		ExpressionAttributeValues: item{":r": num(rows), ":s": num(stale), ":tid": str(rec.ID)},
+	})
+	if condFailed(err) {
+		return nil
+	}
+	return err
+}
+
+func condFailed(err error) bool {
+	var cf *types.ConditionalCheckFailedException
+	return errors.As(err, &cf)
+}
+
+// RowRecord is a stored row and its version.
+type RowRecord struct {
+	platform.TableRow
+	Ver int64
+}
+
+func rowItem(table string, r platform.TableRow, ver int64) (item, error) {
+	doc, err := encodeDoc(r)
+	if err != nil {
+		return nil, err
+	}
+	it := key(tableRowsPK(table), rowSK(r.ID))
+	it[attrDoc], it[attrVer] = str(doc), num(ver)
+	return it, nil
+}
+
+func rowFrom(it item) (RowRecord, error) {
+	doc := []byte(getS(it, attrDoc))
+	r, ok := decodeRowDoc(doc)
+	if !ok {
+		r = platform.TableRow{}
+		if err := json.Unmarshal(doc, &r); err != nil {
+			return RowRecord{}, fmt.Errorf("decode row %s/%s: %w", getS(it, attrPK), getS(it, attrSK), err)
+		}
+	}
+	return RowRecord{TableRow: r, Ver: getN(it, attrVer)}, nil
+}
+
+// decodeRowDoc decodes a row document as encodeDoc writes it, several
+// times faster than encoding/json (a find decodes every row of a table):
+// values stay slices of the document, unvalidated (they were canonical JSON
+// when written). Anything unexpected returns false, and the caller falls
+// back to encoding/json.
+func decodeRowDoc(doc []byte) (platform.TableRow, bool) {
+	var r platform.TableRow
+	p := 0
+	next := func(c byte) bool {
+		if p < len(doc) && doc[p] == c {
+			p++
+			return true
+		}
+		return false
+	}
+	if !next('{') {
+		return r, false
+	}
+	for !next('}') {
+		if p > 1 && !next(',') {
+			return r, false
+		}
+		k, ok := plainString(doc, &p)
+		if !ok || !next(':') {
+			return r, false
+		}
+		start := p
+		if !skipJSON(doc, &p) {
+			return r, false
+		}
+		v := doc[start:p]
+		switch k {
+		case "id":
+			n, err := strconv.ParseInt(string(v), 10, 64)
+			if err != nil {
+				return r, false
+			}
+			r.ID = n
+		case "createdAt", "updatedAt":
+			q := 0
+			str, ok := plainString(v, &q)
+			if !ok || q != len(v) {
+				return r, false
+			}
+			if k == "createdAt" {
+				r.CreatedAt = str
+			} else {
+				r.UpdatedAt = str
+			}
+		case "v":
+			vals, ok := rawMembers(v)
+			if !ok {
+				return r, false
+			}
+			r.Values = vals
+		default:
+			if err := json.Unmarshal(v, &r.Computed); k != "cp" || err != nil {
+				return r, false
+			}
+		}
+	}
+	return r, p == len(doc)
+}
+
+// plainString reads a JSON string without escapes at doc[*p].
+func plainString(doc []byte, p *int) (string, bool) {
+	if *p >= len(doc) || doc[*p] != '"' {
+		return "", false
+	}
+	end := bytes.IndexByte(doc[*p+1:], '"')
+	if end < 0 {
+		return "", false
+	}
+	s := doc[*p+1 : *p+1+end]
+	if bytes.IndexByte(s, '\\') >= 0 {
+		return "", false
+	}
+	*p += end + 2
+	return string(s), true
+}
+
+// rawMembers splits a JSON object of plain keys into its members.
+func rawMembers(obj []byte) (map[string]json.RawMessage, bool) {
+	out := map[string]json.RawMessage{}
+	p := 0
+	if len(obj) < 2 || obj[0] != '{' {
+		return nil, false
+	}
+	p = 1
+	for p < len(obj) && obj[p] != '}' {
+		if p > 1 {
+			if obj[p] != ',' {
+				return nil, false
+			}
+			p++
+		}
+		k, ok := plainString(obj, &p)
+		if !ok || p >= len(obj) || obj[p] != ':' {
+			return nil, false
+		}
+		p++
+		start := p
+		if !skipJSON(obj, &p) {
+			return nil, false
+		}
+		out[k] = json.RawMessage(obj[start:p])
+	}
+	return out, p == len(obj)-1
+}
+
+// skipJSON moves *p past the JSON value at doc[*p] (compact JSON).
+func skipJSON(doc []byte, p *int) bool {
+	depth := 0
+	for *p < len(doc) {
+		switch c := doc[*p]; c {
+		case '"':
+			*p++
+			for {
+				if *p >= len(doc) {
+					return false
+				}
+				if doc[*p] == '\\' {
+					*p += 2
+					continue
+				}
+				if doc[*p] == '"' {
+					*p++
+					break
+				}
+				*p++
+			}
+		case '{', '[':
+			depth++
+			*p++
+			continue
+		case '}', ']':
+			if depth == 0 {
+				return false
+			}
+			depth--
+			*p++
+		case ',', ':':
+			if depth == 0 {
+				return false
+			}
+			*p++
+			continue
+		default:
+			start := *p
+			for *p < len(doc) && !strings.ContainsRune(",:}]\"{[ \t\r\n", rune(doc[*p])) {
+				*p++
+			}
+			if *p == start {
+				return false // not compact JSON
+			}
+		}
+		if depth == 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// PutRows writes rows of a table with BatchWriteItem, 25 rows a call. The
+// rows have ids no other row has (fresh ids, or a copy's own ids), so no
+// condition is needed.
+func (s *Store) PutRows(ctx context.Context, table string, rows []platform.TableRow) error {
+	reqs := make([]types.WriteRequest, 0, len(rows))
+	for _, r := range rows {
+		it, err := rowItem(table, r, 1)
+		if err != nil {
+			return err
+		}
+		reqs = append(reqs, types.WriteRequest{PutRequest: &types.PutRequest{Item: it}})
+	}
+	return s.batchWrite(ctx, reqs)
+}
+
+// batchWrite runs write requests 25 a call, retrying unprocessed ones.
+func (s *Store) batchWrite(ctx context.Context, reqs []types.WriteRequest) error {
+	for len(reqs) > 0 {
+		n := min(len(reqs), 25)
+		req := map[string][]types.WriteRequest{s.table: reqs[:n]}
+		reqs = reqs[n:]
+		for tries := 0; len(req) > 0; tries++ {
+			if tries > 8 {
+				return errors.New("batch write: unprocessed items after retries")
+			}
+			if tries > 0 {
+				time.Sleep(time.Duration(tries*tries) * 20 * time.Millisecond)
+			}
+			res, err := s.db.BatchWriteItem(ctx, &dynamodb.BatchWriteItemInput{RequestItems: req})
+			if err != nil {
+				return err
+			}
+			req = res.UnprocessedItems
+		}
+	}
+	return nil
+}
+
+// GetRow reads one row (one GetItem).
+func (s *Store) GetRow(ctx context.Context, table string, id int64) (RowRecord, bool, error) {
+	if id < 1 || id > platform.MaxTableRowID {
+		return RowRecord{}, false, nil
+	}
+	it, err := s.get(ctx, tableRowsPK(table), rowSK(id))
+	if err != nil || it == nil {
+		return RowRecord{}, false, err
+	}
+	r, err := rowFrom(it)
+	return r, err == nil, err
+}
+
+// GetRows reads rows by id (BatchGetItem, 100 a call); missing rows are
+// absent from the result.
+func (s *Store) GetRows(ctx context.Context, table string, ids []int64) (map[int64]RowRecord, error) {
+	keys := make([]item, 0, len(ids))
+	seen := map[int64]bool{}
+	for _, id := range ids {
+		if id < 1 || id > platform.MaxTableRowID || seen[id] {
+			continue
+		}
+		seen[id] = true
+		keys = append(keys, key(tableRowsPK(table), rowSK(id)))
+	}
+	items, err := s.batchGet(ctx, keys)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[int64]RowRecord, len(items))
+	for _, it := range items {
+		r, err := rowFrom(it)
+		if err != nil {
+			return nil, err
+		}
+		out[r.ID] = r
+	}
+	return out, nil
+}
+
+// ReplaceRow writes a changed row over the version read (conditional
+// PutItem): a concurrent change makes it fail with ErrVersionConflict, and
+// the caller re-reads the row and applies its change again.
+func (s *Store) ReplaceRow(ctx context.Context, table string, r platform.TableRow, ver int64) error {
+	it, err := rowItem(table, r, ver+1)
+	if err != nil {
+		return err
+	}
+	_, err = s.db.PutItem(ctx, &dynamodb.PutItemInput{
+		TableName:                 &s.table,
+		Item:                      it,
+		ConditionExpression:       aws.String("#ver = :ver"),
+		ExpressionAttributeNames:  map[string]string{"#ver": attrVer},
+		ExpressionAttributeValues: item{":ver": num(ver)},
+	})
+	if condFailed(err) {
+		return ErrVersionConflict
+	}
+	return err
+}
+
+// DeleteRow deletes a row and returns it as it was (nil when there was no
+// such row): one DeleteItem, so concurrent deletes of a row count it once.
+func (s *Store) DeleteRow(ctx context.Context, table string, id int64) (*platform.TableRow, error) {
+	if id < 1 || id > platform.MaxTableRowID {
+		return nil, nil
+	}
+	out, err := s.db.DeleteItem(ctx, &dynamodb.DeleteItemInput{
+		TableName:    &s.table,
+		Key:          key(tableRowsPK(table), rowSK(id)),
+		ReturnValues: types.ReturnValueAllOld,
+	})
+	if err != nil || len(out.Attributes) == 0 {
+		return nil, err
+	}
+	r, err := rowFrom(out.Attributes)
+	if err != nil {
+		return nil, err
+	}
+	return &r.TableRow, nil
+}
+
+// RowScan asks QueryRows for a table's rows in id order.
+type RowScan struct {
+	Descending bool
+	// Limit > 0 reads at most that many rows, with Query's Limit (what is
+	// read is what is returned). 0 reads DynamoDB's pages (1 MB each).
+	Limit int
+	// Needles: with Limit 0, rows whose document lacks one are filtered
+	// out by DynamoDB (contains(doc, ...)) before they are returned.
+	Needles []string
+	// After/Before bound the ids read (exclusive; 0 for none).
+	After, Before int64
+}
+
+// QueryRows reads a table's rows in id order with Query on the table's
+// row partition (never Scan), calling fn for each until it returns false.
+func (s *Store) QueryRows(ctx context.Context, table string, sc RowScan, fn func(r *platform.TableRow) (bool, error)) error {
+	lo, hi := rowSK(max(sc.After+1, 0)), rowSK(platform.MaxTableRowID)
+	if sc.Before > 0 {
+		hi = rowSK(sc.Before - 1)
+	}
+	in := &dynamodb.QueryInput{
+		TableName:                 &s.table,
+		KeyConditionExpression:    aws.String("pk = :pk AND sk BETWEEN :lo AND :hi"),
+		ExpressionAttributeValues: item{":pk": str(tableRowsPK(table)), ":lo": str(lo), ":hi": str(hi)},
+		ScanIndexForward:          aws.Bool(!sc.Descending),
+		ConsistentRead:            aws.Bool(true),
+	}
+	if sc.After <= 0 && sc.Before <= 0 {
+		in.KeyConditionExpression = aws.String("pk = :pk")
+		in.ExpressionAttributeValues = item{":pk": str(tableRowsPK(table))}
+	}
+	left := sc.Limit
+	if sc.Limit > 0 {
+		in.Limit = aws.Int32(int32(min(sc.Limit, 10000)))
+	} else if len(sc.Needles) > 0 {
+		// Only without Limit: with both, DynamoDB's Limit counts the rows
+		// read, not those passing the filter.
+		in.ExpressionAttributeNames = map[string]string{"#d": attrDoc}
+		expr := ""
+		for i, n := range sc.Needles {
+			p := ":n" + strconv.Itoa(i)
+			if expr != "" {
+				expr += " AND "
+			}
+			expr += "contains(#d, " + p + ")"
+			in.ExpressionAttributeValues[p] = str(n)
+		}
+		in.FilterExpression = aws.String(expr)
+	}
+	for {
+		out, err := s.db.Query(ctx, in)
+		if err != nil {
+			return err
+		}
+		for _, it := range out.Items {
+			r, err := rowFrom(it)
+			if err != nil {
+				return err
+			}
+			more, err := fn(&r.TableRow)
+			if err != nil || !more {
+				return err
+			}
+		}
+		if sc.Limit > 0 {
+			left -= len(out.Items)
+			if left <= 0 {
+				return nil
+			}
+			in.Limit = aws.Int32(int32(min(left, 10000)))
+		}
+		if len(out.LastEvaluatedKey) == 0 {
+			return nil
+		}
+		in.ExclusiveStartKey = out.LastEvaluatedKey
+	}
+}
+
+// --- Unique index of a table's key column ---
+
+// ClaimKey makes row the owner of value in a key index, unless another
+// row owns it: one conditional PutItem. It returns the owner (row when
+// claimed; another row's id on conflict). A claim records when it was
+// made: a writer interrupted between its claim and its row write leaves a
+// claim that TakeKey may take over once it is old enough.
+func (s *Store) ClaimKey(ctx context.Context, table, ix, value string, row int64) (int64, error) {
+	it := key(tableKeysPK(table, ix), value)
+	it[attrKeyRow] = num(row)
+	it[attrKeyAt] = num(time.Now().UnixMilli())
+	_, err := s.db.PutItem(ctx, &dynamodb.PutItemInput{
+		TableName:                 &s.table,
+		Item:                      it,
+		ConditionExpression:       aws.String("attribute_not_exists(pk) OR #row = :row"),
+		ExpressionAttributeNames:  map[string]string{"#row": attrKeyRow},
+		ExpressionAttributeValues: item{":row": num(row)},
+	})
+	if err == nil {
+		return row, nil
+	}
+	if !condFailed(err) {
+		return 0, err
+	}
+	cur, err := s.get(ctx, tableKeysPK(table, ix), value)
+	if err != nil {
+		return 0, err
+	}
+	if cur == nil { // released meanwhile: try again
+		return s.ClaimKey(ctx, table, ix, value, row)
+	}
+	return getN(cur, attrKeyRow), nil
+}
+
+// TakeKey moves value from row from (which does not hold it: a stale
+// claim left by an interrupted write) to row, if from's claim is older
+// than grace (a younger one may belong to a write still in progress);
+// false when it cannot.
+func (s *Store) TakeKey(ctx context.Context, table, ix, value string, from, row int64, grace time.Duration) (bool, error) {
+	now := time.Now()
+	it := key(tableKeysPK(table, ix), value)
+	it[attrKeyRow] = num(row)
+	it[attrKeyAt] = num(now.UnixMilli())
+	_, err := s.db.PutItem(ctx, &dynamodb.PutItemInput{
+		TableName:                 &s.table,
+		Item:                      it,
+		ConditionExpression:       aws.String("#row = :from AND (attribute_not_exists(#at) OR #at < :cutoff)"),
+		ExpressionAttributeNames:  map[string]string{"#row": attrKeyRow, "#at": attrKeyAt},
+		ExpressionAttributeValues: item{":from": num(from), ":cutoff": num(now.Add(-grace).UnixMilli())},
+	})
+	if condFailed(err) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+// ReleaseKey frees value if row owns it.
+func (s *Store) ReleaseKey(ctx context.Context, table, ix, value string, row int64) error {
+	_, err := s.db.DeleteItem(ctx, &dynamodb.DeleteItemInput{
+		TableName:                 &s.table,
+		Key:                       key(tableKeysPK(table, ix), value),
+		ConditionExpression:       aws.String("#row = :row"),
+		ExpressionAttributeNames:  map[string]string{"#row": attrKeyRow},
+		ExpressionAttributeValues: item{":row": num(row)},
+	})
+	if condFailed(err) {
+		return nil
+	}
+	return err
+}
+
+// LookupKeys returns the owners of values in a key index (BatchGetItem).
+func (s *Store) LookupKeys(ctx context.Context, table, ix string, values []string) (map[string]int64, error) {
+	keys := make([]item, 0, len(values))
+	seen := map[string]bool{}
+	for _, v := range values {
+		if !seen[v] {
+			seen[v] = true
+			keys = append(keys, key(tableKeysPK(table, ix), v))
+		}
+	}
+	items, err := s.batchGet(ctx, keys)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]int64, len(items))
+	for _, it := range items {
+		out[getS(it, attrSK)] = getN(it, attrKeyRow)
+	}
+	return out, nil
+}
+
+// CopyKeyIndex copies a key index (a duplicate's): BatchWriteItem of what
+// one Query page after another reads.
+func (s *Store) CopyKeyIndex(ctx context.Context, fromTable, fromIx, toTable, toIx string) error {
+	in := &dynamodb.QueryInput{
+		TableName:                 &s.table,
+		KeyConditionExpression:    aws.String("pk = :pk"),
+		ExpressionAttributeValues: item{":pk": str(tableKeysPK(fromTable, fromIx))},
+	}
+	for {
+		out, err := s.db.Query(ctx, in)
+		if err != nil {
+			return err
+		}
+		reqs := make([]types.WriteRequest, 0, len(out.Items))
+		for _, it := range out.Items {
+			c := key(tableKeysPK(toTable, toIx), getS(it, attrSK))
+			c[attrKeyRow] = it[attrKeyRow]
+			reqs = append(reqs, types.WriteRequest{PutRequest: &types.PutRequest{Item: c}})
+		}
+		if err := s.batchWrite(ctx, reqs); err != nil {
+			return err
+		}
+		if len(out.LastEvaluatedKey) == 0 {
+			return nil
+		}
+		in.ExclusiveStartKey = out.LastEvaluatedKey
+	}
+}
+
+// DropKeyIndex deletes a key index.
+func (s *Store) DropKeyIndex(ctx context.Context, table, ix string) error {
+	return s.purge(ctx, tableKeysPK(table, ix))
+}
+
+// --- Jobs ---
+
+// JobState is what a job keeps beside its wire shape: a duplicate's
+// source and progress, and the lease of the worker advancing it.
+type JobState struct {
+	SourceID   string `json:"sourceId,omitempty"`
+	Cursor     int64  `json:"cursor,omitempty"` // the last row id copied
+	MaxID      int64  `json:"maxId,omitempty"`  // rows above were created after the copy began
+	Total      int64  `json:"total,omitempty"`
+	Copied     int64  `json:"copied,omitempty"`
+	Stale      int64  `json:"stale,omitempty"` // stale rows among those copied
+	LeaseUntil string `json:"leaseUntil,omitempty"`
+}
+
+type jobDoc struct {
+	platform.TableJob
+	State JobState `json:"_state"`
+}
+
+// JobRecord is a job as read.
+type JobRecord struct {
+	platform.TableJob
+	State JobState
+	ver   int64
+}
+
+// jobTTL is how long a job is kept after its last change.
+const jobTTL = 14 * 24 * time.Hour
+
+// SaveJob writes a job: a new one (rec nil-version), or over the version
+// read (ErrVersionConflict when it changed).
+func (s *Store) SaveJob(ctx context.Context, rec JobRecord) (JobRecord, error) {
+	doc, err := encodeDoc(jobDoc{TableJob: rec.TableJob, State: rec.State})
+	if err != nil {
+		return rec, err
+	}
+	it := key(tableJobsPK(rec.TableID), rec.ID)
+	it[attrDoc], it[attrVer] = str(doc), num(rec.ver+1)
+	it[attrTTL] = num(time.Now().Add(jobTTL).Unix())
+	in := &dynamodb.PutItemInput{TableName: &s.table, Item: it}
+	if rec.ver == 0 {
+		in.ConditionExpression = aws.String("attribute_not_exists(pk)")
+	} else {
+		in.ConditionExpression = aws.String("#ver = :ver")
+		in.ExpressionAttributeNames = map[string]string{"#ver": attrVer}
+		in.ExpressionAttributeValues = item{":ver": num(rec.ver)}
+	}
+	if _, err := s.db.PutItem(ctx, in); err != nil {
+		if condFailed(err) {
+			return rec, ErrVersionConflict
+		}
+		return rec, err
+	}
+	rec.ver++
+	return rec, nil
+}
+
+func jobFrom(it item) (JobRecord, error) {
+	var d jobDoc
+	if err := decodeDoc(it, &d); err != nil {
+		return JobRecord{}, err
+	}
+	return JobRecord{TableJob: d.TableJob, State: d.State, ver: getN(it, attrVer)}, nil
+}
+
+// GetJob reads a job of a table.
+func (s *Store) GetJob(ctx context.Context, table, id string) (JobRecord, bool, error) {
+	it, err := s.get(ctx, tableJobsPK(table), id)
+	if err != nil || it == nil {
+		return JobRecord{}, false, err
+	}
+	j, err := jobFrom(it)
+	return j, err == nil, err
+}
+
+// ListJobs lists a table's most recent jobs, newest first (one Query).
+func (s *Store) ListJobs(ctx context.Context, table string, limit int) ([]JobRecord, error) {
+	out, err := s.db.Query(ctx, &dynamodb.QueryInput{
+		TableName:                 &s.table,
+		KeyConditionExpression:    aws.String("pk = :pk"),
+		ExpressionAttributeValues: item{":pk": str(tableJobsPK(table))},
+		ScanIndexForward:          aws.Bool(false),
+		Limit:                     aws.Int32(int32(limit)),
+		ConsistentRead:            aws.Bool(true),
+	})
+	if err != nil {
+		return nil, err
+	}
+	jobs := make([]JobRecord, 0, len(out.Items))
+	for _, it := range out.Items {
+		j, err := jobFrom(it)
+		if err != nil {
+			return nil, err
+		}
+		jobs = append(jobs, j)
+	}
+	return jobs, nil
+}

@@ -1,0 +1,228 @@
+package httpapi_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/botforge/platform/shared/apitest"
+	"github.com/botforge/platform/shared/dynamo"
+)
+
+// tableUsage keeps the DynamoDB usage of the last call of an operation.
+type tableUsage struct {
+	mu sync.Mutex
+	u  map[string]*dynamo.Usage
+}
+
+func watchTableUsage(e *apitest.Env) *tableUsage {
+	l := &tableUsage{u: map[string]*dynamo.Usage{}}
+	e.Platform.OnUsage(func(op string, u *dynamo.Usage) {
+		l.mu.Lock()
+		l.u[op] = u
+		l.mu.Unlock()
+	})
+	return l
+}
+
+func (l *tableUsage) of(op string) *dynamo.Usage {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.u[op]
+}
+
+// tableBenchRows are rows of the benchmark tables: a unique number, a
+// searchable text and one of 100 cities.
+func tableBenchRows(start, n int) []map[string]any {
+	rows := make([]map[string]any, n)
+	for i := range rows {
+		k := start + i
+		rows[i] = map[string]any{"n": k, "s": fmt.Sprintf("customer %d ordered %s", k, []string{"apples", "pears", "plums", "figs"}[k%4]), "city": fmt.Sprintf("city %d", k%100)}
+	}
+	return rows
+}
+
+var tableBenchSchema = tschema(map[string]any{"n": tcol("number"), "s": tcol("string", "x-zui", map[string]any{"searchable": true}), "city": tcol("string")})
+
+// fillBench creates a table of n benchmark rows.
+func (f *tablesFixture) fillBench(name string, n int) {
+	f.T.Helper()
+	f.createTable(name, tableBenchSchema)
+	for start := 0; start < n; start += 1000 {
+		f.rows(name, tableBenchRows(start, min(1000, n-start))...)
+	}
+}
+
+// TestTablesDynamoDBCalls pins the DynamoDB calls of the Tables API: a
+// bot-scoped call pays 3 GetItem (token, bot, membership), a table by
+// name one more; 1000 new rows are one UpdateItem (their ids) and 40
+// BatchWriteItem; a page of rows by id reads what it returns, whatever
+// the table's size.
+func TestTablesDynamoDBCalls(t *testing.T) {
+	f := newTablesFixture(t)
+	rec := watchTableUsage(f.Env)
+	f.createTable("callTable", tableBenchSchema)
+	f.rows("callTable", tableBenchRows(0, 1000)...)
+	u := rec.of("createTableRows")
+	if u.Calls("BatchWriteItem") != 40 || u.Calls("UpdateItem") != 1 || u.Calls("GetItem") != 4 || u.Calls("") != 45 {
+		t.Fatalf("createTableRows of 1000 rows: %s", u)
+	}
+	t.Logf("createTableRows (1000 rows): %s", u)
+	f.ok("getTableRow", "GET", "/v1/tables/callTable/row?id=10", nil)
+	if u := rec.of("getTableRow"); u.Calls("GetItem") != 5 || u.Calls("") != 5 {
+		t.Fatalf("getTableRow: %s", u)
+	}
+	f.ok("getTable", "GET", "/v1/tables/callTable", nil)
+	if u := rec.of("getTable"); u.Calls("GetItem") != 4 || u.Calls("") != 4 {
+		t.Fatalf("getTable: %s", u)
+	}
+	read := map[int]int{}
+	for _, size := range []int{1000, 3000} {
+		if size > 1000 {
+			f.rows("callTable", tableBenchRows(1000, 1000)...)
+			f.rows("callTable", tableBenchRows(2000, 1000)...)
+		}
+		for _, dir := range []string{"asc", "desc"} {
+			r := f.find("callTable", map[string]any{"limit": 100, "orderDirection": dir})
+			if len(r.List("rows")) != 100 || r.Body["hasMore"] != true {
+				t.Fatalf("find: %s", r.Raw)
+			}
+			u := rec.of("findTableRows")
+			if u.Calls("Query") != 1 {
+				t.Fatalf("find by id: %s", u)
+			}
+			read[size] = u.ItemsRead - u.Calls("GetItem") // rows read by the Query
+		}
+	}
+	if read[1000] != 101 || read[3000] != 101 {
+		t.Fatalf("items read for a page of 100: %v, want 101 whatever the table's size", read)
+	}
+	// An equality filter reads every row, but DynamoDB returns only those
+	// holding the value.
+	r := f.find("callTable", map[string]any{"filter": map[string]any{"city": "city 7"}, "limit": 1000})
+	if len(r.List("rows")) != 30 {
+		t.Fatalf("filter: %d rows", len(r.List("rows")))
+	}
+	u = rec.of("findTableRows")
+	t.Logf("findTableRows with an equality filter: %s, %d rows returned by DynamoDB", u, u.ItemsRead-u.Calls("GetItem"))
+}
+
+// BenchmarkCreateTableRows measures createTableRows of 1000 rows on the
+// local platform, with its DynamoDB write calls.
+func BenchmarkCreateTableRows(b *testing.B) {
+	e := apitest.New(b)
+	f := &tablesFixture{fixture: &fixture{Env: e}}
+	f.ws = e.Check(e.Do(apitest.Req{Method: "POST", Path: "/v1/admin/workspaces", Token: e.AdminToken, Body: map[string]any{"name": "bench"}}), 200, "createWorkspace").Str("id")
+	f.bot = f.createBot(e.AdminToken, nil)
+	f.createTable("benchTable", tableBenchSchema)
+	rec := watchTableUsage(e)
+	body := map[string]any{"rows": tableBenchRows(0, 1000)}
+	writes := 0
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		r := f.tb(e.AdminToken, "POST", "/v1/tables/benchTable/rows", body)
+		if r.Status != 200 {
+			b.Fatal(string(r.Raw))
+		}
+		u := rec.of("createTableRows")
+		writes += u.Calls("BatchWriteItem") + u.Calls("UpdateItem")
+	}
+	b.ReportMetric(float64(writes)/float64(b.N), "write-calls/op")
+}
+
+// BenchmarkFindTableRows measures findTableRows on tables of 1,000 and
+// 50,000 rows: a page by id (rows read), and, on the large table, an
+// equality filter, a search and an order by a column, each timed against
+// one raw paginated Query of the table's rows through the same DynamoDB
+// client (a full pass's floor). The machine may be shared: the raw Query
+// and the finds run in turns, and the ratios compare the fastest of each.
+func BenchmarkFindTableRows(b *testing.B) {
+	e := apitest.New(b)
+	f := &tablesFixture{fixture: &fixture{Env: e}}
+	f.ws = e.Check(e.Do(apitest.Req{Method: "POST", Path: "/v1/admin/workspaces", Token: e.AdminToken, Body: map[string]any{"name": "bench"}}), 200, "createWorkspace").Str("id")
+	f.bot = f.createBot(e.AdminToken, nil)
+	start := time.Now()
+	f.fillBench("smallTable", 1000)
+	f.fillBench("bigTable", 50000)
+	b.Logf("setup: 51,000 rows in %v", time.Since(start))
+	bigID := f.ok("getTable", "GET", "/v1/tables/bigTable", nil).Str("table.id")
+	rec := watchTableUsage(e)
+	find := func(table string, body map[string]any) func() int {
+		return func() int {
+			r := f.tb(e.AdminToken, "POST", "/v1/tables/"+table+"/rows/find", body)
+			if r.Status != 200 {
+				b.Fatal(string(r.Raw))
+			}
+			u := rec.of("findTableRows")
+			return u.ItemsRead - u.Calls("GetItem") // rows, not the auth reads
+		}
+	}
+	pageRead := map[string]int{}
+	for _, size := range []string{"1000", "50000"} {
+		table := map[string]string{"1000": "smallTable", "50000": "bigTable"}[size]
+		b.Run("byID/rows="+size, func(b *testing.B) {
+			read := 0
+			for i := 0; i < b.N; i++ {
+				read += find(table, map[string]any{"limit": 100})()
+			}
+			pageRead[size] = read / b.N
+			b.ReportMetric(float64(read)/float64(b.N), "rows-read/op")
+		})
+	}
+	b.Logf("rows read by a page of 100 by id: %d (1,000 rows) vs %d (50,000 rows): ratio %.2f",
+		pageRead["1000"], pageRead["50000"], float64(pageRead["50000"])/float64(max(pageRead["1000"], 1)))
+
+	db := e.Platform.Store.Client()
+	table := e.Platform.Env.Table
+	raw := func() int {
+		in := &dynamodb.QueryInput{
+			TableName: aws.String(table), KeyConditionExpression: aws.String("pk = :pk"), ConsistentRead: aws.Bool(true),
+			ExpressionAttributeValues: map[string]types.AttributeValue{":pk": &types.AttributeValueMemberS{Value: "TROWS#" + bigID}},
+		}
+		n := 0
+		for {
+			out, err := db.Query(context.Background(), in)
+			if err != nil {
+				b.Fatal(err)
+			}
+			n += len(out.Items)
+			if len(out.LastEvaluatedKey) == 0 {
+				return n
+			}
+			in.ExclusiveStartKey = out.LastEvaluatedKey
+		}
+	}
+	cases := []struct {
+		name string
+		run  func() int
+	}{
+		{"rawQuery", raw},
+		{"eqFilter", find("bigTable", map[string]any{"filter": map[string]any{"n": 31337}})},
+		{"eqFilterNoMatch", find("bigTable", map[string]any{"filter": map[string]any{"city": "nowhere"}})},
+		{"search", find("bigTable", map[string]any{"search": "customer 31337 figs", "limit": 10})},
+		{"orderByColumn", find("bigTable", map[string]any{"orderBy": "city", "limit": 100})},
+	}
+	b.Run("vsRawQuery/rows=50000", func(b *testing.B) {
+		best := make([]time.Duration, len(cases))
+		for i := 0; i < b.N; i++ {
+			for k, c := range cases {
+				t0 := time.Now()
+				c.run()
+				if d := time.Since(t0); best[k] == 0 || d < best[k] {
+					best[k] = d
+				}
+			}
+		}
+		for k, c := range cases[1:] {
+			ratio := float64(best[k+1]) / float64(best[0])
+			b.ReportMetric(ratio, c.name+"/raw")
+			b.Logf("%s: %v, raw paginated Query %v: ratio %.2f", c.name, best[k+1], best[0], ratio)
+		}
+	})
+}

@@ -1,0 +1,236 @@
+package scheduler
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/robfig/cron/v3"
+
+	"github.com/botforge/platform/shared/platform"
+)
+
+// Fire is what a schedule invokes: the scheduler function's handler, given
+// the schedule's input as the Lambda function receives it.
+type Fire func(ctx context.Context, input json.RawMessage) error
+
+// Local is platform.Scheduler in-process, for the local platform: schedules
+// run on robfig/cron with second precision (a six-field expression with
+// seconds is accepted, unlike EventBridge) and call fire, the same code the
+// scheduler function runs in Lambda. Schedules are kept durably in a JSON
+// file, as EventBridge keeps them, so they survive a restart.
+type Local struct {
+	path    string
+	fire    Fire
+	log     *slog.Logger
+	timeout time.Duration
+
+	// base is cancelled on Close, so running firings stop promptly.
+	base   context.Context
+	cancel context.CancelFunc
+
+	mu      sync.Mutex
+	cron    *cron.Cron
+	entries map[string]localEntry
+	closed  bool
+}
+
+type localEntry struct {
+	Schedule platform.Schedule `json:"schedule"`
+	id       cron.EntryID
+}
+
+var _ platform.Scheduler = (*Local)(nil)
+
+var parser = cron.NewParser(cron.Second | cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow)
+
+// OpenLocal loads the schedules kept in path (created when missing) and
+// starts running them. Each firing gets timeout to complete.
+func OpenLocal(path string, fire Fire, log *slog.Logger, timeout time.Duration) (*Local, error) {
+	if log == nil {
+		log = slog.Default()
+	}
+	if timeout <= 0 {
+		timeout = time.Minute
+	}
+	l := &Local{
+		path: path, fire: fire, log: log, timeout: timeout,
+		cron:    cron.New(cron.WithParser(parser), cron.WithLocation(time.UTC)),
+		entries: map[string]localEntry{},
+	}
+	l.base, l.cancel = context.WithCancel(context.Background())
+	var saved []localEntry
+	b, err := os.ReadFile(path)
+	switch {
+	case err == nil:
+		if err := json.Unmarshal(b, &saved); err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+	case !errors.Is(err, os.ErrNotExist):
+		return nil, err
+	}
+	for _, e := range saved {
+		if err := l.add(e.Schedule); err != nil {
+			// A schedule that no longer parses is dropped, loudly.
+			log.Error("dropping a saved schedule", "name", e.Schedule.Name, "cron", e.Schedule.Cron, "err", err)
+		}
+	}
+	l.cron.Start()
+	return l, nil
+}
+
+// Close stops the scheduler, cancels running firings and waits (a few
+// seconds at most) for them to end.
+func (l *Local) Close() error {
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		return nil
+	}
+	l.closed = true
+	l.mu.Unlock()
+	ctx := l.cron.Stop()
+	l.cancel()
+	select {
+	case <-ctx.Done():
+	case <-time.After(5 * time.Second):
+	}
+	return nil
+}
+
+// CheckCron accepts five fields, six with seconds, and the descriptors.
+func (l *Local) CheckCron(expr string) error {
+	c, err := ParseCron(expr)
+	if err != nil {
+		return err
+	}
+	if _, err := parser.Parse(c.Robfig()); err != nil {
+		return platform.Invalid("cron %q: %v", expr, err)
+	}
+	return nil
+}
+
+// add registers a schedule with the cron runner; l.mu is held or l is not
+// shared yet.
+func (l *Local) add(s platform.Schedule) error {
+	c, err := ParseCron(s.Cron)
+	if err != nil {
+		return err
+	}
+	spec, err := parser.Parse(c.Robfig())
+	if err != nil {
+		return platform.Invalid("cron %q: %v", s.Cron, err)
+	}
+	in, err := json.Marshal(s.Input)
+	if err != nil {
+		return err
+	}
+	name := s.Name
+	job := cron.NewChain(cron.SkipIfStillRunning(cron.DiscardLogger)).Then(cron.FuncJob(func() {
+		ctx, cancel := context.WithTimeout(l.base, l.timeout)
+		defer cancel()
+		if err := l.fire(ctx, in); err != nil {
+			l.log.Error("recurring event firing failed", "schedule", name, "err", err)
+		}
+	}))
+	id := l.cron.Schedule(spec, job)
+	l.entries[s.Name] = localEntry{Schedule: s, id: id}
+	return nil
+}
+
+// save writes every schedule to the file durably (temp file, fsync, rename).
+func (l *Local) save() error {
+	list := make([]localEntry, 0, len(l.entries))
+	for _, e := range l.entries {
+		list = append(list, e)
+	}
+	sort.Slice(list, func(i, j int) bool { return list[i].Schedule.Name < list[j].Schedule.Name })
+	b, err := json.MarshalIndent(list, "", "  ")
+	if err != nil {
+		return err
+	}
+	tmp := l.path + ".tmp"
+	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(b); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, l.path); err != nil {
+		return err
+	}
+	if d, err := os.Open(filepath.Dir(l.path)); err == nil {
+		_ = d.Sync()
+		d.Close()
+	}
+	return nil
+}
+
+// CreateSchedule adds a schedule; a taken name is ErrAlreadyExists.
+func (l *Local) CreateSchedule(_ context.Context, s platform.Schedule) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if _, ok := l.entries[s.Name]; ok {
+		return platform.Errorf(platform.ErrAlreadyExists, "schedule %q already exists", s.Name)
+	}
+	if err := l.add(s); err != nil {
+		return err
+	}
+	return l.save()
+}
+
+// UpdateSchedule replaces a schedule; a missing one is ErrResourceNotFound.
+func (l *Local) UpdateSchedule(_ context.Context, s platform.Schedule) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	old, ok := l.entries[s.Name]
+	if !ok {
+		return platform.NotFound("schedule", s.Name)
+	}
+	if err := l.add(s); err != nil {
+		return err
+	}
+	l.cron.Remove(old.id)
+	return l.save()
+}
+
+// DeleteSchedule removes a schedule; a missing one is ErrResourceNotFound.
+func (l *Local) DeleteSchedule(_ context.Context, name string) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	old, ok := l.entries[name]
+	if !ok {
+		return platform.NotFound("schedule", name)
+	}
+	l.cron.Remove(old.id)
+	delete(l.entries, name)
+	return l.save()
+}
+
+// Schedules lists the schedules (for tests and tools).
+func (l *Local) Schedules() []platform.Schedule {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	out := make([]platform.Schedule, 0, len(l.entries))
+	for _, e := range l.entries {
+		out = append(out, e.Schedule)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
