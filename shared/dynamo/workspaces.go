@@ -213,12 +213,26 @@ func (s *Store) UpdateWorkspace(ctx context.Context, id string, p WorkspacePatch
 	return platform.Workspace{}, platform.Errorf(platform.ErrResourceLocked, "workspace %q is being updated concurrently, retry", id)
 }
 
-// DeleteWorkspace deletes an empty workspace (no bots: the condition on its
-// bot counter refuses otherwise), then its memberships and handle.
+// DeleteWorkspace deletes an empty workspace (no integrations; no bots: the
+// condition on its bot counter refuses otherwise), then its memberships and
+// handle.
 func (s *Store) DeleteWorkspace(ctx context.Context, id string) error {
 	rec, err := s.GetWorkspace(ctx, id)
 	if err != nil {
 		return err
+	}
+	ints, err := s.db.Query(ctx, &dynamodb.QueryInput{
+		TableName:                 &s.table,
+		IndexName:                 aws.String(GSI1),
+		KeyConditionExpression:    aws.String("gsi1pk = :pk"),
+		ExpressionAttributeValues: item{":pk": str(workspaceIntegrationsGSI(id))},
+		Limit:                     aws.Int32(1),
+	})
+	if err != nil {
+		return err
+	}
+	if len(ints.Items) > 0 {
+		return platform.Errorf(platform.ErrReferenceConstrain, "workspace %q still has integrations: delete them first", id)
 	}
 	_, err = s.db.DeleteItem(ctx, &dynamodb.DeleteItemInput{
 		TableName:                 &s.table,

@@ -367,6 +367,9 @@ func (s *server) deleteBot(c *call) (any, error) {
 		return nil, err
 	}
 	s.deleteSchedules(c.ctx, b.ID, keysOf(b.RecurringEvents))
+	if err := s.Store.DeleteBotIssues(c.ctx, b.ID); err != nil {
+		s.Logger.Error("deleteBot: deleting bot issues", "bot", b.ID, "err", err)
+	}
 	if len(b.Installs) == 0 {
 		return nil, nil
 	}

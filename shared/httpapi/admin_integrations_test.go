@@ -526,3 +526,18 @@ func TestConcurrentIntegrationWrites(t *testing.T) {
 		t.Fatalf("attributes after %d concurrent updates: %v", n, attrs)
 	}
 }
+
+// TestWorkspaceWithIntegrationsIsNotDeleted: deleting a workspace would
+// orphan its integrations (public ones stay listed), so it is refused until
+// they are deleted.
+func TestWorkspaceWithIntegrationsIsNotDeleted(t *testing.T) {
+	f := newFixture(t)
+	r := f.Check(f.createIntegration(f.AdminToken, integrationDef("orphan", "1.0.0", nil)), 200, "createIntegration")
+	id := r.Str("integration.id")
+	path := "/v1/admin/workspaces/" + f.ws
+	if r := f.Do(apitest.Req{Method: "DELETE", Path: path, Token: f.AdminToken}); r.Status != 409 || !strings.Contains(r.Str("message"), "integrations") {
+		t.Fatalf("delete workspace with an integration: %d %s", r.Status, r.Raw)
+	}
+	f.Check(f.ws_(f.AdminToken, "DELETE", "/v1/admin/integrations/"+id, nil), 200, "deleteIntegration")
+	f.Check(f.Do(apitest.Req{Method: "DELETE", Path: path, Token: f.AdminToken}), 200, "deleteWorkspace")
+}
