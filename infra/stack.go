@@ -245,7 +245,16 @@ func (s *builder) policies(id string) map[string]awsiam.PolicyDocument {
 			"schedules": policy(allow([]string{"scheduler:DeleteSchedule"}, schedules)),
 		}
 	case "Tables":
-		return map[string]awsiam.PolicyDocument{"table": table}
+		return map[string]awsiam.PolicyDocument{
+			"table": table,
+			"bucket": policy(
+				// A table export is stored as a file of the bot (PutObject,
+				// replacing the previous one: DeleteObject) and completed at
+				// once (GetObject); an import reads an uploaded file.
+				allow([]string{"s3:GetObject", "s3:PutObject", "s3:DeleteObject"}, s.bucket.ArnForObjects(jsii.String("files/*"))),
+				allow([]string{"s3:ListBucket"}, s.bucket.BucketArn()),
+			),
+		}
 	case "Files":
 		return map[string]awsiam.PolicyDocument{
 			"table": table,
@@ -294,7 +303,8 @@ func (s *builder) environment(id string) map[string]*string {
 		logs["PLATFORM_SCHEDULER_TARGET_ARN"] = awscdk.Fn_Sub(jsii.String("arn:${AWS::Partition}:lambda:${AWS::Region}:${AWS::AccountId}:function:${AWS::StackName}-scheduler"), nil)
 		return logs
 	case "Tables":
-		return map[string]*string{"PLATFORM_PAGING_KEY": s.pagingKey.ValueAsString()}
+		// Table exports and imports are files of the bot (exportTable, importTable).
+		return map[string]*string{"PLATFORM_PAGING_KEY": s.pagingKey.ValueAsString(), "PLATFORM_BUCKET": s.bucket.BucketName()}
 	case "Files":
 		return map[string]*string{"PLATFORM_PAGING_KEY": s.pagingKey.ValueAsString(), "PLATFORM_BUCKET": s.bucket.BucketName()}
 	case "UploadCompletion":

@@ -182,7 +182,7 @@ func TestLeastPrivilege(t *testing.T) {
 func checkLeastPrivilege(t *testing.T, m stackModel) {
 	// Which roles may use which services (beyond the table and logs).
 	onlyFor := map[string][]string{
-		"s3:":                   {"FilesFunctionRole", "UploadCompletionFunctionRole"},
+		"s3:":                   {"FilesFunctionRole", "TablesFunctionRole", "UploadCompletionFunctionRole"},
 		"scheduler:":            {"AdminFunctionRole", "SchedulerFunctionRole"},
 		"iam:passrole":          {"AdminFunctionRole"},
 		"logs:startquery":       {"AdminFunctionRole"},

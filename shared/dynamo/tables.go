@@ -974,3 +974,18 @@ func (s *Store) ListJobs(ctx context.Context, table string, limit int) ([]JobRec
 	}
 	return jobs, nil
 }
+
+// DeleteBotTables deletes every table of a bot with its rows (for
+// deleteBot): one Query, then DeleteTable per table.
+func (s *Store) DeleteBotTables(ctx context.Context, botID string) error {
+	recs, err := s.ListTables(ctx, botID)
+	if err != nil {
+		return err
+	}
+	for _, rec := range recs {
+		if err := s.DeleteTable(ctx, rec); err != nil && platform.TypeOf(err) != platform.ErrResourceNotFound {
+			return err
+		}
+	}
+	return nil
+}

@@ -379,7 +379,6 @@ func TestFilesDownloadRef(t *testing.T) {
 	f := newFilesFixture(t)
 	content := []byte("exact bytes")
 	g := f.upload("refs/a b+c.txt", content, nil)
-	id := g.Str("file.id")
 	good, _ := url.Parse(g.Str("file.url"))
 	base := f.URL + good.Path
 	enc := func(size, ct, name, sum string) string {
@@ -453,5 +452,4 @@ func TestFilesDownloadRef(t *testing.T) {
 			t.Fatalf("HEAD: %d %d", res.StatusCode, res.ContentLength)
 		}
 	})
-	_ = id
 }

@@ -37,7 +37,7 @@ func (s *server) duplicateTable(c *call) (any, error) {
 	if err := c.decode(&in); err != nil {
 		return nil, err
 	}
-	src, schema, err := s.loadTable(c, c.PathValue("sourceTableId"))
+	src, err := s.Store.GetTable(c.ctx, c.bot.ID, c.PathValue("sourceTableId"))
 	if err != nil {
 		return nil, err
 	}
@@ -93,7 +93,6 @@ func (s *server) duplicateTable(c *call) (any, error) {
 		}
 		return nil, err
 	}
-	_ = schema
 	if job.Status == platform.JobInProgress {
 		if err := s.advanceJob(c.ctx, c.bot.ID, t.ID, job.ID, syncCopyRows); err != nil {
 			return nil, err
@@ -116,10 +115,12 @@ func (s *server) duplicateTable(c *call) (any, error) {
 }
 
 // finishJob advances a job to its end, in a goroutine of a process that
-// outlives its requests (the local platform).
+// outlives its requests (the local platform). It gives up after an hour;
+// getTableJobs can still continue the job.
 func (s *server) finishJob(botID, tableID, jobID string) {
-	ctx := context.Background()
-	for i := 0; i < 1_000_000; i++ {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Hour)
+	defer cancel()
+	for ctx.Err() == nil {
 		if err := s.advanceJob(ctx, botID, tableID, jobID, 10*copyChunk); err != nil {
 			s.Logger.Error("table job", "job", jobID, "err", err)
 			return

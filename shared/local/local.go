@@ -15,6 +15,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -226,6 +227,7 @@ func Open(ctx context.Context, dataDir, baseURL string, log *slog.Logger) (*Plat
 		Outbound:   outbound,
 		OnDelivery: p.observeDelivery,
 		Files:      fileStore,
+		TableFiles: &files.TableFiles{Store: p.Store, Objects: fileStore, Log: log},
 		// The local process outlives its requests: large table duplicates
 		// finish in the background.
 		BackgroundJobs: true,
@@ -394,6 +396,13 @@ func embeddedFileStore(cfg aws.Config, h http.Handler, bucket string, sec secret
 		o.Credentials = credentials.NewStaticCredentialsProvider(sec.S3AccessKey, sec.S3SecretKey, "")
 		o.Region = "us-east-1"
 	})
+	// A base URL on a wildcard address (--addr 0.0.0.0:8080) is no address
+	// a client can use: then the call's address is.
+	if u, err := url.Parse(baseURL); err == nil {
+		if ip := net.ParseIP(u.Hostname()); ip != nil && ip.IsUnspecified() {
+			baseURL = ""
+		}
+	}
 	return s3store.New(client, bucket, s3store.Options{PresignEndpoint: func(ctx context.Context) string {
 		if baseURL != "" {
 			return strings.TrimRight(baseURL, "/") + S3Prefix

@@ -151,7 +151,8 @@ func AreaHandler(ctx context.Context, area httpapi.Area) (http.Handler, error) {
 	store := dynamo.New(DynamoClient(cfg, env, nil), env.Table)
 	logs := Logs(cfg, env)
 	return httpapi.New(httpapi.Config{Store: store, PagingKey: key, Scheduler: Scheduler(cfg, env), Files: FileStorage(cfg, env),
-		Logs: logs, OnDelivery: logstore.Observer(logs, store, nil)}, area), nil
+		TableFiles: &files.TableFiles{Store: store, Objects: FileStorage(cfg, env)},
+		Logs:       logs, OnDelivery: logstore.Observer(logs, store, nil)}, area), nil
 }
 
 // StartLambda serves one API area as a Lambda function behind API Gateway

@@ -30,6 +30,12 @@ func (t pipeTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 		r.Host = r.URL.Host
 	}
 	r.RequestURI = r.URL.RequestURI()
+	// A client request keeps its length in ContentLength; a server sees it
+	// as a header too (and signatures cover it), as net/http would send it.
+	if r.Header.Get("Content-Length") == "" && (r.ContentLength > 0 ||
+		(r.ContentLength == 0 && (r.Method == http.MethodPut || r.Method == http.MethodPost || r.Method == http.MethodPatch))) {
+		r.Header.Set("Content-Length", strconv.FormatInt(r.ContentLength, 10))
+	}
 	if r.Body == nil {
 		r.Body = http.NoBody
 	}

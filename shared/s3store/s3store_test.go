@@ -117,6 +117,13 @@ func TestStore(t *testing.T) {
 	if c, err := e.store.Head(ctx, "files/b/f2/g1"); err != nil || c.Size != 5 || c.ContentType != "text/plain" {
 		t.Fatalf("copy: %+v %v", c, err)
 	}
+	if err := e.store.Put(ctx, "files/b/f3/g1", "text/csv", bytes.NewReader([]byte("a,b\n")), 4); err != nil {
+		t.Fatal(err)
+	}
+	<-e.puts
+	if p, err := e.store.Head(ctx, "files/b/f3/g1"); err != nil || p.Size != 4 || p.ContentType != "text/csv" {
+		t.Fatalf("put: %+v %v", p, err)
+	}
 	if err := e.store.Delete(ctx, "files/b/f/g1"); err != nil {
 		t.Fatal(err)
 	}

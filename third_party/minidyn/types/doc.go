@@ -1,0 +1,4 @@
+/*
+Package types describes the types used in the project
+*/
+package types
