@@ -370,6 +370,9 @@ func (s *server) deleteBot(c *call) (any, error) {
 	if err := s.Store.DeleteBotIssues(c.ctx, b.ID); err != nil {
 		s.Logger.Error("deleteBot: deleting bot issues", "bot", b.ID, "err", err)
 	}
+	if err := s.Store.DeleteBotTables(c.ctx, b.ID); err != nil {
+		s.Logger.Error("deleteBot: deleting bot tables", "bot", b.ID, "err", err)
+	}
 	if len(b.Installs) == 0 {
 		return nil, nil
 	}
