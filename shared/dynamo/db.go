@@ -379,19 +379,34 @@ func (s *Store) batchGet(ctx context.Context, keys []item) ([]item, error) {
 	return out, nil
 }
 
-// batchDelete deletes many items by key, 25 a call, retrying unprocessed ones.
+// batchDelete deletes many items by key (BatchWriteItem, 25 a call).
 func (s *Store) batchDelete(ctx context.Context, keys []item) error {
-	for len(keys) > 0 {
-		n := min(len(keys), 25)
-		reqs := make([]types.WriteRequest, 0, n)
-		for _, k := range keys[:n] {
-			reqs = append(reqs, types.WriteRequest{DeleteRequest: &types.DeleteRequest{Key: k}})
-		}
-		keys = keys[n:]
-		req := map[string][]types.WriteRequest{s.table: reqs}
+	reqs := make([]types.WriteRequest, 0, len(keys))
+	for _, k := range keys {
+		reqs = append(reqs, types.WriteRequest{DeleteRequest: &types.DeleteRequest{Key: k}})
+	}
+	return s.batchWrite(ctx, reqs)
+}
+
+// batchPut writes independent items that need no transaction
+// (BatchWriteItem, 25 a call).
+func (s *Store) batchPut(ctx context.Context, items []item) error {
+	reqs := make([]types.WriteRequest, 0, len(items))
+	for _, it := range items {
+		reqs = append(reqs, types.WriteRequest{PutRequest: &types.PutRequest{Item: it}})
+	}
+	return s.batchWrite(ctx, reqs)
+}
+
+// batchWrite runs write requests 25 a call, retrying unprocessed ones.
+func (s *Store) batchWrite(ctx context.Context, reqs []types.WriteRequest) error {
+	for len(reqs) > 0 {
+		n := min(len(reqs), 25)
+		req := map[string][]types.WriteRequest{s.table: reqs[:n]}
+		reqs = reqs[n:]
 		for tries := 0; len(req) > 0; tries++ {
 			if tries > 8 {
-				return errors.New("batch delete: unprocessed items after retries")
+				return errors.New("batch write: unprocessed items after retries")
 			}
 			if tries > 0 {
 				time.Sleep(time.Duration(tries*tries) * 20 * time.Millisecond)

@@ -293,7 +293,7 @@ func (s *Store) writeFile(ctx context.Context, old *platform.FileRecord, new pla
 			return new, err
 		}
 	}
-	if err := s.filesBatchPut(ctx, tagIndexItems(new)); err != nil {
+	if err := s.batchPut(ctx, tagIndexItems(new)); err != nil {
 		return new, err
 	}
 	ver := int64(1)
@@ -748,34 +748,6 @@ func (s *Store) listCounted(ctx context.Context, pk string, p Page) ([]string, m
 	}
 }
 
-// filesBatchPut writes items with BatchWriteItem, 25 a call, retrying
-// unprocessed ones: for independent items that need no transaction.
-func (s *Store) filesBatchPut(ctx context.Context, items []item) error {
-	for len(items) > 0 {
-		n := min(len(items), 25)
-		reqs := make([]types.WriteRequest, 0, n)
-		for _, it := range items[:n] {
-			reqs = append(reqs, types.WriteRequest{PutRequest: &types.PutRequest{Item: it}})
-		}
-		items = items[n:]
-		req := map[string][]types.WriteRequest{s.table: reqs}
-		for tries := 0; len(req) > 0; tries++ {
-			if tries > 8 {
-				return errors.New("batch put: unprocessed items after retries")
-			}
-			if tries > 0 {
-				time.Sleep(time.Duration(tries*tries) * 20 * time.Millisecond)
-			}
-			res, err := s.db.BatchWriteItem(ctx, &dynamodb.BatchWriteItemInput{RequestItems: req})
-			if err != nil {
-				return err
-			}
-			req = res.UnprocessedItems
-		}
-	}
-	return nil
-}
-
 // PutPassages stores a passage set of a file and its search postings
 // (BatchWriteItem): items under the file's partition, postings also in the
 // term's gsi1 partition of the bot.
@@ -815,7 +787,7 @@ func (s *Store) PutPassages(ctx context.Context, f platform.FileRecord, set stri
 		it[attrFPassages] = num(int64(len(passages)))
 		items = append(items, it)
 	}
-	return s.filesBatchPut(ctx, items)
+	return s.batchPut(ctx, items)
 }
 
 // DeletePassageSet removes a passage set of a file and its postings.

@@ -29,7 +29,7 @@ func (s *Store) ImportFiles(ctx context.Context, recs []platform.FileRecord) err
 			counts[counter{fileTagValuesPK(r.BotID, k), fileSortKey(v), v}]++
 		}
 	}
-	if err := s.filesBatchPut(ctx, items); err != nil {
+	if err := s.batchPut(ctx, items); err != nil {
 		return err
 	}
 	for c, n := range counts {

@@ -556,38 +556,15 @@ func skipJSON(doc []byte, p *int) bool {
 // rows have ids no other row has (fresh ids, or a copy's own ids), so no
 // condition is needed.
 func (s *Store) PutRows(ctx context.Context, table string, rows []platform.TableRow) error {
-	reqs := make([]types.WriteRequest, 0, len(rows))
+	items := make([]item, 0, len(rows))
 	for _, r := range rows {
 		it, err := rowItem(table, r, 1)
 		if err != nil {
 			return err
 		}
-		reqs = append(reqs, types.WriteRequest{PutRequest: &types.PutRequest{Item: it}})
+		items = append(items, it)
 	}
-	return s.batchWrite(ctx, reqs)
-}
-
-// batchWrite runs write requests 25 a call, retrying unprocessed ones.
-func (s *Store) batchWrite(ctx context.Context, reqs []types.WriteRequest) error {
-	for len(reqs) > 0 {
-		n := min(len(reqs), 25)
-		req := map[string][]types.WriteRequest{s.table: reqs[:n]}
-		reqs = reqs[n:]
-		for tries := 0; len(req) > 0; tries++ {
-			if tries > 8 {
-				return errors.New("batch write: unprocessed items after retries")
-			}
-			if tries > 0 {
-				time.Sleep(time.Duration(tries*tries) * 20 * time.Millisecond)
-			}
-			res, err := s.db.BatchWriteItem(ctx, &dynamodb.BatchWriteItemInput{RequestItems: req})
-			if err != nil {
-				return err
-			}
-			req = res.UnprocessedItems
-		}
-	}
-	return nil
+	return s.batchPut(ctx, items)
 }
 
 // GetRow reads one row (one GetItem).

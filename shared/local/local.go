@@ -29,6 +29,7 @@ import (
 	"github.com/botforge/platform/shared/delivery"
 	"github.com/botforge/platform/shared/dynamo"
 	"github.com/botforge/platform/shared/files"
+	"github.com/botforge/platform/shared/fsutil"
 	"github.com/botforge/platform/shared/httpapi"
 	"github.com/botforge/platform/shared/localdynamo"
 	"github.com/botforge/platform/shared/locals3"
@@ -309,7 +310,7 @@ func loadSecrets(dir string) (secrets, error) {
 	}
 	s = secrets{PagingKey: randomHex(32), S3AccessKey: "LOCAL" + strings.ToUpper(randomHex(8)), S3SecretKey: randomHex(20)}
 	b, _ = json.MarshalIndent(s, "", "  ")
-	return s, writeFileAtomic(path, b)
+	return s, fsutil.WriteFileAtomic(path, b)
 }
 
 func randomHex(n int) string {
@@ -334,7 +335,7 @@ func bootstrap(ctx context.Context, store *dynamo.Store, dataDir string, log *sl
 	if err != nil {
 		return err
 	}
-	if err := writeFileAtomic(path, []byte(t.Value)); err != nil {
+	if err := fsutil.WriteFileAtomic(path, []byte(t.Value)); err != nil {
 		return err
 	}
 	log.Info("created the first account", "email", AdminEmail, "tokenFile", path)
@@ -353,35 +354,7 @@ func writeAccountToken(dataDir, email, token string) error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return err
 	}
-	return writeFileAtomic(filepath.Join(dir, email), []byte(token))
-}
-
-// writeFileAtomic writes a private file durably: temp file, fsync, rename.
-func writeFileAtomic(path string, data []byte) error {
-	tmp := path + ".tmp"
-	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
-	if err != nil {
-		return err
-	}
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		return err
-	}
-	if d, err := os.Open(filepath.Dir(path)); err == nil {
-		_ = d.Sync()
-		d.Close()
-	}
-	return nil
+	return fsutil.WriteFileAtomic(filepath.Join(dir, email), []byte(token))
 }
 
 // embeddedFileStore is the file storage over the embedded S3: the SDK client

@@ -7,13 +7,13 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"path/filepath"
 	"sort"
 	"sync"
 	"time"
 
 	"github.com/robfig/cron/v3"
 
+	"github.com/botforge/platform/shared/fsutil"
 	"github.com/botforge/platform/shared/platform"
 )
 
@@ -156,30 +156,7 @@ func (l *Local) save() error {
 	if err != nil {
 		return err
 	}
-	tmp := l.path + ".tmp"
-	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
-	if err != nil {
-		return err
-	}
-	if _, err := f.Write(b); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp, l.path); err != nil {
-		return err
-	}
-	if d, err := os.Open(filepath.Dir(l.path)); err == nil {
-		_ = d.Sync()
-		d.Close()
-	}
-	return nil
+	return fsutil.WriteFileAtomic(l.path, b)
 }
 
 // CreateSchedule adds a schedule; a taken name is ErrAlreadyExists.
