@@ -3,10 +3,8 @@ package dynamo
 import (
 	"context"
 	"encoding/json"
-	"math/rand/v2"
 	"sort"
 	"strconv"
-	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -292,7 +290,11 @@ type BotEffects struct {
 // applied anew (so change must derive everything from the bot it gets).
 func (s *Store) UpdateBot(ctx context.Context, ws, id string, change func(*platform.Bot) (BotEffects, error)) (platform.Bot, error) {
 	for attempt := 0; attempt < maxAttempts; attempt++ {
-		backoff(attempt)
+		if attempt > 0 {
+			if err := pause(ctx, attempt); err != nil {
+				return platform.Bot{}, err
+			}
+		}
 		rec, err := s.GetBot(ctx, id)
 		if err != nil {
 			return platform.Bot{}, err
@@ -374,7 +376,11 @@ func botUpdate(b platform.Bot, ver int64) (types.TransactWriteItem, error) {
 // change of the definition. fix returns false when there is nothing to write.
 func (s *Store) touchBot(ctx context.Context, id string, fix func(*platform.Bot) (bool, error)) error {
 	for attempt := 0; attempt < maxAttempts; attempt++ {
-		backoff(attempt)
+		if attempt > 0 {
+			if err := pause(ctx, attempt); err != nil {
+				return err
+			}
+		}
 		rec, err := s.GetBot(ctx, id)
 		if err != nil {
 			return err
@@ -461,10 +467,3 @@ func (s *Store) SetInstallStatus(ctx context.Context, botID, alias, opID, status
 // maxAttempts bounds the optimistic retries of a read-modify-write.
 const maxAttempts = 16
 
-// backoff waits before a retry (none before the first attempt): a random
-// delay growing with the attempt, so contending writers spread out.
-func backoff(attempt int) {
-	if attempt > 0 {
-		time.Sleep(time.Duration(rand.Int64N(int64(attempt)*10+1)) * time.Millisecond)
-	}
-}

@@ -13,9 +13,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"sort"
-	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -194,37 +192,6 @@ func (s *Store) txWrite(ctx context.Context, items []types.TransactWriteItem) er
 			return err
 		}
 	}
-}
-
-// pause waits a random time growing with attempt (at most ~50 ms), so that
-// writers competing for one item spread out.
-func pause(ctx context.Context, attempt int) error {
-	d := time.Duration(1+min(attempt, 6)*8) * time.Millisecond
-	t := time.NewTimer(time.Duration(rand.Int64N(int64(d))) + time.Millisecond)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
-}
-
-// optimistic runs fn, a read-modify-write conditional on the version read,
-// until it does not report errRetry: concurrent writers of one record each
-// get their turn instead of one overwriting another. The bound is high
-// because many parallel patches of one state all compete for it.
-func optimistic(ctx context.Context, what string, fn func() error) error {
-	for attempt := 0; attempt < 200; attempt++ {
-		err := fn()
-		if !errors.Is(err, errRetry) {
-			return err
-		}
-		if err := pause(ctx, attempt); err != nil {
-			return err
-		}
-	}
-	return platform.Errorf(platform.ErrResourceLocked, "%s is being changed concurrently, retry", what)
 }
 
 func put(it item) types.TransactWriteItem { return types.TransactWriteItem{Put: &types.Put{Item: it}} }

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"strconv"
 	"strings"
 	"time"
@@ -264,6 +265,37 @@ func replaceDoc(pk, sk string, doc any, ver int64, extra map[string]types.Attrib
 		ExpressionAttributeNames:  names,
 		ExpressionAttributeValues: vals,
 	}}, nil
+}
+
+// pause waits a random time growing with attempt (at most ~50 ms), so that
+// writers competing for one item spread out.
+func pause(ctx context.Context, attempt int) error {
+	d := time.Duration(1+min(attempt, 6)*8) * time.Millisecond
+	t := time.NewTimer(time.Duration(rand.Int64N(int64(d))) + time.Millisecond)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// optimistic runs fn, a read-modify-write conditional on the version read,
+// until it does not report errRetry: concurrent writers of one record each
+// get their turn instead of one overwriting another. The bound is high
+// because many parallel patches of one state all compete for it.
+func optimistic(ctx context.Context, what string, fn func() error) error {
+	for attempt := 0; attempt < 200; attempt++ {
+		err := fn()
+		if !errors.Is(err, errRetry) {
+			return err
+		}
+		if err := pause(ctx, attempt); err != nil {
+			return err
+		}
+	}
+	return platform.Errorf(platform.ErrResourceLocked, "%s is being changed concurrently, retry", what)
 }
 
 // Page asks for one page of a list: at most Limit items after Start (the

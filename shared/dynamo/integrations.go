@@ -3,6 +3,7 @@ package dynamo
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"sort"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -316,28 +317,29 @@ func (s *Store) IntegrationByName(ctx context.Context, ws, name, version string)
 // becoming public or unlisted claims its name; the name slot carries the
 // new visibility.
 func (s *Store) UpdateIntegration(ctx context.Context, ws, id string, change func(*platform.Integration) error) (platform.Integration, error) {
-	for attempt := 0; attempt < 5; attempt++ {
+	var out platform.Integration
+	err := optimistic(ctx, fmt.Sprintf("integration %q", id), func() error {
 		rec, err := s.GetIntegration(ctx, id)
 		if err != nil {
-			return platform.Integration{}, err
+			return err
 		}
 		if rec.WorkspaceID != ws {
 			if rec.VisibleTo(ws) {
-				return platform.Integration{}, platform.Forbidden("integration %q belongs to another workspace", id)
+				return platform.Forbidden("integration %q belongs to another workspace", id)
 			}
-			return platform.Integration{}, platform.NotFound("integration", id)
+			return platform.NotFound("integration", id)
 		}
 		i := rec.Integration
 		if err := change(&i); err != nil {
-			return platform.Integration{}, err
+			return err
 		}
 		i.UpdatedAt = platform.Now()
 		newIt, err := integrationItem(i)
 		if err != nil {
-			return i, err
+			return err
 		}
 		if err := checkItemSize(newIt); err != nil {
-			return i, err
+			return err
 		}
 		b, _ := json.Marshal(integrationDoc{Integration: i, StoredWorkspace: i.WorkspaceID, StoredSecrets: i.SecretValues})
 		names := map[string]string{"#doc": attrDoc, "#ver": attrVer, "#sum": attrSummary, "#g2pk": attrGSI2PK, "#g2sk": attrGSI2SK}
@@ -366,13 +368,13 @@ func (s *Store) UpdateIntegration(ctx context.Context, ws, id string, change fun
 			}
 			return errRetry
 		})
-		if err == errRetry {
-			continue
+		if err == nil {
+			i.InstallCount = rec.InstallCount
+			out = i
 		}
-		i.InstallCount = rec.InstallCount
-		return i, err
-	}
-	return platform.Integration{}, platform.Errorf(platform.ErrResourceLocked, "integration %q is being updated concurrently, retry", id)
+		return err
+	})
+	return out, err
 }
 
 // DeleteIntegration deletes a version of workspace ws that no bot has

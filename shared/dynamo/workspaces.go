@@ -3,6 +3,7 @@ package dynamo
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -157,10 +158,11 @@ type WorkspacePatch struct {
 // since it was read; a handle moves in the same transaction, under a
 // condition that no other workspace holds it.
 func (s *Store) UpdateWorkspace(ctx context.Context, id string, p WorkspacePatch) (platform.Workspace, error) {
-	for attempt := 0; attempt < 5; attempt++ {
+	var out platform.Workspace
+	err := optimistic(ctx, fmt.Sprintf("workspace %q", id), func() error {
 		rec, err := s.GetWorkspace(ctx, id)
 		if err != nil {
-			return platform.Workspace{}, err
+			return err
 		}
 		w := rec.Workspace
 		oldHandle := w.Handle
@@ -187,7 +189,7 @@ func (s *Store) UpdateWorkspace(ctx context.Context, id string, p WorkspacePatch
 		w.UpdatedAt = platform.Now()
 		upd, err := replaceDoc(workspacePK(id), skWorkspace, w, rec.ver, nil)
 		if err != nil {
-			return w, err
+			return err
 		}
 		items := []types.TransactWriteItem{upd}
 		if w.Handle != oldHandle {
@@ -204,13 +206,11 @@ func (s *Store) UpdateWorkspace(ctx context.Context, id string, p WorkspacePatch
 			}
 			return errRetry
 		})
-		if err == errRetry {
-			continue
-		}
 		w.BotCount = rec.BotCount
-		return w, err
-	}
-	return platform.Workspace{}, platform.Errorf(platform.ErrResourceLocked, "workspace %q is being updated concurrently, retry", id)
+		out = w
+		return err
+	})
+	return out, err
 }
 
 // DeleteWorkspace deletes an empty workspace (no integrations; no bots: the
