@@ -466,4 +466,3 @@ func (s *Store) SetInstallStatus(ctx context.Context, botID, alias, opID, status
 
 // maxAttempts bounds the optimistic retries of a read-modify-write.
 const maxAttempts = 16
-
