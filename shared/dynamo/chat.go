@@ -403,11 +403,14 @@ func collect[T any](ctx context.Context, s *Store, sp span, after string, size, 
 }
 
 // keep returns a loader that decodes the span's own items with decode and
-// keeps those ok accepts.
+// keeps those ok accepts (nil: all).
 func keep[T any](decode func(item) (T, bool, error), ok func(T) bool) func([]item) ([]*T, error) {
 	return func(items []item) ([]*T, error) {
 		out := make([]*T, len(items))
 		for i, it := range items {
+			if it == nil {
+				continue // a record deleted since indexed (see viaEntries)
+			}
 			v, live, err := decode(it)
 			if err != nil {
 				return nil, err

@@ -103,21 +103,7 @@ func (s *Store) CreateConversation(ctx context.Context, bot string, c platform.C
 }
 
 func (s *Store) getConv(ctx context.Context, bot, id string) (convRecord, error) {
-	if !platform.HasPrefix(id, platform.PrefixConversation) {
-		return convRecord{}, platform.NotFound("conversation", id)
-	}
-	it, err := s.get(ctx, convPK(bot, id), skConv)
-	if err != nil {
-		return convRecord{}, err
-	}
-	if it == nil {
-		return convRecord{}, platform.NotFound("conversation", id)
-	}
-	c, live, err := convFrom(it)
-	if err == nil && !live {
-		err = platform.NotFound("conversation", id)
-	}
-	return c, err
+	return getLive(ctx, s, "conversation", platform.PrefixConversation, id, convPK(bot, id), skConv, convFrom)
 }
 
 // GetConversation reads a conversation of the bot (one GetItem).
@@ -166,79 +152,29 @@ func (s *Store) UpdateConversation(ctx context.Context, bot, id string, tags map
 // conditional on the version read, and its index entries.
 func convUpdateWrites(bot string, rec convRecord, c platform.Conversation, oldTags map[string]string) ([]types.TransactWriteItem, error) {
 	c.MessageCount = 0
-	d, err := marshalDoc(c)
+	pk := convPK(bot, c.ID)
+	rw, err := versionedUpdate(pk, skConv, c.ID, rec.ver, c, c.UpdatedAt)
 	if err != nil {
 		return nil, err
 	}
-	w := []types.TransactWriteItem{{Update: &types.Update{
-		Key:                      key(convPK(bot, c.ID), skConv),
-		UpdateExpression:         aws.String("SET #doc = :doc, #ver = :next, #g2 = :g2"),
-		ConditionExpression:      aws.String("#ver = :ver AND attribute_not_exists(#del)"),
-		ExpressionAttributeNames: map[string]string{"#doc": attrDoc, "#ver": attrVer, "#g2": attrGSI2SK, "#del": attrDeleting},
-		ExpressionAttributeValues: item{
-			":doc": str(d), ":next": num(rec.ver + 1), ":ver": num(rec.ver),
-			":g2": str(timeKey(c.UpdatedAt, c.ID)),
-		},
-	}}}
-	had := map[string]bool{skIdx + idxChannel: true, skIdx + idxIntegration: true}
-	for k := range oldTags {
-		had[skIdx+idxTag(k)] = true
-	}
-	w = append(w, entryWrites(convIndex(bot, c), had)...)
-	for k := range oldTags {
-		if _, ok := c.Tags[k]; !ok {
-			w = append(w, del(convPK(bot, c.ID), skIdx+idxTag(k)))
-		}
-	}
-	return w, nil
+	fixed := []string{skIdx + idxChannel, skIdx + idxIntegration}
+	return append([]types.TransactWriteItem{rw}, reindexWrites(pk, convIndex(bot, c), fixed, oldTags, c.Tags)...), nil
 }
 
 // DeleteConversation deletes a conversation and everything that belongs to
-// it: its messages, participants, states, index entries and claims. The
-// conversation is first marked as being deleted (reads answer 404 from then
-// on, and every write that attaches something to it is conditional on the
-// mark's absence), so the strongly consistent read of its partition that
-// follows sees every child there will ever be. An interrupted deletion
-// resumes when called again.
+// it: its messages, participants (on both sides), states, index entries and
+// claims, marking it first so that nothing is attached meanwhile (see
+// deleteOwner). An interrupted deletion resumes when called again.
 func (s *Store) DeleteConversation(ctx context.Context, bot, id string) error {
-	if !platform.HasPrefix(id, platform.PrefixConversation) {
-		return platform.NotFound("conversation", id)
-	}
-	pk := convPK(bot, id)
-	if err := s.markDeleting(ctx, pk, skConv); err != nil {
-		if isConditionFailed(err) {
-			return platform.NotFound("conversation", id)
-		}
-		return err
-	}
-	children, err := s.partition(ctx, pk, attrObject)
-	if err != nil {
-		return err
-	}
-	var keys []item
-	var claims []item
-	for _, it := range children {
-		sk := getS(it, attrSK)
+	return s.deleteOwner(ctx, bot, "conversation", platform.PrefixConversation, id, convPK(bot, id), skConv, func(sk, object string) item {
 		switch {
-		case sk == skConv:
-			continue // last
 		case hasPrefix(sk, skMsgCopy):
-			keys = append(keys, key(msgPK(bot, getS(it, attrObject)), skMsg))
+			return key(msgPK(bot, object), skMsg) // the message by id
 		case hasPrefix(sk, skPart):
-			keys = append(keys, key(userPK(bot, getS(it, attrObject)), skPart+id))
-		case hasPrefix(sk, skClaim):
-			claims = append(claims, it)
+			return key(userPK(bot, object), skPart+id) // the participation's twin
 		}
-		keys = append(keys, key(pk, sk))
-	}
-	if err := s.deleteKeys(ctx, keys); err != nil {
-		return err
-	}
-	if err := s.releaseClaims(ctx, bot, claims); err != nil {
-		return err
-	}
-	_, err = s.db.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: &s.table, Key: key(pk, skConv)})
-	return err
+		return nil
+	})
 }
 
 func hasPrefix(s, p string) bool { return len(s) >= len(p) && s[:len(p)] == p }
@@ -450,17 +386,9 @@ func (s *Store) GetOrCreateConversation(ctx context.Context, l ConversationLooku
 		created bool
 	)
 	err := optimistic(ctx, "the conversation", func() error {
-		found, stale, err := s.claimed(ctx, bot, "conv", hash, func(id string) (bool, error) {
-			c, err := s.GetConversation(ctx, bot, id)
-			if err != nil {
-				if platform.TypeOf(err) == platform.ErrResourceNotFound {
-					return false, nil
-				}
-				return false, err
-			}
-			out = c
-			return l.matches(c), nil
-		})
+		found, stale, err := s.claimed(ctx, bot, "conv", hash, claimCheck(func(id string) (platform.Conversation, error) {
+			return s.GetConversation(ctx, bot, id)
+		}, l.matches, &out))
 		if err != nil || found {
 			return err
 		}
@@ -472,12 +400,7 @@ func (s *Store) GetOrCreateConversation(ctx context.Context, l ConversationLooku
 		if ok {
 			w = []types.TransactWriteItem{liveCheck(convPK(bot, c.ID), skConv)}
 		} else {
-			now := platform.Now()
-			c = platform.Conversation{
-				ID: platform.NewID(platform.PrefixConversation), CreatedAt: now, UpdatedAt: now,
-				Channel: l.Channel, Integration: l.Integration, Tags: chat.ApplyTags(nil, l.Tags),
-				Properties: map[string]string{},
-			}
+			c = chat.NewConversation(l.Channel, l.Integration, l.Tags)
 			if w, err = convWrites(bot, c); err != nil {
 				return err
 			}

@@ -141,18 +141,7 @@ func msgWriteError(err error, m platform.Message, counter int) error {
 }
 
 func (s *Store) getMsg(ctx context.Context, bot, id string) (msgRecord, error) {
-	if !platform.HasPrefix(id, platform.PrefixMessage) {
-		return msgRecord{}, platform.NotFound("message", id)
-	}
-	it, err := s.get(ctx, msgPK(bot, id), skMsg)
-	if err != nil {
-		return msgRecord{}, err
-	}
-	if it == nil {
-		return msgRecord{}, platform.NotFound("message", id)
-	}
-	m, _, err := msgFrom(it)
-	return m, err
+	return getLive(ctx, s, "message", platform.PrefixMessage, id, msgPK(bot, id), skMsg, msgFrom)
 }
 
 // GetMessage reads a message of the bot (one GetItem).
@@ -323,34 +312,17 @@ func (s *Store) ListMessages(ctx context.Context, f MessageFilter, p Page) ([]pl
 	return out, startOf(next), err
 }
 
+// loadMsgs turns a batch of list items (messages or their copies, or
+// entries pointing at messages, read in one BatchGetItem) into messages.
 func (s *Store) loadMsgs(ctx context.Context, bot string, items []item, entries bool, ok func(platform.Message) bool) ([]*platform.Message, error) {
-	out := make([]*platform.Message, len(items))
-	var got map[string]item
-	if entries && len(items) > 0 {
-		keys := make([]item, 0, len(items))
-		for _, it := range items {
-			keys = append(keys, key(msgPK(bot, getS(it, attrObject)), skMsg))
-		}
-		var err error
-		if got, err = s.getMany(ctx, keys); err != nil {
-			return nil, err
-		}
+	load := keep(func(it item) (platform.Message, bool, error) {
+		m, live, err := msgFrom(it)
+		return m.Message, live, err
+	}, ok)
+	if entries {
+		load = viaEntries(ctx, s, func(id string) item { return key(msgPK(bot, id), skMsg) }, load)
 	}
-	for i, it := range items {
-		if entries {
-			if it = got[keyID(msgPK(bot, getS(it, attrObject)), skMsg)]; it == nil {
-				continue
-			}
-		}
-		m, _, err := msgFrom(it)
-		if err != nil {
-			return nil, err
-		}
-		if ok(m.Message) {
-			out[i] = &m.Message
-		}
-	}
-	return out, nil
+	return load(items)
 }
 
 // MessageLookup is a getOrCreateMessage call: the message of the
@@ -381,17 +353,9 @@ func (s *Store) GetOrCreateMessage(ctx context.Context, l MessageLookup) (platfo
 		created bool
 	)
 	err := optimistic(ctx, "the message", func() error {
-		found, stale, err := s.claimed(ctx, bot, "msg", hash, func(id string) (bool, error) {
-			m, err := s.GetMessage(ctx, bot, id)
-			if err != nil {
-				if platform.TypeOf(err) == platform.ErrResourceNotFound {
-					return false, nil
-				}
-				return false, err
-			}
-			out = m
-			return l.matches(m), nil
-		})
+		found, stale, err := s.claimed(ctx, bot, "msg", hash, claimCheck(func(id string) (platform.Message, error) {
+			return s.GetMessage(ctx, bot, id)
+		}, l.matches, &out))
 		if err != nil || found {
 			return err
 		}

@@ -4,7 +4,6 @@ import (
 	"context"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/botforge/platform/shared/chat"
@@ -82,21 +81,7 @@ func (s *Store) CreateUser(ctx context.Context, bot string, u platform.User) err
 }
 
 func (s *Store) getUser(ctx context.Context, bot, id string) (userRecord, error) {
-	if !platform.HasPrefix(id, platform.PrefixUser) {
-		return userRecord{}, platform.NotFound("user", id)
-	}
-	it, err := s.get(ctx, userPK(bot, id), skUser)
-	if err != nil {
-		return userRecord{}, err
-	}
-	if it == nil {
-		return userRecord{}, platform.NotFound("user", id)
-	}
-	u, live, err := userFrom(it)
-	if err == nil && !live {
-		err = platform.NotFound("user", id)
-	}
-	return u, err
+	return getLive(ctx, s, "user", platform.PrefixUser, id, userPK(bot, id), skUser, userFrom)
 }
 
 // GetUser reads a user of the bot (one GetItem).
@@ -145,30 +130,11 @@ func (s *Store) UpdateUser(ctx context.Context, bot, id string, p UserPatch) (pl
 			return err
 		}
 		u.UpdatedAt = platform.Now()
-		d, err := marshalDoc(userDoc{User: u, StoredIntegration: u.Integration})
+		rw, err := versionedUpdate(userPK(bot, id), skUser, id, rec.ver, userDoc{User: u, StoredIntegration: u.Integration}, u.UpdatedAt)
 		if err != nil {
 			return err
 		}
-		w := []types.TransactWriteItem{{Update: &types.Update{
-			Key:                      key(userPK(bot, id), skUser),
-			UpdateExpression:         aws.String("SET #doc = :doc, #ver = :next, #g2 = :g2"),
-			ConditionExpression:      aws.String("#ver = :ver AND attribute_not_exists(#del)"),
-			ExpressionAttributeNames: map[string]string{"#doc": attrDoc, "#ver": attrVer, "#g2": attrGSI2SK, "#del": attrDeleting},
-			ExpressionAttributeValues: item{
-				":doc": str(d), ":next": num(rec.ver + 1), ":ver": num(rec.ver),
-				":g2": str(timeKey(u.UpdatedAt, id)),
-			},
-		}}}
-		had := map[string]bool{}
-		for k := range rec.Tags {
-			had[skIdx+idxTag(k)] = true
-		}
-		w = append(w, entryWrites(userIndex(bot, u), had)...)
-		for k := range rec.Tags {
-			if _, ok := u.Tags[k]; !ok {
-				w = append(w, del(userPK(bot, id), skIdx+idxTag(k)))
-			}
-		}
+		w := append([]types.TransactWriteItem{rw}, reindexWrites(userPK(bot, id), userIndex(bot, u), nil, rec.Tags, u.Tags)...)
 		err = s.txWrite(ctx, w)
 		if failedAt(err) >= 0 {
 			return errRetry
@@ -180,44 +146,15 @@ func (s *Store) UpdateUser(ctx context.Context, bot, id string, p UserPatch) (pl
 }
 
 // DeleteUser deletes a user, its tag index entries, states, participations
-// (on both sides) and claims, the way DeleteConversation does: mark, read the
-// partition, delete the children, then the record.
+// (on both sides) and claims, the way DeleteConversation does (deleteOwner):
+// mark, read the partition, delete the children, then the record.
 func (s *Store) DeleteUser(ctx context.Context, bot, id string) error {
-	if !platform.HasPrefix(id, platform.PrefixUser) {
-		return platform.NotFound("user", id)
-	}
-	pk := userPK(bot, id)
-	if err := s.markDeleting(ctx, pk, skUser); err != nil {
-		if isConditionFailed(err) {
-			return platform.NotFound("user", id)
+	return s.deleteOwner(ctx, bot, "user", platform.PrefixUser, id, userPK(bot, id), skUser, func(sk, object string) item {
+		if hasPrefix(sk, skPart) {
+			return key(convPK(bot, object), skPart+id) // the participant item
 		}
-		return err
-	}
-	children, err := s.partition(ctx, pk, attrObject)
-	if err != nil {
-		return err
-	}
-	var keys, claims []item
-	for _, it := range children {
-		sk := getS(it, attrSK)
-		switch {
-		case sk == skUser:
-			continue
-		case hasPrefix(sk, skPart):
-			keys = append(keys, key(convPK(bot, getS(it, attrObject)), skPart+id))
-		case hasPrefix(sk, skClaim):
-			claims = append(claims, it)
-		}
-		keys = append(keys, key(pk, sk))
-	}
-	if err := s.deleteKeys(ctx, keys); err != nil {
-		return err
-	}
-	if err := s.releaseClaims(ctx, bot, claims); err != nil {
-		return err
-	}
-	_, err = s.db.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: &s.table, Key: key(pk, skUser)})
-	return err
+		return nil
+	})
 }
 
 // UserFilter selects and orders ListUsers.
@@ -283,33 +220,14 @@ func (s *Store) ListUsers(ctx context.Context, f UserFilter, p Page) ([]platform
 // loadUsers turns a batch of list items (users, or entries pointing at
 // users, read in one BatchGetItem) into users.
 func (s *Store) loadUsers(ctx context.Context, bot string, items []item, entries bool, ok func(platform.User) bool) ([]*platform.User, error) {
-	out := make([]*platform.User, len(items))
-	var got map[string]item
-	if entries && len(items) > 0 {
-		keys := make([]item, 0, len(items))
-		for _, it := range items {
-			keys = append(keys, key(userPK(bot, getS(it, attrObject)), skUser))
-		}
-		var err error
-		if got, err = s.getMany(ctx, keys); err != nil {
-			return nil, err
-		}
-	}
-	for i, it := range items {
-		if entries {
-			if it = got[keyID(userPK(bot, getS(it, attrObject)), skUser)]; it == nil {
-				continue
-			}
-		}
+	load := keep(func(it item) (platform.User, bool, error) {
 		u, live, err := userFrom(it)
-		if err != nil {
-			return nil, err
-		}
-		if live && ok(u.User) {
-			out[i] = &u.User
-		}
+		return u.User, live, err
+	}, ok)
+	if entries {
+		load = viaEntries(ctx, s, func(id string) item { return key(userPK(bot, id), skUser) }, load)
 	}
-	return out, nil
+	return load(items)
 }
 
 // UserLookup is a getOrCreateUser call: the user of the integration whose
@@ -338,17 +256,9 @@ func (s *Store) GetOrCreateUser(ctx context.Context, l UserLookup) (platform.Use
 		created bool
 	)
 	err := optimistic(ctx, "the user", func() error {
-		found, stale, err := s.claimed(ctx, bot, "user", hash, func(id string) (bool, error) {
-			u, err := s.GetUser(ctx, bot, id)
-			if err != nil {
-				if platform.TypeOf(err) == platform.ErrResourceNotFound {
-					return false, nil
-				}
-				return false, err
-			}
-			out = u
-			return l.matches(u), nil
-		})
+		found, stale, err := s.claimed(ctx, bot, "user", hash, claimCheck(func(id string) (platform.User, error) {
+			return s.GetUser(ctx, bot, id)
+		}, l.matches, &out))
 		if err != nil || found {
 			return err
 		}
@@ -360,15 +270,7 @@ func (s *Store) GetOrCreateUser(ctx context.Context, l UserLookup) (platform.Use
 		if ok {
 			w = []types.TransactWriteItem{liveCheck(userPK(bot, u.ID), skUser)}
 		} else {
-			now := platform.Now()
-			u = platform.User{ID: platform.NewID(platform.PrefixUser), CreatedAt: now, UpdatedAt: now,
-				Tags: chat.ApplyTags(nil, l.Tags), Integration: l.Integration}
-			if l.Name != nil {
-				u.Name = *l.Name
-			}
-			if l.PictureURL != nil {
-				u.PictureURL = *l.PictureURL
-			}
+			u = chat.NewUser(l.Integration, l.Tags, l.Name, l.PictureURL)
 			if w, err = userWrites(bot, u); err != nil {
 				return err
 			}

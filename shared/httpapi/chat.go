@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/botforge/platform/shared/chat"
+	"github.com/botforge/platform/shared/dynamo"
 	"github.com/botforge/platform/shared/platform"
 )
 
@@ -176,6 +177,53 @@ func countQuery(c *call, name string) (*int64, error) {
 	return &n, nil
 }
 
+// sortQuery reads the sortField (createdAt or updatedAt) and sortDirection
+// (default desc) of a list.
+func sortQuery(c *call) (byUpdatedAt, descending bool, err error) {
+	q := c.query()
+	field, err := q.oneOf("sortField", "createdAt", "createdAt", "updatedAt")
+	if err != nil {
+		return false, false, err
+	}
+	dir, err := q.oneOf("sortDirection", "desc", "asc", "desc")
+	return field == "updatedAt", dir == "desc", err
+}
+
+// dateRangeQuery reads the inclusive afterDate and beforeDate bounds of a
+// list (see dateQuery).
+func dateRangeQuery(c *call) (after, before string, err error) {
+	if after, err = dateQuery(c, "afterDate", false); err != nil {
+		return "", "", err
+	}
+	before, err = dateQuery(c, "beforeDate", true)
+	return after, before, err
+}
+
+// listPage answers one page of a list, under field, with the meta carrying
+// the token of the next page; list names the list (its filters) so that a
+// token only continues the list it was given for.
+func listPage[T any](c *call, field, list string, read func(dynamo.Page) ([]T, map[string]string, error)) (any, error) {
+	p, err := c.page(list)
+	if err != nil {
+		return nil, err
+	}
+	items, next, err := read(p)
+	if err != nil {
+		return nil, err
+	}
+	return map[string]any{field: items, "meta": c.meta(list, next)}, nil
+}
+
+// conversationExists answers the 404 of a list filtered by a conversation
+// that does not exist (no filter: nil).
+func (s *server) conversationExists(c *call, id string) error {
+	if id == "" {
+		return nil
+	}
+	_, err := s.Store.GetConversation(c.ctx, c.bot.ID, id)
+	return err
+}
+
 // checkID answers 404 for an id that cannot name a record of the kind, so
 // the store is not asked.
 func checkID(kind, id, prefix string) error {
@@ -196,21 +244,15 @@ func (s *server) listTagValues(c *call) (any, error) {
 		return nil, platform.Invalid("query parameter %q is required: user, conversation or message", "type")
 	}
 	tag := c.PathValue("key")
-	list := listKey(c.bot.ID, typ, tag)
-	p, err := c.page(list)
-	if err != nil {
-		return nil, err
-	}
-	values, next, err := s.Store.ListTagValues(c.ctx, c.bot.ID, platform.TagType(typ), tag, p)
-	if err != nil {
-		return nil, err
-	}
 	type value struct {
 		Value string `json:"value"`
 	}
-	out := make([]value, 0, len(values))
-	for _, v := range values {
-		out = append(out, value{v})
-	}
-	return map[string]any{"tags": out, "meta": c.meta(list, next)}, nil
+	return listPage(c, "tags", listKey(c.bot.ID, typ, tag), func(p dynamo.Page) ([]value, map[string]string, error) {
+		values, next, err := s.Store.ListTagValues(c.ctx, c.bot.ID, platform.TagType(typ), tag, p)
+		out := make([]value, 0, len(values))
+		for _, v := range values {
+			out = append(out, value{v})
+		}
+		return out, next, err
+	})
 }

@@ -46,12 +46,7 @@ func (s *server) createConversation(c *call) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	now := platform.Now()
-	conv := platform.Conversation{
-		ID: platform.NewID(platform.PrefixConversation), CreatedAt: now, UpdatedAt: now,
-		Channel: in.Channel, Integration: integration, Tags: chat.ApplyTags(nil, in.Tags),
-		Properties: map[string]string{},
-	}
+	conv := chat.NewConversation(in.Channel, integration, in.Tags)
 	if err := s.Store.CreateConversation(c.ctx, c.bot.ID, conv); err != nil {
 		return nil, err
 	}
@@ -69,15 +64,10 @@ func (s *server) getConversation(c *call) (any, error) {
 func (s *server) listConversations(c *call) (any, error) {
 	q := c.query()
 	f := dynamo.ConversationFilter{BotID: c.bot.ID}
-	sortField, err := q.oneOf("sortField", "createdAt", "createdAt", "updatedAt")
-	if err != nil {
+	var err error
+	if f.ByUpdatedAt, f.Descending, err = sortQuery(c); err != nil {
 		return nil, err
 	}
-	dir, err := q.oneOf("sortDirection", "desc", "asc", "desc")
-	if err != nil {
-		return nil, err
-	}
-	f.ByUpdatedAt, f.Descending = sortField == "updatedAt", dir == "desc"
 	if f.Tags, err = tagQuery(c); err != nil {
 		return nil, err
 	}
@@ -96,10 +86,7 @@ func (s *server) listConversations(c *call) (any, error) {
 	if f.Channel, err = q.str("channel"); err != nil {
 		return nil, err
 	}
-	if f.After, err = dateQuery(c, "afterDate", false); err != nil {
-		return nil, err
-	}
-	if f.Before, err = dateQuery(c, "beforeDate", true); err != nil {
+	if f.After, f.Before, err = dateRangeQuery(c); err != nil {
 		return nil, err
 	}
 	if f.MinMessages, err = countQuery(c, "minMessageCount"); err != nil {
@@ -108,16 +95,9 @@ func (s *server) listConversations(c *call) (any, error) {
 	if f.MaxMessages, err = countQuery(c, "maxMessageCount"); err != nil {
 		return nil, err
 	}
-	list := listKey(f)
-	p, err := c.page(list)
-	if err != nil {
-		return nil, err
-	}
-	convs, next, err := s.Store.ListConversations(c.ctx, f, p)
-	if err != nil {
-		return nil, err
-	}
-	return map[string]any{"conversations": convs, "meta": c.meta(list, next)}, nil
+	return listPage(c, "conversations", listKey(f), func(p dynamo.Page) ([]platform.Conversation, map[string]string, error) {
+		return s.Store.ListConversations(c.ctx, f, p)
+	})
 }
 
 func (s *server) updateConversation(c *call) (any, error) {
@@ -173,16 +153,9 @@ func (s *server) listParticipants(c *call) (any, error) {
 		return nil, err
 	}
 	f := dynamo.UserFilter{BotID: c.bot.ID, ConversationID: id, Descending: false}
-	list := listKey(c.bot.ID, id)
-	p, err := c.page(list)
-	if err != nil {
-		return nil, err
-	}
-	users, next, err := s.Store.ListUsers(c.ctx, f, p)
-	if err != nil {
-		return nil, err
-	}
-	return map[string]any{"participants": users, "meta": c.meta(list, next)}, nil
+	return listPage(c, "participants", listKey(c.bot.ID, id), func(p dynamo.Page) ([]platform.User, map[string]string, error) {
+		return s.Store.ListUsers(c.ctx, f, p)
+	})
 }
 
 func (s *server) addParticipant(c *call) (any, error) {

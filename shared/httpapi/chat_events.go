@@ -83,16 +83,9 @@ func (s *server) listEvents(c *call) (any, error) {
 	if f.Status, err = q.oneOf("status", "", "pending", "ignored", "processed", "failed", "scheduled", "canceled"); err != nil {
 		return nil, err
 	}
-	list := listKey(f)
-	p, err := c.page(list)
-	if err != nil {
-		return nil, err
-	}
-	events, next, err := s.Store.ListEvents(c.ctx, f, p)
-	if err != nil {
-		return nil, err
-	}
-	return map[string]any{"events": events, "meta": c.meta(list, next)}, nil
+	return listPage(c, "events", listKey(f), func(p dynamo.Page) ([]platform.Event, map[string]string, error) {
+		return s.Store.ListEvents(c.ctx, f, p)
+	})
 }
 
 func (s *server) cancelScheduledEvent(c *call) (any, error) {

@@ -22,11 +22,16 @@ type messageBody struct {
 	DiscriminateByTags []string        `json:"discriminateByTags"`
 }
 
-// newMessage is the message a body describes. It is incoming when an
-// integration writes it (a user spoke), outgoing when the bot does.
-func newMessage(c *call, in messageBody) (platform.Message, error) {
+// readMessageBody decodes the body and the new message it describes. It is
+// incoming when an integration writes it (a user spoke), outgoing when the
+// bot does.
+func readMessageBody(c *call) (messageBody, platform.Message, error) {
+	var in messageBody
+	if err := c.decode(&in); err != nil {
+		return in, platform.Message{}, err
+	}
 	if err := chat.BodyTags("tags", in.Tags); err != nil {
-		return platform.Message{}, err
+		return in, platform.Message{}, err
 	}
 	now := platform.Now()
 	m := platform.Message{
@@ -38,15 +43,11 @@ func newMessage(c *call, in messageBody) (platform.Message, error) {
 	if byIntegration(c) {
 		m.Direction = platform.DirectionIncoming
 	}
-	return m, nil
+	return in, m, nil
 }
 
 func (s *server) createMessage(c *call) (any, error) {
-	var in messageBody
-	if err := c.decode(&in); err != nil {
-		return nil, err
-	}
-	m, err := newMessage(c, in)
+	_, m, err := readMessageBody(c)
 	if err != nil {
 		return nil, err
 	}
@@ -57,11 +58,7 @@ func (s *server) createMessage(c *call) (any, error) {
 }
 
 func (s *server) getOrCreateMessage(c *call) (any, error) {
-	var in messageBody
-	if err := c.decode(&in); err != nil {
-		return nil, err
-	}
-	m, err := newMessage(c, in)
+	in, m, err := readMessageBody(c)
 	if err != nil {
 		return nil, err
 	}
@@ -120,25 +117,13 @@ func (s *server) listMessages(c *call) (any, error) {
 	if f.Tags, err = tagQuery(c); err != nil {
 		return nil, err
 	}
-	if f.After, err = dateQuery(c, "afterDate", false); err != nil {
+	if f.After, f.Before, err = dateRangeQuery(c); err != nil {
 		return nil, err
 	}
-	if f.Before, err = dateQuery(c, "beforeDate", true); err != nil {
+	if err := s.conversationExists(c, f.ConversationID); err != nil {
 		return nil, err
 	}
-	if f.ConversationID != "" {
-		if _, err := s.Store.GetConversation(c.ctx, c.bot.ID, f.ConversationID); err != nil {
-			return nil, err
-		}
-	}
-	list := listKey(f)
-	p, err := c.page(list)
-	if err != nil {
-		return nil, err
-	}
-	msgs, next, err := s.Store.ListMessages(c.ctx, f, p)
-	if err != nil {
-		return nil, err
-	}
-	return map[string]any{"messages": msgs, "meta": c.meta(list, next)}, nil
+	return listPage(c, "messages", listKey(f), func(p dynamo.Page) ([]platform.Message, map[string]string, error) {
+		return s.Store.ListMessages(c.ctx, f, p)
+	})
 }

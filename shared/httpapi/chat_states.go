@@ -111,28 +111,45 @@ func (s *server) getState(c *call) (any, error) {
 	return stateAnswer(&st, true), nil
 }
 
-// setState replaces a state's payload (creating the state). A null payload
-// deletes the state; the answer is then the state as it was, with an empty
-// payload. Without an expiry in the body, a state keeps its expiry, and a new
-// one gets the declared default.
-func (s *server) setState(c *call) (any, error) {
+// stateWrite is a setState or getOrSetState call: the state named, its
+// declaration, and the body's payload and expiry (expirySet: given, maybe
+// as null).
+type stateWrite struct {
+	key       platform.StateKey
+	decl      chat.Declaration
+	payload   json.RawMessage
+	expiry    *int64
+	expirySet bool
+}
+
+func (s *server) readStateWrite(c *call) (stateWrite, error) {
 	var in struct {
 		Payload json.RawMessage `json:"payload"`
 		Expiry  json.RawMessage `json:"expiry"`
 	}
 	if err := c.decode(&in); err != nil {
-		return nil, err
+		return stateWrite{}, err
 	}
 	k, d, err := s.stateTarget(c)
 	if err != nil {
-		return nil, err
+		return stateWrite{}, err
 	}
-	expiry, expirySet, err := expiryField(in.Expiry)
+	expiry, set, err := expiryField(in.Expiry)
+	return stateWrite{key: k, decl: d, payload: in.Payload, expiry: expiry, expirySet: set}, err
+}
+
+// setState replaces a state's payload (creating the state). A null payload
+// deletes the state; the answer is then the state as it was, with an empty
+// payload. Without an expiry in the body, a state keeps its expiry, and a new
+// one gets the declared default.
+func (s *server) setState(c *call) (any, error) {
+	in, err := s.readStateWrite(c)
 	if err != nil {
 		return nil, err
 	}
+	k, d, expiry, expirySet := in.key, in.decl, in.expiry, in.expirySet
 	now := platform.Clock()
-	if nullPayload(in.Payload) {
+	if nullPayload(in.payload) {
 		var gone *platform.State
 		_, err := s.Store.WriteState(c.ctx, k, func(old *platform.State) (*platform.State, error) {
 			gone = old
@@ -147,7 +164,7 @@ func (s *server) setState(c *call) (any, error) {
 		gone.Payload = json.RawMessage("{}")
 		return stateAnswer(gone, false), nil
 	}
-	if err := d.Validate(k.Name, in.Payload); err != nil {
+	if err := d.Validate(k.Name, in.payload); err != nil {
 		return nil, err
 	}
 	st, err := s.Store.WriteState(c.ctx, k, func(old *platform.State) (*platform.State, error) {
@@ -155,10 +172,10 @@ func (s *server) setState(c *call) (any, error) {
 			if !expirySet {
 				expiry = d.DefaultExpiry()
 			}
-			return newState(k, in.Payload, expiry, now), nil
+			return newState(k, in.payload, expiry, now), nil
 		}
 		next := *old
-		next.Payload = in.Payload
+		next.Payload = in.payload
 		if expirySet {
 			next.Expiry = expiry
 		}
@@ -185,47 +202,28 @@ func (s *server) patchState(c *call) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	st, err := s.Store.WriteState(c.ctx, k, func(old *platform.State) (*platform.State, error) {
-		if old == nil {
-			return nil, platform.NotFound("state", k.Name)
-		}
-		merged, err := chat.MergePayload(old.Payload, in.Payload)
+	return s.changeState(c, k, func(next *platform.State) error {
+		merged, err := chat.MergePayload(next.Payload, in.Payload)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		if err := d.Validate(k.Name, merged); err != nil {
-			return nil, err
+			return err
 		}
-		next := *old
 		next.Payload = merged
-		touch(&next, platform.Clock())
-		return &next, nil
+		return nil
 	})
-	if err != nil {
-		return nil, err
-	}
-	return stateAnswer(st, false), nil
 }
 
 // getOrSetState answers the state, creating it with the body's payload when
 // it does not exist (or has expired).
 func (s *server) getOrSetState(c *call) (any, error) {
-	var in struct {
-		Payload json.RawMessage `json:"payload"`
-		Expiry  json.RawMessage `json:"expiry"`
-	}
-	if err := c.decode(&in); err != nil {
-		return nil, err
-	}
-	k, d, err := s.stateTarget(c)
+	in, err := s.readStateWrite(c)
 	if err != nil {
 		return nil, err
 	}
-	expiry, expirySet, err := expiryField(in.Expiry)
-	if err != nil {
-		return nil, err
-	}
-	if err := d.Validate(k.Name, in.Payload); err != nil {
+	k, d, expiry, expirySet := in.key, in.decl, in.expiry, in.expirySet
+	if err := d.Validate(k.Name, in.payload); err != nil {
 		return nil, err
 	}
 	if !expirySet {
@@ -235,7 +233,7 @@ func (s *server) getOrSetState(c *call) (any, error) {
 		if old != nil {
 			return old, nil
 		}
-		return newState(k, in.Payload, expiry, platform.Clock()), nil
+		return newState(k, in.payload, expiry, platform.Clock()), nil
 	})
 	if err != nil {
 		return nil, err
@@ -260,12 +258,23 @@ func (s *server) setStateExpiry(c *call) (any, error) {
 	if err != nil {
 		return nil, err
 	}
+	return s.changeState(c, k, func(next *platform.State) error {
+		next.Expiry = expiry
+		return nil
+	})
+}
+
+// changeState rewrites an existing state (404 when there is none) with
+// change applied to a copy; the write restarts its idle expiry.
+func (s *server) changeState(c *call, k platform.StateKey, change func(next *platform.State) error) (any, error) {
 	st, err := s.Store.WriteState(c.ctx, k, func(old *platform.State) (*platform.State, error) {
 		if old == nil {
 			return nil, platform.NotFound("state", k.Name)
 		}
 		next := *old
-		next.Expiry = expiry
+		if err := change(&next); err != nil {
+			return nil, err
+		}
 		touch(&next, platform.Clock())
 		return &next, nil
 	})

@@ -17,23 +17,21 @@ type userBody struct {
 	DiscriminateByTags []string          `json:"discriminateByTags"`
 }
 
-func (s *server) createUser(c *call) (any, error) {
+// readUserBody decodes and checks the body.
+func readUserBody(c *call) (userBody, error) {
 	var in userBody
 	if err := c.decode(&in); err != nil {
+		return in, err
+	}
+	return in, chat.BodyTags("tags", in.Tags)
+}
+
+func (s *server) createUser(c *call) (any, error) {
+	in, err := readUserBody(c)
+	if err != nil {
 		return nil, err
 	}
-	if err := chat.BodyTags("tags", in.Tags); err != nil {
-		return nil, err
-	}
-	now := platform.Now()
-	u := platform.User{ID: platform.NewID(platform.PrefixUser), CreatedAt: now, UpdatedAt: now,
-		Tags: chat.ApplyTags(nil, in.Tags), Integration: integrationOf(c, in.IntegrationName)}
-	if in.Name != nil {
-		u.Name = *in.Name
-	}
-	if in.PictureURL != nil {
-		u.PictureURL = *in.PictureURL
-	}
+	u := chat.NewUser(integrationOf(c, in.IntegrationName), in.Tags, in.Name, in.PictureURL)
 	if err := s.Store.CreateUser(c.ctx, c.bot.ID, u); err != nil {
 		return nil, err
 	}
@@ -51,46 +49,30 @@ func (s *server) getUser(c *call) (any, error) {
 func (s *server) listUsers(c *call) (any, error) {
 	q := c.query()
 	f := dynamo.UserFilter{BotID: c.bot.ID}
-	sortField, err := q.oneOf("sortField", "createdAt", "createdAt", "updatedAt")
-	if err != nil {
-		return nil, err
-	}
-	dir, err := q.oneOf("sortDirection", "desc", "asc", "desc")
-	if err != nil {
+	var err error
+	if f.ByUpdatedAt, f.Descending, err = sortQuery(c); err != nil {
 		return nil, err
 	}
 	rangeField, err := q.oneOf("rangeField", "createdAt", "createdAt", "updatedAt")
 	if err != nil {
 		return nil, err
 	}
-	f.ByUpdatedAt, f.Descending, f.RangeByUpdatedAt = sortField == "updatedAt", dir == "desc", rangeField == "updatedAt"
+	f.RangeByUpdatedAt = rangeField == "updatedAt"
 	if f.Tags, err = tagQuery(c); err != nil {
 		return nil, err
 	}
-	if f.After, err = dateQuery(c, "afterDate", false); err != nil {
-		return nil, err
-	}
-	if f.Before, err = dateQuery(c, "beforeDate", true); err != nil {
+	if f.After, f.Before, err = dateRangeQuery(c); err != nil {
 		return nil, err
 	}
 	if f.ConversationID, err = q.str("conversationId"); err != nil {
 		return nil, err
 	}
-	if f.ConversationID != "" {
-		if _, err := s.Store.GetConversation(c.ctx, c.bot.ID, f.ConversationID); err != nil {
-			return nil, err
-		}
-	}
-	list := listKey(f)
-	p, err := c.page(list)
-	if err != nil {
+	if err := s.conversationExists(c, f.ConversationID); err != nil {
 		return nil, err
 	}
-	users, next, err := s.Store.ListUsers(c.ctx, f, p)
-	if err != nil {
-		return nil, err
-	}
-	return map[string]any{"users": users, "meta": c.meta(list, next)}, nil
+	return listPage(c, "users", listKey(f), func(p dynamo.Page) ([]platform.User, map[string]string, error) {
+		return s.Store.ListUsers(c.ctx, f, p)
+	})
 }
 
 // nullable reads an optional, nullable string field: nil when absent, ""
@@ -145,11 +127,8 @@ func (s *server) deleteUser(c *call) (any, error) {
 }
 
 func (s *server) getOrCreateUser(c *call) (any, error) {
-	var in userBody
-	if err := c.decode(&in); err != nil {
-		return nil, err
-	}
-	if err := chat.BodyTags("tags", in.Tags); err != nil {
+	in, err := readUserBody(c)
+	if err != nil {
 		return nil, err
 	}
 	keys, err := chat.Discriminators(in.Tags, in.DiscriminateByTags)
