@@ -484,18 +484,7 @@ func (s *Store) partition(ctx context.Context, pk string, attrs ...string) ([]it
 		ProjectionExpression:      aws.String(proj),
 		ConsistentRead:            aws.Bool(true),
 	}
-	var out []item
-	for {
-		res, err := s.db.Query(ctx, in)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, res.Items...)
-		if len(res.LastEvaluatedKey) == 0 {
-			return out, nil
-		}
-		in.ExclusiveStartKey = res.LastEvaluatedKey
-	}
+	return queryAllItems(ctx, s, in)
 }
 
 // claimHash identifies what a getOrCreate call looks for: its scope (e.g.

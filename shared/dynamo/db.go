@@ -456,20 +456,31 @@ func (s *Store) batchWrite(ctx context.Context, reqs []types.WriteRequest) error
 // queryAllDocs runs a Query to its end and decodes every item's doc: for
 // small, bounded collections (a bot's keys, an account's tokens).
 func queryAllDocs[T any](ctx context.Context, s *Store, in *dynamodb.QueryInput) ([]T, error) {
+	items, err := queryAllItems(ctx, s, in)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]T, 0, len(items))
+	for _, it := range items {
+		var v T
+		if err := decodeDoc(it, &v); err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	return out, nil
+}
+
+// queryAllItems runs a Query to its end (bounded collections only).
+func queryAllItems(ctx context.Context, s *Store, in *dynamodb.QueryInput) ([]item, error) {
 	in.TableName = &s.table
-	out := []T{}
+	var out []item
 	for {
 		res, err := s.db.Query(ctx, in)
 		if err != nil {
 			return nil, err
 		}
-		for _, it := range res.Items {
-			var v T
-			if err := decodeDoc(it, &v); err != nil {
-				return nil, err
-			}
-			out = append(out, v)
-		}
+		out = append(out, res.Items...)
 		if len(res.LastEvaluatedKey) == 0 {
 			return out, nil
 		}
@@ -487,16 +498,5 @@ func (s *Store) queryAllKeys(ctx context.Context, pk, prefix string) ([]item, er
 		ProjectionExpression:      aws.String("pk, sk"),
 		ConsistentRead:            aws.Bool(true),
 	}
-	var keys []item
-	for {
-		out, err := s.db.Query(ctx, in)
-		if err != nil {
-			return nil, err
-		}
-		keys = append(keys, out.Items...)
-		if len(out.LastEvaluatedKey) == 0 {
-			return keys, nil
-		}
-		in.ExclusiveStartKey = out.LastEvaluatedKey
-	}
+	return queryAllItems(ctx, s, in)
 }

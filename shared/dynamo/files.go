@@ -912,16 +912,5 @@ func (s *Store) fileChildren(ctx context.Context, id string) ([]item, error) {
 		ProjectionExpression:      aws.String("pk, sk"),
 		ConsistentRead:            aws.Bool(true),
 	}
-	var keys []item
-	for {
-		out, err := s.db.Query(ctx, in)
-		if err != nil {
-			return nil, err
-		}
-		keys = append(keys, out.Items...)
-		if len(out.LastEvaluatedKey) == 0 {
-			return keys, nil
-		}
-		in.ExclusiveStartKey = out.LastEvaluatedKey
-	}
+	return queryAllItems(ctx, s, in)
 }

@@ -545,20 +545,3 @@ func (s *Store) WorkspacesByID(ctx context.Context, ids []string) (map[string]pl
 	}
 	return out, nil
 }
-
-// queryAllItems runs a Query to its end (bounded collections only).
-func queryAllItems(ctx context.Context, s *Store, in *dynamodb.QueryInput) ([]item, error) {
-	in.TableName = &s.table
-	var out []item
-	for {
-		res, err := s.db.Query(ctx, in)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, res.Items...)
-		if len(res.LastEvaluatedKey) == 0 {
-			return out, nil
-		}
-		in.ExclusiveStartKey = res.LastEvaluatedKey
-	}
-}
