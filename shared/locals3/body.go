@@ -21,15 +21,15 @@ import (
 )
 
 // MaxObjectSize is the largest payload accepted in one request (and the
-// largest object a multipart upload may assemble). The storage backend keeps
-// each object in a single bbolt value and reads it into memory whole, so this
-// is deliberately far below S3's 5 GiB.
+// largest object a multipart upload may assemble). Single PUTs and GETs are
+// streamed, but gofakes3 keeps the parts of a multipart upload in memory
+// until it completes, so this stays far below S3's 5 GiB.
 const MaxObjectSize = 1 << 30
 
 const (
 	// spoolMemoryLimit is how much of a request body is buffered in memory
 	// before spilling to a temporary file.
-	spoolMemoryLimit = 8 << 20
+	spoolMemoryLimit = 1 << 20
 	// maxChunkLine bounds an aws-chunked chunk header or trailer line.
 	maxChunkLine = 4096
 	// maxTrailers bounds the number of aws-chunked trailer lines.

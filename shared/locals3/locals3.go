@@ -1,15 +1,18 @@
 // Package locals3 is the in-process S3 stand-in of the platform's local mode.
 //
 // It serves the S3 REST API (path-style addressing only: /bucket/key) with
-// github.com/johannesboyne/gofakes3 on top of its persistent bbolt backend
-// (Dir/s3.db), and adds what gofakes3 lacks: AWS Signature Version 4
+// github.com/johannesboyne/gofakes3 on top of a file-per-object backend
+// under Dir (see storeBackend), and adds what gofakes3 lacks: AWS Signature Version 4
 // verification of every request, both Authorization-header signatures as
 // sent by the AWS SDKs (hex SHA-256, UNSIGNED-PAYLOAD and the aws-chunked
 // STREAMING-* payload modes, including flexible checksum trailers) and
 // presigned URLs. Only the configured credentials are accepted.
 //
-// Every acknowledged write has been committed to bbolt, which fsyncs on
-// commit, so it survives a restart or a kill -9.
+// Object bodies are streamed: a PUT goes from the request (or, when the
+// payload must be verified first, from a spool file) straight to the
+// object's data file, and a GET streams from that file, so memory use does
+// not grow with object size. Every acknowledged write has been fsynced
+// (data, record and directory), so it survives a restart or a kill -9.
 //
 // The Server can be mounted under a path prefix on a shared listener; see
 // Options.PathPrefix.
@@ -26,16 +29,15 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/johannesboyne/gofakes3"
-	"github.com/johannesboyne/gofakes3/backend/s3bolt"
-	bolt "go.etcd.io/bbolt"
 )
 
 // Options configures a Server.
 type Options struct {
-	Dir             string // data directory; the bolt file lives at Dir/s3.db
+	Dir             string // data directory; objects live under Dir/buckets
 	Region          string // e.g. "us-east-1"
 	AccessKeyID     string // the only credentials accepted
 	SecretAccessKey string
@@ -77,19 +79,23 @@ type PutObject struct {
 	Size                     int64
 }
 
+// lockTimeout is how long Open waits for another Server to release Dir.
+var lockTimeout = 5 * time.Second
+
 // Server is an http.Handler serving the S3 API. It is safe for concurrent
 // use.
 type Server struct {
 	opts    Options
 	prefix  string // normalized PathPrefix: "" or "/x" without trailing slash
 	tmpDir  string
-	db      *bolt.DB
+	lock    *os.File // flock on Dir/lock
 	backend *storeBackend
 	handler http.Handler
 	log     *slog.Logger
 
 	closeOnce sync.Once
 	closeErr  error
+	closed    atomic.Bool
 }
 
 // Open opens (creating if needed) the store in opts.Dir and returns a Server.
@@ -115,43 +121,40 @@ func Open(opts Options) (*Server, error) {
 	if err := os.MkdirAll(opts.Dir, 0o700); err != nil {
 		return nil, fmt.Errorf("locals3: %w", err)
 	}
-	// Durability: bbolt fsyncs (fdatasync on Linux, F_FULLFSYNC on macOS)
-	// every commit unless NoSync is set, so an acknowledged write survives a
-	// crash. Spell out the defaults that matter rather than trusting nil.
-	boltOpts := *bolt.DefaultOptions
-	boltOpts.Timeout = 5 * time.Second // don't block forever on another process's lock
-	boltOpts.NoSync = false
-	boltOpts.NoGrowSync = false
-	boltOpts.NoFreelistSync = false
-	path := filepath.Join(opts.Dir, "s3.db")
-	db, err := bolt.Open(path, 0o600, &boltOpts)
+	lock, err := lockDir(filepath.Join(opts.Dir, "lock"), lockTimeout)
 	if err != nil {
-		return nil, fmt.Errorf("locals3: open %s: %w", path, err)
+		return nil, fmt.Errorf("locals3: %w", err)
 	}
-	// Make the (possibly new) file's directory entry durable too.
-	syncDir(opts.Dir)
+	logger := slog.Default().With("component", "locals3")
+	// Before the file-per-object store, objects lived in a bbolt file.
+	// Local development data is not migrated.
+	if _, err := os.Stat(filepath.Join(opts.Dir, "s3.db")); err == nil {
+		logger.Warn("ignoring objects stored by an earlier version (s3.db); delete the file to silence this", "dir", opts.Dir)
+	}
 
 	// Request bodies that must be verified before they are stored are
-	// spooled here. Holding the database lock, leftovers of a crashed
-	// process can be removed.
+	// spooled here, and deleted buckets are moved here before removal.
+	// Holding the lock, leftovers of a crashed process can be removed.
 	tmpDir := filepath.Join(opts.Dir, "s3.tmp")
 	err = os.RemoveAll(tmpDir)
 	if err == nil {
 		err = os.Mkdir(tmpDir, 0o700)
 	}
 	if err != nil {
-		_ = db.Close()
+		_ = unlockDir(lock)
 		return nil, fmt.Errorf("locals3: %w", err)
 	}
 
-	logger := slog.Default().With("component", "locals3")
 	clock := timeSource{opts.Now}
-	backend := &storeBackend{
-		Backend: s3bolt.New(db, s3bolt.WithTimeSource(clock)),
-		db:      db,
-		record:  opts.OnPut != nil,
-		puts:    map[objectRef]PutObject{},
+	backend, err := openStore(filepath.Join(opts.Dir, "buckets"), tmpDir, clock.Now, logger)
+	if err != nil {
+		_ = unlockDir(lock)
+		return nil, fmt.Errorf("locals3: open store: %w", err)
 	}
+	backend.record = opts.OnPut != nil
+	// Make the (possibly new) directories durable too.
+	_ = syncDir(opts.Dir)
+
 	fake := gofakes3.New(backend,
 		gofakes3.WithTimeSource(clock),
 		gofakes3.WithTimeSkewLimit(0), // checked (against the signed time) in authenticate
@@ -162,18 +165,20 @@ func Open(opts Options) (*Server, error) {
 		opts:    opts,
 		prefix:  prefix,
 		tmpDir:  tmpDir,
-		db:      db,
+		lock:    lock,
 		backend: backend,
 		handler: fake.Server(),
 		log:     logger,
 	}, nil
 }
 
-// Close closes the database. Requests still in flight fail.
+// Close releases the data directory; later requests are refused. Requests
+// still in flight may fail.
 func (s *Server) Close() error {
 	s.closeOnce.Do(func() {
-		s.closeErr = s.db.Close()
+		s.closed.Store(true)
 		_ = os.RemoveAll(s.tmpDir)
+		s.closeErr = unlockDir(s.lock)
 	})
 	return s.closeErr
 }
@@ -207,6 +212,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// The canonical URI is computed from the path as the client sent it,
 	// before the prefix is stripped.
 	escapedPath := r.URL.EscapedPath()
+	if s.closed.Load() {
+		writeError(w, r, newError(http.StatusServiceUnavailable, "ServiceUnavailable", "The server is closed."))
+		return
+	}
 	if s.prefix != "" {
 		var ok bool
 		if r, ok = stripPrefix(r, s.prefix); !ok {
@@ -428,13 +437,4 @@ func (r *responseRecorder) flush(w http.ResponseWriter) {
 	}
 	w.WriteHeader(r.status)
 	_, _ = w.Write(r.body)
-}
-
-// syncDir fsyncs a directory so that entries created in it are durable. It is
-// best effort: not every platform supports it.
-func syncDir(dir string) {
-	if d, err := os.Open(dir); err == nil {
-		_ = d.Sync()
-		_ = d.Close()
-	}
 }
