@@ -3,6 +3,7 @@
 package fsutil
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 )
@@ -30,9 +31,8 @@ func WriteFileAtomic(path string, data []byte) error {
 	if err := os.Rename(tmp, path); err != nil {
 		return err
 	}
-	if d, err := os.Open(filepath.Dir(path)); err == nil {
-		_ = d.Sync()
-		d.Close()
-	}
-	return nil
+	return SyncDir(filepath.Dir(path))
 }
+
+// ErrLocked is returned (wrapped) by LockDir when another process holds the lock.
+var ErrLocked = errors.New("directory is locked")

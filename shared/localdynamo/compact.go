@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/botforge/platform/shared/fsutil"
 )
 
 // Compaction thresholds: Open compacts a journal bigger than either, if the
@@ -166,7 +168,7 @@ func (s *Server) compact(path string) (f *os.File, res scanResult, ok bool) {
 		if err := os.Rename(tmp, path); err != nil {
 			return err
 		}
-		return syncDir(filepath.Dir(path))
+		return fsutil.SyncDir(filepath.Dir(path))
 	}()
 	if err != nil {
 		if f != nil {

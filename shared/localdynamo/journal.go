@@ -11,6 +11,8 @@ import (
 	"path/filepath"
 	"sync"
 	"sync/atomic"
+
+	"github.com/botforge/platform/shared/fsutil"
 )
 
 const (
@@ -217,7 +219,7 @@ func writeFileAtomic(path string, fill func(io.Writer) error) error {
 		_ = os.Remove(tmp)
 		return err
 	}
-	return syncDir(filepath.Dir(path))
+	return fsutil.SyncDir(filepath.Dir(path))
 }
 
 // writeFileSynced creates (or truncates) path, writes it through fill and

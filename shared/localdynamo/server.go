@@ -14,6 +14,8 @@ import (
 	"sync"
 
 	"github.com/truora/minidyn/server"
+
+	"github.com/botforge/platform/shared/fsutil"
 )
 
 const (
@@ -26,7 +28,7 @@ const (
 
 // ErrLocked is returned (wrapped) by Open when another process or Server
 // has the directory open.
-var ErrLocked = errors.New("localdynamo: directory is locked")
+var ErrLocked = fsutil.ErrLocked
 
 type opKind int
 
@@ -86,13 +88,13 @@ func Open(dir string) (*Server, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("localdynamo: %w", err)
 	}
-	lock, err := lockDir(filepath.Join(dir, lockName))
+	lock, err := fsutil.LockDir(filepath.Join(dir, lockName), 0)
 	if err != nil {
 		return nil, err
 	}
 	s := &Server{dir: dir, lock: lock}
 	if err := s.load(); err != nil {
-		_ = unlockDir(lock)
+		_ = fsutil.UnlockDir(lock)
 		return nil, err
 	}
 	return s, nil
@@ -282,7 +284,7 @@ func (s *Server) Close() error {
 	if cerr := s.j.close(); err == nil {
 		err = cerr
 	}
-	if uerr := unlockDir(s.lock); err == nil {
+	if uerr := fsutil.UnlockDir(s.lock); err == nil {
 		err = uerr
 	}
 	return err

@@ -33,6 +33,8 @@ import (
 	"time"
 
 	"github.com/johannesboyne/gofakes3"
+
+	"github.com/botforge/platform/shared/fsutil"
 )
 
 // Options configures a Server.
@@ -121,7 +123,7 @@ func Open(opts Options) (*Server, error) {
 	if err := os.MkdirAll(opts.Dir, 0o700); err != nil {
 		return nil, fmt.Errorf("locals3: %w", err)
 	}
-	lock, err := lockDir(filepath.Join(opts.Dir, "lock"), lockTimeout)
+	lock, err := fsutil.LockDir(filepath.Join(opts.Dir, "lock"), lockTimeout)
 	if err != nil {
 		return nil, fmt.Errorf("locals3: %w", err)
 	}
@@ -141,19 +143,19 @@ func Open(opts Options) (*Server, error) {
 		err = os.Mkdir(tmpDir, 0o700)
 	}
 	if err != nil {
-		_ = unlockDir(lock)
+		_ = fsutil.UnlockDir(lock)
 		return nil, fmt.Errorf("locals3: %w", err)
 	}
 
 	clock := timeSource{opts.Now}
 	backend, err := openStore(filepath.Join(opts.Dir, "buckets"), tmpDir, clock.Now, logger)
 	if err != nil {
-		_ = unlockDir(lock)
+		_ = fsutil.UnlockDir(lock)
 		return nil, fmt.Errorf("locals3: open store: %w", err)
 	}
 	backend.record = opts.OnPut != nil
 	// Make the (possibly new) directories durable too.
-	_ = syncDir(opts.Dir)
+	_ = fsutil.SyncDir(opts.Dir)
 
 	fake := gofakes3.New(backend,
 		gofakes3.WithTimeSource(clock),
@@ -178,7 +180,7 @@ func (s *Server) Close() error {
 	s.closeOnce.Do(func() {
 		s.closed.Store(true)
 		_ = os.RemoveAll(s.tmpDir)
-		s.closeErr = unlockDir(s.lock)
+		s.closeErr = fsutil.UnlockDir(s.lock)
 	})
 	return s.closeErr
 }

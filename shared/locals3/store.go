@@ -21,6 +21,8 @@ import (
 	"time"
 
 	"github.com/johannesboyne/gofakes3"
+
+	"github.com/botforge/platform/shared/fsutil"
 )
 
 // storeBackend is a gofakes3.Backend keeping every object in a file of its
@@ -305,13 +307,13 @@ func (b *storeBackend) CreateBucket(name string) error {
 	if err := writeFileSync(filepath.Join(staging, bucketRecordName), raw); err != nil {
 		return err
 	}
-	if err := syncDir(staging); err != nil {
+	if err := fsutil.SyncDir(staging); err != nil {
 		return err
 	}
 	if err := os.Rename(staging, filepath.Join(b.root, name)); err != nil {
 		return err
 	}
-	if err := syncDir(b.root); err != nil {
+	if err := fsutil.SyncDir(b.root); err != nil {
 		return err
 	}
 	b.buckets[name] = &bucketState{created: created, objects: map[string]*objectMeta{}}
@@ -352,7 +354,7 @@ func (b *storeBackend) deleteBucket(name string, force bool) error {
 	if err := os.Rename(filepath.Join(b.root, name), trash); err != nil {
 		return err
 	}
-	if err := syncDir(b.root); err != nil {
+	if err := fsutil.SyncDir(b.root); err != nil {
 		return err
 	}
 	delete(b.buckets, name)
@@ -457,7 +459,7 @@ func (b *storeBackend) PutObject(bucket, key string, meta map[string]string, inp
 	}()
 	// Make the data file's directory entry durable before any record can
 	// point at it.
-	if err := syncDir(dir); err != nil {
+	if err := fsutil.SyncDir(dir); err != nil {
 		return res, err
 	}
 
@@ -567,7 +569,7 @@ func (b *storeBackend) writeSidecar(dir, h string, m *objectMeta) (renamed bool,
 		_ = os.Remove(tmp)
 		return false, err
 	}
-	return true, syncDir(dir)
+	return true, fsutil.SyncDir(dir)
 }
 
 // DeleteObject implements gofakes3.Backend. Deleting a missing key succeeds.
@@ -612,7 +614,7 @@ func (b *storeBackend) deleteLocked(bucket, key string) error {
 	if err := os.Remove(filepath.Join(dir, keyHash(key)+sidecarExt)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return err
 	}
-	if err := syncDir(dir); err != nil {
+	if err := fsutil.SyncDir(dir); err != nil {
 		return err
 	}
 	delete(st.objects, key)

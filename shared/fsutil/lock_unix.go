@@ -1,6 +1,6 @@
 //go:build unix
 
-package locals3
+package fsutil
 
 import (
 	"errors"
@@ -11,10 +11,10 @@ import (
 	"time"
 )
 
-// lockDir takes an exclusive flock on path, retrying for up to timeout while
-// another process (or Server) holds it. The kernel drops the lock when the
-// process dies, so a crash never leaves a stale lock behind.
-func lockDir(path string, timeout time.Duration) (*os.File, error) {
+// LockDir takes an exclusive flock on the lock file path, retrying for up to
+// timeout (0: not at all) while another process holds it. The kernel drops
+// the lock when the process dies, so a crash never leaves a stale lock.
+func LockDir(path string, timeout time.Duration) (*os.File, error) {
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
 		return nil, err
@@ -25,10 +25,10 @@ func lockDir(path string, timeout time.Duration) (*os.File, error) {
 		if err == nil {
 			break
 		}
-		if !errors.Is(err, syscall.EWOULDBLOCK) || time.Now().After(deadline) {
+		if !errors.Is(err, syscall.EWOULDBLOCK) || !time.Now().Before(deadline) {
 			_ = f.Close()
 			if errors.Is(err, syscall.EWOULDBLOCK) {
-				return nil, fmt.Errorf("%s is held by another process or Server", path)
+				return nil, fmt.Errorf("%w: %s is held by another process", ErrLocked, path)
 			}
 			return nil, fmt.Errorf("lock %s: %w", path, err)
 		}
@@ -41,8 +41,8 @@ func lockDir(path string, timeout time.Duration) (*os.File, error) {
 	return f, nil
 }
 
-// unlockDir releases a lock taken by lockDir.
-func unlockDir(f *os.File) error {
+// UnlockDir releases a lock taken by LockDir.
+func UnlockDir(f *os.File) error {
 	err := syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
 	if cerr := f.Close(); err == nil {
 		err = cerr
@@ -50,9 +50,9 @@ func unlockDir(f *os.File) error {
 	return err
 }
 
-// syncDir fsyncs a directory so that the entries created, renamed or removed
-// in it are durable.
-func syncDir(dir string) error {
+// SyncDir fsyncs a directory so that the entries created, renamed or
+// removed in it are durable.
+func SyncDir(dir string) error {
 	d, err := os.Open(dir)
 	if err != nil {
 		return err
