@@ -68,3 +68,37 @@ func TestBotScope(t *testing.T) {
 		t.Fatalf("deleted bot: %d", got)
 	}
 }
+
+// TestBotScopeForIntegrationKeys: an integration API key acts, through
+// x-bot-id, for the bots that installed its integration, and only those.
+func TestBotScopeForIntegrationKeys(t *testing.T) {
+	f := newFixture(t)
+	probe := httptest.NewServer(httpapi.NewBotScopeProbe(httpapi.Config{Store: f.Platform.Store, PagingKey: []byte("0123456789abcdef")}))
+	defer probe.Close()
+	intID := f.createIntegration(f.AdminToken, integrationDef("acting", "1.0.0", nil)).Str("integration.id")
+	key := f.Check(f.ws_(f.AdminToken, "POST", "/v1/admin/integrations/iaks", map[string]any{"integrationId": intID}), 200, "createIntegrationApiKey").Str("value")
+	installed := f.createBot(f.AdminToken, map[string]any{"dev": true})
+	f.updateBot(f.AdminToken, installed, map[string]any{"integrations": map[string]any{intID: map[string]any{"enabled": true}}})
+	other := f.createBot(f.AdminToken, map[string]any{"dev": true})
+
+	call := func(method, bot string) int {
+		req, _ := http.NewRequest(method, probe.URL+"/probe", nil)
+		req.Header.Set("Authorization", "Bearer "+key)
+		req.Header.Set("x-bot-id", bot)
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		return res.StatusCode
+	}
+	if got := call("GET", installed); got != 200 {
+		t.Fatalf("integration key on a bot that installed it, read: %d", got)
+	}
+	if got := call("POST", installed); got != 200 {
+		t.Fatalf("integration key on a bot that installed it, write: %d", got)
+	}
+	if got := call("GET", other); got != 404 {
+		t.Fatalf("integration key on a bot that did not install it: %d", got)
+	}
+}

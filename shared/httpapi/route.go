@@ -175,7 +175,15 @@ func (s *server) authorize(c *call, rt route) error {
 			return err
 		}
 		c.bot, c.workspaceID = bot, bot.WorkspaceID
-		if p.Kind == platform.PrincipalBot {
+		switch p.Kind {
+		case platform.PrincipalBot:
+			c.role = platform.RoleDeveloper
+			return checkRole(c.role, rt.role)
+		case platform.PrincipalIntegration:
+			// An integration acts for the bots that installed it, and only those.
+			if _, installed := bot.Install(p.IntegrationID); !installed {
+				return platform.NotFound("bot", id)
+			}
 			c.role = platform.RoleDeveloper
 			return checkRole(c.role, rt.role)
 		}
