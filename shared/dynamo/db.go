@@ -411,6 +411,35 @@ func (s *Store) batchGet(ctx context.Context, keys []item) ([]item, error) {
 	return out, nil
 }
 
+// batchGetByID reads the records of distinct ids (BatchGetItem, strongly
+// consistent), keyed by id; missing ones are absent from the result.
+func batchGetByID[T any](ctx context.Context, s *Store, ids []string, keyOf func(string) item, decode func(item) (string, T, error)) (map[string]T, error) {
+	out := map[string]T{}
+	seen := map[string]bool{}
+	var keys []item
+	for _, id := range ids {
+		if !seen[id] {
+			seen[id] = true
+			keys = append(keys, keyOf(id))
+		}
+	}
+	if len(keys) == 0 {
+		return out, nil
+	}
+	items, err := s.batchGet(ctx, keys)
+	if err != nil {
+		return nil, err
+	}
+	for _, it := range items {
+		id, v, err := decode(it)
+		if err != nil {
+			return nil, err
+		}
+		out[id] = v
+	}
+	return out, nil
+}
+
 // batchDelete deletes many items by key (BatchWriteItem, 25 a call).
 func (s *Store) batchDelete(ctx context.Context, keys []item) error {
 	reqs := make([]types.WriteRequest, 0, len(keys))

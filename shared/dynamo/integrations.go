@@ -219,30 +219,17 @@ func (s *Store) GetIntegration(ctx context.Context, id string) (IntegrationRecor
 // IntegrationsByID reads integration versions by id (BatchGetItem); missing
 // ones are absent from the result.
 func (s *Store) IntegrationsByID(ctx context.Context, ids []string) (map[string]platform.Integration, error) {
-	out := map[string]platform.Integration{}
-	seen := map[string]bool{}
-	var keys []item
+	valid := make([]string, 0, len(ids))
 	for _, id := range ids {
-		if !seen[id] && platform.HasPrefix(id, platform.PrefixIntegration) {
-			seen[id] = true
-			keys = append(keys, key(intPK(id), skInt))
+		if platform.HasPrefix(id, platform.PrefixIntegration) {
+			valid = append(valid, id)
 		}
 	}
-	if len(keys) == 0 {
-		return out, nil
-	}
-	items, err := s.batchGet(ctx, keys)
-	if err != nil {
-		return nil, err
-	}
-	for _, it := range items {
-		r, err := integrationFrom(it)
-		if err != nil {
-			return nil, err
-		}
-		out[r.ID] = r.Integration
-	}
-	return out, nil
+	return batchGetByID(ctx, s, valid, func(id string) item { return key(intPK(id), skInt) },
+		func(it item) (string, platform.Integration, error) {
+			r, err := integrationFrom(it)
+			return r.ID, r.Integration, err
+		})
 }
 
 // IntegrationByName finds the version of an integration named name that
@@ -520,28 +507,9 @@ func (s *Store) IntegrationListingsByID(ctx context.Context, ids []string) ([]In
 
 // WorkspacesByID reads workspaces by id (BatchGetItem); missing ones are absent.
 func (s *Store) WorkspacesByID(ctx context.Context, ids []string) (map[string]platform.Workspace, error) {
-	out := map[string]platform.Workspace{}
-	var keys []item
-	seen := map[string]bool{}
-	for _, id := range ids {
-		if !seen[id] {
-			seen[id] = true
-			keys = append(keys, key(workspacePK(id), skWorkspace))
-		}
-	}
-	if len(keys) == 0 {
-		return out, nil
-	}
-	items, err := s.batchGet(ctx, keys)
-	if err != nil {
-		return nil, err
-	}
-	for _, it := range items {
-		w, err := workspaceFrom(it)
-		if err != nil {
-			return nil, err
-		}
-		out[w.ID] = w.Workspace
-	}
-	return out, nil
+	return batchGetByID(ctx, s, ids, func(id string) item { return key(workspacePK(id), skWorkspace) },
+		func(it item) (string, platform.Workspace, error) {
+			w, err := workspaceFrom(it)
+			return w.ID, w.Workspace, err
+		})
 }

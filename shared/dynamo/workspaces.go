@@ -116,25 +116,17 @@ func (s *Store) ListWorkspacesOf(ctx context.Context, accountID string, p Page) 
 }
 
 func (s *Store) workspacesOfMembers(ctx context.Context, members []item, next map[string]string) ([]platform.Workspace, map[string]string, error) {
-	keys := make([]item, 0, len(members))
+	ids := make([]string, 0, len(members))
 	for _, m := range members {
-		keys = append(keys, key(getS(m, attrPK), skWorkspace))
+		ids = append(ids, strings.TrimPrefix(getS(m, attrPK), "WS#"))
 	}
-	got, err := s.batchGet(ctx, keys)
+	byID, err := s.WorkspacesByID(ctx, ids)
 	if err != nil {
 		return nil, nil, err
 	}
-	byID := map[string]platform.Workspace{}
-	for _, it := range got {
-		w, err := workspaceFrom(it)
-		if err != nil {
-			return nil, nil, err
-		}
-		byID[w.ID] = w.Workspace
-	}
-	out := make([]platform.Workspace, 0, len(members))
-	for _, m := range members {
-		if w, ok := byID[strings.TrimPrefix(getS(m, attrPK), "WS#")]; ok {
+	out := make([]platform.Workspace, 0, len(ids))
+	for _, id := range ids {
+		if w, ok := byID[id]; ok {
 			out = append(out, w)
 		}
 	}
