@@ -68,6 +68,8 @@ type Platform struct {
 	Handler http.Handler // the API and the embedded S3
 	Store   *dynamo.Store
 	Env     runtime.Env
+	// Dynamo is the embedded DynamoDB (nil with DYNAMODB_ENDPOINT set).
+	Dynamo *localdynamo.Server
 	// FirstToken is the first account's token when this start created it.
 	FirstToken string
 	closers    []func() error
@@ -136,7 +138,7 @@ func Open(ctx context.Context, dataDir, baseURL string, log *slog.Logger) (*Plat
 			return nil, fmt.Errorf("embedded DynamoDB: %w", err)
 		}
 		p.closers = append(p.closers, d.Close)
-		ddbHandler = d
+		p.Dynamo, ddbHandler = d, d
 	}
 	db := runtime.DynamoClient(cfg, env, ddbHandler)
 	if err := dynamo.EnsureTable(ctx, db, env.Table); err != nil {

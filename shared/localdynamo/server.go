@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble"
+	"github.com/cockroachdb/pebble/bloom"
 	"github.com/cockroachdb/pebble/vfs"
 
 	"github.com/botforge/platform/shared/fsutil"
@@ -45,7 +46,7 @@ type Options struct {
 	// writes are refused with InsufficientStorageException (reads go on).
 	// Default 64 MiB.
 	MinFreeBytes int64
-	// CacheBytes is the block cache size. Default 64 MiB.
+	// CacheBytes is the block cache size. Default 128 MiB.
 	CacheBytes int64
 	// TTLInterval is how often expired items are deleted. Default 1 minute.
 	TTLInterval time.Duration
@@ -80,7 +81,11 @@ type Server struct {
 	stop         chan struct{}
 	wg           sync.WaitGroup
 	spaceRefused atomic.Int64 // writes refused for lack of space (tests, metrics)
+	minFree      atomic.Int64 // current MinFreeBytes
 }
+
+// SetMinFreeBytes changes the free space below which writes are refused.
+func (s *Server) SetMinFreeBytes(n int64) { s.minFree.Store(n) }
 
 // Open opens (creating if needed) the store in dir and returns the server.
 // It fails with ErrLocked if the directory is in use. A directory written by
@@ -93,7 +98,7 @@ func OpenWith(dir string, opts Options) (*Server, error) {
 		opts.MinFreeBytes = 64 << 20
 	}
 	if opts.CacheBytes == 0 {
-		opts.CacheBytes = 64 << 20
+		opts.CacheBytes = 128 << 20
 	}
 	if opts.TTLInterval == 0 {
 		opts.TTLInterval = time.Minute
@@ -114,6 +119,7 @@ func OpenWith(dir string, opts Options) (*Server, error) {
 	}
 	s := &Server{dir: dir, opts: opts, lock: lock, log: opts.Logger, tables: map[string]*tableDef{}, stop: make(chan struct{})}
 	s.durable.cond = sync.NewCond(&s.durable.mu)
+	s.minFree.Store(opts.MinFreeBytes)
 	if err := s.open(); err != nil {
 		if s.db != nil {
 			_ = s.db.Close()
@@ -129,12 +135,19 @@ func OpenWith(dir string, opts Options) (*Server, error) {
 func (s *Server) open() error {
 	cache := pebble.NewCache(s.opts.CacheBytes)
 	defer cache.Unref()
-	db, err := pebble.Open(filepath.Join(s.dir, storeName), &pebble.Options{
+	opts := &pebble.Options{
 		FS:           newPrivateFS(),
 		Cache:        cache,
 		MemTableSize: 16 << 20,
 		Logger:       pebbleLogger{s.log},
-	})
+	}
+	// Bloom filters on every level: a GetItem reads the data block of the
+	// one file holding the item, whatever the number of levels.
+	opts.Levels = make([]pebble.LevelOptions, 7)
+	for i := range opts.Levels {
+		opts.Levels[i].FilterPolicy = bloom.FilterPolicy(10)
+	}
+	db, err := pebble.Open(filepath.Join(s.dir, storeName), opts)
 	if err != nil {
 		return fmt.Errorf("localdynamo: open store: %w", err)
 	}
@@ -289,12 +302,13 @@ func closedResponse() response {
 // as soon as space is freed.
 func (s *Server) checkSpace() (response, bool) {
 	free, err := s.freeBytes()
-	if err != nil || int64(free) >= s.opts.MinFreeBytes {
+	need := s.minFree.Load()
+	if err != nil || int64(free) >= need {
 		return response{}, false
 	}
 	s.spaceRefused.Add(1)
 	return errorResponse(http.StatusBadRequest, "InsufficientStorageException",
-		fmt.Sprintf("the disk holding the data directory is full (%d bytes free, %d needed): writes are refused until space is freed; reads still work", free, s.opts.MinFreeBytes)), true
+		fmt.Sprintf("the disk holding the data directory is full (%d bytes free, %d needed): writes are refused until space is freed; reads still work", free, need)), true
 }
 
 func (s *Server) freeBytes() (uint64, error) {

@@ -107,7 +107,7 @@ func AWSConfig(ctx context.Context) (aws.Config, error) {
 // With handler set, requests go to that in-process DynamoDB (the local
 // platform's stand-in) without a network hop.
 func DynamoClient(cfg aws.Config, env Env, handler http.Handler) *dynamodb.Client {
-	return dynamodb.NewFromConfig(cfg, dynamo.CountUsage, func(o *dynamodb.Options) {
+	return dynamodb.NewFromConfig(cfg, dynamo.CountUsage, dynamo.MapStorageFull, func(o *dynamodb.Options) {
 		switch {
 		case handler != nil:
 			o.BaseEndpoint = aws.String("http://dynamodb.local")
