@@ -190,11 +190,11 @@ func benchParallelPuts(b *testing.B, srv *Server, n, clients int) {
 	var wg sync.WaitGroup
 	per := (b.N + clients - 1) / clients
 	start := time.Now()
-	for c := range clients {
+	for range clients {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for i := range per {
+			for range per {
 				call(b, srv, "PutItem", `{"TableName":"bench","Item":`+benchItem(int(uniq.Add(1))+4*n+30000000, n)+`}`)
 			}
 		}()
