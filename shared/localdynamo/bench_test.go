@@ -245,4 +245,3 @@ func BenchmarkRestart(b *testing.B) {
 		})
 	}
 }
-
