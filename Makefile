@@ -1,8 +1,12 @@
 # The two commands of README.md: `make run` and `make test`.
 .PHONY: run test vet unit conformance build infra lambda cfn-lint
 
+# Where `make run` listens: loopback only unless told otherwise
+# (make run ADDR=:8080 listens on every interface).
+ADDR ?= 127.0.0.1:8080
+
 run:
-	go run ./functions/local
+	go run ./functions/local --addr $(ADDR)
 
 test: vet unit infra conformance
 

@@ -40,9 +40,13 @@ import (
 	"github.com/botforge/platform/shared/scheduler"
 )
 
+// DefaultAddr is where the local platform listens unless told otherwise:
+// loopback only.
+const DefaultAddr = "127.0.0.1:8080"
+
 // Options configure the local platform.
 type Options struct {
-	Addr    string // listen address, e.g. ":8080"
+	Addr    string // listen address (default DefaultAddr), e.g. ":8080" for every interface
 	DataDir string // where every piece of state lives
 	Logger  *slog.Logger
 	// Ready, when set, is called once the server listens, with its address.
@@ -258,6 +262,9 @@ func Run(ctx context.Context, o Options) error {
 	log := o.Logger
 	if log == nil {
 		log = slog.Default()
+	}
+	if o.Addr == "" {
+		o.Addr = DefaultAddr
 	}
 	ln, err := net.Listen("tcp", o.Addr)
 	if err != nil {
