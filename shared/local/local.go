@@ -148,7 +148,10 @@ func Open(ctx context.Context, dataDir, baseURL string, log *slog.Logger) (*Plat
 	}
 	p.Store = dynamo.New(db, env.Table)
 
-	mux := http.NewServeMux()
+	// The embedded S3 at S3Prefix, the API everywhere else. No ServeMux
+	// here: it would answer a path with "." or ".." segments with a
+	// redirect (HTML), where the API answers in its error shape.
+	var s3Handler http.Handler
 	// File contents: every completed PUT (or copy) runs the upload
 	// completion of the S3 event in AWS.
 	completer := &files.Completer{Records: p.Store, Log: log}
@@ -172,8 +175,7 @@ func Open(ctx context.Context, dataDir, baseURL string, log *slog.Logger) (*Plat
 		if err := s3.EnsureBucket(ctx, env.Bucket); err != nil {
 			return nil, err
 		}
-		mux.Handle(S3Prefix+"/", s3)
-		mux.Handle(S3Prefix, s3)
+		s3Handler = s3
 		fileStore = embeddedFileStore(cfg, s3, env.Bucket, sec, baseURL)
 	} else {
 		fileStore = runtime.FileStorage(cfg, env)
@@ -237,14 +239,26 @@ func Open(ctx context.Context, dataDir, baseURL string, log *slog.Logger) (*Plat
 		// finish in the background.
 		BackgroundJobs: true,
 	}, httpapi.AllAreas...)
-	mux.Handle("/", api)
-	p.Handler = mux
+	p.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if s3Handler != nil && isS3Path(r.URL.EscapedPath()) {
+			s3Handler.ServeHTTP(w, r)
+			return
+		}
+		api.ServeHTTP(w, r)
+	})
 
 	if err := bootstrap(ctx, p.Store, dataDir, log, &p.FirstToken); err != nil {
 		return nil, err
 	}
 	ok = true
 	return p, nil
+}
+
+// isS3Path tells whether a request is for the embedded S3: a canonical
+// path at S3Prefix (object keys of files are canonical paths; anything else
+// goes to the API, which refuses it in its error shape).
+func isS3Path(p string) bool {
+	return (p == S3Prefix || strings.HasPrefix(p, S3Prefix+"/")) && httpapi.CanonicalPath(p)
 }
 
 // Close stops the stand-ins, flushing what they hold.
