@@ -204,6 +204,9 @@ func (s *server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 		e.Type, e.Message = string(platform.ErrInternal), "an internal error occurred (error id "+e.ID+")"
 		s.Logger.Error("internal error", "errorId", e.ID, "method", r.Method, "path", r.URL.Path, "err", err)
 	}
+	if i := infoOf(r.Context()); i != nil {
+		i.errorID = e.ID
+	}
 	e.Code = statusOf[platform.ErrorType(e.Type)]
 	if e.Code == 0 {
 		e.Code = 500

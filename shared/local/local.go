@@ -239,13 +239,24 @@ func Open(ctx context.Context, dataDir, baseURL string, log *slog.Logger) (*Plat
 		// finish in the background.
 		BackgroundJobs: true,
 	}, httpapi.AllAreas...)
-	p.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	// Browser pages of this machine may call the API (and upload to the
+	// embedded S3) unless PLATFORM_CORS_ORIGINS says otherwise.
+	originList := env.CORSOrigins
+	if originList == "" {
+		originList = httpapi.LocalOrigins
+	}
+	origins, err := httpapi.ParseOrigins(originList)
+	if err != nil {
+		return nil, fmt.Errorf("PLATFORM_CORS_ORIGINS: %w", err)
+	}
+	p.Handler = httpapi.RequestLog(log, httpapi.CORS(origins, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if s3Handler != nil && isS3Path(r.URL.EscapedPath()) {
+			httpapi.SetCaller(r.Context(), "s3")
 			s3Handler.ServeHTTP(w, r)
 			return
 		}
 		api.ServeHTTP(w, r)
-	})
+	})))
 
 	if err := bootstrap(ctx, p.Store, dataDir, log, &p.FirstToken); err != nil {
 		return nil, err
