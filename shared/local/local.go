@@ -49,6 +49,8 @@ type Options struct {
 	Addr    string // listen address (default DefaultAddr), e.g. ":8080" for every interface
 	DataDir string // where every piece of state lives
 	Logger  *slog.Logger
+	// Limits bound slow and idle connections (zero fields: DefaultLimits).
+	Limits Limits
 	// Ready, when set, is called once the server listens, with its address.
 	Ready func(addr string)
 }
@@ -309,7 +311,8 @@ func Run(ctx context.Context, o Options) error {
 		fmt.Fprintf(os.Stderr, "\nFirst account %s created. Its personal access token (also in %s):\n\n    %s\n\n",
 			AdminEmail, filepath.Join(o.DataDir, "admin-token"), p.FirstToken)
 	}
-	srv := &http.Server{Handler: p.Handler, ReadHeaderTimeout: 10 * time.Second}
+	limits := o.Limits.withDefaults()
+	srv := &http.Server{Handler: guard(limits, p.Handler), ReadHeaderTimeout: limits.ReadHeaderTimeout, IdleTimeout: limits.IdleTimeout}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	log.Info("platform listening", "addr", ln.Addr().String(), "dataDir", o.DataDir)
