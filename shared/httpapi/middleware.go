@@ -195,7 +195,8 @@ func CORS(allowed Origins, h http.Handler) http.Handler {
 			hd := w.Header()
 			hd.Set("Access-Control-Allow-Origin", origin)
 			hd.Set("Access-Control-Allow-Methods", corsMethods)
-			if req := r.Header.Get("Access-Control-Request-Headers"); req != "" && validHeaderList(req) {
+			// Joined: the Lambda adapter splits a header's value at commas.
+			if req := strings.Join(r.Header.Values("Access-Control-Request-Headers"), ", "); req != "" && validHeaderList(req) {
 				hd.Set("Access-Control-Allow-Headers", req)
 			}
 			hd.Set("Access-Control-Max-Age", "600")
