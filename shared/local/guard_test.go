@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	neturl "net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -211,79 +212,116 @@ func TestSlowHeadersAndIdleConnectionsAreClosed(t *testing.T) {
 	})
 }
 
+// api calls the platform at base with token.
+type api struct {
+	t           *testing.T
+	base, token string
+}
+
+func (a api) call(method, path string, headers map[string]string, body any) map[string]any {
+	a.t.Helper()
+	var rd io.Reader
+	if body != nil {
+		b, _ := json.Marshal(body)
+		rd = bytes.NewReader(b)
+	}
+	req, _ := http.NewRequest(method, a.base+path, rd)
+	req.Header.Set("Authorization", "Bearer "+a.token)
+	req.Header.Set("Content-Type", "application/json")
+	for k, v := range headers {
+		req.Header.Set(k, v)
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		a.t.Fatal(err)
+	}
+	defer res.Body.Close()
+	var out map[string]any
+	json.NewDecoder(res.Body).Decode(&out)
+	if res.StatusCode != 200 {
+		a.t.Fatalf("%s %s: %d %v", method, path, res.StatusCode, out)
+	}
+	return out
+}
+
+// bot creates a workspace and a bot.
+func (a api) bot() string {
+	ws := a.call("POST", "/v1/admin/workspaces", nil, map[string]any{"name": "uploads"})["id"].(string)
+	return a.call("POST", "/v1/admin/bots", map[string]string{"x-workspace-id": ws}, map[string]any{"name": "b"})["bot"].(map[string]any)["id"].(string)
+}
+
+// upload uploads size bytes as file key of bot through its upload URL,
+// 32 KiB every interval, and returns the file once completed.
+func (a api) upload(bot, key string, size int, interval time.Duration) map[string]any {
+	a.t.Helper()
+	file := a.call("PUT", "/v1/files", map[string]string{"x-bot-id": bot}, map[string]any{"key": key, "size": size})["file"].(map[string]any)
+	pr, pw := io.Pipe()
+	go func() {
+		chunk := bytes.Repeat([]byte("x"), 32<<10)
+		for sent := 0; sent < size; sent += len(chunk) {
+			time.Sleep(interval)
+			if _, err := pw.Write(chunk); err != nil {
+				return
+			}
+		}
+		pw.Close()
+	}()
+	req, _ := http.NewRequest("PUT", file["uploadUrl"].(string), pr)
+	req.ContentLength = int64(size)
+	req.Header.Set("Content-Type", file["contentType"].(string))
+	start := time.Now()
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		a.t.Fatal(err)
+	}
+	msg, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	if res.StatusCode != 200 {
+		a.t.Fatalf("upload: %d %s", res.StatusCode, msg)
+	}
+	got := a.call("GET", "/v1/files/"+file["id"].(string), map[string]string{"x-bot-id": bot}, nil)["file"].(map[string]any)
+	if got["status"] != "upload_completed" || got["size"] != float64(size) {
+		a.t.Fatalf("after the upload: %v", got)
+	}
+	a.t.Logf("%d bytes uploaded in %v", size, time.Since(start).Round(time.Millisecond))
+	return got
+}
+
 // TestSlowButSteadyUploadFinishes: a presigned upload to the embedded S3
-// that takes several times the grace, at 4 times the minimum rate, is not
+// that takes several times the grace, at 5 times the minimum rate, is not
 // cut: the limit is a rate, not a deadline. And a fast one is not either.
 func TestSlowButSteadyUploadFinishes(t *testing.T) {
 	addr, tok := running(t, quick)
-	base := "http://" + addr
-	call := func(method, path string, headers map[string]string, body any) map[string]any {
-		t.Helper()
-		var rd io.Reader
-		if body != nil {
-			b, _ := json.Marshal(body)
-			rd = bytes.NewReader(b)
-		}
-		req, _ := http.NewRequest(method, base+path, rd)
-		req.Header.Set("Authorization", "Bearer "+tok)
-		req.Header.Set("Content-Type", "application/json")
-		for k, v := range headers {
-			req.Header.Set(k, v)
-		}
-		res, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer res.Body.Close()
-		var out map[string]any
-		json.NewDecoder(res.Body).Decode(&out)
-		if res.StatusCode != 200 {
-			t.Fatalf("%s %s: %d %v", method, path, res.StatusCode, out)
-		}
-		return out
-	}
-	ws := call("POST", "/v1/admin/workspaces", nil, map[string]any{"name": "uploads"})["id"].(string)
-	bot := call("POST", "/v1/admin/bots", map[string]string{"x-workspace-id": ws}, map[string]any{"name": "b"})["bot"].(map[string]any)["id"].(string)
+	a := api{t, "http://" + addr, tok}
+	bot := a.bot()
+	a.upload(bot, "steady.bin", 24*32<<10, 100*time.Millisecond) // 768 KiB at 320 KiB/s: 2.4 s, 8 times the grace
+	a.upload(bot, "fast.bin", 32<<20, 0)
+}
 
-	for _, c := range []struct {
-		name     string
-		size     int
-		interval time.Duration // between 32 KiB chunks
-	}{
-		{"steady", 24 * 32 << 10, 100 * time.Millisecond}, // 768 KiB at 320 KiB/s: 2.4 s, 8 times the grace
-		{"fast", 32 << 20, 0},
-	} {
-		t.Run(c.name, func(t *testing.T) {
-			file := call("PUT", "/v1/files", map[string]string{"x-bot-id": bot}, map[string]any{"key": c.name + ".bin", "size": c.size})["file"].(map[string]any)
-			pr, pw := io.Pipe()
-			go func() {
-				chunk := bytes.Repeat([]byte("x"), 32<<10)
-				for sent := 0; sent < c.size; sent += len(chunk) {
-					time.Sleep(c.interval)
-					if _, err := pw.Write(chunk); err != nil {
-						return
-					}
-				}
-				pw.Close()
-			}()
-			req, _ := http.NewRequest("PUT", file["uploadUrl"].(string), pr)
-			req.ContentLength = int64(c.size)
-			req.Header.Set("Content-Type", file["contentType"].(string))
-			start := time.Now()
-			res, err := http.DefaultClient.Do(req)
-			if err != nil {
-				t.Fatal(err)
-			}
-			msg, _ := io.ReadAll(res.Body)
-			res.Body.Close()
-			if res.StatusCode != 200 {
-				t.Fatalf("upload: %d %s", res.StatusCode, msg)
-			}
-			got := call("GET", "/v1/files/"+file["id"].(string), map[string]string{"x-bot-id": bot}, nil)["file"].(map[string]any)
-			if got["status"] != "upload_completed" || got["size"] != float64(c.size) {
-				t.Fatalf("after the upload: %v", got)
-			}
-			t.Logf("%d bytes uploaded in %v", c.size, time.Since(start).Round(time.Millisecond))
-		})
+// TestSlowReaderIsCut: a client that asks for a 32 MiB download and does not
+// read it is cut off once the answer stops moving at the minimum rate.
+func TestSlowReaderIsCut(t *testing.T) {
+	addr, tok := running(t, quick)
+	a := api{t, "http://" + addr, tok}
+	bot := a.bot()
+	const size = 32 << 20
+	file := a.upload(bot, "big.bin", size, 0)
+	u, _ := neturl.Parse(file["url"].(string))
+	conn, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
 	}
+	defer conn.Close()
+	fmt.Fprintf(conn, "GET %s HTTP/1.1\r\nHost: %s\r\nAuthorization: Bearer %s\r\nx-bot-id: %s\r\n\r\n", u.RequestURI(), addr, tok, bot)
+	time.Sleep(1500 * time.Millisecond) // reads nothing: the server's writes block
+	conn.SetReadDeadline(time.Now().Add(bound))
+	n, err := io.Copy(io.Discard, conn)
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		t.Fatalf("the connection is still open after %v (%d bytes read)", bound, n)
+	}
+	if n >= size {
+		t.Fatalf("the whole answer was delivered (%d bytes) to a client that stalled", n)
+	}
+	t.Logf("cut after %d bytes", n)
 }
