@@ -152,7 +152,7 @@ func main() {
 	rss2, _ := p.memory()
 
 	du := dirSize(p.dir)
-	fmt.Printf("\nitems=%d (filled in %v, %.0f rows/s); data dir %.0f MiB\n\n", *items, fill.Round(time.Millisecond), float64(*items)/fill.Seconds(), float64(du)/(1<<20))
+	fmt.Printf("\nitems=%d (filled in %v, %.0f rows/s); data dir %.1f MiB\n\n", *items, fill.Round(time.Millisecond), float64(*items)/fill.Seconds(), float64(du)/(1<<20))
 	fmt.Println("| operation | p50 | p99 |")
 	fmt.Println("|---|---|---|")
 	for _, r := range results {
@@ -172,7 +172,9 @@ func (p *platform) start() time.Duration {
 	l.Close()
 	p.url = "http://" + addr
 	p.cmd = exec.Command(p.bin, "--addr", addr, "--data-dir", p.dir)
-	p.cmd.Stdout, p.cmd.Stderr = io.Discard, os.Stderr
+	logf, err := os.OpenFile(filepath.Join(filepath.Dir(p.dir), "server.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	check(err)
+	p.cmd.Stdout, p.cmd.Stderr = logf, logf
 	begin := time.Now()
 	check(p.cmd.Start())
 	for {
