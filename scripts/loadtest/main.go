@@ -144,6 +144,29 @@ func main() {
 	timed("findTableRows (filter)", func(i int) {
 		p.call("POST", "/v1/tables/smallTable/rows/find", bh, map[string]any{"filter": map[string]any{"title": fmt.Sprint("t", i%10)}, "limit": 20})
 	})
+	// Throughput of createMessage with 1 and 8 clients, each in its own
+	// conversation (durable writes; group commit shares the fsyncs).
+	throughput := map[int]float64{}
+	for _, clients := range []int{1, 8} {
+		convs := make([]string, clients)
+		for c := range convs {
+			convs[c] = p.call("POST", "/v1/chat/conversations", bh, map[string]any{"channel": "web", "tags": map[string]string{}})["conversation"].(map[string]any)["id"].(string)
+		}
+		per := *calls * 2 / clients
+		var wg sync.WaitGroup
+		t0 := time.Now()
+		for c := range clients {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := range per {
+					p.call("POST", "/v1/chat/messages", bh, map[string]any{"conversationId": convs[c], "userId": user, "type": "text", "payload": map[string]any{"text": fmt.Sprint("m", i)}, "tags": map[string]string{}})
+				}
+			}()
+		}
+		wg.Wait()
+		throughput[clients] = float64(per*clients) / time.Since(t0).Seconds()
+	}
 	rss, hwm := p.memory()
 
 	// kill -9, restart, first answer.
@@ -158,6 +181,7 @@ func main() {
 	for _, r := range results {
 		fmt.Printf("| %s | %.2f ms | %.2f ms |\n", r.op, ms(r.p50), ms(r.p99))
 	}
+	fmt.Printf("\ncreateMessage throughput: 1 client %.0f/s, 8 clients %.0f/s (%.1fx)\n", throughput[1], throughput[8], throughput[8]/throughput[1])
 	fmt.Printf("\nRSS after the calls %d MiB (peak %d MiB); restart after kill -9: first answer in %v, RSS %d MiB\n",
 		rss>>10, hwm>>10, restart.Round(time.Millisecond), rss2>>10)
 }
