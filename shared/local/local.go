@@ -200,7 +200,13 @@ func Open(ctx context.Context, dataDir, baseURL string, log *slog.Logger) (*Plat
 	if ev, ok := any(p.Store).(delivery.EventRecorder); ok {
 		recurring.Events = ev
 	}
-	sched, err := scheduler.OpenLocal(filepath.Join(dataDir, "schedules.json"), recurring.Handle, log, 3*time.Minute)
+	// Test suites watching firings set PLATFORM_LOCAL_SUBMINUTE_SCHEDULES=1
+	// to let schedules fire every second; otherwise at most once a minute.
+	var schedOpts []scheduler.LocalOption
+	if os.Getenv("PLATFORM_LOCAL_SUBMINUTE_SCHEDULES") == "1" {
+		schedOpts = append(schedOpts, scheduler.WithSubMinute())
+	}
+	sched, err := scheduler.OpenLocal(filepath.Join(dataDir, "schedules.json"), recurring.Handle, log, 3*time.Minute, schedOpts...)
 	if err != nil {
 		return nil, fmt.Errorf("local scheduler: %w", err)
 	}
