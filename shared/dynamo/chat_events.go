@@ -56,6 +56,7 @@ func (s *Store) CreateEvent(ctx context.Context, bot string, e platform.Event) e
 	if err != nil {
 		return err
 	}
+	it[attrTTL] = num(e.ExpiresAt().Unix())
 	it[attrGSI1PK], it[attrGSI1SK] = str(botList(bot, listEvents)), str(timeKey(e.CreatedAt, e.ID))
 	if e.ConversationID != "" {
 		it[attrGSI2PK], it[attrGSI2SK] = str(convEvents(bot, e.ConversationID)), str(timeKey(e.CreatedAt, e.ID))
@@ -98,7 +99,11 @@ func (s *Store) getEvent(ctx context.Context, bot, id string) (platform.Event, i
 	if it == nil {
 		return platform.Event{}, 0, platform.NotFound("event", id)
 	}
-	return eventFrom(it)
+	e, ver, err := eventFrom(it)
+	if err == nil && e.Expired(platform.Clock()) {
+		return platform.Event{}, 0, platform.NotFound("event", id) // past its retention
+	}
+	return e, ver, err
 }
 
 // CancelScheduledEvent marks a scheduled event canceled (conditional on the
@@ -159,9 +164,10 @@ func (s *Store) ListEvents(ctx context.Context, f EventFilter, p Page) ([]platfo
 	if f.ConversationID != "" {
 		sp = span{index: GSI2, pk: convEvents(f.BotID, f.ConversationID), desc: true}
 	}
+	now := platform.Clock()
 	decode := func(it item) (platform.Event, bool, error) {
 		e, _, err := eventFrom(it)
-		return e, true, err
+		return e, err == nil && !e.Expired(now), err // expired: past its retention
 	}
 	out, next, err := collect(ctx, s, sp, positionOf(p), int(p.Limit), 0, keep(decode, f.accepts))
 	return out, startOf(next), err
