@@ -172,7 +172,16 @@ func Open(ctx context.Context, dataDir, baseURL string, log *slog.Logger) (*Plat
 		mux.Handle(S3Prefix, s3)
 		fileStore = embeddedFileStore(cfg, s3, env.Bucket, sec, baseURL)
 	} else {
-		fileStore = runtime.FileStorage(cfg, env)
+		// An external S3 (MinIO, moto): create the bucket when missing;
+		// it calls no hook of this process, so uploads are watched and
+		// completed from here (and on getFile).
+		ext := s3store.New(runtime.S3Client(cfg, env), env.Bucket, s3store.Options{})
+		if err := ext.EnsureBucket(ctx, cfg.Region); err != nil {
+			return nil, err
+		}
+		w := &files.UploadWatcher{FileStorage: ext, Complete: completer.ObjectCreated, Log: log}
+		p.closers = append(p.closers, w.Close)
+		fileStore = w
 	}
 	completer.Objects = fileStore
 
@@ -238,6 +247,8 @@ func Open(ctx context.Context, dataDir, baseURL string, log *slog.Logger) (*Plat
 		// The local process outlives its requests: large table duplicates
 		// finish in the background.
 		BackgroundJobs: true,
+		// An external S3 notifies no one: getFile completes uploads too.
+		CompleteOnRead: env.S3Endpoint != "",
 	}, httpapi.AllAreas...)
 	mux.Handle("/", api)
 	p.Handler = mux
