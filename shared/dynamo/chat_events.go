@@ -172,3 +172,37 @@ func (s *Store) ListEvents(ctx context.Context, f EventFilter, p Page) ([]platfo
 	out, next, err := collect(ctx, s, sp, positionOf(p), int(p.Limit), 0, keep(decode, f.accepts))
 	return out, startOf(next), err
 }
+
+// DeleteExpiredEvents deletes, among the bot's limit oldest events, those
+// past their retention, and returns how many it deleted: one Query of the
+// bot's event list (gsi1, oldest first) and one BatchWriteItem. In AWS
+// DynamoDB's TTL deletes them; the local platform, whose embedded DynamoDB
+// deletes nothing, calls this at each recurring-event firing so that the
+// events firings create do not accumulate past their retention.
+func (s *Store) DeleteExpiredEvents(ctx context.Context, bot string, limit int32) (int, error) {
+	out, err := s.db.Query(ctx, &dynamodb.QueryInput{
+		TableName:                 &s.table,
+		IndexName:                 aws.String(GSI1),
+		KeyConditionExpression:    aws.String("#pk = :pk"),
+		ExpressionAttributeNames:  map[string]string{"#pk": attrGSI1PK},
+		ExpressionAttributeValues: item{":pk": str(botList(bot, listEvents))},
+		ScanIndexForward:          aws.Bool(true),
+		Limit:                     aws.Int32(limit),
+	})
+	if err != nil {
+		return 0, err
+	}
+	now := platform.Clock()
+	var keys []item
+	for _, it := range out.Items {
+		// An expired event stays expired (its times never change), so
+		// deleting it needs no condition.
+		if e, _, err := eventFrom(it); err == nil && e.Expired(now) {
+			keys = append(keys, key(getS(it, attrPK), getS(it, attrSK)))
+		}
+	}
+	if len(keys) == 0 {
+		return 0, nil
+	}
+	return len(keys), s.batchDelete(ctx, keys)
+}

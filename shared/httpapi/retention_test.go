@@ -94,3 +94,37 @@ func TestIssueEventsKeptForTheirRetention(t *testing.T) {
 		}
 	}
 }
+
+// TestExpiredEventsPrunedLocally: locally nothing deletes expired items,
+// so each recurring-event firing deletes some of its bot's expired events:
+// after a few firings none of them is stored any more.
+func TestExpiredEventsPrunedLocally(t *testing.T) {
+	f := newChatFixture(t)
+	f.Platform.Scheduler.AllowSubMinute() // every second, to see firings within seconds
+	restore := platform.Clock
+	platform.Clock = func() time.Time { return restore().Add(-platform.EventRetention - time.Hour) }
+	for i := 0; i < 6; i++ {
+		f.call("POST", "/v1/chat/events", map[string]any{"type": "old", "payload": map[string]any{}}, 201, "createEvent")
+	}
+	platform.Clock = restore
+	every := map[string]any{"schedule": map[string]any{"cron": "* * * * * *"}, "type": "tick", "payload": map[string]any{}}
+	f.updateBot(f.AdminToken, f.bot, map[string]any{"recurringEvents": map[string]any{"tick": every}})
+
+	ctx := context.Background()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		n := len(f.call("GET", "/v1/chat/events?pageSize=100&type=tick", nil, 200, "listEvents").List("events"))
+		if n >= 3 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d firings in 10 s", n)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	f.updateBot(f.AdminToken, f.bot, map[string]any{"recurringEvents": map[string]any{"tick": nil}})
+	time.Sleep(1500 * time.Millisecond) // a firing in flight may still land
+	if left, err := f.Platform.Store.DeleteExpiredEvents(ctx, f.bot, 100); err != nil || left != 0 {
+		t.Fatalf("expired events still stored after the firings: %d (%v)", left, err)
+	}
+}

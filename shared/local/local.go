@@ -209,6 +209,12 @@ func Open(ctx context.Context, dataDir, baseURL string, log *slog.Logger) (*Plat
 	if ev, ok := any(p.Store).(delivery.EventRecorder); ok {
 		recurring.Events = ev
 	}
+	// The embedded DynamoDB deletes no expired item: each firing deletes
+	// its bot's oldest expired events (a few more than it creates).
+	recurring.PruneEvents = func(ctx context.Context, botID string) error {
+		_, err := p.Store.DeleteExpiredEvents(ctx, botID, 4)
+		return err
+	}
 	// Test suites watching firings set PLATFORM_LOCAL_SUBMINUTE_SCHEDULES=1
 	// to let schedules fire every second; otherwise at most once a minute.
 	var schedOpts []scheduler.LocalOption
