@@ -45,16 +45,16 @@ type EventStatusRecorder interface {
 // Recurring fires bots' recurring events: it is the scheduler function
 // (functions/scheduler in Lambda, shared/scheduler.Local locally).
 type Recurring struct {
-	Bots      Bots
-	Events    EventRecorder // nil: events are delivered but not stored
+	Bots   Bots
+	Events EventRecorder // nil: events are delivered but not stored
 	// PruneEvents, when set, runs after each firing's event is stored:
 	// the local platform deletes the bot's events past their retention
 	// there (DynamoDB's TTL does it in AWS). Failures are only logged.
 	PruneEvents func(ctx context.Context, botID string) error
-	Scheduler platform.Scheduler
-	Client    *http.Client
-	Observer  Observer // nil: none
-	Log       *slog.Logger
+	Scheduler   platform.Scheduler
+	Client      *http.Client
+	Observer    Observer // nil: none
+	Log         *slog.Logger
 	// Now is the clock (tests replace it).
 	Now func() time.Time
 }
