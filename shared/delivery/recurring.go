@@ -45,12 +45,16 @@ type EventStatusRecorder interface {
 // Recurring fires bots' recurring events: it is the scheduler function
 // (functions/scheduler in Lambda, shared/scheduler.Local locally).
 type Recurring struct {
-	Bots      Bots
-	Events    EventRecorder // nil: events are delivered but not stored
-	Scheduler platform.Scheduler
-	Client    *http.Client
-	Observer  Observer // nil: none
-	Log       *slog.Logger
+	Bots   Bots
+	Events EventRecorder // nil: events are delivered but not stored
+	// PruneEvents, when set, runs after each firing's event is stored:
+	// the local platform deletes the bot's events past their retention
+	// there (DynamoDB's TTL does it in AWS). Failures are only logged.
+	PruneEvents func(ctx context.Context, botID string) error
+	Scheduler   platform.Scheduler
+	Client      *http.Client
+	Observer    Observer // nil: none
+	Log         *slog.Logger
 	// Now is the clock (tests replace it).
 	Now func() time.Time
 }
@@ -118,6 +122,11 @@ func (r *Recurring) Handle(ctx context.Context, input json.RawMessage) error {
 	if r.Events != nil {
 		if err := r.Events.CreateEvent(ctx, bot.ID, ev); err != nil {
 			return err
+		}
+	}
+	if r.PruneEvents != nil {
+		if err := r.PruneEvents(ctx, bot.ID); err != nil {
+			log.WarnContext(ctx, "expired events not pruned", "bot", bot.ID, "err", err)
 		}
 	}
 	res := r.deliver(ctx, bot, ev)

@@ -56,6 +56,7 @@ func (s *Store) CreateEvent(ctx context.Context, bot string, e platform.Event) e
 	if err != nil {
 		return err
 	}
+	it[attrTTL] = num(e.ExpiresAt().Unix())
 	it[attrGSI1PK], it[attrGSI1SK] = str(botList(bot, listEvents)), str(timeKey(e.CreatedAt, e.ID))
 	if e.ConversationID != "" {
 		it[attrGSI2PK], it[attrGSI2SK] = str(convEvents(bot, e.ConversationID)), str(timeKey(e.CreatedAt, e.ID))
@@ -98,7 +99,11 @@ func (s *Store) getEvent(ctx context.Context, bot, id string) (platform.Event, i
 	if it == nil {
 		return platform.Event{}, 0, platform.NotFound("event", id)
 	}
-	return eventFrom(it)
+	e, ver, err := eventFrom(it)
+	if err == nil && e.Expired(platform.Clock()) {
+		return platform.Event{}, 0, platform.NotFound("event", id) // past its retention
+	}
+	return e, ver, err
 }
 
 // CancelScheduledEvent marks a scheduled event canceled (conditional on the
@@ -159,10 +164,45 @@ func (s *Store) ListEvents(ctx context.Context, f EventFilter, p Page) ([]platfo
 	if f.ConversationID != "" {
 		sp = span{index: GSI2, pk: convEvents(f.BotID, f.ConversationID), desc: true}
 	}
+	now := platform.Clock()
 	decode := func(it item) (platform.Event, bool, error) {
 		e, _, err := eventFrom(it)
-		return e, true, err
+		return e, err == nil && !e.Expired(now), err // expired: past its retention
 	}
 	out, next, err := collect(ctx, s, sp, positionOf(p), int(p.Limit), 0, keep(decode, f.accepts))
 	return out, startOf(next), err
+}
+
+// DeleteExpiredEvents deletes, among the bot's limit oldest events, those
+// past their retention, and returns how many it deleted: one Query of the
+// bot's event list (gsi1, oldest first) and one BatchWriteItem. In AWS
+// DynamoDB's TTL deletes them; the local platform, whose embedded DynamoDB
+// deletes nothing, calls this at each recurring-event firing so that the
+// events firings create do not accumulate past their retention.
+func (s *Store) DeleteExpiredEvents(ctx context.Context, bot string, limit int32) (int, error) {
+	out, err := s.db.Query(ctx, &dynamodb.QueryInput{
+		TableName:                 &s.table,
+		IndexName:                 aws.String(GSI1),
+		KeyConditionExpression:    aws.String("#pk = :pk"),
+		ExpressionAttributeNames:  map[string]string{"#pk": attrGSI1PK},
+		ExpressionAttributeValues: item{":pk": str(botList(bot, listEvents))},
+		ScanIndexForward:          aws.Bool(true),
+		Limit:                     aws.Int32(limit),
+	})
+	if err != nil {
+		return 0, err
+	}
+	now := platform.Clock()
+	var keys []item
+	for _, it := range out.Items {
+		// An expired event stays expired (its times never change), so
+		// deleting it needs no condition.
+		if e, _, err := eventFrom(it); err == nil && e.Expired(now) {
+			keys = append(keys, key(getS(it, attrPK), getS(it, attrSK)))
+		}
+	}
+	if len(keys) == 0 {
+		return 0, nil
+	}
+	return len(keys), s.batchDelete(ctx, keys)
 }

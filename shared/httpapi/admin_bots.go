@@ -211,7 +211,10 @@ func (s *server) checkCron(expr string) error {
 	if s.Scheduler != nil {
 		return s.Scheduler.CheckCron(expr)
 	}
-	_, err := scheduler.ParseCron(expr)
+	c, err := scheduler.ParseCron(expr)
+	if err == nil {
+		err = c.CheckFrequency()
+	}
 	return err
 }
 

@@ -51,6 +51,10 @@ type Config struct {
 	// platform), so table jobs (large duplicates) continue in goroutines.
 	// In Lambda they continue when getTableJobs is called (docs/tables.md).
 	BackgroundJobs bool
+	// CompleteOnRead: no object-created notification reaches this
+	// deployment (the local platform over an external S3, S3_ENDPOINT), so
+	// getFile completes a pending upload whose object has arrived.
+	CompleteOnRead bool
 	// MaxBodyBytes caps request bodies (default 1 MiB); larger ones get 413.
 	MaxBodyBytes int64
 	// OnUsage, when set, receives the DynamoDB usage of every API call.

@@ -182,7 +182,16 @@ func Open(ctx context.Context, dataDir, baseURL string, log *slog.Logger) (*Plat
 		s3Handler = s3
 		fileStore = embeddedFileStore(cfg, s3, env.Bucket, sec, baseURL)
 	} else {
-		fileStore = runtime.FileStorage(cfg, env)
+		// An external S3 (MinIO, moto): create the bucket when missing;
+		// it calls no hook of this process, so uploads are watched and
+		// completed from here (and on getFile).
+		ext := s3store.New(runtime.S3Client(cfg, env), env.Bucket, s3store.Options{})
+		if err := ext.EnsureBucket(ctx, cfg.Region); err != nil {
+			return nil, err
+		}
+		w := &files.UploadWatcher{FileStorage: ext, Complete: completer.ObjectCreated, Log: log}
+		p.closers = append(p.closers, w.Close)
+		fileStore = w
 	}
 	completer.Objects = fileStore
 
@@ -210,7 +219,19 @@ func Open(ctx context.Context, dataDir, baseURL string, log *slog.Logger) (*Plat
 	if ev, ok := any(p.Store).(delivery.EventRecorder); ok {
 		recurring.Events = ev
 	}
-	sched, err := scheduler.OpenLocal(filepath.Join(dataDir, "schedules.json"), recurring.Handle, log, 3*time.Minute)
+	// The embedded DynamoDB deletes no expired item: each firing deletes
+	// its bot's oldest expired events (a few more than it creates).
+	recurring.PruneEvents = func(ctx context.Context, botID string) error {
+		_, err := p.Store.DeleteExpiredEvents(ctx, botID, 4)
+		return err
+	}
+	// Test suites watching firings set PLATFORM_LOCAL_SUBMINUTE_SCHEDULES=1
+	// to let schedules fire every second; otherwise at most once a minute.
+	var schedOpts []scheduler.LocalOption
+	if os.Getenv("PLATFORM_LOCAL_SUBMINUTE_SCHEDULES") == "1" {
+		schedOpts = append(schedOpts, scheduler.WithSubMinute())
+	}
+	sched, err := scheduler.OpenLocal(filepath.Join(dataDir, "schedules.json"), recurring.Handle, log, 3*time.Minute, schedOpts...)
 	if err != nil {
 		return nil, fmt.Errorf("local scheduler: %w", err)
 	}
@@ -242,6 +263,8 @@ func Open(ctx context.Context, dataDir, baseURL string, log *slog.Logger) (*Plat
 		// The local process outlives its requests: large table duplicates
 		// finish in the background.
 		BackgroundJobs: true,
+		// An external S3 notifies no one: getFile completes uploads too.
+		CompleteOnRead: env.S3Endpoint != "",
 	}, httpapi.AllAreas...)
 	// Browser pages of this machine may call the API (and upload to the
 	// embedded S3) unless PLATFORM_CORS_ORIGINS says otherwise.
