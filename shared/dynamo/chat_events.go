@@ -41,8 +41,40 @@ func eventFrom(it item) (platform.Event, int64, error) {
 
 // CreateEvent stores an event; the conversation, user, message and
 // workflow it names must exist in the bot, checked in the same transaction
-// (one PutItem when it names none).
+// (one PutItem when it names none). It does not deliver it (the caller
+// does: recurring events).
 func (s *Store) CreateEvent(ctx context.Context, bot string, e platform.Event) error {
+	return s.createEvent(ctx, bot, e, false)
+}
+
+// EmitEvent stores an event and, in the same transaction, queues its
+// delivery to the bot (when due, for a scheduled event).
+func (s *Store) EmitEvent(ctx context.Context, bot string, e platform.Event) error {
+	return s.createEvent(ctx, bot, e, true)
+}
+
+// eventItem is the stored item of event e.
+func eventItem(bot string, e platform.Event) (item, error) {
+	it, err := chatItem(eventPK(bot, e.ID), skEvent, eventDoc{Event: e, StoredWorkflow: e.WorkflowID, StoredScheduled: e.ScheduledFor})
+	if err != nil {
+		return nil, err
+	}
+	it[attrTTL] = num(e.ExpiresAt().Unix())
+	it[attrGSI1PK], it[attrGSI1SK] = str(botList(bot, listEvents)), str(timeKey(e.CreatedAt, e.ID))
+	if e.ConversationID != "" {
+		it[attrGSI2PK], it[attrGSI2SK] = str(convEvents(bot, e.ConversationID)), str(timeKey(e.CreatedAt, e.ID))
+	}
+	return it, nil
+}
+
+// eventDelivery is the outbox entry delivering event e.
+func eventDelivery(bot string, e platform.Event) (types.TransactWriteItem, error) {
+	d := newDelivery(platform.DeliverEvent, bot, e.ConversationID, e.ScheduledFor)
+	d.EventID, d.MessageID = e.ID, e.MessageID
+	return outboxPut(d)
+}
+
+func (s *Store) createEvent(ctx context.Context, bot string, e platform.Event, deliver bool) error {
 	refs := []struct {
 		id, prefix, kind string
 		check            func() types.TransactWriteItem
@@ -52,14 +84,9 @@ func (s *Store) CreateEvent(ctx context.Context, bot string, e platform.Event) e
 		{e.MessageID, platform.PrefixMessage, "message", func() types.TransactWriteItem { return mustExist(msgPK(bot, e.MessageID), skMsg) }},
 		{e.WorkflowID, "", "workflow", func() types.TransactWriteItem { return mustExist(workflowPK(bot, e.WorkflowID), skWorkflow) }},
 	}
-	it, err := chatItem(eventPK(bot, e.ID), skEvent, eventDoc{Event: e, StoredWorkflow: e.WorkflowID, StoredScheduled: e.ScheduledFor})
+	it, err := eventItem(bot, e)
 	if err != nil {
 		return err
-	}
-	it[attrTTL] = num(e.ExpiresAt().Unix())
-	it[attrGSI1PK], it[attrGSI1SK] = str(botList(bot, listEvents)), str(timeKey(e.CreatedAt, e.ID))
-	if e.ConversationID != "" {
-		it[attrGSI2PK], it[attrGSI2SK] = str(convEvents(bot, e.ConversationID)), str(timeKey(e.CreatedAt, e.ID))
 	}
 	w := []types.TransactWriteItem{putNew(it)}
 	var kinds []string
@@ -73,7 +100,17 @@ func (s *Store) CreateEvent(ctx context.Context, bot string, e platform.Event) e
 		w = append(w, r.check())
 		kinds = append(kinds, r.kind+" "+r.id)
 	}
+	if deliver {
+		d, err := eventDelivery(bot, e)
+		if err != nil {
+			return err
+		}
+		w = append(w, d)
+	}
 	err = s.txWrite(ctx, w)
+	if err == nil && deliver {
+		s.notifyOutbox()
+	}
 	if i := failedAt(err); i > 0 {
 		return platform.Errorf(platform.ErrResourceNotFound, "%s not found", kinds[i-1])
 	} else if i == 0 {

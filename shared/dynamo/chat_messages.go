@@ -114,7 +114,48 @@ func (s *Store) CreateMessage(ctx context.Context, bot string, m platform.Messag
 	counter := len(w)
 	w = append(w, countMessage(bot, m.ConversationID, 1))
 	w = append(w, authorCheck(bot, m.UserID)...)
-	return msgWriteError(s.txWrite(ctx, w), m, counter)
+	rt, err := messageDeliveries(bot, m)
+	if err != nil {
+		return err
+	}
+	w = append(w, rt...)
+	err = s.txWrite(ctx, w)
+	if err == nil {
+		s.notifyOutbox()
+	}
+	return msgWriteError(err, m, counter)
+}
+
+// messageDeliveries is what the runtime does with a new message, written in
+// the message's transaction: an incoming message (a user's) becomes a
+// message_created event for the bot; an outgoing one (the bot's) goes to
+// the integration of its conversation. The bot's own messages never reach
+// the bot.
+func messageDeliveries(bot string, m platform.Message) ([]types.TransactWriteItem, error) {
+	if m.UserID == bot {
+		d := newDelivery(platform.DeliverOutgoing, bot, m.ConversationID, "")
+		d.MessageID = m.ID
+		w, err := outboxPut(d)
+		return []types.TransactWriteItem{w}, err
+	}
+	payload, err := json.Marshal(map[string]any{"message": m})
+	if err != nil {
+		return nil, err
+	}
+	e := platform.Event{
+		ID: platform.NewID(platform.PrefixEvent), CreatedAt: m.CreatedAt, Type: platform.EventMessageCreated,
+		Payload: payload, ConversationID: m.ConversationID, UserID: m.UserID, MessageID: m.ID,
+		Status: platform.EventPending,
+	}
+	it, err := eventItem(bot, e)
+	if err != nil {
+		return nil, err
+	}
+	d, err := eventDelivery(bot, e)
+	if err != nil {
+		return nil, err
+	}
+	return []types.TransactWriteItem{putNew(it), d}, nil
 }
 
 func (s *Store) checkAuthorIDs(bot string, m platform.Message) error {
@@ -378,6 +419,13 @@ func (s *Store) GetOrCreateMessage(ctx context.Context, l MessageLookup) (platfo
 		}
 		claim := len(w)
 		w = append(w, claimWrites(bot, "msg", hash, stale, convPK(bot, convID), m.ID)...)
+		if !ok {
+			rt, err := messageDeliveries(bot, m)
+			if err != nil {
+				return err
+			}
+			w = append(w, rt...)
+		}
 		if err := s.txWrite(ctx, w); err != nil {
 			i := failedAt(err)
 			switch {
@@ -391,6 +439,9 @@ func (s *Store) GetOrCreateMessage(ctx context.Context, l MessageLookup) (platfo
 			return msgWriteError(err, m, counter)
 		}
 		out, created = m, !ok
+		if created {
+			s.notifyOutbox()
+		}
 		return nil
 	})
 	if err != nil || created {

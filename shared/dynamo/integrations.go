@@ -513,3 +513,9 @@ func (s *Store) WorkspacesByID(ctx context.Context, ids []string) (map[string]pl
 			return w.ID, w.Workspace, err
 		})
 }
+
+// IntegrationByID reads an integration version (the runtime's view).
+func (s *Store) IntegrationByID(ctx context.Context, id string) (platform.Integration, error) {
+	r, err := s.GetIntegration(ctx, id)
+	return r.Integration, err
+}

@@ -27,6 +27,7 @@ import (
 	awss3 "github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/botforge/platform/shared/delivery"
+	"github.com/botforge/platform/shared/dispatch"
 	"github.com/botforge/platform/shared/dynamo"
 	"github.com/botforge/platform/shared/files"
 	"github.com/botforge/platform/shared/fsutil"
@@ -74,6 +75,8 @@ type Platform struct {
 	Handler http.Handler // the API and the embedded S3
 	Store   *dynamo.Store
 	Env     runtime.Env
+	// Dispatcher delivers the runtime's outbox (docs/runtime.md).
+	Dispatcher *dispatch.Dispatcher
 	// Dynamo is the embedded DynamoDB (nil with DYNAMODB_ENDPOINT set).
 	Dynamo *localdynamo.Server
 	// FirstToken is the first account's token when this start created it.
@@ -288,6 +291,21 @@ func Open(ctx context.Context, dataDir, baseURL string, log *slog.Logger) (*Plat
 	if err := bootstrap(ctx, p.Store, dataDir, log, &p.FirstToken); err != nil {
 		return nil, err
 	}
+
+	// The runtime: the dispatcher delivers the outbox (events to bots, the
+	// bots' messages to integrations), woken by each commit that queued a
+	// delivery, and every second for retries and scheduled events; what
+	// was pending before a crash goes out now.
+	p.Dispatcher = &dispatch.Dispatcher{Store: p.Store, Client: outbound, Log: log, Observer: p.observeDelivery}
+	p.Store.OnOutbox(p.Dispatcher.Wake)
+	dctx, stop := context.WithCancel(context.WithoutCancel(ctx))
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		p.Dispatcher.Run(dctx, time.Second)
+	}()
+	// First to run at Close: no delivery is under way when the stand-ins stop.
+	p.closers = append(p.closers, func() error { stop(); <-done; return nil })
 	ok = true
 	return p, nil
 }
