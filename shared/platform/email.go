@@ -12,7 +12,9 @@ const maxEmailLen = 254
 // . _ % + - ') and a host name of letter/digit/hyphen labels are accepted;
 // no quoting, no comments, no / or \, no leading, trailing or double dot.
 func ValidateEmail(email string) error {
-	bad := func(why string) error { return Invalid("invalid body: field \"email\": %q is not an accepted email address: %s", email, why) }
+	bad := func(why string) error {
+		return Invalid("invalid body: field \"email\": %q is not an accepted email address: %s", email, why)
+	}
 	if len(email) > maxEmailLen {
 		return bad("longer than 254 characters")
 	}
