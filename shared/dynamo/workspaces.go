@@ -22,6 +22,11 @@ const (
 	skMember    = "MEMBER#"   // + account id
 	skMemberID  = "MEMBERID#" // + member id: points at the member's account
 	attrBots    = "botCount"
+	// attrIntegrations counts a workspace's integration versions: a
+	// workspace is deleted only while it is 0, and creating a version
+	// raises it in its own transaction (which fails once the workspace is
+	// gone), so no integration can outlive its workspace.
+	attrIntegrations = "intCount"
 	attrOwners  = "ownerCount"
 )
 
@@ -229,11 +234,16 @@ func (s *Store) DeleteWorkspace(ctx context.Context, id string) error {
 	_, err = s.db.DeleteItem(ctx, &dynamodb.DeleteItemInput{
 		TableName:                 &s.table,
 		Key:                       key(workspacePK(id), skWorkspace),
-		ConditionExpression:       aws.String("attribute_exists(pk) AND #b = :zero"),
-		ExpressionAttributeNames:  map[string]string{"#b": attrBots},
+		ConditionExpression:       aws.String("attribute_exists(pk) AND #b = :zero AND (attribute_not_exists(#i) OR #i <= :zero)"),
+		ExpressionAttributeNames:  map[string]string{"#b": attrBots, "#i": attrIntegrations},
 		ExpressionAttributeValues: item{":zero": num(0)},
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 	})
-	if isConditionFailed(err) {
+	var cf *types.ConditionalCheckFailedException
+	if errors.As(err, &cf) {
+		if getN(cf.Item, attrIntegrations) > 0 {
+			return platform.Errorf(platform.ErrReferenceConstrain, "workspace %q still has integrations: delete them first", id)
+		}
 		return platform.Errorf(platform.ErrReferenceConstrain, "workspace %q still has bots: delete them first", id)
 	}
 	if err != nil {
