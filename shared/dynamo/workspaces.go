@@ -27,7 +27,7 @@ const (
 	// raises it in its own transaction (which fails once the workspace is
 	// gone), so no integration can outlive its workspace.
 	attrIntegrations = "intCount"
-	attrOwners  = "ownerCount"
+	attrOwners       = "ownerCount"
 )
 
 // WorkspaceRecord is a workspace with the version its doc was read at.
@@ -232,11 +232,11 @@ func (s *Store) DeleteWorkspace(ctx context.Context, id string) error {
 		return platform.Errorf(platform.ErrReferenceConstrain, "workspace %q still has integrations: delete them first", id)
 	}
 	_, err = s.db.DeleteItem(ctx, &dynamodb.DeleteItemInput{
-		TableName:                 &s.table,
-		Key:                       key(workspacePK(id), skWorkspace),
-		ConditionExpression:       aws.String("attribute_exists(pk) AND #b = :zero AND (attribute_not_exists(#i) OR #i <= :zero)"),
-		ExpressionAttributeNames:  map[string]string{"#b": attrBots, "#i": attrIntegrations},
-		ExpressionAttributeValues: item{":zero": num(0)},
+		TableName:                           &s.table,
+		Key:                                 key(workspacePK(id), skWorkspace),
+		ConditionExpression:                 aws.String("attribute_exists(pk) AND #b = :zero AND (attribute_not_exists(#i) OR #i <= :zero)"),
+		ExpressionAttributeNames:            map[string]string{"#b": attrBots, "#i": attrIntegrations},
+		ExpressionAttributeValues:           item{":zero": num(0)},
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 	})
 	var cf *types.ConditionalCheckFailedException
