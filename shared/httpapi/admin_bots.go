@@ -367,12 +367,10 @@ func (s *server) deleteBot(c *call) (any, error) {
 		return nil, err
 	}
 	s.deleteSchedules(c.ctx, b.ID, keysOf(b.RecurringEvents))
-	if err := s.Store.DeleteBotIssues(c.ctx, b.ID); err != nil {
-		s.Logger.Error("deleteBot: deleting bot issues", "bot", b.ID, "err", err)
-	}
-	if err := s.Store.DeleteBotTables(c.ctx, b.ID); err != nil {
-		s.Logger.Error("deleteBot: deleting bot tables", "bot", b.ID, "err", err)
-	}
+	// The bot's data (conversations, messages, users, states, events,
+	// files, tables, issues) is the sweeper's, from the marker DeleteBot
+	// wrote.
+	s.sweep(c)
 	if len(b.Installs) == 0 {
 		return nil, nil
 	}
@@ -1148,4 +1146,21 @@ func firstLeaf(ve *jsonschema.ValidationError) string {
 		return loc + ": " + msg
 	}
 	return msg
+}
+
+// sweep has pending deletions finished: by the running sweeper loop when
+// the process outlives its requests, else before answering (in Lambda; a
+// deletion cut short there stays marked and is finished by the next sweep).
+func (s *server) sweep(c *call) {
+	sw := s.Sweeper
+	if sw == nil {
+		return
+	}
+	if s.BackgroundJobs {
+		sw.Kick()
+		return
+	}
+	if _, err := sw.Run(context.WithoutCancel(c.ctx)); err != nil {
+		s.Logger.Error("deletion sweep", "err", err)
+	}
 }
