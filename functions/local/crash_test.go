@@ -1,16 +1,20 @@
 package main_test
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
-	"fmt"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/botforge/platform/shared/apitest"
 )
 
 // try is one API call that may fail (the server is being killed): it
@@ -131,4 +135,140 @@ func TestTableCountsExactAfterKill(t *testing.T) {
 	}
 }
 
-var _ = fmt.Sprintf
+
+// startLogged is start, with the server's log lines sent to lines.
+func startLogged(t *testing.T, bin, dataDir string, lines chan<- string) *server {
+	t.Helper()
+	addr := freeAddr(t)
+	cmd := exec.Command(bin, "--addr", addr, "--data-dir", dataDir)
+	stderr, _ := cmd.StderrPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	s := &server{t: t, cmd: cmd, url: "http://" + addr, done: make(chan error, 1)}
+	ready := make(chan struct{})
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		once := false
+		for sc.Scan() {
+			if !once && strings.Contains(sc.Text(), "platform listening") {
+				once = true
+				close(ready)
+			}
+			select {
+			case lines <- sc.Text():
+			default:
+			}
+		}
+		s.done <- cmd.Wait()
+	}()
+	select {
+	case <-ready:
+	case err := <-s.done:
+		t.Fatalf("server exited before listening: %v", err)
+	case <-time.After(60 * time.Second):
+		cmd.Process.Kill()
+		t.Fatal("server did not start")
+	}
+	t.Cleanup(func() { cmd.Process.Kill() })
+	return s
+}
+
+// TestConversationDeleteFinishesAfterKill: deleteConversation of 300
+// messages is cut by kill -9 of the real binary a few milliseconds in.
+// After the restart the conversation and every one of its messages answer
+// 404 at once (get and lists), the sweeper finishes the deletion without
+// any call, and no stored item holds the conversation's or its messages'
+// ids.
+func TestConversationDeleteFinishesAfterKill(t *testing.T) {
+	bin := buildBinary(t)
+	dir := t.TempDir()
+	lines := make(chan string, 1000)
+	s := startLogged(t, bin, dir, lines)
+	tok := adminToken(t, dir)
+	bot := newBot(t, s, tok)
+	_, u := try(s.url, "POST", "/v1/chat/users", tok, bot, map[string]any{"tags": map[string]string{}})
+	user := u["user"].(map[string]any)["id"].(string)
+
+	for _, delay := range []time.Duration{5, 10, 20, 40, 80} {
+		st, c := try(s.url, "POST", "/v1/chat/conversations", tok, bot, map[string]any{"channel": "web", "tags": map[string]string{}})
+		if st != 201 {
+			t.Fatalf("createConversation: %d %v", st, c)
+		}
+		conv := c["conversation"].(map[string]any)["id"].(string)
+		ids := []string{conv}
+		var mu sync.Mutex
+		var wg sync.WaitGroup
+		for w := 0; w < 6; w++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := 0; i < 50; i++ {
+					st, m := try(s.url, "POST", "/v1/chat/messages", tok, bot, map[string]any{"conversationId": conv, "userId": user, "type": "text", "payload": map[string]any{"text": "hi"}, "tags": map[string]string{"k": "v"}})
+					if st != 201 {
+						t.Errorf("createMessage: %d %v", st, m)
+						return
+					}
+					mu.Lock()
+					ids = append(ids, m["message"].(map[string]any)["id"].(string))
+					mu.Unlock()
+				}
+			}()
+		}
+		wg.Wait()
+		if t.Failed() {
+			t.FailNow()
+		}
+
+		go try(s.url, "DELETE", "/v1/chat/conversations/"+conv, tok, bot, nil)
+		time.Sleep(delay * time.Millisecond)
+		s.stop(syscall.SIGKILL)
+		for len(lines) > 0 {
+			<-lines
+		}
+		s = startLogged(t, bin, dir, lines)
+
+		if st, _ := try(s.url, "GET", "/v1/chat/conversations/"+conv, tok, bot, nil); st == 200 {
+			t.Logf("kill after %v: the deletion had not started; again, later", delay*time.Millisecond)
+			continue
+		}
+		// Unreadable at once, whatever the sweeper has done yet.
+		readable := 0
+		for _, id := range ids[1:] {
+			if st, _ := try(s.url, "GET", "/v1/chat/messages/"+id, tok, bot, nil); st != 404 {
+				readable++
+			}
+		}
+		st, l := try(s.url, "GET", "/v1/chat/messages", tok, bot, nil)
+		if st != 200 {
+			t.Fatalf("listMessages: %d %v", st, l)
+		}
+		listed := len(l["messages"].([]any))
+		if st, _ := try(s.url, "GET", "/v1/chat/messages?conversationId="+conv, tok, bot, nil); st != 404 {
+			t.Errorf("listMessages of the deleted conversation: %d", st)
+		}
+		if readable > 0 || listed > 0 {
+			t.Fatalf("kill after %v: %d of %d messages of the deleted conversation readable, %d listed", delay*time.Millisecond, readable, len(ids)-1, listed)
+		}
+		// The sweeper finishes it, with no call.
+		deadline := time.After(30 * time.Second)
+		for swept := false; !swept; {
+			select {
+			case line := <-lines:
+				swept = strings.Contains(line, "deletion sweep") && strings.Contains(line, "pending=0")
+			case <-deadline:
+				t.Fatal("no finished deletion sweep logged after the restart")
+			}
+		}
+		s.stop(syscall.SIGINT)
+		p := apitest.Open(t, dir)
+		left := apitest.ItemsHolding(t, p.Platform, ids...)
+		p.Close()
+		if len(left) > 0 {
+			t.Fatalf("kill after %v: %d items of the deleted conversation remain after the sweep, e.g. %v", delay*time.Millisecond, len(left), left[:min(3, len(left))])
+		}
+		t.Logf("kill after %v: conversation and %d messages unreadable at once, deleted by the sweeper", delay*time.Millisecond, len(ids)-1)
+		return
+	}
+	t.Fatal("no kill landed during the deletion")
+}

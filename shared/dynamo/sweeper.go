@@ -104,8 +104,11 @@ func (w *Sweeper) Kick() {
 // every interval (retrying what failed), until ctx is done.
 func (w *Sweeper) Loop(ctx context.Context, every time.Duration) {
 	w.init()
-	for {
-		_, _ = w.Run(ctx)
+	for first := true; ; first = false {
+		done, err := w.Run(ctx)
+		if first && done == 0 && err == nil && w.Log != nil {
+			w.Log.Info("deletion sweep", "finished", 0, "pending", 0) // nothing was left pending
+		}
 		t := time.NewTimer(every)
 		select {
 		case <-ctx.Done():
