@@ -135,7 +135,6 @@ func TestTableCountsExactAfterKill(t *testing.T) {
 	}
 }
 
-
 // startLogged is start, with the server's log lines sent to lines.
 func startLogged(t *testing.T, bin, dataDir string, lines chan<- string) *server {
 	t.Helper()
