@@ -275,7 +275,28 @@ func (s *Store) purgeBot(ctx context.Context, bot string, owners []string, objec
 	if err := s.DeleteBotTables(ctx, bot); err != nil {
 		return err
 	}
-	return s.DeleteBotIssues(ctx, bot)
+	if err := s.DeleteBotIssues(ctx, bot); err != nil {
+		return err
+	}
+	// The lists are GSIs, read eventually consistently: a record written
+	// just before the bot was deleted may have been missed. The marker is
+	// kept (and the purge run again by the next sweep) until they are empty.
+	for _, kind := range []string{listConvs, listUsers, listMsgs, listEvents} {
+		res, err := s.db.Query(ctx, &dynamodb.QueryInput{
+			TableName: &s.table, IndexName: aws.String(GSI1),
+			KeyConditionExpression:    aws.String("gsi1pk = :pk"),
+			ExpressionAttributeValues: item{":pk": str(botList(bot, kind))},
+			ProjectionExpression:      aws.String("pk"),
+			Limit:                     aws.Int32(1),
+		})
+		if err != nil {
+			return err
+		}
+		if len(res.Items) > 0 {
+			return fmt.Errorf("bot %s still lists %s (written during its deletion): swept again later", bot, kind)
+		}
+	}
+	return nil
 }
 
 // purgeBotFiles deletes a deleted bot's files one by one (as deleteFile
