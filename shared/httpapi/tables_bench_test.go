@@ -131,7 +131,7 @@ func BenchmarkCreateTableRows(b *testing.B) {
 			b.Fatal(string(r.Raw))
 		}
 		u := rec.of("createTableRows")
-		writes += u.Calls("BatchWriteItem") + u.Calls("UpdateItem")
+		writes += u.Calls("BatchWriteItem") + u.Calls("TransactWriteItems") + u.Calls("UpdateItem")
 	}
 	b.ReportMetric(float64(writes)/float64(b.N), "write-calls/op")
 }
