@@ -444,11 +444,10 @@ func (s *Store) InsertRows(ctx context.Context, rec TableRecord, rows []platform
 
 // DeleteRows deletes rows read at their versions (rows[i].Ver), and
 // uncounts them, stale[i] telling whether rows[i] is stale, in
-// transactions of up to 99 rows with the table's count update. A row
-// changed or deleted since it was read is re-read (reread answers it, or
-// ok false when it is gone) and, if still there, deleted at its new version;
-// the rows deleted are returned (a concurrent delete of a row counts it
-// once).
+// transactions of up to 99 rows with the table's count update. When a row
+// changed or went since it was read, the chunk is read again and what is
+// still there deleted at its new version; the rows deleted are returned (a
+// concurrent delete of a row counts it once).
 func (s *Store) DeleteRows(ctx context.Context, rec TableRecord, rows []RowRecord, isStale func(platform.TableRow) bool) ([]RowRecord, error) {
 	var deleted []RowRecord
 	for len(rows) > 0 {
@@ -471,25 +470,30 @@ func (s *Store) DeleteRows(ctx context.Context, rec TableRecord, rows []RowRecor
 				nStale += b2n(isStale(r.TableRow))
 			}
 			w = append(w, countRows(rec, -int64(len(chunk)), -nStale))
-			changed := -1
 			err := s.txRetry(ctx, w, func(i int) error {
 				if i >= 0 && i < len(chunk) {
-					changed = i
 					return ErrVersionConflict
 				}
 				return platform.NotFound("table", rec.Name)
 			})
 			if errors.Is(err, ErrVersionConflict) {
-				// One row changed: read it again and retry the chunk.
-				r, ok, gerr := s.GetRow(ctx, rec.ID, chunk[changed].ID)
+				// A row changed or went (concurrent writers usually touch
+				// many): read the chunk again and retry with what is left.
+				ids := make([]int64, len(chunk))
+				for i, r := range chunk {
+					ids[i] = r.ID
+				}
+				cur, gerr := s.GetRows(ctx, rec.ID, ids)
 				if gerr != nil {
 					return deleted, gerr
 				}
-				if ok {
-					chunk[changed] = r
-				} else {
-					chunk = append(chunk[:changed], chunk[changed+1:]...)
+				left := chunk[:0]
+				for _, r := range chunk {
+					if c, ok := cur[r.ID]; ok {
+						left = append(left, c)
+					}
 				}
+				chunk = left
 				continue
 			}
 			if err != nil {
