@@ -271,3 +271,75 @@ func TestConversationDeleteFinishesAfterKill(t *testing.T) {
 	}
 	t.Fatal("no kill landed during the deletion")
 }
+
+// TestBotDeleteFinishesAfterKill: deleteBot answers, then its data is
+// deleted in the background; the real binary is killed (-9) right after the
+// answer, and after the restart the sweeper finishes the deletion: no stored
+// item holds the bot's id.
+func TestBotDeleteFinishesAfterKill(t *testing.T) {
+	bin := buildBinary(t)
+	dir := t.TempDir()
+	lines := make(chan string, 1000)
+	s := startLogged(t, bin, dir, lines)
+	tok := adminToken(t, dir)
+	st, w := s.call("POST", "/v1/admin/workspaces", tok, "", map[string]any{"name": "crash"})
+	if st != 200 {
+		t.Fatalf("createWorkspace: %d %v", st, w)
+	}
+	ws := w["id"].(string)
+	st, b := s.call("POST", "/v1/admin/bots", tok, ws, map[string]any{"name": "doomed"})
+	if st != 200 {
+		t.Fatalf("createBot: %d %v", st, b)
+	}
+	botID := b["bot"].(map[string]any)["id"].(string)
+	bot := map[string]string{"x-bot-id": botID}
+	_, u := try(s.url, "POST", "/v1/chat/users", tok, bot, map[string]any{"tags": map[string]string{}})
+	user := u["user"].(map[string]any)["id"].(string)
+	var wg sync.WaitGroup
+	for c := 0; c < 4; c++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, cv := try(s.url, "POST", "/v1/chat/conversations", tok, bot, map[string]any{"channel": "web", "tags": map[string]string{}})
+			conv := cv["conversation"].(map[string]any)["id"].(string)
+			for i := 0; i < 60; i++ {
+				if st, m := try(s.url, "POST", "/v1/chat/messages", tok, bot, map[string]any{"conversationId": conv, "userId": user, "type": "text", "payload": map[string]any{"text": "hi"}, "tags": map[string]string{}}); st != 201 {
+					t.Errorf("createMessage: %d %v", st, m)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if t.Failed() {
+		t.FailNow()
+	}
+	if st, r := s.call("DELETE", "/v1/admin/bots/"+botID, tok, ws, nil); st != 200 {
+		t.Fatalf("deleteBot: %d %v", st, r)
+	}
+	s.stop(syscall.SIGKILL)
+	for len(lines) > 0 {
+		<-lines
+	}
+	s = startLogged(t, bin, dir, lines)
+	deadline := time.After(30 * time.Second)
+	for swept := false; !swept; {
+		select {
+		case line := <-lines:
+			swept = strings.Contains(line, "deletion sweep") && strings.Contains(line, "pending=0")
+			if swept {
+				// finished=1: the kill had cut the bot's deletion short.
+				t.Logf("after the restart: %s", line)
+			}
+		case <-deadline:
+			t.Fatal("no finished deletion sweep logged after the restart")
+		}
+	}
+	s.stop(syscall.SIGINT)
+	p := apitest.Open(t, dir)
+	left := apitest.ItemsHolding(t, p.Platform, botID)
+	p.Close()
+	if len(left) > 0 {
+		t.Fatalf("%d items of the deleted bot remain after the restart's sweep, e.g. %v", len(left), left[:min(3, len(left))])
+	}
+}
