@@ -109,6 +109,9 @@ func newServer(cfg Config) *server {
 			cfg.Sweeper.Objects = cfg.Files
 		}
 	}
+	if cfg.Sweeper != nil && cfg.Sweeper.Log == nil {
+		cfg.Sweeper.Log = cfg.Logger
+	}
 	return &server{Config: cfg, pager: pager{key: cfg.PagingKey}}
 }
 

@@ -150,9 +150,16 @@ func AreaHandler(ctx context.Context, area httpapi.Area) (http.Handler, error) {
 	}
 	store := dynamo.New(DynamoClient(cfg, env, nil), env.Table)
 	logs := Logs(cfg, env)
+	// The sweeper (deleteBot's data) deletes file contents only where the
+	// function is told its bucket (the admin function is not: a deleted
+	// bot's contents stay, see docs/data-model.md).
+	sweeper := &dynamo.Sweeper{Store: store}
+	if os.Getenv("PLATFORM_BUCKET") != "" {
+		sweeper.Objects = FileStorage(cfg, env)
+	}
 	return httpapi.New(httpapi.Config{Store: store, PagingKey: key, Scheduler: Scheduler(cfg, env), Files: FileStorage(cfg, env),
 		TableFiles: &files.TableFiles{Store: store, Objects: FileStorage(cfg, env)},
-		Logs:       logs, OnDelivery: logstore.Observer(logs, store, nil)}, area), nil
+		Logs:       logs, OnDelivery: logstore.Observer(logs, store, nil), Sweeper: sweeper}, area), nil
 }
 
 // StartLambda serves one API area as a Lambda function behind API Gateway
