@@ -124,11 +124,21 @@ func (w *Sweeper) Loop(ctx context.Context, every time.Duration) {
 // Run finishes every pending deletion, oldest marker first in each kind,
 // and answers how many it finished. A deletion that fails is logged and
 // left for the next run.
-func (w *Sweeper) Run(ctx context.Context) (int, error) {
+func (w *Sweeper) Run(ctx context.Context) (int, error) { return w.run(ctx, "") }
+
+// RunBot finishes the deletion of one deleted bot's data (what deleteBot
+// waits for where nothing runs in the background).
+func (w *Sweeper) RunBot(ctx context.Context, botID string) (int, error) {
+	return w.run(ctx, deletionSK(deletionBot, botID, botID))
+}
+
+// run finishes the pending deletions whose marker's sort key begins with
+// prefix.
+func (w *Sweeper) run(ctx context.Context, prefix string) (int, error) {
 	s := w.Store
 	markers, err := queryAllItems(ctx, s, &dynamodb.QueryInput{
-		KeyConditionExpression:    aws.String("pk = :pk"),
-		ExpressionAttributeValues: item{":pk": str(deletionsPK)},
+		KeyConditionExpression:    aws.String("pk = :pk AND begins_with(sk, :p)"),
+		ExpressionAttributeValues: item{":pk": str(deletionsPK), ":p": str(prefix)},
 		ConsistentRead:            aws.Bool(true),
 	})
 	if err != nil {

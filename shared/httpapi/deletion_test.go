@@ -2,11 +2,16 @@ package httpapi_test
 
 import (
 	"context"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/botforge/platform/shared/apitest"
+	"github.com/botforge/platform/shared/httpapi"
 )
 
 // waitSwept waits (bounded) until the platform's sweeper has finished every
@@ -86,4 +91,35 @@ func TestDeleteBotDeletesItsData(t *testing.T) {
 // apiReq is a request on a bot's behalf (x-bot-id).
 func apiReq(method, path, token, bot string, body any) apitest.Req {
 	return apitest.Req{Method: method, Path: path, Token: token, Body: body, Headers: map[string]string{"x-bot-id": bot}}
+}
+
+// TestDeleteBotInLambdaDeletesBeforeAnswering: where nothing runs in the
+// background (Lambda), deleteBot deletes the bot's data before answering.
+func TestDeleteBotInLambdaDeletesBeforeAnswering(t *testing.T) {
+	f := newChatFixture(t)
+	conv := f.conversation("web", nil)
+	user := f.user(nil)
+	ids := []string{f.bot, conv, user}
+	for i := 0; i < 30; i++ {
+		ids = append(ids, f.message(conv, user, nil))
+	}
+	lambda := httptest.NewServer(httpapi.New(httpapi.Config{
+		Store: f.Platform.Store, PagingKey: make([]byte, 32), Files: nil,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+	}, httpapi.AreaAdmin))
+	defer lambda.Close()
+	req, _ := http.NewRequest("DELETE", lambda.URL+"/v1/admin/bots/"+f.bot, nil)
+	req.Header.Set("Authorization", "Bearer "+f.AdminToken)
+	req.Header.Set("x-workspace-id", f.ws)
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != 200 {
+		t.Fatalf("deleteBot: %d", res.StatusCode)
+	}
+	if left := f.ItemsHolding(ids...); len(left) > 0 {
+		t.Fatalf("deleteBot answered with %d items of the bot still stored, e.g. %v", len(left), left[:min(3, len(left))])
+	}
 }
