@@ -1,8 +1,12 @@
 # The two commands of README.md: `make run` and `make test`.
 .PHONY: run test vet unit conformance build infra lambda cfn-lint
 
+# Where `make run` listens: loopback only unless told otherwise
+# (make run ADDR=:8080 listens on every interface).
+ADDR ?= 127.0.0.1:8080
+
 run:
-	go run ./functions/local
+	go run ./functions/local --addr $(ADDR)
 
 test: vet unit infra conformance
 
@@ -24,8 +28,11 @@ build:
 # `go test ./...` of the root module.
 # The jsii runtime warns that Node.js 20 is past its end of life (22 and 24
 # are supported); the tests silence that warning.
+# -count=1: the tests read ../template.yaml, outside their module, where the
+# go test cache does not look: a cached pass would hide an edited template
+# (infra's TestInfraTargetRerunsOnTemplateChange checks this).
 infra:
-	cd infra && go vet ./... && JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION=20 go test ./...
+	cd infra && go vet ./... && JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION=20 go test -count=1 ./...
 
 # Optional, with cfn-lint installed: template.yaml (after the SAM transform,
 # which cfn-lint runs offline; it finds circular dependencies) and, after

@@ -74,6 +74,7 @@ type invocation struct {
 	Handle   time.Duration // the event handed over to the function's answer
 	Response []byte        // the function's result, or
 	Error    []byte        // the error it reported
+	Output   string        // what the process wrote to stdout and stderr
 }
 
 // invoke runs the function's binary with env, hands it event through a
@@ -155,14 +156,21 @@ func invoke(t *testing.T, name string, env map[string]string, event []byte) invo
 	}
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
+	stopped := false
 	defer func() {
-		_ = cmd.Process.Kill()
-		<-exited
+		if !stopped {
+			_ = cmd.Process.Kill()
+			<-exited
+		}
 	}()
 	select {
 	case inv := <-result:
+		_ = cmd.Process.Kill()
+		<-exited // all its output copied
+		stopped = true
+		inv.Output = stderr.String()
 		if len(inv.Error) > 0 {
-			t.Logf("%s output:\n%s", name, stderr.String())
+			t.Logf("%s output:\n%s", name, inv.Output)
 		}
 		return inv
 	case err := <-exited:
@@ -263,5 +271,58 @@ func TestColdStart(t *testing.T) {
 		sort.Slice(d, func(i, j int) bool { return d[i] < d[j] })
 		t.Logf("%-18s initialisation: median %v (min %v, max %v, %d runs)", name, d[len(d)/2].Round(time.Microsecond),
 			d[0].Round(time.Microsecond), d[len(d)-1].Round(time.Microsecond), runs)
+	}
+}
+
+// TestFunctionRequestLogAndCORS: an API function logs each request as one
+// JSON line on stdout (CloudWatch Logs), without the token, and answers
+// the CORS preflights of the origins of PLATFORM_CORS_ORIGINS (the stack's
+// CorsOrigins parameter).
+func TestFunctionRequestLogAndCORS(t *testing.T) {
+	s := newStandIns(t)
+	_, botID := s.bot(t)
+	ev := sampleEvent(t, "admin-request.json", map[string]string{"<TOKEN>": s.Token, "<BOT_ID>": botID})
+	env := map[string]string{"PLATFORM_CORS_ORIGINS": "https://app.example.com"}
+	for k, v := range s.Env {
+		env[k] = v
+	}
+	inv := invoke(t, "admin", env, ev)
+	var line map[string]any
+	for _, l := range strings.Split(inv.Output, "\n") {
+		var m map[string]any
+		if json.Unmarshal([]byte(l), &m) == nil && m["msg"] == "request" {
+			if line != nil {
+				t.Fatalf("more than one request line:\n%s", inv.Output)
+			}
+			line = m
+		}
+	}
+	if line == nil || line["method"] != "GET" || line["path"] != "/v1/admin/account/me" || line["status"] != float64(200) ||
+		line["caller"] != "account" || line["requestId"] == nil || line["ms"] == nil {
+		t.Fatalf("no JSON request line for the call:\n%s", inv.Output)
+	}
+	if strings.Contains(inv.Output, s.Token) {
+		t.Fatalf("the token is in the log:\n%s", inv.Output)
+	}
+
+	var preflight map[string]any
+	if err := json.Unmarshal(ev, &preflight); err != nil {
+		t.Fatal(err)
+	}
+	preflight["headers"] = map[string]string{"origin": "https://app.example.com", "access-control-request-method": "PUT",
+		"access-control-request-headers": "authorization,x-workspace-id", "host": "api.example.com"}
+	preflight["requestContext"].(map[string]any)["http"].(map[string]any)["method"] = "OPTIONS"
+	raw, _ := json.Marshal(preflight)
+	inv = invoke(t, "admin", env, raw)
+	var res struct {
+		StatusCode int               `json:"statusCode"`
+		Headers    map[string]string `json:"headers"`
+	}
+	if err := json.Unmarshal(inv.Response, &res); err != nil {
+		t.Fatalf("response %s: %v", inv.Response, err)
+	}
+	if res.StatusCode != 204 || res.Headers["Access-Control-Allow-Origin"] != "https://app.example.com" ||
+		strings.ReplaceAll(res.Headers["Access-Control-Allow-Headers"], " ", "") != "authorization,x-workspace-id" {
+		t.Fatalf("preflight: %s", inv.Response)
 	}
 }

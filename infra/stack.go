@@ -87,6 +87,7 @@ type builder struct {
 	stack           awscdk.Stack
 	pagingKey       awscdk.CfnParameter
 	retention       awscdk.CfnParameter
+	corsOrigins     awscdk.CfnParameter
 	table           awsdynamodb.Table
 	bucket          awss3.Bucket
 	bucketName      *string // the bucket's name as an expression free of references to it
@@ -110,6 +111,13 @@ func (s *builder) parameters() {
 		Description: jsii.String("Hex secret (openssl rand -hex 32) signing the API's pagination tokens; " +
 			"shared by the API functions. NoEcho: CloudFormation masks it and " +
 			"sam deploy --guided does not save it; later deploys reuse it."),
+	})
+	s.corsOrigins = awscdk.NewCfnParameter(s.stack, jsii.String("CorsOrigins"), &awscdk.CfnParameterProps{
+		Type:    jsii.String("String"),
+		Default: jsii.String(""),
+		Description: jsii.String("Browser origins allowed to call the API, comma-separated (https://app.example.com, " +
+			"http://localhost:*; * for any); empty: none. The API functions answer their " +
+			"CORS preflights (PLATFORM_CORS_ORIGINS)."),
 	})
 	var allowed []*string
 	for _, d := range []string{"1", "3", "5", "7", "14", "30", "60", "90", "120", "150", "180", "365", "400", "545", "731", "1096", "1827", "2192", "2557", "2922", "3288", "3653"} {
@@ -287,15 +295,18 @@ func (s *builder) environment(id string) map[string]*string {
 		"PLATFORM_BOT_LOG_GROUP":         s.botLogs.Ref(),
 		"PLATFORM_INTEGRATION_LOG_GROUP": s.integrationLogs.Ref(),
 	}
+	cors := s.corsOrigins.ValueAsString()
 	switch id {
 	case "Admin":
 		logs["PLATFORM_PAGING_KEY"] = s.pagingKey.ValueAsString()
+		logs["PLATFORM_CORS_ORIGINS"] = cors
 		logs["PLATFORM_SCHEDULE_GROUP"] = s.scheduleGroup.Ref()
 		logs["PLATFORM_SCHEDULER_TARGET_ARN"] = s.fns["Scheduler"].FunctionArn()
 		logs["PLATFORM_SCHEDULER_ROLE_ARN"] = s.schedulerRole.RoleArn()
 		return logs
 	case "Chat":
 		logs["PLATFORM_PAGING_KEY"] = s.pagingKey.ValueAsString()
+		logs["PLATFORM_CORS_ORIGINS"] = cors
 		return logs
 	case "Scheduler":
 		logs["PLATFORM_SCHEDULE_GROUP"] = s.scheduleGroup.Ref()
@@ -304,9 +315,9 @@ func (s *builder) environment(id string) map[string]*string {
 		return logs
 	case "Tables":
 		// Table exports and imports are files of the bot (exportTable, importTable).
-		return map[string]*string{"PLATFORM_PAGING_KEY": s.pagingKey.ValueAsString(), "PLATFORM_BUCKET": s.bucket.BucketName()}
+		return map[string]*string{"PLATFORM_PAGING_KEY": s.pagingKey.ValueAsString(), "PLATFORM_CORS_ORIGINS": cors, "PLATFORM_BUCKET": s.bucket.BucketName()}
 	case "Files":
-		return map[string]*string{"PLATFORM_PAGING_KEY": s.pagingKey.ValueAsString(), "PLATFORM_BUCKET": s.bucket.BucketName()}
+		return map[string]*string{"PLATFORM_PAGING_KEY": s.pagingKey.ValueAsString(), "PLATFORM_CORS_ORIGINS": cors, "PLATFORM_BUCKET": s.bucket.BucketName()}
 	case "UploadCompletion":
 		return map[string]*string{"PLATFORM_BUCKET": s.bucketName}
 	}

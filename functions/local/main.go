@@ -15,7 +15,9 @@ import (
 )
 
 func main() {
-	addr := flag.String("addr", ":8080", "address to listen on")
+	// Loopback only unless told otherwise: the first start prints the admin
+	// token, and nothing else on the network should reach the platform.
+	addr := flag.String("addr", local.DefaultAddr, "address to listen on (e.g. :8080 for every interface)")
 	dataDir := flag.String("data-dir", "./.data", "directory holding the platform's state")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)

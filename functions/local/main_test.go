@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -170,5 +171,39 @@ func TestRestartAndKillKeepAcknowledgedWrites(t *testing.T) {
 	// The first account's token was created once: no new token file on restarts.
 	if b, _ := os.ReadFile(filepath.Join(dir, "admin-token")); string(b) != tok {
 		t.Fatal("admin token changed across restarts")
+	}
+}
+
+// TestListensOnLoopbackByDefault: without --addr (and with `make run`) the
+// platform listens on 127.0.0.1 only, never on every interface; ADDR and
+// --addr choose another address.
+func TestListensOnLoopbackByDefault(t *testing.T) {
+	bin := buildBinary(t)
+	out, _ := exec.Command(bin, "-h").CombinedOutput()
+	m := regexp.MustCompile(`(?m)-addr string\n.*\(default "([^"]*)"\)`).FindSubmatch(out)
+	if m == nil {
+		t.Fatalf("no default for --addr in the usage:\n%s", out)
+	}
+	host, _, err := net.SplitHostPort(string(m[1]))
+	if ip := net.ParseIP(host); err != nil || ip == nil || !ip.IsLoopback() {
+		t.Fatalf("default --addr is %q: not a loopback address", m[1])
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{nil, "--addr " + string(m[1])},
+		{[]string{"ADDR=:9999"}, "--addr :9999"},
+	} {
+		cmd := exec.Command("make", append([]string{"-s", "-n", "-C", "../..", "run"}, c.args...)...)
+		for _, kv := range os.Environ() { // an exported ADDR would hide the Makefile's default
+			if !strings.HasPrefix(kv, "ADDR=") {
+				cmd.Env = append(cmd.Env, kv)
+			}
+		}
+		got, err := cmd.CombinedOutput()
+		if err != nil || !strings.Contains(string(got), c.want) {
+			t.Errorf("make -n run %v: %v\n%s\nwant %q", c.args, err, got, c.want)
+		}
 	}
 }

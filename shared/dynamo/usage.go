@@ -2,6 +2,7 @@ package dynamo
 
 import (
 	"context"
+	"errors"
 	"sort"
 	"strconv"
 	"strings"
@@ -10,7 +11,10 @@ import (
 	awsmiddleware "github.com/aws/aws-sdk-go-v2/aws/middleware"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/smithy-go"
 	"github.com/aws/smithy-go/middleware"
+
+	"github.com/botforge/platform/shared/platform"
 )
 
 // Usage counts the DynamoDB calls and consumed capacity of one unit of work
@@ -155,4 +159,21 @@ func capacityOf(r any) ([]types.ConsumedCapacity, int) {
 		return out.ConsumedCapacity, len(out.Responses)
 	}
 	return nil, 0
+}
+
+// MapStorageFull is a DynamoDB client option: the embedded DynamoDB's
+// refusal to write on a full disk becomes a platform error the API answers
+// with 507 InsufficientStorage (real DynamoDB never says it).
+func MapStorageFull(o *dynamodb.Options) {
+	o.APIOptions = append(o.APIOptions, func(stack *middleware.Stack) error {
+		return stack.Initialize.Add(middleware.InitializeMiddlewareFunc("MapStorageFull",
+			func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
+				out, md, err := next.HandleInitialize(ctx, in)
+				var ae smithy.APIError
+				if err != nil && errors.As(err, &ae) && ae.ErrorCode() == "InsufficientStorageException" {
+					err = platform.Errorf(platform.ErrInsufficientStorage, "the platform's disk is full: writes are refused until space is freed (reads still work)")
+				}
+				return out, md, err
+			}), middleware.After)
+	})
 }

@@ -117,6 +117,7 @@ func (s *server) authenticate(c *call) error {
 		return platform.Errorf(platform.ErrUnauthorized, "invalid or revoked token")
 	}
 	c.principal = p
+	SetCaller(c.ctx, string(p.Kind))
 	return nil
 }
 

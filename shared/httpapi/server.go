@@ -13,6 +13,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"path"
 	"strings"
 
 	"github.com/botforge/platform/shared/delivery"
@@ -129,9 +130,16 @@ func (s *server) routes(a Area) []route {
 	return nil
 }
 
-// fallback answers requests no route matches in the API's error shape.
+// fallback answers requests no route matches in the API's error shape. It
+// also refuses paths that are not canonical: ServeMux would answer them
+// with a redirect to the cleaned path (an HTML body, and a different
+// operation for /v1/files/../admin/...).
 func (s *server) fallback(mux *http.ServeMux) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !CanonicalPath(r.URL.EscapedPath()) {
+			s.writeError(w, r, platform.Invalid(`path %q has an empty, "." or ".." segment; percent-encode an id or file key "." or ".." (%%2E, %%2E%%2E)`, r.URL.EscapedPath()))
+			return
+		}
 		if _, pattern := mux.Handler(r); pattern != "" {
 			mux.ServeHTTP(w, r)
 			return
@@ -146,6 +154,19 @@ func (s *server) fallback(mux *http.ServeMux) http.Handler {
 	})
 }
 
+// CanonicalPath tells whether an (escaped) URL path is one ServeMux routes
+// as it is: absolute, without empty, "." or ".." segments.
+func CanonicalPath(p string) bool {
+	if p == "" || p[0] != '/' {
+		return false
+	}
+	c := path.Clean(p)
+	if strings.HasSuffix(p, "/") && c != "/" {
+		c += "/"
+	}
+	return c == p
+}
+
 type statusRecorder struct {
 	header http.Header
 	status int
@@ -157,25 +178,26 @@ func (r *statusRecorder) WriteHeader(code int)        { r.status = code }
 
 // statusOf maps each error type to the reference's HTTP status.
 var statusOf = map[platform.ErrorType]int{
-	platform.ErrInternal:           500,
-	platform.ErrUnauthorized:       401,
-	platform.ErrForbidden:          403,
-	platform.ErrPayloadTooLarge:    413,
-	platform.ErrInvalidPayload:     400,
-	platform.ErrUnsupportedMedia:   415,
-	platform.ErrMethodNotFound:     405,
-	platform.ErrResourceNotFound:   404,
-	platform.ErrInvalidJSONSchema:  400,
-	platform.ErrInvalidDataFormat:  400,
-	platform.ErrInvalidIdentifier:  400,
-	platform.ErrRelationConflict:   409,
-	platform.ErrReferenceConstrain: 409,
-	platform.ErrResourceLocked:     409,
-	platform.ErrReferenceNotFound:  400,
-	platform.ErrInvalidQuery:       400,
-	platform.ErrAlreadyExists:      409,
-	platform.ErrRateLimited:        429,
-	platform.ErrLimitExceeded:      413,
+	platform.ErrInternal:            500,
+	platform.ErrUnauthorized:        401,
+	platform.ErrForbidden:           403,
+	platform.ErrPayloadTooLarge:     413,
+	platform.ErrInvalidPayload:      400,
+	platform.ErrUnsupportedMedia:    415,
+	platform.ErrMethodNotFound:      405,
+	platform.ErrResourceNotFound:    404,
+	platform.ErrInvalidJSONSchema:   400,
+	platform.ErrInvalidDataFormat:   400,
+	platform.ErrInvalidIdentifier:   400,
+	platform.ErrRelationConflict:    409,
+	platform.ErrReferenceConstrain:  409,
+	platform.ErrResourceLocked:      409,
+	platform.ErrReferenceNotFound:   400,
+	platform.ErrInvalidQuery:        400,
+	platform.ErrAlreadyExists:       409,
+	platform.ErrRateLimited:         429,
+	platform.ErrLimitExceeded:       413,
+	platform.ErrInsufficientStorage: 507,
 }
 
 // apiError is the error body of the reference API.
@@ -196,6 +218,9 @@ func (s *server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	} else {
 		e.Type, e.Message = string(platform.ErrInternal), "an internal error occurred (error id "+e.ID+")"
 		s.Logger.Error("internal error", "errorId", e.ID, "method", r.Method, "path", r.URL.Path, "err", err)
+	}
+	if i := infoOf(r.Context()); i != nil {
+		i.errorID = e.ID
 	}
 	e.Code = statusOf[platform.ErrorType(e.Type)]
 	if e.Code == 0 {

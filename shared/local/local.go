@@ -40,11 +40,17 @@ import (
 	"github.com/botforge/platform/shared/scheduler"
 )
 
+// DefaultAddr is where the local platform listens unless told otherwise:
+// loopback only.
+const DefaultAddr = "127.0.0.1:8080"
+
 // Options configure the local platform.
 type Options struct {
-	Addr    string // listen address, e.g. ":8080"
+	Addr    string // listen address (default DefaultAddr), e.g. ":8080" for every interface
 	DataDir string // where every piece of state lives
 	Logger  *slog.Logger
+	// Limits bound slow and idle connections (zero fields: DefaultLimits).
+	Limits Limits
 	// Ready, when set, is called once the server listens, with its address.
 	Ready func(addr string)
 }
@@ -68,6 +74,8 @@ type Platform struct {
 	Handler http.Handler // the API and the embedded S3
 	Store   *dynamo.Store
 	Env     runtime.Env
+	// Dynamo is the embedded DynamoDB (nil with DYNAMODB_ENDPOINT set).
+	Dynamo *localdynamo.Server
 	// FirstToken is the first account's token when this start created it.
 	FirstToken string
 	closers    []func() error
@@ -138,7 +146,7 @@ func Open(ctx context.Context, dataDir, baseURL string, log *slog.Logger) (*Plat
 			return nil, fmt.Errorf("embedded DynamoDB: %w", err)
 		}
 		p.closers = append(p.closers, d.Close)
-		ddbHandler = d
+		p.Dynamo, ddbHandler = d, d
 	}
 	db := runtime.DynamoClient(cfg, env, ddbHandler)
 	if err := dynamo.EnsureTable(ctx, db, env.Table); err != nil {
@@ -146,7 +154,10 @@ func Open(ctx context.Context, dataDir, baseURL string, log *slog.Logger) (*Plat
 	}
 	p.Store = dynamo.New(db, env.Table)
 
-	mux := http.NewServeMux()
+	// The embedded S3 at S3Prefix, the API everywhere else. No ServeMux
+	// here: it would answer a path with "." or ".." segments with a
+	// redirect (HTML), where the API answers in its error shape.
+	var s3Handler http.Handler
 	// File contents: every completed PUT (or copy) runs the upload
 	// completion of the S3 event in AWS.
 	completer := &files.Completer{Records: p.Store, Log: log}
@@ -170,8 +181,7 @@ func Open(ctx context.Context, dataDir, baseURL string, log *slog.Logger) (*Plat
 		if err := s3.EnsureBucket(ctx, env.Bucket); err != nil {
 			return nil, err
 		}
-		mux.Handle(S3Prefix+"/", s3)
-		mux.Handle(S3Prefix, s3)
+		s3Handler = s3
 		fileStore = embeddedFileStore(cfg, s3, env.Bucket, sec, baseURL)
 	} else {
 		fileStore = runtime.FileStorage(cfg, env)
@@ -246,14 +256,37 @@ func Open(ctx context.Context, dataDir, baseURL string, log *slog.Logger) (*Plat
 		// finish in the background.
 		BackgroundJobs: true,
 	}, httpapi.AllAreas...)
-	mux.Handle("/", api)
-	p.Handler = mux
+	// Browser pages of this machine may call the API (and upload to the
+	// embedded S3) unless PLATFORM_CORS_ORIGINS says otherwise.
+	originList := env.CORSOrigins
+	if originList == "" {
+		originList = httpapi.LocalOrigins
+	}
+	origins, err := httpapi.ParseOrigins(originList)
+	if err != nil {
+		return nil, fmt.Errorf("PLATFORM_CORS_ORIGINS: %w", err)
+	}
+	p.Handler = httpapi.RequestLog(log, httpapi.CORS(origins, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if s3Handler != nil && isS3Path(r.URL.EscapedPath()) {
+			httpapi.SetCaller(r.Context(), "s3")
+			s3Handler.ServeHTTP(w, r)
+			return
+		}
+		api.ServeHTTP(w, r)
+	})))
 
 	if err := bootstrap(ctx, p.Store, dataDir, log, &p.FirstToken); err != nil {
 		return nil, err
 	}
 	ok = true
 	return p, nil
+}
+
+// isS3Path tells whether a request is for the embedded S3: a canonical
+// path at S3Prefix (object keys of files are canonical paths; anything else
+// goes to the API, which refuses it in its error shape).
+func isS3Path(p string) bool {
+	return (p == S3Prefix || strings.HasPrefix(p, S3Prefix+"/")) && httpapi.CanonicalPath(p)
 }
 
 // Close stops the stand-ins, flushing what they hold.
@@ -271,6 +304,9 @@ func Run(ctx context.Context, o Options) error {
 	log := o.Logger
 	if log == nil {
 		log = slog.Default()
+	}
+	if o.Addr == "" {
+		o.Addr = DefaultAddr
 	}
 	ln, err := net.Listen("tcp", o.Addr)
 	if err != nil {
@@ -290,7 +326,8 @@ func Run(ctx context.Context, o Options) error {
 		fmt.Fprintf(os.Stderr, "\nFirst account %s created. Its personal access token (also in %s):\n\n    %s\n\n",
 			AdminEmail, filepath.Join(o.DataDir, "admin-token"), p.FirstToken)
 	}
-	srv := &http.Server{Handler: p.Handler, ReadHeaderTimeout: 10 * time.Second}
+	limits := o.Limits.withDefaults()
+	srv := &http.Server{Handler: guard(limits, p.Handler), ReadHeaderTimeout: limits.ReadHeaderTimeout, IdleTimeout: limits.IdleTimeout}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	log.Info("platform listening", "addr", ln.Addr().String(), "dataDir", o.DataDir)

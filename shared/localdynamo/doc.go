@@ -1,85 +1,77 @@
-// Package localdynamo is the DynamoDB of the "local platform" mode: an
-// in-process server for DynamoDB's JSON API (the protocol the AWS SDK speaks)
-// that keeps its data across restarts.
+// Package localdynamo is the DynamoDB of the local platform: an in-process
+// server for DynamoDB's JSON API (the protocol the AWS SDK speaks) that keeps
+// its data on disk, so the production code path (the SDK client) is the one
+// that runs locally.
 //
-// The query engine is github.com/truora/minidyn, which holds every table in
-// memory and forgets everything when the process exits. That is fine for
-// unit tests but not for a local platform, where a developer expects the data
-// they created yesterday to be there today, also after a crash or a kill -9.
+// # Storage
 //
-// # Why a journal
+// Data lives in Pebble (github.com/cockroachdb/pebble, the LSM store
+// CockroachDB runs on) in dir/store: one ordered key space in which each
+// table has its items, one range per secondary index and one for TTL
+// expiries (keys.go). Key attribute values are encoded so that byte order is
+// DynamoDB's order, so a Query is a seek and a walk over one partition's
+// range: its cost follows the page, not the table. A GetItem is one point
+// read (Bloom filters on every level). The block cache is bounded (128 MiB by
+// default); everything else stays on disk.
 //
-// Rather than snapshotting minidyn's internal state (which it does not
-// expose), Server keeps a write-ahead journal of the requests that changed
-// it. minidyn is deterministic: fed the same sequence of requests it reaches
-// the same state. So every mutating request that minidyn accepted is appended
-// to dir/journal and fsynced before the client sees the response, and Open
-// rebuilds the state by replaying the journal into a fresh minidyn. A write the
-// client saw succeed is therefore on disk; a write whose fsync had not
-// finished when the process died was never acknowledged, and the torn record
-// it may leave at the end of the journal is cut away on the next Open.
+// # Writes and durability
 //
-// Concurrent writers share fsyncs (group commit): a request applies its
-// change and appends its record under the server's lock, releases the lock,
-// and then waits until some fsync covers its record; whichever waiter finds
-// no fsync in flight writes and syncs everything appended so far on behalf of
-// all of them.
+// A write request is one Pebble batch (the item, its index and TTL entries,
+// for a transaction all its items) committed with a synced WAL write before
+// the answer: every acknowledged write survives kill -9, and a batch is
+// applied whole or not at all, so a crash leaves nothing half done. Pebble's
+// commit pipeline lets concurrent writers share fsyncs (group commit).
 //
-// Reads never answer from state that is not yet durable: a read waits, like a
-// write, until the journal is synced up to the point it observed.
+// Read-modify-writes (conditions, update expressions, transactions) hold the
+// locks of the items they touch (1024 striped mutexes, taken in order so
+// transactions cannot deadlock): writes to different items run in parallel.
+// Table definitions are guarded by an RWMutex that item operations hold
+// shared and CreateTable, UpdateTable, DeleteTable and UpdateTimeToLive hold
+// exclusively.
 //
-// # Journal format
+// Reads see committed data through Pebble snapshots (a Query's index
+// entries and items come from the same snapshot). Pebble makes a batch
+// visible once it is in the memtable, possibly before its fsync finished; a
+// read therefore waits for the writes that were in flight when it started
+// (inflight), so nothing not yet durable is ever answered.
 //
-// The file starts with the line "localdynamo journal v1\n", followed by
-// records:
+// # Expressions
 //
-//	uint32 little-endian  payload length
-//	uint32 little-endian  CRC-32 (Castagnoli) of the payload
-//	payload:              flag byte, op-name length byte, op name, request body
+// Condition, filter, update and projection expressions are evaluated by
+// minidyn's interpreter (third_party/minidyn), each parsed once per request.
+// Key conditions are reduced to a partition value and a sort key range.
+// ExpressionAttributeNames and Values are checked as DynamoDB checks them
+// (undefined or unused placeholders are refused).
 //
-// The flag is 0 for a request minidyn answered with 200, and 1 for a failed
-// request that may nevertheless have changed minidyn's state (minidyn is not
-// atomic on every error path: a PutItem whose secondary-index key has the
-// wrong type stores the item and then fails); a flag-1 record is replayed
-// with its result ignored, which reproduces the same partial change. Failures
-// known to leave no trace are not journaled: conditional check failures,
-// cancelled transactions, missing tables, failed CreateTable and DeleteTable,
-// and requests rejected by this package's own checks (invalid JSON, bad
-// BatchWriteItem or TimeToLive requests).
+// # Fidelity
 //
-// A damaged record with no valid record after it is a torn tail and is
-// truncated away by Open. A damaged record followed by valid ones is
-// corruption and makes Open fail with ErrCorruptJournal.
+// The behaviour the platform relies on follows DynamoDB: condition
+// expressions with ReturnValuesOnConditionCheckFailure, atomic
+// TransactWriteItems with CancellationReasons in request order, at most one
+// operation per item in a transaction, global and local secondary indexes
+// with ALL, KEYS_ONLY and INCLUDE projections, TTL (expired items deleted by
+// a background pass every TTLInterval, those expired more than five years
+// ago left alone, as DynamoDB does), and the limits: 25 requests per
+// BatchWriteItem, 100 keys per BatchGetItem, 100 items per transaction,
+// 400 KB per item, 1 MB per Query or Scan page, 38 significant digits per
+// number, no empty key values. Legacy parameters (Expected, KeyConditions,
+// AttributeUpdates...) are refused with a clear message.
 //
-// When Open finds a large journal (more than 64 MiB or 100,000 records) that
-// is mostly overwritten history, it rewrites it as the minimal sequence of
-// requests that recreates the current state (table definitions, TTL settings
-// and one PutItem per item), atomically replacing the old file. It first
-// replays the compacted journal into a second minidyn and keeps the old
-// journal if that does not reproduce every table's items and TTL setting
-// (minidyn cannot read back empty lists and maps, for one). Secondary indexes
-// rebuilt this way contain every item, also items written before an
-// UpdateTable added the index, which minidyn itself does not backfill.
+// # Disk
 //
-// # Beyond minidyn
+// Pebble compacts in the background; besides, once the bytes overwritten or
+// deleted since the last compaction exceed both 64 MiB and half the live
+// data, a full compaction runs, so the files stay bounded by the live data.
+// While the file system has less than MinFreeBytes free (64 MiB by default),
+// writes are refused with InsufficientStorageException (the platform answers
+// 507) before they reach Pebble: reads go on, and writes resume by
+// themselves when space is freed.
 //
-// Server answers a few operations minidyn lacks and patches some of its
-// answers so that ordinary SDK code works:
-//   - ListTables, UpdateTimeToLive and DescribeTimeToLive are implemented here
-//     (TTL settings are remembered and journaled; expired items are not
-//     deleted).
-//   - Table descriptions get TableStatus, AttributeDefinitions,
-//     BillingModeSummary and TableArn, which minidyn leaves empty (code that
-//     waits for TableStatus ACTIVE would otherwise wait forever).
-//   - PutItem answers with no attributes, or the old item when ReturnValues
-//     is ALL_OLD; minidyn always echoes the new item.
-//   - BatchWriteItem rejects duplicate keys and missing or mistyped primary
-//     keys up front, as DynamoDB does, and applies tables in name order so
-//     that replay is deterministic (minidyn would use map order).
-//   - A panic inside minidyn (e.g. Query on an index that does not exist)
-//     becomes a 500 InternalServerError instead of wedging the server.
-//   - Unknown operations get DynamoDB's UnknownOperationException.
+// The directory is private: Open makes it 0700 and every file in it 0600,
+// whoever created it (the store holds signing secrets and chat content). It
+// is used by at most one Server at a time (an exclusive flock on dir/LOCK).
 //
-// A directory is used by at most one Server at a time: Open takes an
-// exclusive flock on dir/LOCK.
+// A directory written by the previous version (minidyn in memory behind a
+// journal of write requests) is migrated on Open: the journal's requests are
+// replayed into the store once, then the journal is removed.
 package localdynamo

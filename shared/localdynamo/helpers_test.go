@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"path/filepath"
 	"slices"
 	"sort"
 	"strconv"
@@ -73,8 +72,6 @@ func (e *env) reopen() *env {
 	e.close()
 	return openEnv(e.t, e.dir)
 }
-
-func (e *env) journalPath() string { return filepath.Join(e.dir, journalName) }
 
 func ctx() context.Context { return context.Background() }
 
@@ -231,19 +228,4 @@ func fileSize(t testing.TB, path string) int64 {
 		t.Fatal(err)
 	}
 	return st.Size()
-}
-
-// journalRecords returns the records of the journal at path.
-func journalRecords(t testing.TB, path string) []record {
-	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	var recs []record
-	if _, err := readJournal(f, func(r record) error { recs = append(recs, r); return nil }); err != nil {
-		t.Fatalf("readJournal: %v", err)
-	}
-	return recs
 }

@@ -14,13 +14,13 @@ import (
 // Put in a transaction, a transaction that failed), as in DynamoDB.
 func TestIndexFollowsReplacedItems(t *testing.T) {
 	e := openEnv(t, t.TempDir())
-	createTable(t, e.db, "t")
+	createTable(t, e.db, "tbl")
 	put := func(pk, gpk, gsk string) {
 		it := keyOf(pk, "x")
 		if gpk != "" {
 			it["gpk"], it["gsk"] = s(gpk), s(gsk)
 		}
-		if _, err := e.db.PutItem(ctx(), &dynamodb.PutItemInput{TableName: aws.String("t"), Item: it}); err != nil {
+		if _, err := e.db.PutItem(ctx(), &dynamodb.PutItemInput{TableName: aws.String("tbl"), Item: it}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -31,24 +31,24 @@ func TestIndexFollowsReplacedItems(t *testing.T) {
 	put("p2", "", "")    // no longer indexed
 	put("p3", "H", "s3") // moved to another partition
 	_, err := e.db.TransactWriteItems(ctx(), &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{
-		{Put: &types.Put{TableName: aws.String("t"), Item: keyOf("p4", "x")}}, // drops p4's index key
+		{Put: &types.Put{TableName: aws.String("tbl"), Item: keyOf("p4", "x")}}, // drops p4's index key
 	}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	_, err = e.db.TransactWriteItems(ctx(), &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{
-		{Put: &types.Put{TableName: aws.String("t"), Item: keyOf("p0", "x")}},
-		{ConditionCheck: &types.ConditionCheck{TableName: aws.String("t"), Key: keyOf("nope", "x"), ConditionExpression: aws.String("attribute_exists(pk)")}},
+		{Put: &types.Put{TableName: aws.String("tbl"), Item: keyOf("p0", "x")}},
+		{ConditionCheck: &types.ConditionCheck{TableName: aws.String("tbl"), Key: keyOf("nope", "x"), ConditionExpression: aws.String("attribute_exists(pk)")}},
 	}})
 	if err == nil {
 		t.Fatal("transaction with a failing condition succeeded")
 	}
 	check := func(e *env) {
 		t.Helper()
-		if got, want := fmt.Sprint(queryGSI(t, e.db, "t", "G")), "[p0/x p1/x]"; got != want {
+		if got, want := fmt.Sprint(queryGSI(t, e.db, "tbl", "G")), "[p0/x p1/x]"; got != want {
 			t.Fatalf("index G lists %s, want %s", got, want)
 		}
-		if got, want := fmt.Sprint(queryGSI(t, e.db, "t", "H")), "[p3/x]"; got != want {
+		if got, want := fmt.Sprint(queryGSI(t, e.db, "tbl", "H")), "[p3/x]"; got != want {
 			t.Fatalf("index H lists %s, want %s", got, want)
 		}
 	}
@@ -63,21 +63,21 @@ func TestIndexFollowsReplacedItems(t *testing.T) {
 // third_party/minidyn/PATCHES.md.)
 func TestEmptyMapsSurviveARolledBackTransaction(t *testing.T) {
 	e := openEnv(t, t.TempDir())
-	createTable(t, e.db, "t")
+	createTable(t, e.db, "tbl")
 	it := keyOf("p", "x")
 	it["gpk"], it["gsk"] = s("G"), s("1")
 	it["m"] = &types.AttributeValueMemberM{Value: map[string]types.AttributeValue{}}
 	it["l"] = &types.AttributeValueMemberL{Value: []types.AttributeValue{}}
-	if _, err := e.db.PutItem(ctx(), &dynamodb.PutItemInput{TableName: aws.String("t"), Item: it}); err != nil {
+	if _, err := e.db.PutItem(ctx(), &dynamodb.PutItemInput{TableName: aws.String("tbl"), Item: it}); err != nil {
 		t.Fatal(err)
 	}
 	_, err := e.db.TransactWriteItems(ctx(), &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{
-		{ConditionCheck: &types.ConditionCheck{TableName: aws.String("t"), Key: keyOf("nope", "x"), ConditionExpression: aws.String("attribute_exists(pk)")}},
+		{ConditionCheck: &types.ConditionCheck{TableName: aws.String("tbl"), Key: keyOf("nope", "x"), ConditionExpression: aws.String("attribute_exists(pk)")}},
 	}})
 	if err == nil {
 		t.Fatal("transaction with a failing condition succeeded")
 	}
-	if got := fmt.Sprint(queryGSI(t, e.db, "t", "G")); got != "[p/x]" {
+	if got := fmt.Sprint(queryGSI(t, e.db, "tbl", "G")); got != "[p/x]" {
 		t.Fatalf("query after rollback: %s", got)
 	}
 }

@@ -1,5 +1,10 @@
 package localdynamo
 
+// The journal of the previous embedded DynamoDB (minidyn behind a journal of
+// write requests). Open migrates a data directory that still has one: it
+// replays the journal's requests into the store once, then removes it. Only
+// the reading side is kept.
+
 import (
 	"bufio"
 	"encoding/binary"
@@ -8,11 +13,6 @@ import (
 	"hash/crc32"
 	"io"
 	"os"
-	"path/filepath"
-	"sync"
-	"sync/atomic"
-
-	"github.com/botforge/platform/shared/fsutil"
 )
 
 const (
@@ -51,20 +51,6 @@ type record struct {
 	flag recordFlag
 	op   string
 	body []byte
-}
-
-// appendTo appends the encoded record to dst.
-func (r record) appendTo(dst []byte) []byte {
-	n := 2 + len(r.op) + len(r.body)
-	dst = binary.LittleEndian.AppendUint32(dst, uint32(n))
-	crcAt := len(dst)
-	dst = append(dst, 0, 0, 0, 0)
-	start := len(dst)
-	dst = append(dst, byte(r.flag), byte(len(r.op)))
-	dst = append(dst, r.op...)
-	dst = append(dst, r.body...)
-	binary.LittleEndian.PutUint32(dst[crcAt:], crc32.Checksum(dst[start:], castagnoli))
-	return dst
 }
 
 // decodePayload parses a record payload whose CRC has been checked.
@@ -198,177 +184,4 @@ func readJournal(f *os.File, fn func(record) error) (scanResult, error) {
 	}
 	res.validEnd = off
 	return res, nil
-}
-
-// createJournal atomically creates an empty journal (just the header) at path.
-func createJournal(path string) error {
-	return writeFileAtomic(path, func(w io.Writer) error {
-		_, err := io.WriteString(w, journalMagic)
-		return err
-	})
-}
-
-// writeFileAtomic writes a file through fill into a temporary file next to
-// path, fsyncs it, renames it over path and fsyncs the directory.
-func writeFileAtomic(path string, fill func(io.Writer) error) error {
-	tmp := path + ".tmp"
-	if err := writeFileSynced(tmp, fill); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		_ = os.Remove(tmp)
-		return err
-	}
-	return fsutil.SyncDir(filepath.Dir(path))
-}
-
-// writeFileSynced creates (or truncates) path, writes it through fill and
-// fsyncs it. On failure it removes the file.
-func writeFileSynced(path string, fill func(io.Writer) error) (err error) {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if err != nil {
-			_ = f.Close()
-			_ = os.Remove(path)
-		}
-	}()
-	bw := bufio.NewWriterSize(f, 1<<20)
-	if err = fill(bw); err != nil {
-		return err
-	}
-	if err = bw.Flush(); err != nil {
-		return err
-	}
-	if err = f.Sync(); err != nil {
-		return err
-	}
-	return f.Close()
-}
-
-// journal is the append side of the journal file, with group commit.
-//
-// Invariant while no sync is in flight: buf holds exactly the bytes of the
-// file range [synced, end). A waiter that finds a sync needed and none in
-// flight becomes the leader: it takes buf, writes and fsyncs it outside the
-// lock, then publishes the new synced offset and wakes everybody.
-type journal struct {
-	f *os.File
-
-	mu      sync.Mutex
-	cond    sync.Cond
-	buf     []byte // appended records not yet handed to write(2)
-	spare   []byte // recycled buffer
-	end     int64  // file offset after the last appended record
-	synced  int64  // file offset up to which the file is durable
-	syncing bool   // a leader is writing and syncing
-	err     error  // sticky: after a failed write or fsync nothing is durable any more
-	records int64  // records in the file, including appended ones
-
-	syncs atomic.Int64 // fsyncs performed, for metrics
-}
-
-func newJournal(f *os.File, end int64, records int) *journal {
-	j := &journal{f: f, end: end, synced: end, records: int64(records)}
-	j.cond.L = &j.mu
-	return j
-}
-
-// append adds a record after all earlier ones and returns the offset a
-// caller must wait for (with waitDurable) before acknowledging it. Callers
-// serialize append with the state change it records.
-func (j *journal) append(r record) int64 {
-	j.mu.Lock()
-	defer j.mu.Unlock()
-	j.buf = r.appendTo(j.buf)
-	j.end += int64(recordHeaderSize + 2 + len(r.op) + len(r.body))
-	j.records++
-	return j.end
-}
-
-// appended returns the offset just past the last appended record.
-func (j *journal) appended() int64 {
-	j.mu.Lock()
-	defer j.mu.Unlock()
-	return j.end
-}
-
-// stats returns the number of records in the file and of fsyncs done.
-func (j *journal) stats() (records, syncs int64) {
-	j.mu.Lock()
-	defer j.mu.Unlock()
-	return j.records, j.syncs.Load()
-}
-
-// failure returns the sticky write error, if any.
-func (j *journal) failure() error {
-	j.mu.Lock()
-	defer j.mu.Unlock()
-	return j.err
-}
-
-// waitDurable blocks until the file is durable up to off, syncing it itself
-// if no other goroutine is doing so.
-func (j *journal) waitDurable(off int64) error {
-	j.mu.Lock()
-	defer j.mu.Unlock()
-	for j.synced < off {
-		if j.err != nil {
-			return j.err
-		}
-		if j.syncing {
-			j.cond.Wait()
-			continue
-		}
-		j.syncing = true
-		data, target := j.buf, j.end
-		j.buf = j.spare[:0]
-		j.spare = nil
-		j.mu.Unlock()
-
-		err := j.writeAndSync(data)
-
-		j.mu.Lock()
-		if cap(data) <= 4<<20 {
-			j.spare = data[:0]
-		}
-		j.syncing = false
-		if err != nil {
-			j.err = fmt.Errorf("localdynamo: journal write failed, refusing further requests: %w", err)
-		} else {
-			j.synced = target
-		}
-		j.cond.Broadcast()
-	}
-	return nil
-}
-
-func (j *journal) writeAndSync(data []byte) error {
-	if len(data) > 0 {
-		if _, err := j.f.Write(data); err != nil {
-			return err
-		}
-	}
-	j.syncs.Add(1)
-	return j.f.Sync()
-}
-
-// close waits for an in-flight sync and closes the file. The caller must
-// have stopped appends and waited for durability first.
-func (j *journal) close() error {
-	j.mu.Lock()
-	for j.syncing {
-		j.cond.Wait()
-	}
-	err := j.err
-	if err == nil && j.synced < j.end {
-		err = errors.New("localdynamo: journal closed with unsynced records")
-	}
-	j.mu.Unlock()
-	if cerr := j.f.Close(); err == nil {
-		err = cerr
-	}
-	return err
 }

@@ -1,8 +1,8 @@
 package localdynamo
 
 import (
-	"bytes"
 	"encoding/json"
+	"fmt"
 	"hash/crc32"
 	"net/http"
 	"strconv"
@@ -75,42 +75,60 @@ func jsonResponse(v any) response {
 	return response{status: http.StatusOK, body: b}
 }
 
-// recorder is the http.ResponseWriter handed to minidyn.
-type recorder struct {
-	header http.Header
+// dynErr is an error answered in DynamoDB's error shape.
+type dynErr struct {
 	status int
-	buf    bytes.Buffer
+	typ    string
+	msg    string
+	extra  map[string]any // more fields of the body (Item, CancellationReasons)
 }
 
-func (r *recorder) Header() http.Header {
-	if r.header == nil {
-		r.header = http.Header{}
+func (e *dynErr) Error() string { return e.typ + ": " + e.msg }
+
+func (e *dynErr) response() response {
+	body := map[string]any{"__type": errTypePrefix + e.typ, "message": e.msg}
+	for k, v := range e.extra {
+		body[k] = v
 	}
-	return r.header
-}
-
-func (r *recorder) WriteHeader(status int) {
-	if r.status == 0 {
-		r.status = status
-	}
-}
-
-func (r *recorder) Write(p []byte) (int, error) {
-	if r.status == 0 {
-		r.status = http.StatusOK
-	}
-	return r.buf.Write(p)
-}
-
-func (r *recorder) response() response {
-	status := r.status
+	b, _ := json.Marshal(body)
+	status := e.status
 	if status == 0 {
-		status = http.StatusOK
+		status = http.StatusBadRequest
 	}
-	body := r.buf.Bytes()
-	if status != http.StatusOK && !json.Valid(body) {
-		// minidyn answers some errors with http.Error's plain text.
-		return errorResponse(status, "ValidationException", strings.TrimSpace(string(body)))
+	return response{status: status, body: b}
+}
+
+// invalid is a ValidationException.
+func invalid(format string, args ...any) error {
+	return &dynErr{typ: "ValidationException", msg: fmt.Sprintf(format, args...)}
+}
+
+// asInvalid turns a plain error into a ValidationException, keeping a
+// *dynErr as it is.
+func asInvalid(err error) error {
+	if err == nil {
+		return nil
 	}
-	return response{status: status, body: body}
+	if _, ok := err.(*dynErr); ok {
+		return err
+	}
+	return &dynErr{typ: "ValidationException", msg: err.Error()}
+}
+
+func notFound() error {
+	return &dynErr{typ: "ResourceNotFoundException", msg: "Requested resource not found"}
+}
+
+// toResponse answers v (or err) as DynamoDB does.
+func toResponse(v any, err error) response {
+	if err != nil {
+		if de, ok := err.(*dynErr); ok {
+			return de.response()
+		}
+		return errorResponse(http.StatusInternalServerError, "InternalServerError", err.Error())
+	}
+	if raw, ok := v.(json.RawMessage); ok {
+		return response{status: http.StatusOK, body: raw}
+	}
+	return jsonResponse(v)
 }

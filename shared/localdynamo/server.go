@@ -1,19 +1,25 @@
 package localdynamo
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"io"
 	"io/fs"
+	"log/slog"
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
+	"time"
 
-	"github.com/truora/minidyn/server"
+	"github.com/cockroachdb/pebble"
+	"github.com/cockroachdb/pebble/bloom"
+	"github.com/cockroachdb/pebble/vfs"
 
 	"github.com/botforge/platform/shared/fsutil"
 )
@@ -24,158 +30,204 @@ const (
 	// targetPrefix is the X-Amz-Target prefix of DynamoDB operations.
 	targetPrefix = "DynamoDB_20120810."
 	lockName     = "LOCK"
+	storeName    = "store"
+	// stripes is the number of item locks; writes to items in different
+	// stripes run in parallel.
+	stripes = 1024
 )
 
 // ErrLocked is returned (wrapped) by Open when another process or Server
 // has the directory open.
 var ErrLocked = fsutil.ErrLocked
 
-type opKind int
+// Options tune a Server; the zero value is the default.
+type Options struct {
+	// MinFreeBytes: while the file system has less free space than this,
+	// writes are refused with InsufficientStorageException (reads go on).
+	// Default 64 MiB.
+	MinFreeBytes int64
+	// CacheBytes is the block cache size. Default 128 MiB.
+	CacheBytes int64
+	// TTLInterval is how often expired items are deleted. Default 1 minute.
+	TTLInterval time.Duration
+	// Logger receives background errors. Default slog.Default().
+	Logger *slog.Logger
 
-const (
-	opUnknown opKind = iota
-	opRead
-	opWrite
-)
-
-// ops lists the supported operations.
-var ops = map[string]opKind{
-	"CreateTable":        opWrite,
-	"UpdateTable":        opWrite,
-	"DeleteTable":        opWrite,
-	"PutItem":            opWrite,
-	"UpdateItem":         opWrite,
-	"DeleteItem":         opWrite,
-	"BatchWriteItem":     opWrite,
-	"TransactWriteItems": opWrite,
-	"UpdateTimeToLive":   opWrite,
-
-	"GetItem":            opRead,
-	"Query":              opRead,
-	"Scan":               opRead,
-	"BatchGetItem":       opRead,
-	"TransactGetItems":   opRead,
-	"DescribeTable":      opRead,
-	"ListTables":         opRead,
-	"DescribeTimeToLive": opRead,
+	// freeSpace replaces the file system's free-space probe (tests).
+	freeSpace func() (uint64, error)
 }
 
-// Server is a durable DynamoDB JSON-API endpoint (an http.Handler) backed by
-// minidyn and a journal in a directory. It is safe for concurrent use.
+// Server is a durable DynamoDB JSON-API endpoint (an http.Handler) over an
+// ordered on-disk store in a directory. It is safe for concurrent use.
 type Server struct {
 	dir  string
-	lock *os.File // holds the flock on dir/LOCK
+	opts Options
+	lock *os.File // flock on dir/LOCK
+	db   *pebble.DB
+	log  *slog.Logger
 
-	// mu orders state changes: a write applies its change and appends its
-	// journal record while holding mu exclusively, so journal order is apply
-	// order. Reads hold it shared.
+	// mu guards the table definitions: item operations hold it shared for
+	// their whole duration, table operations exclusively.
 	mu     sync.RWMutex
-	mini   *server.Server
-	tables map[string]*tableMeta
-	j      *journal
+	tables map[string]*tableDef
 	closed bool
 
-	replaying bool // skips response cosmetics while replaying
-	// compactSkipped says why a compaction was abandoned (for tests).
-	compactSkipped error
+	items [stripes]sync.Mutex // item locks, by hash of the item's store key
+
+	durable inflight
+
+	deadBytes    atomic.Int64 // bytes overwritten or deleted since the last compaction
+	compacting   atomic.Bool
+	stop         chan struct{}
+	wg           sync.WaitGroup
+	spaceRefused atomic.Int64 // writes refused for lack of space (tests, metrics)
+	minFree      atomic.Int64 // current MinFreeBytes
 }
 
-// Open replays the journal in dir (creating dir if needed) into a fresh
-// minidyn and returns the server. It fails with ErrLocked if the directory is
-// in use, and with ErrCorruptJournal if the journal is damaged other than by
-// a crash during an unacknowledged write (such a torn tail is truncated).
-func Open(dir string) (*Server, error) {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+// SetMinFreeBytes changes the free space below which writes are refused.
+func (s *Server) SetMinFreeBytes(n int64) { s.minFree.Store(n) }
+
+// Open opens (creating if needed) the store in dir and returns the server.
+// It fails with ErrLocked if the directory is in use. A directory written by
+// the previous journal-based version is migrated once.
+func Open(dir string) (*Server, error) { return OpenWith(dir, Options{}) }
+
+// OpenWith is Open with options.
+func OpenWith(dir string, opts Options) (*Server, error) {
+	if opts.MinFreeBytes == 0 {
+		opts.MinFreeBytes = 64 << 20
+	}
+	if opts.CacheBytes == 0 {
+		opts.CacheBytes = 128 << 20
+	}
+	if opts.TTLInterval == 0 {
+		opts.TTLInterval = time.Minute
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("localdynamo: %w", err)
+	}
+	// The data is private, whoever created the directory.
+	if err := os.Chmod(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("localdynamo: %w", err)
 	}
 	lock, err := fsutil.LockDir(filepath.Join(dir, lockName), 0)
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{dir: dir, lock: lock}
-	if err := s.load(); err != nil {
+	s := &Server{dir: dir, opts: opts, lock: lock, log: opts.Logger, tables: map[string]*tableDef{}, stop: make(chan struct{})}
+	s.durable.cond = sync.NewCond(&s.durable.mu)
+	s.minFree.Store(opts.MinFreeBytes)
+	if err := s.open(); err != nil {
+		if s.db != nil {
+			_ = s.db.Close()
+		}
 		_ = fsutil.UnlockDir(lock)
 		return nil, err
 	}
+	s.wg.Add(1)
+	go s.background()
 	return s, nil
 }
 
-// load replays the journal, compacting it first if that pays off.
-func (s *Server) load() error {
-	path := filepath.Join(s.dir, journalName)
-	// Left over by an interrupted create or compaction; never the journal.
-	for _, leftover := range []string{path + ".tmp", path + ".compact"} {
-		if err := os.Remove(leftover); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return fmt.Errorf("localdynamo: %w", err)
-		}
+func (s *Server) open() error {
+	cache := pebble.NewCache(s.opts.CacheBytes)
+	defer cache.Unref()
+	opts := &pebble.Options{
+		FS:           newPrivateFS(),
+		Cache:        cache,
+		MemTableSize: 16 << 20,
+		Logger:       pebbleLogger{s.log},
 	}
-	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
-		if err := createJournal(path); err != nil {
-			return fmt.Errorf("localdynamo: create journal: %w", err)
-		}
-	} else if err != nil {
-		return fmt.Errorf("localdynamo: %w", err)
+	// Bloom filters on every level: a GetItem reads the data block of the
+	// one file holding the item, whatever the number of levels.
+	opts.Levels = make([]pebble.LevelOptions, 7)
+	for i := range opts.Levels {
+		opts.Levels[i].FilterPolicy = bloom.FilterPolicy(10)
 	}
-
-	f, res, err := s.replayFile(path)
+	db, err := pebble.Open(filepath.Join(s.dir, storeName), opts)
 	if err != nil {
+		return fmt.Errorf("localdynamo: open store: %w", err)
+	}
+	s.db = db
+	if err := s.loadTables(); err != nil {
 		return err
 	}
-	if s.shouldCompact(res) {
-		if cf, cres, ok := s.compact(path); ok {
-			_ = f.Close()
-			f, res = cf, cres
-		}
+	if err := s.migrateJournal(); err != nil {
+		return err
 	}
-	if _, err := f.Seek(res.validEnd, io.SeekStart); err != nil {
-		_ = f.Close()
-		return fmt.Errorf("localdynamo: %w", err)
-	}
-	s.j = newJournal(f, res.validEnd, res.records)
-	return nil
+	return privatize(s.dir)
 }
 
-// replayFile resets the state to empty and replays the journal at path into
-// it, truncating a torn tail. It returns the open journal file.
-func (s *Server) replayFile(path string) (*os.File, scanResult, error) {
-	f, err := os.OpenFile(path, os.O_RDWR, 0)
-	if err != nil {
-		return nil, scanResult{}, fmt.Errorf("localdynamo: %w", err)
-	}
-	s.mini = server.NewServer()
-	s.tables = map[string]*tableMeta{}
-	s.replaying = true
-	defer func() { s.replaying = false }()
-
-	n := 0
-	res, err := readJournal(f, func(r record) error {
-		n++
-		out, _ := s.execWrite(r.op, r.body)
-		if r.flag == flagApplied && !out.ok() {
-			return fmt.Errorf("localdynamo: journal %s: replaying record %d (%s) failed with %d %s; minidyn no longer agrees with the journal",
-				path, n, r.op, out.status, bytes.TrimSpace(out.body))
+// privatize makes every file below dir readable by its owner only (files a
+// previous version created with wider permissions included).
+func privatize(dir string) error {
+	return filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil
+			}
+			return err
+		}
+		mode := os.FileMode(0o600)
+		if d.IsDir() {
+			mode = 0o700
+		}
+		info, err := d.Info()
+		if err != nil {
+			return nil
+		}
+		if info.Mode().Perm() != mode {
+			if err := os.Chmod(path, mode); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return err
+			}
 		}
 		return nil
 	})
-	if err == nil && res.validEnd < res.size {
-		// A torn tail: the write it held was never acknowledged.
-		if err = f.Truncate(res.validEnd); err == nil {
-			err = f.Sync()
-		}
-		if err != nil {
-			err = fmt.Errorf("localdynamo: truncate torn journal tail: %w", err)
-		}
-	}
+}
+
+func (s *Server) loadTables() error {
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: []byte{prefixMeta}, UpperBound: []byte{prefixMeta + 1}})
 	if err != nil {
-		_ = f.Close()
-		return nil, res, err
+		return err
 	}
-	return f, res, nil
+	defer it.Close()
+	for it.First(); it.Valid(); it.Next() {
+		var t tableDef
+		if err := json.Unmarshal(it.Value(), &t); err != nil {
+			return fmt.Errorf("localdynamo: table definition %q: %w", it.Key()[1:], err)
+		}
+		s.tables[t.Name] = &t
+	}
+	return it.Error()
+}
+
+// nextTableID returns an id no table has used (ids are never reused, so
+// leftovers of a deleted table can never be mistaken for a new one's).
+func (s *Server) nextTableID() (uint32, error) {
+	key := []byte{'n'}
+	v, closer, err := s.db.Get(key)
+	var id uint32
+	if err == nil {
+		if len(v) == 4 {
+			id = uint32(v[0])<<24 | uint32(v[1])<<16 | uint32(v[2])<<8 | uint32(v[3])
+		}
+		closer.Close()
+	} else if !errors.Is(err, pebble.ErrNotFound) {
+		return 0, err
+	}
+	id++
+	return id, nil
+}
+
+func tableIDValue(id uint32) []byte {
+	return []byte{byte(id >> 24), byte(id >> 16), byte(id >> 8), byte(id)}
 }
 
 // ServeHTTP answers one DynamoDB JSON-API request (dispatching on the
-// X-Amz-Target header). A mutating request is answered only after its
-// journal record is on disk.
+// X-Amz-Target header). A write is answered once it is on disk.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodPost {
 		errorResponse(http.StatusMethodNotAllowed, "UnknownOperationException", "only POST is supported").write(w)
@@ -183,13 +235,12 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	target := r.Header.Get("X-Amz-Target")
 	op, found := strings.CutPrefix(target, targetPrefix)
-	kind := ops[op]
-	if !found || kind == opUnknown {
+	h := handlers[op]
+	if !found || h.fn == nil {
 		errorResponse(http.StatusBadRequest, "UnknownOperationException",
 			fmt.Sprintf("unknown or unsupported operation %q", target)).write(w)
 		return
 	}
-
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBodyBytes))
 	if err != nil {
 		if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
@@ -204,71 +255,194 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		errorResponse(http.StatusBadRequest, "SerializationException", "request body is not valid JSON").write(w)
 		return
 	}
+	s.serve(op, body).write(w)
+}
 
-	if kind == opWrite {
-		s.serveWrite(w, op, body)
+// serve runs one operation.
+func (s *Server) serve(op string, body []byte) (res response) {
+	h := handlers[op]
+	if h.table {
+		s.mu.Lock()
+		defer s.mu.Unlock()
 	} else {
-		s.serveRead(w, op, body)
+		s.mu.RLock()
+		defer s.mu.RUnlock()
 	}
+	if s.closed {
+		return closedResponse()
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			s.log.Error("localdynamo: panic", "op", op, "panic", p)
+			res = errorResponse(http.StatusInternalServerError, "InternalServerError", fmt.Sprintf("%s failed: %v", op, p))
+		}
+	}()
+	if h.write {
+		if r, refused := s.checkSpace(); refused {
+			return r
+		}
+	}
+	// A read must not answer from a write that is not yet durable: it waits
+	// for the writes that were in flight when it started.
+	if h.write {
+		return h.fn(s, body)
+	}
+	mark := s.durable.mark()
+	res = h.fn(s, body)
+	s.durable.wait(mark)
+	return res
 }
 
 func closedResponse() response {
 	return errorResponse(http.StatusServiceUnavailable, "ServiceUnavailable", "localdynamo: server is closed")
 }
 
-func journalFailedResponse(err error) response {
-	return errorResponse(http.StatusInternalServerError, "InternalServerError", err.Error())
+// checkSpace refuses a write while free space is below MinFreeBytes, so the
+// store itself never runs into a full disk: reads go on, and writes resume
+// as soon as space is freed.
+func (s *Server) checkSpace() (response, bool) {
+	free, err := s.freeBytes()
+	need := s.minFree.Load()
+	if err != nil || int64(free) >= need {
+		return response{}, false
+	}
+	s.spaceRefused.Add(1)
+	return errorResponse(http.StatusBadRequest, "InsufficientStorageException",
+		fmt.Sprintf("the disk holding the data directory is full (%d bytes free, %d needed): writes are refused until space is freed; reads still work", free, need)), true
 }
 
-// serveWrite applies a mutating request and appends its record under the
-// exclusive lock, then waits for the record to be durable outside it, so
-// that concurrent writers share fsyncs.
-func (s *Server) serveWrite(w http.ResponseWriter, op string, body []byte) {
-	res, off, done := func() (response, int64, bool) {
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		if s.closed {
-			return closedResponse(), 0, true
-		}
-		if err := s.j.failure(); err != nil {
-			return journalFailedResponse(err), 0, true
-		}
-		res, rec := s.execWrite(op, body)
-		if rec != nil {
-			return res, s.j.append(*rec), false
-		}
-		// A failed write may still have observed state that is not durable.
-		return res, s.j.appended(), false
-	}()
-	if !done {
-		if err := s.j.waitDurable(off); err != nil {
-			res = journalFailedResponse(err)
+func (s *Server) freeBytes() (uint64, error) {
+	if s.opts.freeSpace != nil {
+		return s.opts.freeSpace()
+	}
+	u, err := vfs.Default.GetDiskUsage(s.dir)
+	return u.AvailBytes, err
+}
+
+// lockItems takes the item locks of the given store keys (in stripe order,
+// so that concurrent multi-item writes cannot deadlock) and returns the
+// function releasing them.
+func (s *Server) lockItems(keys ...[]byte) func() {
+	idx := make([]int, 0, len(keys))
+	for _, k := range keys {
+		h := fnv.New32a()
+		_, _ = h.Write(k)
+		idx = append(idx, int(h.Sum32()%stripes))
+	}
+	slices.Sort(idx)
+	idx = slices.Compact(idx)
+	for _, i := range idx {
+		s.items[i].Lock()
+	}
+	return func() {
+		for _, i := range idx {
+			s.items[i].Unlock()
 		}
 	}
-	res.write(w)
 }
 
-// serveRead answers a read once everything it may have seen is durable.
-func (s *Server) serveRead(w http.ResponseWriter, op string, body []byte) {
-	res, off, done := func() (response, int64, bool) {
-		s.mu.RLock()
-		defer s.mu.RUnlock()
-		if s.closed {
-			return closedResponse(), 0, true
+// commit makes a batch durable (fsynced; concurrent commits share fsyncs).
+func (s *Server) commit(b *pebble.Batch, dead int64) error {
+	t := s.durable.begin()
+	err := b.Commit(pebble.Sync)
+	s.durable.end(t)
+	if err != nil {
+		return err
+	}
+	if dead > 0 {
+		s.deadBytes.Add(dead)
+	}
+	return nil
+}
+
+// inflight tracks writes between the start of their commit and the end of
+// their fsync; a read waits for those that started before it.
+type inflight struct {
+	mu      sync.Mutex
+	cond    *sync.Cond
+	next    uint64
+	pending map[uint64]struct{}
+}
+
+func (f *inflight) begin() uint64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.next++
+	if f.pending == nil {
+		f.pending = map[uint64]struct{}{}
+	}
+	f.pending[f.next] = struct{}{}
+	return f.next
+}
+
+func (f *inflight) end(t uint64) {
+	f.mu.Lock()
+	delete(f.pending, t)
+	f.mu.Unlock()
+	f.cond.Broadcast()
+}
+
+func (f *inflight) mark() uint64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.next
+}
+
+func (f *inflight) wait(mark uint64) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for {
+		blocked := false
+		for t := range f.pending {
+			if t <= mark {
+				blocked = true
+				break
+			}
 		}
-		return s.execRead(op, body), s.j.appended(), false
-	}()
-	if !done {
-		if err := s.j.waitDurable(off); err != nil {
-			res = journalFailedResponse(err)
+		if !blocked {
+			return
+		}
+		f.cond.Wait()
+	}
+}
+
+// background deletes expired items and compacts away dead data.
+func (s *Server) background() {
+	defer s.wg.Done()
+	tick := time.NewTicker(s.opts.TTLInterval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-s.stop:
+			return
+		case <-tick.C:
+			s.expireItems(time.Now())
+			s.maybeCompact()
 		}
 	}
-	res.write(w)
 }
 
-// Close flushes and fsyncs the journal, closes it and releases the directory
-// lock. Requests after Close are answered 503 ServiceUnavailable. Close is
-// idempotent.
+// maybeCompact compacts the whole store once the bytes overwritten or
+// deleted since the last compaction exceed both 64 MiB and the live data,
+// so the files stay bounded by the live data.
+func (s *Server) maybeCompact() {
+	dead := s.deadBytes.Load()
+	if dead < 64<<20 || !s.compacting.CompareAndSwap(false, true) {
+		return
+	}
+	defer s.compacting.Store(false)
+	live := int64(s.db.Metrics().DiskSpaceUsage())
+	if dead < live/2 {
+		return
+	}
+	s.deadBytes.Add(-dead)
+	if err := s.db.Compact([]byte{0}, []byte{0xFF}, false); err != nil {
+		s.log.Warn("localdynamo: compaction failed", "err", err)
+	}
+}
+
+// Close closes the store and releases the directory lock. Requests after
+// Close are answered 503 ServiceUnavailable. Close is idempotent.
 func (s *Server) Close() error {
 	s.mu.Lock()
 	if s.closed {
@@ -276,165 +450,28 @@ func (s *Server) Close() error {
 		return nil
 	}
 	s.closed = true
-	off := s.j.appended()
-	s.mini, s.tables = nil, nil
 	s.mu.Unlock()
-
-	err := s.j.waitDurable(off)
-	if cerr := s.j.close(); err == nil {
-		err = cerr
-	}
+	close(s.stop)
+	s.wg.Wait()
+	err := s.db.Close()
 	if uerr := fsutil.UnlockDir(s.lock); err == nil {
 		err = uerr
 	}
 	return err
 }
 
-// callMini runs one request through minidyn. A panic in minidyn (it has a
-// few, e.g. Query on an index that does not exist) becomes an
-// InternalServerError response.
-func (s *Server) callMini(op string, body []byte) (res response) {
-	req, err := http.NewRequest(http.MethodPost, "/", bytes.NewReader(body))
-	if err != nil {
-		return errorResponse(http.StatusInternalServerError, "InternalServerError", err.Error())
-	}
-	req.Header.Set("X-Amz-Target", targetPrefix+op)
-	defer func() {
-		if p := recover(); p != nil {
-			res = errorResponse(http.StatusInternalServerError, "InternalServerError", fmt.Sprintf("minidyn panicked on %s: %v", op, p))
-		}
-	}()
-	var rec recorder
-	s.mini.ServeHTTP(&rec, req)
-	return rec.response()
+// pebbleLogger sends Pebble's messages to slog (its routine ones at debug).
+type pebbleLogger struct{ log *slog.Logger }
+
+func (l pebbleLogger) Infof(format string, args ...any) {
+	l.log.Debug("pebble: " + fmt.Sprintf(format, args...))
 }
 
-// execWrite applies one mutating request, live or from the journal, and
-// returns the response and the record to journal (nil if the request left
-// no trace). It is deterministic given the state and the request, which is
-// what makes replay reproduce the state. The caller holds mu exclusively.
-func (s *Server) execWrite(op string, body []byte) (response, *record) {
-	switch op {
-	case "UpdateTimeToLive":
-		return s.updateTimeToLive(body)
-	case "BatchWriteItem":
-		return s.batchWriteItem(body)
-	case "PutItem":
-		return s.putItem(body)
-	case "CreateTable", "UpdateTable", "DeleteTable", "UpdateItem", "DeleteItem", "TransactWriteItems":
-		res := s.callMini(op, body)
-		rec := s.recordFor(op, body, res)
-		res = s.afterTableChange(op, body, res, rec)
-		return res, rec
-	default:
-		return errorResponse(http.StatusBadRequest, "UnknownOperationException", "not a write operation: "+op), nil
-	}
+func (l pebbleLogger) Errorf(format string, args ...any) {
+	l.log.Error("pebble: " + fmt.Sprintf(format, args...))
 }
 
-// recordFor decides whether a request minidyn has just answered must be
-// journaled.
-func (s *Server) recordFor(op string, body []byte, res response) *record {
-	if res.ok() {
-		return &record{flag: flagApplied, op: op, body: body}
-	}
-	if s.mayHaveChanged(op, body, res) {
-		return &record{flag: flagFailed, op: op, body: body}
-	}
-	return nil
-}
-
-// mayHaveChanged reports whether a failed request may have changed
-// minidyn's state. minidyn is atomic for conditional check failures,
-// transactions and table creation and deletion, but a PutItem, UpdateItem or
-// DeleteItem that fails while maintaining a secondary index (for example an
-// index key attribute of the wrong type) has already changed the item,
-// UpdateTable applies AttributeDefinitions and earlier index changes before a
-// failing one, and a panic can stop anything halfway.
-func (s *Server) mayHaveChanged(op string, body []byte, res response) bool {
-	if res.status >= http.StatusInternalServerError {
-		// minidyn panicked halfway through.
-		return true
-	}
-	switch op {
-	case "PutItem", "UpdateItem", "DeleteItem":
-		switch res.errorType() {
-		case "ConditionalCheckFailedException", "ResourceNotFoundException":
-			return false
-		}
-		return true
-	case "UpdateTable":
-		return s.tables[tableNameOf(body)] != nil
-	}
-	return false
-}
-
-// execRead answers a read. The caller holds mu (shared is enough).
-func (s *Server) execRead(op string, body []byte) response {
-	switch op {
-	case "ListTables":
-		return s.listTables(body)
-	case "DescribeTimeToLive":
-		return s.describeTimeToLive(body)
-	case "DescribeTable":
-		res := s.callMini(op, body)
-		if res.ok() {
-			res.body = s.completeDescription(res.body, "Table", "ACTIVE")
-		}
-		return res
-	default:
-		return s.callMini(op, body)
-	}
-}
-
-// putItem forwards PutItem and fixes its response: minidyn always returns the
-// new item as Attributes, DynamoDB returns nothing, or the old item when
-// ReturnValues is ALL_OLD.
-func (s *Server) putItem(body []byte) (response, *record) {
-	var in struct {
-		TableName    string
-		Item         map[string]json.RawMessage `json:"-"`
-		ReturnValues string
-	}
-	if err := json.Unmarshal(body, &in); err != nil {
-		return errorResponse(http.StatusBadRequest, "SerializationException", err.Error()), nil
-	}
-	switch in.ReturnValues {
-	case "", "NONE", "ALL_OLD":
-	default:
-		return validationError("ReturnValues can only be ALL_OLD or NONE"), nil
-	}
-
-	var old json.RawMessage
-	if meta := s.tables[in.TableName]; in.ReturnValues == "ALL_OLD" && meta != nil {
-		var item struct{ Item map[string]json.RawMessage }
-		_ = json.Unmarshal(body, &item)
-		in.Item = item.Item
-		if key, ok := meta.keyOf(in.Item); ok {
-			get, _ := json.Marshal(map[string]any{"TableName": in.TableName, "Key": key, "ConsistentRead": true})
-			if res := s.callMini("GetItem", get); res.ok() {
-				var out struct{ Item json.RawMessage }
-				if json.Unmarshal(res.body, &out) == nil {
-					old = out.Item
-				}
-			}
-		}
-	}
-
-	res := s.callMini("PutItem", body)
-	rec := s.recordFor("PutItem", body, res)
-	if res.ok() {
-		if len(old) > 0 && string(old) != "null" {
-			res = jsonResponse(map[string]json.RawMessage{"Attributes": old})
-		} else {
-			res.body = []byte("{}")
-		}
-	}
-	return res, rec
-}
-
-// tableNameOf returns the TableName field of a request body, or "".
-func tableNameOf(body []byte) string {
-	var in struct{ TableName string }
-	_ = json.Unmarshal(body, &in)
-	return in.TableName
+func (l pebbleLogger) Fatalf(format string, args ...any) {
+	l.log.Error("pebble: fatal: " + fmt.Sprintf(format, args...))
+	os.Exit(2)
 }

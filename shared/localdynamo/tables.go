@@ -1,28 +1,15 @@
 package localdynamo
 
 import (
-	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
-	"net/http"
+	"regexp"
 	"slices"
-	"sort"
-)
+	"time"
 
-// tableMeta is what Server knows about a table besides minidyn: what minidyn
-// does not keep (TTL, attribute types for descriptions) and the requests
-// that defined the table, from which compaction rebuilds it.
-type tableMeta struct {
-	name        string
-	keySchema   []keySchemaElement // HASH first
-	attrTypes   map[string]string  // attribute name -> S, N or B
-	attrOrder   []string           // attribute names in definition order
-	billingMode string
-	ttl         ttlSetting
-	// schema holds the CreateTable request and every UpdateTable request
-	// journaled since, in order.
-	schema []record
-}
+	"github.com/cockroachdb/pebble"
+)
 
 type keySchemaElement struct {
 	AttributeName string
@@ -34,295 +21,269 @@ type attributeDefinition struct {
 	AttributeType string
 }
 
-type ttlSetting struct {
-	enabled   bool
-	attribute string
+type throughput struct {
+	ReadCapacityUnits  int64
+	WriteCapacityUnits int64
 }
 
-func (m *tableMeta) defineAttributes(defs []attributeDefinition) {
+type projectionSpec struct {
+	ProjectionType   string
+	NonKeyAttributes []string
+}
+
+type indexSpec struct {
+	IndexName             string
+	KeySchema             []keySchemaElement
+	Projection            *projectionSpec
+	ProvisionedThroughput *throughput
+}
+
+var tableNamePattern = regexp.MustCompile(`^[a-zA-Z0-9_.-]{3,255}$`)
+
+// keyNames checks a key schema (one HASH, at most one RANGE) and returns
+// the attribute names.
+func keyNames(ks []keySchemaElement, what string) (string, string, error) {
+	var hash, rng string
+	for _, k := range ks {
+		switch k.KeyType {
+		case "HASH":
+			if hash != "" {
+				return "", "", invalid("%s: Too many hash keys specified. All Dynamo DB tables must have exactly one hash key", what)
+			}
+			hash = k.AttributeName
+		case "RANGE":
+			if rng != "" {
+				return "", "", invalid("%s: Too many range keys specified", what)
+			}
+			rng = k.AttributeName
+		default:
+			return "", "", invalid("%s: invalid KeyType %q", what, k.KeyType)
+		}
+	}
+	if hash == "" || len(ks) > 2 {
+		return "", "", invalid("%s: No Hash Key specified in schema. All Dynamo DB tables must have exactly one hash key", what)
+	}
+	return hash, rng, nil
+}
+
+// newIndex builds an index definition from a spec.
+func (t *tableDef) newIndex(spec indexSpec, local bool) (*indexDef, error) {
+	if spec.IndexName == "" || !tableNamePattern.MatchString(spec.IndexName) {
+		return nil, invalid("Invalid index name %q", spec.IndexName)
+	}
+	if t.index(spec.IndexName) != nil {
+		return nil, invalid("One or more parameter values were invalid: Duplicate index name: %s", spec.IndexName)
+	}
+	hash, rng, err := keyNames(spec.KeySchema, "Index "+spec.IndexName)
+	if err != nil {
+		return nil, err
+	}
+	if local && hash != t.Hash {
+		return nil, invalid("Table KeySchema: The AttributeValue for a key attribute cannot contain an empty string value; local secondary index must have the table's hash key")
+	}
+	ix := &indexDef{Name: spec.IndexName, Local: local, Hash: hash, Range: rng, Projection: "ALL"}
+	if spec.Projection != nil && spec.Projection.ProjectionType != "" {
+		switch spec.Projection.ProjectionType {
+		case "ALL", "KEYS_ONLY", "INCLUDE":
+		default:
+			return nil, invalid("Unknown ProjectionType: %s", spec.Projection.ProjectionType)
+		}
+		ix.Projection = spec.Projection.ProjectionType
+		ix.NonKey = spec.Projection.NonKeyAttributes
+	}
+	if spec.ProvisionedThroughput != nil {
+		ix.Read, ix.Write = spec.ProvisionedThroughput.ReadCapacityUnits, spec.ProvisionedThroughput.WriteCapacityUnits
+	}
+	for _, ex := range t.Indexes {
+		if ex.No >= ix.No {
+			ix.No = ex.No + 1
+		}
+	}
+	return ix, nil
+}
+
+// checkAttributes verifies that the attribute definitions are exactly the
+// key attributes of the table and its indexes.
+func (t *tableDef) checkAttributes() error {
+	used := map[string]bool{t.Hash: true}
+	if t.Range != "" {
+		used[t.Range] = true
+	}
+	for _, ix := range t.Indexes {
+		used[ix.Hash] = true
+		if ix.Range != "" {
+			used[ix.Range] = true
+		}
+	}
+	for name := range used {
+		typ, ok := t.AttrTypes[name]
+		if !ok {
+			return invalid("One or more parameter values were invalid: Some index key attributes are not defined in AttributeDefinitions. Keys: [%s], AttributeDefinitions: %v", name, t.AttrOrder)
+		}
+		if typ != "S" && typ != "N" && typ != "B" {
+			return invalid("Member must satisfy enum value set: [B, N, S] (attribute %s)", name)
+		}
+	}
+	if len(used) != len(t.AttrTypes) {
+		return invalid("One or more parameter values were invalid: Number of attributes in KeySchema does not exactly match number of attributes defined in AttributeDefinitions")
+	}
+	return nil
+}
+
+func (t *tableDef) defineAttributes(defs []attributeDefinition) error {
 	for _, d := range defs {
-		if _, ok := m.attrTypes[d.AttributeName]; !ok {
-			m.attrOrder = append(m.attrOrder, d.AttributeName)
+		if prev, ok := t.AttrTypes[d.AttributeName]; ok && prev != d.AttributeType {
+			return invalid("Cannot change the type of attribute %s", d.AttributeName)
+		} else if !ok {
+			t.AttrOrder = append(t.AttrOrder, d.AttributeName)
 		}
-		m.attrTypes[d.AttributeName] = d.AttributeType
+		t.AttrTypes[d.AttributeName] = d.AttributeType
 	}
+	return nil
 }
 
-func (m *tableMeta) attributeDefinitions() []attributeDefinition {
-	out := make([]attributeDefinition, 0, len(m.attrOrder))
-	for _, n := range m.attrOrder {
-		out = append(out, attributeDefinition{AttributeName: n, AttributeType: m.attrTypes[n]})
+func (s *Server) createTable(body []byte) (any, error) {
+	var in struct {
+		TableName              string
+		KeySchema              []keySchemaElement
+		AttributeDefinitions   []attributeDefinition
+		BillingMode            string
+		ProvisionedThroughput  *throughput
+		GlobalSecondaryIndexes []indexSpec
+		LocalSecondaryIndexes  []indexSpec
 	}
-	return out
-}
-
-// keyOf extracts the primary key attributes from an item.
-func (m *tableMeta) keyOf(item map[string]json.RawMessage) (map[string]json.RawMessage, bool) {
-	key := make(map[string]json.RawMessage, len(m.keySchema))
-	for _, k := range m.keySchema {
-		v, ok := item[k.AttributeName]
-		if !ok {
-			return nil, false
-		}
-		key[k.AttributeName] = v
+	if err := decode(body, &in); err != nil {
+		return nil, err
 	}
-	return key, true
-}
-
-// checkKey verifies that item has the table's key attributes with their
-// defined types; exact also requires it to have nothing else. It returns a
-// string identifying the key, for duplicate detection.
-func (m *tableMeta) checkKey(item map[string]json.RawMessage, exact bool) (string, error) {
-	if exact && len(item) != len(m.keySchema) {
-		return "", fmt.Errorf("the provided key element does not match the schema")
+	if !tableNamePattern.MatchString(in.TableName) {
+		return nil, invalid("1 validation error detected: Value '%s' at 'tableName' failed to satisfy constraint: Member must satisfy regular expression pattern: [a-zA-Z0-9_.-]+ and have length between 3 and 255", in.TableName)
 	}
-	var id bytes.Buffer
-	for _, k := range m.keySchema {
-		raw, ok := item[k.AttributeName]
-		if !ok {
-			return "", fmt.Errorf("one of the required keys was not given a value: missing %s", k.AttributeName)
-		}
-		var v map[string]json.RawMessage
-		if err := json.Unmarshal(raw, &v); err != nil || len(v) != 1 {
-			return "", fmt.Errorf("invalid attribute value for key %s", k.AttributeName)
-		}
-		want := m.attrTypes[k.AttributeName]
-		val, ok := v[want]
-		if !ok {
-			return "", fmt.Errorf("the provided key element does not match the schema: %s must be of type %s", k.AttributeName, want)
-		}
-		id.WriteString(k.AttributeName)
-		id.WriteByte(0)
-		if err := json.Compact(&id, val); err != nil {
-			return "", fmt.Errorf("invalid attribute value for key %s", k.AttributeName)
-		}
-		id.WriteByte(0)
+	if s.tables[in.TableName] != nil {
+		return nil, &dynErr{typ: "ResourceInUseException", msg: "Table already exists: " + in.TableName}
 	}
-	return id.String(), nil
-}
-
-// tableDefinition is the part of CreateTable and UpdateTable requests that
-// Server tracks.
-type tableDefinition struct {
-	TableName            string
-	AttributeDefinitions []attributeDefinition
-	KeySchema            []keySchemaElement
-	BillingMode          string
-}
-
-// afterTableChange updates table metadata after minidyn answered a
-// CreateTable, UpdateTable or DeleteTable, and completes the table
-// description in the response. rec is the journal record of the request,
-// if any; it is kept for compaction.
-func (s *Server) afterTableChange(op string, body []byte, res response, rec *record) response {
-	var def tableDefinition
-	switch op {
-	case "CreateTable", "UpdateTable", "DeleteTable":
-		if err := json.Unmarshal(body, &def); err != nil {
-			return res
+	hash, rng, err := keyNames(in.KeySchema, "Table")
+	if err != nil {
+		return nil, err
+	}
+	t := &tableDef{Name: in.TableName, Created: time.Now().UTC(), Hash: hash, Range: rng, AttrTypes: map[string]string{}, BillingMode: in.BillingMode}
+	if t.BillingMode == "" {
+		t.BillingMode = "PROVISIONED"
+	}
+	switch t.BillingMode {
+	case "PROVISIONED":
+		if in.ProvisionedThroughput == nil {
+			return nil, invalid("One or more parameter values were invalid: ReadCapacityUnits and WriteCapacityUnits must both be specified when BillingMode is PROVISIONED")
+		}
+		t.Read, t.Write = in.ProvisionedThroughput.ReadCapacityUnits, in.ProvisionedThroughput.WriteCapacityUnits
+	case "PAY_PER_REQUEST":
+		if in.ProvisionedThroughput != nil {
+			return nil, invalid("One or more parameter values were invalid: Neither ReadCapacityUnits nor WriteCapacityUnits can be specified when BillingMode is PAY_PER_REQUEST")
 		}
 	default:
-		return res
+		return nil, invalid("Unknown BillingMode %q", in.BillingMode)
 	}
-	switch op {
-	case "CreateTable":
-		if !res.ok() {
-			return res
-		}
-		m := &tableMeta{name: def.TableName, attrTypes: map[string]string{}, billingMode: def.BillingMode}
-		if m.billingMode == "" {
-			m.billingMode = "PROVISIONED"
-		}
-		for _, k := range def.KeySchema {
-			if k.KeyType == "HASH" {
-				m.keySchema = append([]keySchemaElement{k}, m.keySchema...)
-			} else {
-				m.keySchema = append(m.keySchema, k)
-			}
-		}
-		m.defineAttributes(def.AttributeDefinitions)
-		m.schema = append(m.schema, *rec)
-		s.tables[def.TableName] = m
-		res.body = s.completeDescription(res.body, "TableDescription", "ACTIVE")
-	case "UpdateTable":
-		m := s.tables[def.TableName]
-		if m == nil || rec == nil {
-			return res
-		}
-		// minidyn applies AttributeDefinitions even when an index change
-		// then fails.
-		m.defineAttributes(def.AttributeDefinitions)
-		if res.ok() && def.BillingMode != "" {
-			m.billingMode = def.BillingMode
-		}
-		m.schema = append(m.schema, *rec)
-		if res.ok() {
-			res.body = s.completeDescription(res.body, "TableDescription", "ACTIVE")
-		}
-	case "DeleteTable":
-		if !res.ok() {
-			return res
-		}
-		res.body = s.completeDescription(res.body, "TableDescription", "DELETING")
-		delete(s.tables, def.TableName)
+	if err := t.defineAttributes(in.AttributeDefinitions); err != nil {
+		return nil, err
 	}
-	return res
-}
-
-// completeDescription fills in the parts of a table description (the
-// object under field in a response) that minidyn leaves empty, and drops
-// its null members.
-func (s *Server) completeDescription(body []byte, field, status string) []byte {
-	if s.replaying {
-		return body
+	if len(in.GlobalSecondaryIndexes) > 20 || len(in.LocalSecondaryIndexes) > 5 {
+		return nil, invalid("One or more parameter values were invalid: too many secondary indexes (at most 20 global and 5 local)")
 	}
-	var outer map[string]json.RawMessage
-	if json.Unmarshal(body, &outer) != nil {
-		return body
+	for _, spec := range in.GlobalSecondaryIndexes {
+		ix, err := t.newIndex(spec, false)
+		if err != nil {
+			return nil, err
+		}
+		t.Indexes = append(t.Indexes, ix)
 	}
-	dec := json.NewDecoder(bytes.NewReader(outer[field]))
-	dec.UseNumber()
-	var desc map[string]any
-	if dec.Decode(&desc) != nil || desc == nil {
-		return body
+	for _, spec := range in.LocalSecondaryIndexes {
+		ix, err := t.newIndex(spec, true)
+		if err != nil {
+			return nil, err
+		}
+		t.Indexes = append(t.Indexes, ix)
 	}
-	dropEmpty(desc)
-	if st, _ := desc["TableStatus"].(string); st == "" {
-		desc["TableStatus"] = status
+	if err := t.checkAttributes(); err != nil {
+		return nil, err
 	}
-	name, _ := desc["TableName"].(string)
-	if m := s.tables[name]; m != nil {
-		desc["AttributeDefinitions"] = m.attributeDefinitions()
-		desc["BillingModeSummary"] = map[string]string{"BillingMode": m.billingMode}
-		desc["TableArn"] = "arn:aws:dynamodb:us-east-1:000000000000:table/" + name
-	}
-	b, err := json.Marshal(desc)
+	id, err := s.nextTableID()
 	if err != nil {
-		return body
+		return nil, err
 	}
-	outer[field] = b
-	out, err := json.Marshal(outer)
+	t.ID = id
+	b := s.db.NewBatch()
+	defer b.Close()
+	_ = b.Set([]byte{'n'}, tableIDValue(id), nil)
+	if err := s.saveTable(b, t); err != nil {
+		return nil, err
+	}
+	if err := s.commit(b, 0); err != nil {
+		return nil, err
+	}
+	s.tables[t.Name] = t
+	return map[string]any{"TableDescription": t.describe("ACTIVE")}, nil
+}
+
+func (s *Server) saveTable(b *pebble.Batch, t *tableDef) error {
+	raw, err := json.Marshal(t)
 	if err != nil {
-		return body
+		return err
 	}
-	return out
+	return b.Set(metaKey(t.Name), raw, nil)
 }
 
-// dropEmpty removes null and empty-string members from JSON objects,
-// recursively.
-func dropEmpty(v any) {
-	switch v := v.(type) {
-	case map[string]any:
-		for k, e := range v {
-			if s, ok := e.(string); e == nil || ok && s == "" {
-				delete(v, k)
-				continue
-			}
-			dropEmpty(e)
-		}
-	case []any:
-		for _, e := range v {
-			dropEmpty(e)
+func (s *Server) deleteTable(body []byte) (any, error) {
+	var in struct{ TableName string }
+	if err := decode(body, &in); err != nil {
+		return nil, err
+	}
+	t, err := s.table(in.TableName)
+	if err != nil {
+		return nil, err
+	}
+	b := s.db.NewBatch()
+	defer b.Close()
+	for _, kind := range []byte{prefixData, prefixIndex, prefixTTL} {
+		p := tablePrefix(kind, t.ID)
+		if err := b.DeleteRange(p, prefixEnd(p), nil); err != nil {
+			return nil, err
 		}
 	}
+	_ = b.Delete(metaKey(t.Name), nil)
+	if err := s.commit(b, 0); err != nil {
+		return nil, err
+	}
+	delete(s.tables, t.Name)
+	// The deleted range is dead data: compact it away soon.
+	s.deadBytes.Add(64 << 20)
+	return map[string]any{"TableDescription": t.describe("DELETING")}, nil
 }
 
-// updateTimeToLive implements UpdateTimeToLive, which minidyn lacks. The
-// setting is remembered per table; expired items are not deleted.
-func (s *Server) updateTimeToLive(body []byte) (response, *record) {
-	var in struct {
-		TableName               *string
-		TimeToLiveSpecification *struct {
-			AttributeName *string
-			Enabled       *bool
-		}
+func (s *Server) describeTable(body []byte) (any, error) {
+	var in struct{ TableName string }
+	if err := decode(body, &in); err != nil {
+		return nil, err
 	}
-	if err := json.Unmarshal(body, &in); err != nil {
-		return errorResponse(http.StatusBadRequest, "SerializationException", err.Error()), nil
+	t, err := s.table(in.TableName)
+	if err != nil {
+		return nil, err
 	}
-	spec := in.TimeToLiveSpecification
-	switch {
-	case in.TableName == nil || *in.TableName == "":
-		return validationError("1 validation error detected: Value null at 'tableName' failed to satisfy constraint: Member must not be null"), nil
-	case spec == nil:
-		return validationError("1 validation error detected: Value null at 'timeToLiveSpecification' failed to satisfy constraint: Member must not be null"), nil
-	case spec.AttributeName == nil || *spec.AttributeName == "":
-		return validationError("1 validation error detected: Value null at 'timeToLiveSpecification.attributeName' failed to satisfy constraint: Member must not be null"), nil
-	case spec.Enabled == nil:
-		return validationError("1 validation error detected: Value null at 'timeToLiveSpecification.enabled' failed to satisfy constraint: Member must not be null"), nil
-	}
-	m := s.tables[*in.TableName]
-	if m == nil {
-		return resourceNotFound(fmt.Sprintf("Requested resource not found: Table: %s not found", *in.TableName)), nil
-	}
-	attr := *spec.AttributeName
-	if *spec.Enabled {
-		if m.ttl.enabled {
-			return validationError("TimeToLive is already enabled"), nil
-		}
-		m.ttl = ttlSetting{enabled: true, attribute: attr}
-	} else {
-		if !m.ttl.enabled {
-			return validationError("TimeToLive is already disabled"), nil
-		}
-		if m.ttl.attribute != attr {
-			return validationError("TimeToLive is active on a different AttributeName: current AttributeName is " + m.ttl.attribute), nil
-		}
-		m.ttl = ttlSetting{}
-	}
-	res := jsonResponse(map[string]any{
-		"TimeToLiveSpecification": map[string]any{"AttributeName": attr, "Enabled": *spec.Enabled},
-	})
-	return res, &record{flag: flagApplied, op: "UpdateTimeToLive", body: body}
+	return map[string]any{"Table": t.describe("ACTIVE")}, nil
 }
 
-// ttlRecord is the UpdateTimeToLive request that recreates m's TTL setting.
-func (m *tableMeta) ttlRecord() (record, bool) {
-	if !m.ttl.enabled {
-		return record{}, false
-	}
-	b, _ := json.Marshal(map[string]any{
-		"TableName":               m.name,
-		"TimeToLiveSpecification": map[string]any{"AttributeName": m.ttl.attribute, "Enabled": true},
-	})
-	return record{flag: flagApplied, op: "UpdateTimeToLive", body: b}, true
-}
-
-// describeTimeToLive implements DescribeTimeToLive.
-func (s *Server) describeTimeToLive(body []byte) response {
-	var in struct{ TableName *string }
-	if err := json.Unmarshal(body, &in); err != nil {
-		return errorResponse(http.StatusBadRequest, "SerializationException", err.Error())
-	}
-	if in.TableName == nil || *in.TableName == "" {
-		return validationError("1 validation error detected: Value null at 'tableName' failed to satisfy constraint: Member must not be null")
-	}
-	m := s.tables[*in.TableName]
-	if m == nil {
-		return resourceNotFound(fmt.Sprintf("Requested resource not found: Table: %s not found", *in.TableName))
-	}
-	desc := map[string]any{"TimeToLiveStatus": "DISABLED"}
-	if m.ttl.enabled {
-		desc = map[string]any{"TimeToLiveStatus": "ENABLED", "AttributeName": m.ttl.attribute}
-	}
-	return jsonResponse(map[string]any{"TimeToLiveDescription": desc})
-}
-
-// listTables implements ListTables, which minidyn lacks.
-func (s *Server) listTables(body []byte) response {
+func (s *Server) listTables(body []byte) (any, error) {
 	var in struct {
 		ExclusiveStartTableName string
 		Limit                   *int
 	}
-	if err := json.Unmarshal(body, &in); err != nil {
-		return errorResponse(http.StatusBadRequest, "SerializationException", err.Error())
+	if err := decode(body, &in); err != nil {
+		return nil, err
 	}
 	limit := 100
 	if in.Limit != nil {
-		limit = *in.Limit
-		if limit < 1 || limit > 100 {
-			return validationError(fmt.Sprintf("1 validation error detected: Value '%d' at 'limit' failed to satisfy constraint: Member must have value between 1 and 100", limit))
+		if *in.Limit < 1 || *in.Limit > 100 {
+			return nil, invalid("1 validation error detected: Value '%d' at 'limit' failed to satisfy constraint: Member must have value less than or equal to 100", *in.Limit)
 		}
+		limit = *in.Limit
 	}
 	names := make([]string, 0, len(s.tables))
 	for n := range s.tables {
@@ -330,95 +291,305 @@ func (s *Server) listTables(body []byte) response {
 			names = append(names, n)
 		}
 	}
-	sort.Strings(names)
+	slices.Sort(names)
 	out := map[string]any{}
 	if len(names) > limit {
 		names = names[:limit]
 		out["LastEvaluatedTableName"] = names[limit-1]
 	}
 	out["TableNames"] = names
-	return jsonResponse(out)
+	return out, nil
 }
 
-// batchWriteItem forwards BatchWriteItem to minidyn one table at a time, in
-// table-name order, after checking what DynamoDB checks before writing
-// anything: shapes, table existence, key attributes and duplicate keys.
-// minidyn itself would iterate the tables in map order and stop at the first
-// failure, leaving a partial write that could not be replayed exactly.
-func (s *Server) batchWriteItem(body []byte) (response, *record) {
-	type writeRequest struct {
-		PutRequest *struct {
-			Item map[string]json.RawMessage
-		}
-		DeleteRequest *struct {
-			Key map[string]json.RawMessage
-		}
-	}
+// updateTable changes the billing mode and adds or removes global
+// secondary indexes (an added index is filled from the table's items).
+func (s *Server) updateTable(body []byte) (any, error) {
 	var in struct {
-		RequestItems map[string][]json.RawMessage
-	}
-	if err := json.Unmarshal(body, &in); err != nil {
-		return errorResponse(http.StatusBadRequest, "SerializationException", err.Error()), nil
-	}
-	if len(in.RequestItems) == 0 {
-		return validationError("1 validation error detected: Value null at 'requestItems' failed to satisfy constraint: Member must have length greater than or equal to 1"), nil
-	}
-	names := make([]string, 0, len(in.RequestItems))
-	total := 0
-	for name, reqs := range in.RequestItems {
-		names = append(names, name)
-		total += len(reqs)
-		if len(reqs) == 0 {
-			return validationError("1 validation error detected: Value at 'requestItems' failed to satisfy constraint: Map value must satisfy constraint: [Member must have length greater than or equal to 1]"), nil
-		}
-	}
-	if total > 25 {
-		return validationError("Too many items requested for the BatchWriteItem call"), nil
-	}
-	slices.Sort(names)
-
-	seen := map[string]bool{}
-	for _, name := range names {
-		m := s.tables[name]
-		if m == nil {
-			return resourceNotFound("Requested resource not found"), nil
-		}
-		for _, raw := range in.RequestItems[name] {
-			var wr writeRequest
-			if err := json.Unmarshal(raw, &wr); err != nil {
-				return errorResponse(http.StatusBadRequest, "SerializationException", err.Error()), nil
+		TableName                   string
+		AttributeDefinitions        []attributeDefinition
+		BillingMode                 string
+		ProvisionedThroughput       *throughput
+		GlobalSecondaryIndexUpdates []struct {
+			Create *indexSpec
+			Delete *struct{ IndexName string }
+			Update *struct {
+				IndexName             string
+				ProvisionedThroughput *throughput
 			}
-			var id string
-			var err error
-			switch {
-			case wr.PutRequest != nil && wr.DeleteRequest == nil:
-				id, err = m.checkKey(wr.PutRequest.Item, false)
-			case wr.DeleteRequest != nil && wr.PutRequest == nil:
-				id, err = m.checkKey(wr.DeleteRequest.Key, true)
-			default:
-				return validationError("a WriteRequest must contain exactly one of PutRequest or DeleteRequest"), nil
+		}
+	}
+	if err := decode(body, &in); err != nil {
+		return nil, err
+	}
+	cur, err := s.table(in.TableName)
+	if err != nil {
+		return nil, err
+	}
+	// Work on a copy: nothing changes unless everything is valid.
+	var t tableDef
+	raw, _ := json.Marshal(cur)
+	_ = json.Unmarshal(raw, &t)
+	if in.BillingMode != "" {
+		t.BillingMode = in.BillingMode
+	}
+	if in.ProvisionedThroughput != nil {
+		t.Read, t.Write = in.ProvisionedThroughput.ReadCapacityUnits, in.ProvisionedThroughput.WriteCapacityUnits
+	}
+	if err := t.defineAttributes(in.AttributeDefinitions); err != nil {
+		return nil, err
+	}
+	var created []*indexDef
+	var dropped []*indexDef
+	for _, u := range in.GlobalSecondaryIndexUpdates {
+		switch {
+		case u.Create != nil:
+			ix, err := t.newIndex(*u.Create, false)
+			if err != nil {
+				return nil, err
+			}
+			t.Indexes = append(t.Indexes, ix)
+			created = append(created, ix)
+		case u.Delete != nil:
+			ix := t.index(u.Delete.IndexName)
+			if ix == nil {
+				return nil, &dynErr{typ: "ResourceNotFoundException", msg: "Requested resource not found: Index: " + u.Delete.IndexName + " not found"}
+			}
+			t.Indexes = slices.DeleteFunc(t.Indexes, func(x *indexDef) bool { return x == ix })
+			dropped = append(dropped, ix)
+		case u.Update != nil:
+			ix := t.index(u.Update.IndexName)
+			if ix == nil {
+				return nil, &dynErr{typ: "ResourceNotFoundException", msg: "Requested resource not found: Index: " + u.Update.IndexName + " not found"}
+			}
+			if u.Update.ProvisionedThroughput != nil {
+				ix.Read, ix.Write = u.Update.ProvisionedThroughput.ReadCapacityUnits, u.Update.ProvisionedThroughput.WriteCapacityUnits
+			}
+		}
+	}
+	// Attribute definitions no key uses any more are dropped.
+	used := map[string]bool{t.Hash: true, t.Range: true}
+	for _, ix := range t.Indexes {
+		used[ix.Hash], used[ix.Range] = true, true
+	}
+	for name := range t.AttrTypes {
+		if !used[name] {
+			delete(t.AttrTypes, name)
+		}
+	}
+	t.AttrOrder = slices.DeleteFunc(t.AttrOrder, func(n string) bool { return !used[n] })
+	if err := t.checkAttributes(); err != nil {
+		return nil, err
+	}
+	for _, ix := range created {
+		if err := s.backfill(&t, ix); err != nil {
+			return nil, err
+		}
+	}
+	b := s.db.NewBatch()
+	defer b.Close()
+	if err := s.saveTable(b, &t); err != nil {
+		return nil, err
+	}
+	if err := s.commit(b, 0); err != nil {
+		return nil, err
+	}
+	s.tables[t.Name] = &t
+	for _, ix := range dropped {
+		p := binary.BigEndian.AppendUint16(tablePrefix(prefixIndex, t.ID), ix.No)
+		if err := s.db.DeleteRange(p, prefixEnd(p), pebble.Sync); err != nil {
+			return nil, err
+		}
+	}
+	return map[string]any{"TableDescription": t.describe("ACTIVE")}, nil
+}
+
+// backfill writes the entries of every item of t for a new index (or, with
+// ix nil, the TTL entries). The caller holds s.mu exclusively. The new
+// definition is saved after, so a crash halfway leaves entries no
+// definition refers to; they are cleared before the next backfill.
+func (s *Server) backfill(t *tableDef, ix *indexDef) error {
+	var p []byte
+	if ix != nil {
+		p = binary.BigEndian.AppendUint16(tablePrefix(prefixIndex, t.ID), ix.No)
+	} else {
+		p = tablePrefix(prefixTTL, t.ID)
+	}
+	if err := s.db.DeleteRange(p, prefixEnd(p), pebble.NoSync); err != nil {
+		return err
+	}
+	dp := tablePrefix(prefixData, t.ID)
+	iter, err := s.db.NewIter(&pebble.IterOptions{LowerBound: dp, UpperBound: prefixEnd(dp)})
+	if err != nil {
+		return err
+	}
+	defer iter.Close()
+	b := s.db.NewBatch()
+	flush := func() error {
+		if b.Empty() {
+			return nil
+		}
+		err := b.Commit(pebble.Sync)
+		b.Close()
+		b = s.db.NewBatch()
+		return err
+	}
+	defer func() { b.Close() }()
+	for ok := iter.First(); ok; ok = iter.Next() {
+		var it item
+		if err := json.Unmarshal(iter.Value(), &it); err != nil {
+			return err
+		}
+		dk := append([]byte(nil), iter.Key()...)
+		var k []byte
+		if ix != nil {
+			k, err = t.indexKey(ix, it, dk)
+			if err == errNoIndexKey {
+				continue
 			}
 			if err != nil {
-				return validationError(err.Error()), nil
+				return invalid("%s IndexName: %s (item %s)", err.Error(), ix.Name, itemJSON(t.keyAttrs(it)))
 			}
-			id = name + "\x00" + id
-			if seen[id] {
-				return validationError("Provided list of item keys contains duplicates"), nil
+		} else {
+			exp, ok := t.expiry(it)
+			if !ok {
+				continue
 			}
-			seen[id] = true
+			k = t.ttlKey(exp, dk)
+		}
+		if err := b.Set(k, dk, nil); err != nil {
+			return err
+		}
+		if b.Count() >= 1000 {
+			if err := flush(); err != nil {
+				return err
+			}
 		}
 	}
+	if err := iter.Error(); err != nil {
+		return err
+	}
+	return flush()
+}
 
-	for _, name := range names {
-		sub, err := json.Marshal(map[string]any{"RequestItems": map[string][]json.RawMessage{name: in.RequestItems[name]}})
-		if err != nil {
-			return errorResponse(http.StatusBadRequest, "SerializationException", err.Error()), nil
+func (t *tableDef) describe(status string) map[string]any {
+	arn := fmt.Sprintf("arn:aws:dynamodb:us-east-1:000000000000:table/%s", t.Name)
+	keySchema := func(hash, rng string) []keySchemaElement {
+		ks := []keySchemaElement{{hash, "HASH"}}
+		if rng != "" {
+			ks = append(ks, keySchemaElement{rng, "RANGE"})
 		}
-		if res := s.callMini("BatchWriteItem", sub); !res.ok() {
-			// Earlier tables, and earlier requests for this one, are written.
-			return res, &record{flag: flagFailed, op: "BatchWriteItem", body: body}
+		return ks
+	}
+	attrs := make([]attributeDefinition, 0, len(t.AttrOrder))
+	for _, n := range t.AttrOrder {
+		attrs = append(attrs, attributeDefinition{n, t.AttrTypes[n]})
+	}
+	d := map[string]any{
+		"TableName":            t.Name,
+		"TableStatus":          status,
+		"TableArn":             arn,
+		"TableId":              fmt.Sprintf("00000000-0000-0000-0000-%012d", t.ID),
+		"KeySchema":            keySchema(t.Hash, t.Range),
+		"AttributeDefinitions": attrs,
+		"CreationDateTime":     float64(t.Created.UnixMilli()) / 1000,
+		"ItemCount":            0,
+		"TableSizeBytes":       0,
+		"BillingModeSummary":   map[string]any{"BillingMode": t.BillingMode},
+		"ProvisionedThroughput": map[string]any{
+			"ReadCapacityUnits": t.Read, "WriteCapacityUnits": t.Write, "NumberOfDecreasesToday": 0,
+		},
+	}
+	var gsis, lsis []map[string]any
+	for _, ix := range t.Indexes {
+		proj := map[string]any{"ProjectionType": ix.Projection}
+		if len(ix.NonKey) > 0 {
+			proj["NonKeyAttributes"] = ix.NonKey
+		}
+		x := map[string]any{
+			"IndexName": ix.Name, "KeySchema": keySchema(ix.Hash, ix.Range), "Projection": proj,
+			"IndexArn": arn + "/index/" + ix.Name, "ItemCount": 0, "IndexSizeBytes": 0,
+		}
+		if ix.Local {
+			lsis = append(lsis, x)
+			continue
+		}
+		x["IndexStatus"] = "ACTIVE"
+		x["ProvisionedThroughput"] = map[string]any{"ReadCapacityUnits": ix.Read, "WriteCapacityUnits": ix.Write, "NumberOfDecreasesToday": 0}
+		gsis = append(gsis, x)
+	}
+	if gsis != nil {
+		d["GlobalSecondaryIndexes"] = gsis
+	}
+	if lsis != nil {
+		d["LocalSecondaryIndexes"] = lsis
+	}
+	return d
+}
+
+func (s *Server) updateTimeToLive(body []byte) (any, error) {
+	var in struct {
+		TableName               string
+		TimeToLiveSpecification *struct {
+			AttributeName string
+			Enabled       *bool
 		}
 	}
-	return response{status: http.StatusOK, body: []byte(`{"UnprocessedItems":{}}`)},
-		&record{flag: flagApplied, op: "BatchWriteItem", body: body}
+	if err := decode(body, &in); err != nil {
+		return nil, err
+	}
+	t, err := s.table(in.TableName)
+	if err != nil {
+		return nil, err
+	}
+	spec := in.TimeToLiveSpecification
+	if spec == nil || spec.Enabled == nil || spec.AttributeName == "" {
+		return nil, invalid("1 validation error detected: TimeToLiveSpecification needs AttributeName and Enabled")
+	}
+	switch {
+	case *spec.Enabled && t.TTLAttr != "":
+		return nil, invalid("TimeToLive is already enabled")
+	case !*spec.Enabled && t.TTLAttr == "":
+		return nil, invalid("TimeToLive is already disabled")
+	case !*spec.Enabled && t.TTLAttr != spec.AttributeName:
+		return nil, invalid("TimeToLive is active on a different AttributeName: current AttributeName is %s", t.TTLAttr)
+	}
+	next := *t
+	if *spec.Enabled {
+		next.TTLAttr = spec.AttributeName
+		if err := s.backfill(&next, nil); err != nil {
+			return nil, err
+		}
+	} else {
+		next.TTLAttr = ""
+		p := tablePrefix(prefixTTL, t.ID)
+		if err := s.db.DeleteRange(p, prefixEnd(p), pebble.NoSync); err != nil {
+			return nil, err
+		}
+	}
+	b := s.db.NewBatch()
+	defer b.Close()
+	if err := s.saveTable(b, &next); err != nil {
+		return nil, err
+	}
+	if err := s.commit(b, 0); err != nil {
+		return nil, err
+	}
+	s.tables[t.Name] = &next
+	return map[string]any{"TimeToLiveSpecification": map[string]any{"AttributeName": spec.AttributeName, "Enabled": *spec.Enabled}}, nil
+}
+
+func (s *Server) describeTimeToLive(body []byte) (any, error) {
+	var in struct{ TableName string }
+	if err := decode(body, &in); err != nil {
+		return nil, err
+	}
+	t, err := s.table(in.TableName)
+	if err != nil {
+		return nil, err
+	}
+	d := map[string]any{"TimeToLiveStatus": "DISABLED"}
+	if t.TTLAttr != "" {
+		d = map[string]any{"TimeToLiveStatus": "ENABLED", "AttributeName": t.TTLAttr}
+	}
+	return map[string]any{"TimeToLiveDescription": d}, nil
 }

@@ -40,6 +40,8 @@ const (
 	ErrAlreadyExists      ErrorType = "AlreadyExists"
 	ErrRateLimited        ErrorType = "RateLimited"
 	ErrLimitExceeded      ErrorType = "LimitExceeded"
+	// ErrInsufficientStorage: the local platform's disk is full (507).
+	ErrInsufficientStorage ErrorType = "InsufficientStorage"
 )
 
 // Error is an error the caller can act on: its Type picks the HTTP status and

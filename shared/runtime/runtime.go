@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"log"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -42,6 +43,10 @@ type Env struct {
 	DynamoEndpoint string // DYNAMODB_ENDPOINT: a DynamoDB endpoint other than AWS's (e.g. DynamoDB Local)
 	S3Endpoint     string // S3_ENDPOINT: an S3 endpoint other than AWS's (e.g. MinIO)
 	PagingKey      string // PLATFORM_PAGING_KEY: hex secret signing nextTokens, shared by every function
+	// CORSOrigins: PLATFORM_CORS_ORIGINS, the browser origins allowed to call
+	// the API (comma-separated; "http://localhost:*" any port; "*" any
+	// origin). Unset: none in Lambda, this machine's pages locally.
+	CORSOrigins string
 
 	// Recurring events on EventBridge Scheduler (AWS). Without a target ARN
 	// no schedules are made (the local platform runs its own scheduler).
@@ -70,6 +75,7 @@ func FromEnv() Env {
 		DynamoEndpoint: os.Getenv("DYNAMODB_ENDPOINT"),
 		S3Endpoint:     os.Getenv("S3_ENDPOINT"),
 		PagingKey:      os.Getenv("PLATFORM_PAGING_KEY"),
+		CORSOrigins:    os.Getenv("PLATFORM_CORS_ORIGINS"),
 
 		ScheduleGroup:      get("PLATFORM_SCHEDULE_GROUP", "platform"),
 		SchedulerTargetARN: os.Getenv("PLATFORM_SCHEDULER_TARGET_ARN"),
@@ -107,7 +113,7 @@ func AWSConfig(ctx context.Context) (aws.Config, error) {
 // With handler set, requests go to that in-process DynamoDB (the local
 // platform's stand-in) without a network hop.
 func DynamoClient(cfg aws.Config, env Env, handler http.Handler) *dynamodb.Client {
-	return dynamodb.NewFromConfig(cfg, dynamo.CountUsage, func(o *dynamodb.Options) {
+	return dynamodb.NewFromConfig(cfg, dynamo.CountUsage, dynamo.MapStorageFull, func(o *dynamodb.Options) {
 		switch {
 		case handler != nil:
 			o.BaseEndpoint = aws.String("http://dynamodb.local")
@@ -148,6 +154,10 @@ func AreaHandler(ctx context.Context, area httpapi.Area) (http.Handler, error) {
 	if err != nil {
 		return nil, fmt.Errorf("aws config: %w", err)
 	}
+	origins, err := httpapi.ParseOrigins(env.CORSOrigins)
+	if err != nil {
+		return nil, fmt.Errorf("PLATFORM_CORS_ORIGINS: %w", err)
+	}
 	store := dynamo.New(DynamoClient(cfg, env, nil), env.Table)
 	logs := Logs(cfg, env)
 	// The sweeper (deleteBot's data) deletes file contents only where the
@@ -157,14 +167,22 @@ func AreaHandler(ctx context.Context, area httpapi.Area) (http.Handler, error) {
 	if os.Getenv("PLATFORM_BUCKET") != "" {
 		sweeper.Objects = FileStorage(cfg, env)
 	}
-	return httpapi.New(httpapi.Config{Store: store, PagingKey: key, Scheduler: Scheduler(cfg, env), Files: FileStorage(cfg, env),
+	api := httpapi.New(httpapi.Config{Store: store, PagingKey: key, Scheduler: Scheduler(cfg, env), Files: FileStorage(cfg, env),
 		TableFiles: &files.TableFiles{Store: store, Objects: FileStorage(cfg, env)},
-		Logs:       logs, OnDelivery: logstore.Observer(logs, store, nil), Sweeper: sweeper}, area), nil
+		Logs:       logs, OnDelivery: logstore.Observer(logs, store, nil), Logger: slog.Default(), Sweeper: sweeper}, area)
+	return httpapi.RequestLog(slog.Default(), httpapi.CORS(origins, api)), nil
+}
+
+// UseJSONLogs makes the process log structured JSON lines to stdout (one
+// object per line: CloudWatch Logs Insights reads their fields).
+func UseJSONLogs() {
+	slog.SetDefault(slog.New(slog.NewJSONHandler(os.Stdout, nil)))
 }
 
 // StartLambda serves one API area as a Lambda function behind API Gateway
 // (HTTP API, payload format 2.0). It never returns.
 func StartLambda(area httpapi.Area) {
+	UseJSONLogs()
 	h, err := AreaHandler(context.Background(), area)
 	if err != nil {
 		log.Fatal(err)
@@ -190,6 +208,7 @@ func Scheduler(cfg aws.Config, env Env) platform.Scheduler {
 // invokes it with a schedule's input, and it fires that recurring event
 // (delivery.Recurring). It never returns.
 func StartScheduler() {
+	UseJSONLogs()
 	ctx := context.Background()
 	env := FromEnv()
 	cfg, err := AWSConfig(ctx)
@@ -228,6 +247,7 @@ func FileStorage(cfg aws.Config, env Env) platform.FileStorage {
 // (files.Completer, the code the local platform runs on every completed
 // PUT). It never returns.
 func StartUploadCompletion() {
+	UseJSONLogs()
 	ctx := context.Background()
 	env := FromEnv()
 	cfg, err := AWSConfig(ctx)

@@ -1,0 +1,857 @@
+package localdynamo
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/cockroachdb/pebble"
+)
+
+// handler is one operation: its function and how it takes the server lock.
+type handler struct {
+	fn    func(s *Server, body []byte) response
+	write bool // refused when the disk is full
+	table bool // changes table definitions: runs alone
+}
+
+var handlers map[string]handler
+
+func init() {
+	op := func(f func(*Server, []byte) (any, error)) func(*Server, []byte) response {
+		return func(s *Server, body []byte) response { return toResponse(f(s, body)) }
+	}
+	handlers = map[string]handler{
+		"GetItem":            {fn: op((*Server).getItem)},
+		"PutItem":            {fn: op((*Server).putItem), write: true},
+		"UpdateItem":         {fn: op((*Server).updateItem), write: true},
+		"DeleteItem":         {fn: op((*Server).deleteItem), write: true},
+		"BatchGetItem":       {fn: op((*Server).batchGetItem)},
+		"BatchWriteItem":     {fn: op((*Server).batchWriteItem), write: true},
+		"TransactGetItems":   {fn: op((*Server).transactGetItems)},
+		"TransactWriteItems": {fn: op((*Server).transactWriteItems), write: true},
+		"Query":              {fn: op((*Server).query)},
+		"Scan":               {fn: op((*Server).scan)},
+		"CreateTable":        {fn: op((*Server).createTable), write: true, table: true},
+		"UpdateTable":        {fn: op((*Server).updateTable), write: true, table: true},
+		"DeleteTable":        {fn: op((*Server).deleteTable), table: true},
+		"DescribeTable":      {fn: op((*Server).describeTable)},
+		"ListTables":         {fn: op((*Server).listTables)},
+		"UpdateTimeToLive":   {fn: op((*Server).updateTimeToLive), write: true, table: true},
+		"DescribeTimeToLive": {fn: op((*Server).describeTimeToLive)},
+	}
+}
+
+// decode parses a request body into v.
+func decode(body []byte, v any) error {
+	if err := json.Unmarshal(body, v); err != nil {
+		return &dynErr{typ: "SerializationException", msg: err.Error()}
+	}
+	return nil
+}
+
+// table returns the definition of a table (the caller holds s.mu).
+func (s *Server) table(name string) (*tableDef, error) {
+	if name == "" {
+		return nil, invalid("1 validation error detected: Value null at 'tableName' failed to satisfy constraint: Member must not be null")
+	}
+	t := s.tables[name]
+	if t == nil {
+		return nil, notFound()
+	}
+	return t, nil
+}
+
+// read returns the item stored at dk, or nil.
+func read(r pebble.Reader, dk []byte) (item, error) {
+	v, closer, err := r.Get(dk)
+	if errors.Is(err, pebble.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer closer.Close()
+	var it item
+	if err := json.Unmarshal(v, &it); err != nil {
+		return nil, fmt.Errorf("stored item %x: %w", dk, err)
+	}
+	return it, nil
+}
+
+// stage adds to b the change of the item at dk from old to nw (nil: none),
+// with its index and TTL entries, and returns the bytes it makes dead.
+func (t *tableDef) stage(b *pebble.Batch, dk []byte, old, nw item) (int64, error) {
+	var oldEntries, newEntries [][]byte
+	if old != nil {
+		oldEntries, _ = t.entries(old, dk)
+	}
+	if nw != nil {
+		var err error
+		if newEntries, err = t.entries(nw, dk); err != nil {
+			return 0, invalid("%s", err.Error())
+		}
+	}
+	for _, k := range oldEntries {
+		if !slices.ContainsFunc(newEntries, func(n []byte) bool { return bytes.Equal(n, k) }) {
+			if err := b.Delete(k, nil); err != nil {
+				return 0, err
+			}
+		}
+	}
+	var dead int64
+	if old != nil {
+		dead = int64(itemSize(old))
+	}
+	if nw == nil {
+		if old != nil {
+			return dead, b.Delete(dk, nil)
+		}
+		return 0, nil
+	}
+	if err := b.Set(dk, appendItemJSON(nil, nw), nil); err != nil {
+		return 0, err
+	}
+	for _, k := range newEntries {
+		if err := b.Set(k, dk, nil); err != nil {
+			return 0, err
+		}
+	}
+	return dead, nil
+}
+
+// checkNewItem validates an item about to be stored.
+func (t *tableDef) checkNewItem(it item) error {
+	if _, err := t.dataKey(it, false); err != nil {
+		return invalid("%s", err.Error())
+	}
+	if itemSize(it) > maxItemSize {
+		return invalid("Item size has exceeded the maximum allowed size")
+	}
+	if _, err := t.entries(it, tablePrefix(prefixData, t.ID)); err != nil {
+		return invalid("%s", err.Error())
+	}
+	return nil
+}
+
+// conditionFailed is the error of a failed ConditionExpression.
+func conditionFailed(old item, returnOld string) error {
+	e := &dynErr{typ: "ConditionalCheckFailedException", msg: "The conditional request failed"}
+	if returnOld == "ALL_OLD" && old != nil {
+		e.extra = map[string]any{"Item": itemJSON(old)}
+	}
+	return e
+}
+
+// writeRequest is one single-item write: where, under which condition,
+// and how the item changes.
+type writeRequest struct {
+	t        *tableDef
+	dk       []byte
+	cond     *condition
+	failOld  string                       // ReturnValuesOnConditionCheckFailure
+	change   func(old item) (item, error) // nil result deletes; nil change only checks
+	old, new item                         // filled by apply
+}
+
+// apply checks the condition and computes the new item. The caller holds
+// the item's lock.
+func (w *writeRequest) apply(r pebble.Reader) error {
+	old, err := read(r, w.dk)
+	if err != nil {
+		return err
+	}
+	w.old = old
+	ok, err := w.cond.match(old)
+	if err != nil {
+		return invalid("%s", err.Error())
+	}
+	if !ok {
+		return conditionFailed(old, w.failOld)
+	}
+	if w.change == nil {
+		w.new = old
+		return nil
+	}
+	nw, err := w.change(old)
+	if err != nil {
+		return asInvalid(err)
+	}
+	if nw != nil {
+		if err := w.t.checkNewItem(nw); err != nil {
+			return err
+		}
+	}
+	w.new = nw
+	return nil
+}
+
+// writeOne runs one single-item write durably.
+func (s *Server) writeOne(w *writeRequest) error {
+	unlock := s.lockItems(w.dk)
+	defer unlock()
+	if err := w.apply(s.db); err != nil {
+		return err
+	}
+	b := s.db.NewBatch()
+	defer b.Close()
+	dead, err := w.t.stage(b, w.dk, w.old, w.new)
+	if err != nil {
+		return err
+	}
+	return s.commit(b, dead)
+}
+
+func checkReturnValues(rv string, allowed ...string) error {
+	if rv == "" || rv == "NONE" || slices.Contains(allowed, rv) {
+		return nil
+	}
+	return invalid("1 validation error detected: Value '%s' at 'returnValues' failed to satisfy constraint: Member must satisfy enum value set: [%s]", rv, "NONE, "+fmt.Sprint(allowed))
+}
+
+// legacyParams are the pre-expression parameters, which this store refuses
+// with a clear message rather than ignoring.
+type legacyParams struct {
+	Expected            json.RawMessage
+	ConditionalOperator json.RawMessage
+	AttributeUpdates    json.RawMessage
+	AttributesToGet     json.RawMessage
+	KeyConditions       json.RawMessage
+	QueryFilter         json.RawMessage
+	ScanFilter          json.RawMessage
+}
+
+func (l legacyParams) check() error {
+	for name, v := range map[string]json.RawMessage{
+		"Expected": l.Expected, "ConditionalOperator": l.ConditionalOperator, "AttributeUpdates": l.AttributeUpdates,
+		"AttributesToGet": l.AttributesToGet, "KeyConditions": l.KeyConditions, "QueryFilter": l.QueryFilter, "ScanFilter": l.ScanFilter,
+	} {
+		if len(v) > 0 && string(v) != "null" {
+			return invalid("the legacy parameter %s is not supported by the embedded DynamoDB; use expressions", name)
+		}
+	}
+	return nil
+}
+
+type getItemInput struct {
+	TableName            string
+	Key                  json.RawMessage
+	ProjectionExpression string
+	ConsistentRead       bool
+	exprInput
+	legacyParams
+}
+
+func (s *Server) getItem(body []byte) (any, error) {
+	var in getItemInput
+	if err := decode(body, &in); err != nil {
+		return nil, err
+	}
+	t, dk, proj, err := s.prepareGet(in)
+	if err != nil {
+		return nil, err
+	}
+	it, err := read(s.db, dk)
+	if err != nil {
+		return nil, err
+	}
+	if it == nil {
+		return json.RawMessage("{}"), nil
+	}
+	_ = t
+	if it, err = proj.apply(it); err != nil {
+		return nil, asInvalid(err)
+	}
+	return map[string]any{"Item": itemJSON(it)}, nil
+}
+
+// prepareGet validates a GetItem-shaped request.
+func (s *Server) prepareGet(in getItemInput) (*tableDef, []byte, *projection, error) {
+	if err := in.legacyParams.check(); err != nil {
+		return nil, nil, nil, err
+	}
+	t, err := s.table(in.TableName)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	key, err := decodeItem(in.Key)
+	if err != nil {
+		return nil, nil, nil, asInvalid(err)
+	}
+	dk, err := t.dataKey(key, true)
+	if err != nil {
+		return nil, nil, nil, asInvalid(err)
+	}
+	if err := in.exprInput.checkPlaceholders(in.ProjectionExpression); err != nil {
+		return nil, nil, nil, asInvalid(err)
+	}
+	proj, err := compileProjection(in.ProjectionExpression, in.exprInput)
+	if err != nil {
+		return nil, nil, nil, asInvalid(err)
+	}
+	return t, dk, proj, nil
+}
+
+type putInput struct {
+	TableName                           string
+	Item                                json.RawMessage
+	ConditionExpression                 *string
+	ReturnValues                        string
+	ReturnValuesOnConditionCheckFailure string
+	exprInput
+	legacyParams
+}
+
+// prepare builds the write request of a Put.
+func (s *Server) preparePut(in putInput) (*writeRequest, error) {
+	if err := in.legacyParams.check(); err != nil {
+		return nil, err
+	}
+	t, err := s.table(in.TableName)
+	if err != nil {
+		return nil, err
+	}
+	it, err := decodeItem(in.Item)
+	if err != nil {
+		return nil, asInvalid(err)
+	}
+	if it == nil {
+		return nil, invalid("1 validation error detected: Value null at 'item' failed to satisfy constraint: Member must not be null")
+	}
+	dk, err := t.dataKey(it, false)
+	if err != nil {
+		return nil, asInvalid(err)
+	}
+	cond, err := compileWriteCondition(in.ConditionExpression, in.exprInput)
+	if err != nil {
+		return nil, err
+	}
+	return &writeRequest{t: t, dk: dk, cond: cond, failOld: in.ReturnValuesOnConditionCheckFailure,
+		change: func(item) (item, error) { return it, nil }}, nil
+}
+
+// compileWriteCondition checks the placeholders and parses a write's
+// ConditionExpression.
+func compileWriteCondition(expr *string, in exprInput, more ...string) (*condition, error) {
+	e := ""
+	if expr != nil {
+		e = *expr
+		if e == "" {
+			return nil, invalid("Invalid ConditionExpression: The expression can not be empty;")
+		}
+	}
+	if err := in.checkPlaceholders(append([]string{e}, more...)...); err != nil {
+		return nil, asInvalid(err)
+	}
+	cond, err := compileCondition("ConditionExpression", e, in)
+	return cond, asInvalid(err)
+}
+
+func (s *Server) putItem(body []byte) (any, error) {
+	var in putInput
+	if err := decode(body, &in); err != nil {
+		return nil, err
+	}
+	if err := checkReturnValues(in.ReturnValues, "ALL_OLD"); err != nil {
+		return nil, err
+	}
+	w, err := s.preparePut(in)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.writeOne(w); err != nil {
+		return nil, err
+	}
+	if in.ReturnValues == "ALL_OLD" && w.old != nil {
+		return map[string]any{"Attributes": itemJSON(w.old)}, nil
+	}
+	return json.RawMessage("{}"), nil
+}
+
+type deleteInput struct {
+	TableName                           string
+	Key                                 json.RawMessage
+	ConditionExpression                 *string
+	ReturnValues                        string
+	ReturnValuesOnConditionCheckFailure string
+	exprInput
+	legacyParams
+}
+
+func (s *Server) prepareDelete(in deleteInput) (*writeRequest, error) {
+	if err := in.legacyParams.check(); err != nil {
+		return nil, err
+	}
+	t, err := s.table(in.TableName)
+	if err != nil {
+		return nil, err
+	}
+	key, err := decodeItem(in.Key)
+	if err != nil {
+		return nil, asInvalid(err)
+	}
+	dk, err := t.dataKey(key, true)
+	if err != nil {
+		return nil, asInvalid(err)
+	}
+	cond, err := compileWriteCondition(in.ConditionExpression, in.exprInput)
+	if err != nil {
+		return nil, err
+	}
+	return &writeRequest{t: t, dk: dk, cond: cond, failOld: in.ReturnValuesOnConditionCheckFailure,
+		change: func(item) (item, error) { return nil, nil }}, nil
+}
+
+func (s *Server) deleteItem(body []byte) (any, error) {
+	var in deleteInput
+	if err := decode(body, &in); err != nil {
+		return nil, err
+	}
+	if err := checkReturnValues(in.ReturnValues, "ALL_OLD"); err != nil {
+		return nil, err
+	}
+	w, err := s.prepareDelete(in)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.writeOne(w); err != nil {
+		return nil, err
+	}
+	if in.ReturnValues == "ALL_OLD" && w.old != nil {
+		return map[string]any{"Attributes": itemJSON(w.old)}, nil
+	}
+	return json.RawMessage("{}"), nil
+}
+
+type updateInput struct {
+	TableName                           string
+	Key                                 json.RawMessage
+	UpdateExpression                    *string
+	ConditionExpression                 *string
+	ReturnValues                        string
+	ReturnValuesOnConditionCheckFailure string
+	exprInput
+	legacyParams
+}
+
+func (s *Server) prepareUpdate(in updateInput) (*writeRequest, *update, error) {
+	if err := in.legacyParams.check(); err != nil {
+		return nil, nil, err
+	}
+	t, err := s.table(in.TableName)
+	if err != nil {
+		return nil, nil, err
+	}
+	key, err := decodeItem(in.Key)
+	if err != nil {
+		return nil, nil, asInvalid(err)
+	}
+	dk, err := t.dataKey(key, true)
+	if err != nil {
+		return nil, nil, asInvalid(err)
+	}
+	ue := ""
+	if in.UpdateExpression != nil {
+		ue = *in.UpdateExpression
+	}
+	cond, err := compileWriteCondition(in.ConditionExpression, in.exprInput, ue)
+	if err != nil {
+		return nil, nil, err
+	}
+	var upd *update
+	if in.UpdateExpression != nil {
+		if upd, err = compileUpdate(ue, in.exprInput); err != nil {
+			return nil, nil, asInvalid(err)
+		}
+		for _, target := range upd.targets() {
+			if target == t.Hash || target == t.Range {
+				return nil, nil, invalid("One or more parameter values were invalid: Cannot update attribute %s. This attribute is part of the key", target)
+			}
+		}
+	}
+	change := func(old item) (item, error) {
+		base := old
+		if base == nil {
+			base = cloneItem(key)
+		}
+		if upd == nil {
+			return base, nil
+		}
+		return upd.apply(base)
+	}
+	return &writeRequest{t: t, dk: dk, cond: cond, failOld: in.ReturnValuesOnConditionCheckFailure, change: change}, upd, nil
+}
+
+func (s *Server) updateItem(body []byte) (any, error) {
+	var in updateInput
+	if err := decode(body, &in); err != nil {
+		return nil, err
+	}
+	if err := checkReturnValues(in.ReturnValues, "ALL_OLD", "UPDATED_OLD", "ALL_NEW", "UPDATED_NEW"); err != nil {
+		return nil, err
+	}
+	w, upd, err := s.prepareUpdate(in)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.writeOne(w); err != nil {
+		return nil, err
+	}
+	var out item
+	switch in.ReturnValues {
+	case "ALL_OLD":
+		out = w.old
+	case "ALL_NEW":
+		out = w.new
+	case "UPDATED_OLD", "UPDATED_NEW":
+		src := w.new
+		if in.ReturnValues == "UPDATED_OLD" {
+			src = w.old
+		}
+		if upd != nil && src != nil {
+			out = item{}
+			for _, name := range upd.targets() {
+				if v, ok := src[name]; ok {
+					out[name] = v
+				}
+			}
+		}
+	}
+	if len(out) == 0 {
+		return json.RawMessage("{}"), nil
+	}
+	return map[string]any{"Attributes": itemJSON(out)}, nil
+}
+
+const (
+	maxBatchGet   = 100
+	maxBatchWrite = 25
+	maxTransact   = 100
+)
+
+type keysAndAttributes struct {
+	Keys                 []json.RawMessage
+	ProjectionExpression string
+	ConsistentRead       bool
+	exprInput
+	legacyParams
+}
+
+func (s *Server) batchGetItem(body []byte) (any, error) {
+	var in struct {
+		RequestItems map[string]keysAndAttributes
+	}
+	if err := decode(body, &in); err != nil {
+		return nil, err
+	}
+	if len(in.RequestItems) == 0 {
+		return nil, invalid("1 validation error detected: Value at 'requestItems' failed to satisfy constraint: Member must have length greater than or equal to 1")
+	}
+	total := 0
+	for _, ka := range in.RequestItems {
+		total += len(ka.Keys)
+	}
+	if total > maxBatchGet {
+		return nil, invalid("Too many items requested for the BatchGetItem call")
+	}
+	responses := map[string][]json.RawMessage{}
+	names := make([]string, 0, len(in.RequestItems))
+	for name := range in.RequestItems {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	snap := s.db.NewSnapshot()
+	defer snap.Close()
+	for _, name := range names {
+		ka := in.RequestItems[name]
+		if err := ka.legacyParams.check(); err != nil {
+			return nil, err
+		}
+		if len(ka.Keys) == 0 {
+			return nil, invalid("1 validation error detected: Value at 'requestItems.%s.member.keys' failed to satisfy constraint: Member must have length greater than or equal to 1", name)
+		}
+		seen := map[string]bool{}
+		out := []json.RawMessage{}
+		for _, k := range ka.Keys {
+			t, dk, proj, err := s.prepareGet(getItemInput{TableName: name, Key: k, ProjectionExpression: ka.ProjectionExpression, exprInput: ka.exprInput})
+			if err != nil {
+				return nil, err
+			}
+			_ = t
+			if seen[string(dk)] {
+				return nil, invalid("Provided list of item keys contains duplicates")
+			}
+			seen[string(dk)] = true
+			it, err := read(snap, dk)
+			if err != nil {
+				return nil, err
+			}
+			if it == nil {
+				continue
+			}
+			if it, err = proj.apply(it); err != nil {
+				return nil, asInvalid(err)
+			}
+			out = append(out, itemJSON(it))
+		}
+		responses[name] = out
+	}
+	return map[string]any{"Responses": responses, "UnprocessedKeys": map[string]any{}}, nil
+}
+
+func (s *Server) batchWriteItem(body []byte) (any, error) {
+	var in struct {
+		RequestItems map[string][]struct {
+			PutRequest    *struct{ Item json.RawMessage }
+			DeleteRequest *struct{ Key json.RawMessage }
+		}
+	}
+	if err := decode(body, &in); err != nil {
+		return nil, err
+	}
+	if len(in.RequestItems) == 0 {
+		return nil, invalid("1 validation error detected: Value at 'requestItems' failed to satisfy constraint: Member must have length greater than or equal to 1")
+	}
+	var ws []*writeRequest
+	seen := map[string]bool{}
+	names := make([]string, 0, len(in.RequestItems))
+	for name := range in.RequestItems {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		reqs := in.RequestItems[name]
+		if len(reqs) == 0 {
+			return nil, invalid("1 validation error detected: Value at 'requestItems.%s.member' failed to satisfy constraint: Member must have length greater than or equal to 1", name)
+		}
+		for _, r := range reqs {
+			var w *writeRequest
+			var err error
+			switch {
+			case r.PutRequest != nil && r.DeleteRequest == nil:
+				w, err = s.preparePut(putInput{TableName: name, Item: r.PutRequest.Item})
+			case r.DeleteRequest != nil && r.PutRequest == nil:
+				w, err = s.prepareDelete(deleteInput{TableName: name, Key: r.DeleteRequest.Key})
+			default:
+				err = invalid("Supplied AttributeValue has more than one datatypes set: a write request must have exactly one of PutRequest or DeleteRequest")
+			}
+			if err != nil {
+				return nil, err
+			}
+			if seen[string(w.dk)] {
+				return nil, invalid("Provided list of item keys contains duplicates")
+			}
+			seen[string(w.dk)] = true
+			ws = append(ws, w)
+		}
+	}
+	if len(ws) > maxBatchWrite {
+		return nil, invalid("1 validation error detected: Value at 'requestItems' failed to satisfy constraint: Map value must satisfy constraint: [Member must have length less than or equal to 25, Member must have length greater than or equal to 1]")
+	}
+	if err := s.writeMany(ws); err != nil {
+		return nil, err
+	}
+	return map[string]any{"UnprocessedItems": map[string]any{}}, nil
+}
+
+// writeMany applies several single-item writes atomically: all conditions
+// hold and all changes commit in one batch, or nothing changes. The error
+// of a failed condition says which request failed.
+func (s *Server) writeMany(ws []*writeRequest) error {
+	keys := make([][]byte, len(ws))
+	for i, w := range ws {
+		keys[i] = w.dk
+	}
+	unlock := s.lockItems(keys...)
+	defer unlock()
+	var failed []int
+	for i, w := range ws {
+		if err := w.apply(s.db); err != nil {
+			var de *dynErr
+			if errors.As(err, &de) && de.typ == "ConditionalCheckFailedException" {
+				failed = append(failed, i)
+				continue
+			}
+			return err
+		}
+	}
+	if len(failed) > 0 {
+		return &canceled{ws: ws, failed: failed}
+	}
+	b := s.db.NewBatch()
+	defer b.Close()
+	var dead int64
+	for _, w := range ws {
+		if w.change == nil {
+			continue // a condition check
+		}
+		d, err := w.t.stage(b, w.dk, w.old, w.new)
+		if err != nil {
+			return err
+		}
+		dead += d
+	}
+	return s.commit(b, dead)
+}
+
+// canceled reports the requests of writeMany whose condition failed.
+type canceled struct {
+	ws     []*writeRequest
+	failed []int
+}
+
+func (c *canceled) Error() string { return "conditional check failed" }
+
+func (s *Server) transactWriteItems(body []byte) (any, error) {
+	type common struct {
+		TableName                           string
+		Key                                 json.RawMessage
+		ConditionExpression                 *string
+		ReturnValuesOnConditionCheckFailure string
+		exprInput
+	}
+	var in struct {
+		TransactItems []struct {
+			ConditionCheck *common
+			Put            *struct {
+				common
+				Item json.RawMessage
+			}
+			Delete *common
+			Update *struct {
+				common
+				UpdateExpression *string
+			}
+		}
+		ClientRequestToken string
+	}
+	if err := decode(body, &in); err != nil {
+		return nil, err
+	}
+	if n := len(in.TransactItems); n == 0 || n > maxTransact {
+		return nil, invalid("1 validation error detected: Value at 'transactItems' failed to satisfy constraint: Member must have length less than or equal to %d and greater than or equal to 1", maxTransact)
+	}
+	ws := make([]*writeRequest, 0, len(in.TransactItems))
+	seen := map[string]bool{}
+	for _, ti := range in.TransactItems {
+		var w *writeRequest
+		var err error
+		n := 0
+		switch {
+		case ti.ConditionCheck != nil:
+			n++
+			c := ti.ConditionCheck
+			if c.ConditionExpression == nil {
+				return nil, invalid("1 validation error detected: Value null at 'transactItems.member.conditionCheck.conditionExpression' failed to satisfy constraint: Member must not be null")
+			}
+			w, err = s.prepareDelete(deleteInput{TableName: c.TableName, Key: c.Key, ConditionExpression: c.ConditionExpression,
+				ReturnValuesOnConditionCheckFailure: c.ReturnValuesOnConditionCheckFailure, exprInput: c.exprInput})
+			if w != nil {
+				w.change = nil
+			}
+		}
+		if ti.Put != nil {
+			n++
+			p := ti.Put
+			w, err = s.preparePut(putInput{TableName: p.TableName, Item: p.Item, ConditionExpression: p.ConditionExpression,
+				ReturnValuesOnConditionCheckFailure: p.ReturnValuesOnConditionCheckFailure, exprInput: p.exprInput})
+		}
+		if ti.Delete != nil {
+			n++
+			d := ti.Delete
+			w, err = s.prepareDelete(deleteInput{TableName: d.TableName, Key: d.Key, ConditionExpression: d.ConditionExpression,
+				ReturnValuesOnConditionCheckFailure: d.ReturnValuesOnConditionCheckFailure, exprInput: d.exprInput})
+		}
+		if ti.Update != nil {
+			n++
+			u := ti.Update
+			if u.UpdateExpression == nil {
+				return nil, invalid("1 validation error detected: Value null at 'transactItems.member.update.updateExpression' failed to satisfy constraint: Member must not be null")
+			}
+			w, _, err = s.prepareUpdate(updateInput{TableName: u.TableName, Key: u.Key, UpdateExpression: u.UpdateExpression,
+				ConditionExpression: u.ConditionExpression, ReturnValuesOnConditionCheckFailure: u.ReturnValuesOnConditionCheckFailure, exprInput: u.exprInput})
+		}
+		if n != 1 {
+			return nil, invalid("TransactItems can only contain one of Check, Put, Update or Delete")
+		}
+		if err != nil {
+			return nil, err
+		}
+		if seen[string(w.dk)] {
+			return nil, invalid("Transaction request cannot include multiple operations on one item")
+		}
+		seen[string(w.dk)] = true
+		ws = append(ws, w)
+	}
+	err := s.writeMany(ws)
+	var c *canceled
+	if errors.As(err, &c) {
+		reasons := make([]map[string]any, len(ws))
+		codes := make([]string, len(ws))
+		for i := range ws {
+			reasons[i] = map[string]any{"Code": "None"}
+			codes[i] = "None"
+		}
+		for _, i := range c.failed {
+			r := map[string]any{"Code": "ConditionalCheckFailed", "Message": "The conditional request failed"}
+			if ws[i].failOld == "ALL_OLD" && ws[i].old != nil {
+				r["Item"] = itemJSON(ws[i].old)
+			}
+			reasons[i] = r
+			codes[i] = "ConditionalCheckFailed"
+		}
+		return nil, &dynErr{typ: "TransactionCanceledException",
+			msg:   fmt.Sprintf("Transaction cancelled, please refer cancellation reasons for specific reasons %v", codes),
+			extra: map[string]any{"CancellationReasons": reasons}}
+	}
+	if err != nil {
+		return nil, err
+	}
+	return json.RawMessage("{}"), nil
+}
+
+func (s *Server) transactGetItems(body []byte) (any, error) {
+	var in struct {
+		TransactItems []struct {
+			Get *getItemInput
+		}
+	}
+	if err := decode(body, &in); err != nil {
+		return nil, err
+	}
+	if n := len(in.TransactItems); n == 0 || n > maxTransact {
+		return nil, invalid("1 validation error detected: Value at 'transactItems' failed to satisfy constraint: Member must have length less than or equal to %d and greater than or equal to 1", maxTransact)
+	}
+	snap := s.db.NewSnapshot()
+	defer snap.Close()
+	out := make([]map[string]any, 0, len(in.TransactItems))
+	seen := map[string]bool{}
+	for _, ti := range in.TransactItems {
+		if ti.Get == nil {
+			return nil, invalid("TransactGetItems items must be Get")
+		}
+		_, dk, proj, err := s.prepareGet(*ti.Get)
+		if err != nil {
+			return nil, err
+		}
+		if seen[string(dk)] {
+			return nil, invalid("Transaction request cannot include multiple operations on one item")
+		}
+		seen[string(dk)] = true
+		it, err := read(snap, dk)
+		if err != nil {
+			return nil, err
+		}
+		if it == nil {
+			out = append(out, map[string]any{})
+			continue
+		}
+		if it, err = proj.apply(it); err != nil {
+			return nil, asInvalid(err)
+		}
+		out = append(out, map[string]any{"Item": itemJSON(it)})
+	}
+	return map[string]any{"Responses": out}, nil
+}
