@@ -55,6 +55,11 @@ type Config struct {
 	// deployment (the local platform over an external S3, S3_ENDPOINT), so
 	// getFile completes a pending upload whose object has arrived.
 	CompleteOnRead bool
+	// Sweeper finishes deletions left pending (a deleted bot's data, a
+	// deletion interrupted by a crash). With BackgroundJobs it is kicked
+	// and runs in the caller's loop (the local platform runs Loop); without,
+	// deleteBot runs it before answering. nil: one over Store and Files.
+	Sweeper *dynamo.Sweeper
 	// MaxBodyBytes caps request bodies (default 1 MiB); larger ones get 413.
 	MaxBodyBytes int64
 	// OnUsage, when set, receives the DynamoDB usage of every API call.
@@ -102,6 +107,15 @@ func newServer(cfg Config) *server {
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
+	}
+	if cfg.Sweeper == nil && cfg.Store != nil {
+		cfg.Sweeper = &dynamo.Sweeper{Store: cfg.Store, Log: cfg.Logger}
+		if cfg.Files != nil {
+			cfg.Sweeper.Objects = cfg.Files
+		}
+	}
+	if cfg.Sweeper != nil && cfg.Sweeper.Log == nil {
+		cfg.Sweeper.Log = cfg.Logger
 	}
 	return &server{Config: cfg, pager: pager{key: cfg.PagingKey}}
 }

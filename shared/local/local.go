@@ -93,6 +93,8 @@ type Platform struct {
 	// bot issues.
 	Logs        *logstore.Local
 	logDelivery delivery.Observer
+	// Sweeper finishes pending deletions in the background (dynamo.Sweeper).
+	Sweeper *dynamo.Sweeper
 }
 
 // OnDelivery sets a function receiving the result of every delivery of a
@@ -247,7 +249,18 @@ func Open(ctx context.Context, dataDir, baseURL string, log *slog.Logger) (*Plat
 			return nil, err
 		}
 	}
+	// Deletions left pending (a deleted bot's data, a deletion a crash
+	// interrupted) are finished in the background: at once on start, when
+	// the API kicks the sweeper, and every minute.
+	sweeper := &dynamo.Sweeper{Store: p.Store, Objects: fileStore, Log: log}
+	sweepCtx, stopSweep := context.WithCancel(context.WithoutCancel(ctx))
+	swept := make(chan struct{})
+	go func() { defer close(swept); sweeper.Loop(sweepCtx, time.Minute) }()
+	p.closers = append(p.closers, func() error { stopSweep(); <-swept; return nil })
+	p.Sweeper = sweeper
+
 	api := httpapi.New(httpapi.Config{
+		Sweeper:   sweeper,
 		Store:     p.Store,
 		PagingKey: key,
 		Invite:    func(ctx context.Context, email, token string) error { return writeAccountToken(dataDir, email, token) },
