@@ -68,13 +68,28 @@ type Dispatcher struct {
 	WebhookBase string
 	Observer    delivery.Observer // nil: none
 	Log         *slog.Logger
-	// MaxAttempts and FirstRetry override the defaults (tests).
+	// MaxAttempts and FirstRetry override the defaults.
 	MaxAttempts int
 	FirstRetry  time.Duration
 	Now         func() time.Time
 
 	wake chan struct{}
 	once sync.Once
+	mu   sync.Mutex // guards MaxAttempts and FirstRetry once running
+}
+
+// SetRetry changes the retry policy of a running dispatcher (tests).
+func (d *Dispatcher) SetRetry(first time.Duration, attempts int) {
+	d.init()
+	d.mu.Lock()
+	d.FirstRetry, d.MaxAttempts = first, attempts
+	d.mu.Unlock()
+}
+
+func (d *Dispatcher) retryPolicy() (time.Duration, int) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.FirstRetry, d.MaxAttempts
 }
 
 func (d *Dispatcher) init() {
@@ -220,8 +235,9 @@ func (d *Dispatcher) deliver(ctx context.Context, dl platform.Delivery) (finishe
 	default:
 		out = outcome{final: true, why: fmt.Sprintf("unknown delivery kind %q", dl.Kind)}
 	}
-	if !out.ok && !out.final && !out.skip && dl.Attempts+1 < d.MaxAttempts {
-		backoff := d.FirstRetry << dl.Attempts
+	first, attempts := d.retryPolicy()
+	if !out.ok && !out.final && !out.skip && dl.Attempts+1 < attempts {
+		backoff := first << dl.Attempts
 		return false, d.Store.RetryDelivery(ctx, dl, d.Now().Add(backoff), out.why)
 	}
 	if dl.EventID != "" && !out.skip {
