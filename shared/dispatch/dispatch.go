@@ -362,7 +362,7 @@ func (d *Dispatcher) sendOutgoing(ctx context.Context, dl platform.Delivery) out
 		Operation: "message_created", URL: integ.URL, Secret: integ.SigningSecret,
 		BotID: bot.ID, Alias: inst.Alias, IntegrationID: integ.ID, WebhookID: inst.WebhookID,
 		ConfigurationType: inst.ConfigurationType, Configuration: inst.Configuration,
-		Body: map[string]any{"type": m.Type, "payload": m.Payload, "conversation": conv, "user": author, "message": m},
+		Body:    map[string]any{"type": m.Type, "payload": m.Payload, "conversation": conv, "user": author, "message": m},
 		Timeout: delivery.BotTimeout(platform.Bot{MaxExecutionTime: integ.MaxExecutionTime}),
 	}
 	if integ.URL == "" {
@@ -425,4 +425,3 @@ func (d *Dispatcher) observe(ctx context.Context, r delivery.Result, res deliver
 	r.Outcome, r.StatusCode, r.Error, r.At, r.Duration = res.Outcome, res.StatusCode, res.Err, d.Now(), res.Duration
 	d.Observer(ctx, r)
 }
-

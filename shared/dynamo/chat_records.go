@@ -128,6 +128,15 @@ func (s *Store) finishOwner(ctx context.Context, kind deletionKind, bot, id stri
 	if err := s.releaseClaims(ctx, bot, claims); err != nil {
 		return err
 	}
+	if kind == deletionConversation {
+		// Its events (message_created ones, those createEvent linked to it).
+		if err := s.purgeIndex(ctx, GSI2, convEvents(bot, id)); err != nil {
+			return err
+		}
+		if err := s.purgeIndex(ctx, GSI2, convDeliveries(bot, id)); err != nil {
+			return err
+		}
+	}
 	if _, err = s.db.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: &s.table, Key: key(pk, sk)}); err != nil {
 		return err
 	}

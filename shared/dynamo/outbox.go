@@ -26,6 +26,12 @@ const (
 	attrAttempts = "attempts" // failed attempts so far
 )
 
+// listDeliveries is the gsi1 list of a bot's outbox entries.
+const listDeliveries = "DLVS"
+
+// convDeliveries is the gsi2 partition of a conversation's outbox entries.
+func convDeliveries(bot, conv string) string { return "BOT#" + bot + "#CONV#" + conv + "#DLVS" }
+
 // PrefixDelivery starts delivery ids.
 const PrefixDelivery = "dlv_"
 
@@ -37,7 +43,13 @@ func outboxPut(d platform.Delivery) (types.TransactWriteItem, error) {
 	}
 	due, _ := time.Parse(platform.TimeFormat, d.DueAt)
 	it := item{attrPK: str(pkOutbox), attrSK: str(d.ID), attrDoc: str(string(b)),
-		attrDueAt: num(due.UnixMilli()), attrAttempts: num(int64(d.Attempts))}
+		attrDueAt: num(due.UnixMilli()), attrAttempts: num(int64(d.Attempts)),
+		// Listed per bot, so a deleted bot's entries can be removed.
+		attrGSI1PK: str(botList(d.BotID, listDeliveries)), attrGSI1SK: str(d.ID)}
+	if d.ConversationID != "" {
+		// and per conversation, for a deleted conversation's.
+		it[attrGSI2PK], it[attrGSI2SK] = str(convDeliveries(d.BotID, d.ConversationID)), str(d.ID)
+	}
 	return types.TransactWriteItem{Put: &types.Put{Item: it, ConditionExpression: aws.String("attribute_not_exists(pk)")}}, nil
 }
 
@@ -147,5 +159,24 @@ func (s *Store) SetEventStatus(ctx context.Context, bot, id, status string, fail
 			return errRetry
 		}
 		return err
+	})
+}
+
+// purgeIndex deletes every item of an index partition (a deleted bot's
+// outbox entries, a deleted conversation's events).
+func (s *Store) purgeIndex(ctx context.Context, index, pk string) error {
+	pkName, _ := span{index: index}.keyNames()
+	return s.eachPage(ctx, &dynamodb.QueryInput{
+		IndexName:                 aws.String(index),
+		KeyConditionExpression:    aws.String("#k = :pk"),
+		ExpressionAttributeNames:  map[string]string{"#k": pkName},
+		ExpressionAttributeValues: item{":pk": str(pk)},
+		ProjectionExpression:      aws.String("pk, sk"),
+	}, func(items []item) error {
+		keys := make([]item, len(items))
+		for i, it := range items {
+			keys[i] = key(getS(it, attrPK), getS(it, attrSK))
+		}
+		return s.batchDelete(ctx, keys)
 	})
 }

@@ -270,6 +270,9 @@ func (s *Store) purgeBot(ctx context.Context, bot string, owners []string, objec
 			return err
 		}
 	}
+	if err := s.purgeIndex(ctx, GSI1, botList(bot, listDeliveries)); err != nil {
+		return err
+	}
 	statePKs := []string{statePK(platform.StateKey{BotID: bot, Type: platform.StateBot})}
 	for _, o := range owners {
 		statePKs = append(statePKs, statePK(platform.StateKey{BotID: bot, Type: platform.StateIntegration, OwnerID: o}))

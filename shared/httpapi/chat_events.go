@@ -1,8 +1,8 @@
 package httpapi
 
 import (
-	"strings"
 	"encoding/json"
+	"strings"
 	"time"
 
 	"github.com/botforge/platform/shared/dynamo"
