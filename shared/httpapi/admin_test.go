@@ -16,7 +16,7 @@ type fixture struct {
 	ws string
 }
 
-func newFixture(t *testing.T) *fixture {
+func newFixture(t testing.TB) *fixture {
 	e := apitest.New(t)
 	f := &fixture{Env: e}
 	r := e.Check(e.Do(apitest.Req{Method: "POST", Path: "/v1/admin/workspaces", Token: e.AdminToken, Body: map[string]any{"name": "Acme"}}), 200, "createWorkspace")

@@ -31,7 +31,7 @@ type received struct {
 func (r received) op() string  { return r.Header.Get("x-bp-operation") }
 func (r received) typ() string { return r.Header.Get("x-bp-type") }
 
-func newReceiver(t *testing.T, answer func(r received) (int, string)) *receiver {
+func newReceiver(t testing.TB, answer func(r received) (int, string)) *receiver {
 	rc := &receiver{answer: answer}
 	rc.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		b, _ := io.ReadAll(req.Body)
@@ -89,7 +89,7 @@ type runtimeFixture struct {
 	botID, intID string
 }
 
-func newRuntimeFixture(t *testing.T, botAnswer func(r received) (int, string)) *runtimeFixture {
+func newRuntimeFixture(t testing.TB, botAnswer func(r received) (int, string)) *runtimeFixture {
 	f := &runtimeFixture{fixture: newFixture(t)}
 	f.Platform.Dispatcher.SetRetry(20*time.Millisecond, 3)
 	f.bot = newReceiver(t, botAnswer)
