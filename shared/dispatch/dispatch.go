@@ -255,24 +255,33 @@ func (d *Dispatcher) deliver(ctx context.Context, dl platform.Delivery) (finishe
 // gone reports a record that no longer exists: nothing to deliver.
 func gone(err error) bool { return platform.TypeOf(err) == platform.ErrResourceNotFound }
 
+// skipped is the outcome of a delivery whose subject is gone.
+var skipped = outcome{skip: true}
+
+// failed maps the error of a read: nil for none, ifGone when the record is
+// gone, a transient failure otherwise.
+func failed(err error, ifGone outcome) *outcome {
+	switch {
+	case err == nil:
+		return nil
+	case gone(err):
+		return &ifGone
+	}
+	return &outcome{why: err.Error()}
+}
+
 // sendEvent delivers an event to its bot.
 func (d *Dispatcher) sendEvent(ctx context.Context, dl platform.Delivery) outcome {
 	ev, err := d.Store.GetEvent(ctx, dl.BotID, dl.EventID)
-	if gone(err) {
-		return outcome{skip: true}
-	}
-	if err != nil {
-		return outcome{why: err.Error()}
+	if o := failed(err, skipped); o != nil {
+		return *o
 	}
 	if ev.Status == platform.EventCanceled {
 		return outcome{skip: true}
 	}
 	bot, err := d.Store.BotByID(ctx, dl.BotID)
-	if gone(err) {
-		return outcome{skip: true}
-	}
-	if err != nil {
-		return outcome{why: err.Error()}
+	if o := failed(err, skipped); o != nil {
+		return *o
 	}
 	ev.Status = platform.EventPending
 	if ev.Type == platform.EventMessageCreated {
@@ -295,25 +304,16 @@ func (d *Dispatcher) sendEvent(ctx context.Context, dl platform.Delivery) outcom
 // reads it: the message, its author and its conversation, as they are now.
 func (d *Dispatcher) messagePayload(ctx context.Context, dl platform.Delivery) (json.RawMessage, *outcome) {
 	m, err := d.Store.GetMessage(ctx, dl.BotID, dl.MessageID)
-	if gone(err) {
-		return nil, &outcome{final: true, why: "the message was deleted before it could be delivered"}
-	}
-	if err != nil {
-		return nil, &outcome{why: err.Error()}
+	if o := failed(err, outcome{final: true, why: "the message was deleted before it could be delivered"}); o != nil {
+		return nil, o
 	}
 	conv, err := d.Store.GetConversation(ctx, dl.BotID, m.ConversationID)
-	if gone(err) {
-		return nil, &outcome{final: true, why: "the conversation was deleted before the message could be delivered"}
-	}
-	if err != nil {
-		return nil, &outcome{why: err.Error()}
+	if o := failed(err, outcome{final: true, why: "the conversation was deleted before the message could be delivered"}); o != nil {
+		return nil, o
 	}
 	user, err := d.Store.GetUser(ctx, dl.BotID, m.UserID)
-	if gone(err) {
-		return nil, &outcome{final: true, why: "the message's user was deleted before the message could be delivered"}
-	}
-	if err != nil {
-		return nil, &outcome{why: err.Error()}
+	if o := failed(err, outcome{final: true, why: "the message's user was deleted before the message could be delivered"}); o != nil {
+		return nil, o
 	}
 	b, err := json.Marshal(map[string]any{"message": m, "user": user, "conversation": conv})
 	if err != nil {
@@ -327,28 +327,19 @@ func (d *Dispatcher) messagePayload(ctx context.Context, dl platform.Delivery) (
 // nowhere to send it.
 func (d *Dispatcher) sendOutgoing(ctx context.Context, dl platform.Delivery) outcome {
 	m, err := d.Store.GetMessage(ctx, dl.BotID, dl.MessageID)
-	if gone(err) {
-		return outcome{skip: true}
-	}
-	if err != nil {
-		return outcome{why: err.Error()}
+	if o := failed(err, skipped); o != nil {
+		return *o
 	}
 	conv, err := d.Store.GetConversation(ctx, dl.BotID, m.ConversationID)
-	if gone(err) {
-		return outcome{skip: true}
-	}
-	if err != nil {
-		return outcome{why: err.Error()}
+	if o := failed(err, skipped); o != nil {
+		return *o
 	}
 	if conv.Integration == "" {
 		return outcome{skip: true}
 	}
 	bot, err := d.Store.BotByID(ctx, dl.BotID)
-	if gone(err) {
-		return outcome{skip: true}
-	}
-	if err != nil {
-		return outcome{why: err.Error()}
+	if o := failed(err, skipped); o != nil {
+		return *o
 	}
 	inst, integ, err := d.installation(ctx, bot, conv.Integration)
 	if err != nil {

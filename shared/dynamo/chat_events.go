@@ -146,15 +146,26 @@ func (s *Store) getEvent(ctx context.Context, bot, id string) (platform.Event, i
 // CancelScheduledEvent marks a scheduled event canceled (conditional on the
 // version read: a concurrent change is retried, not lost).
 func (s *Store) CancelScheduledEvent(ctx context.Context, bot, id string) error {
+	return s.updateEvent(ctx, bot, id, func(e *platform.Event) error {
+		if e.Status != platform.EventScheduled {
+			return platform.NotFound("scheduled event", id)
+		}
+		e.Status = platform.EventCanceled
+		return nil
+	})
+}
+
+// updateEvent changes an event with change, conditional on the version
+// read (a concurrent change is retried, not lost).
+func (s *Store) updateEvent(ctx context.Context, bot, id string, change func(*platform.Event) error) error {
 	return optimistic(ctx, "event "+id, func() error {
 		e, ver, err := s.getEvent(ctx, bot, id)
 		if err != nil {
 			return err
 		}
-		if e.Status != platform.EventScheduled {
-			return platform.NotFound("scheduled event", id)
+		if err := change(&e); err != nil {
+			return err
 		}
-		e.Status = platform.EventCanceled
 		d, err := marshalDoc(eventDoc{Event: e, StoredWorkflow: e.WorkflowID, StoredScheduled: e.ScheduledFor})
 		if err != nil {
 			return err

@@ -135,30 +135,11 @@ func (s *Store) FinishDelivery(ctx context.Context, d platform.Delivery) error {
 }
 
 // SetEventStatus records how an event's delivery ended (processed, or
-// failed with the reason), conditional on the version read.
+// failed with the reason).
 func (s *Store) SetEventStatus(ctx context.Context, bot, id, status string, failureReason *string) error {
-	return optimistic(ctx, "event "+id, func() error {
-		e, ver, err := s.getEvent(ctx, bot, id)
-		if err != nil {
-			return err
-		}
+	return s.updateEvent(ctx, bot, id, func(e *platform.Event) error {
 		e.Status, e.FailureReason = status, failureReason
-		d, err := marshalDoc(eventDoc{Event: e, StoredWorkflow: e.WorkflowID, StoredScheduled: e.ScheduledFor})
-		if err != nil {
-			return err
-		}
-		_, err = s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-			TableName:                 &s.table,
-			Key:                       key(eventPK(bot, id), skEvent),
-			UpdateExpression:          aws.String("SET #doc = :doc, #ver = :next"),
-			ConditionExpression:       aws.String("#ver = :ver"),
-			ExpressionAttributeNames:  map[string]string{"#doc": attrDoc, "#ver": attrVer},
-			ExpressionAttributeValues: item{":doc": str(d), ":next": num(ver + 1), ":ver": num(ver)},
-		})
-		if isConditionFailed(err) {
-			return errRetry
-		}
-		return err
+		return nil
 	})
 }
 
