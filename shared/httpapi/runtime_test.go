@@ -98,7 +98,8 @@ func newRuntimeFixture(t testing.TB, botAnswer func(r received) (int, string)) *
 		"name": "chan", "version": "1.0.0", "dev": true, "url": f.integ.srv.URL,
 		"channels": map[string]any{"channel": map[string]any{"messages": map[string]any{"text": map[string]any{"schema": map[string]any{}}}}},
 	}).Str("integration.id")
-	f.botID = f.createBot(f.AdminToken, map[string]any{"name": "rt", "dev": true, "url": f.bot.srv.URL})
+	f.botID = f.createBot(f.AdminToken, map[string]any{"name": "rt", "dev": true, "url": f.bot.srv.URL,
+		"states": map[string]any{"profile": map[string]any{"type": "user", "schema": map[string]any{}}}})
 	f.Check(f.updateBot(f.AdminToken, f.botID, map[string]any{
 		"integrations": map[string]any{"chan": map[string]any{"integrationId": f.intID, "enabled": true}}}), 200, "updateBot")
 	return f
@@ -314,5 +315,46 @@ func TestRuntimeOrderPerConversation(t *testing.T) {
 		if strings.Join(got[conv], ",") != strings.Join(want[conv], ",") {
 			t.Fatalf("conversation %s: delivered %v, written %v", conv, got[conv], want[conv])
 		}
+	}
+}
+
+// A state with an expiry that runs out reaches the bot as state_expired
+// (once, with the state); one renewed before it runs out does not, until
+// its new expiry.
+func TestRuntimeStateExpired(t *testing.T) {
+	f := newRuntimeFixture(t, nil)
+	user := f.as(false, "POST", "/v1/chat/users", map[string]any{"tags": map[string]string{}}, 201).Str("user.id")
+	path := "/v1/chat/states/user/" + user + "/profile"
+	f.as(false, "POST", path, map[string]any{"payload": map[string]any{"v": 1}, "expiry": 300}, 200)
+	// Renewed at once, with a longer expiry: the first check finds it renewed.
+	f.as(false, "POST", path, map[string]any{"payload": map[string]any{"v": 2}, "expiry": 1200}, 200)
+	time.Sleep(700 * time.Millisecond)
+	if n := len(f.bot.of("event_received", "state_expired")); n != 0 {
+		t.Fatalf("state_expired delivered %d times before the renewed expiry", n)
+	}
+	eventually(t, "state_expired arrives", func() bool { return len(f.bot.of("event_received", "state_expired")) == 1 })
+	ev := f.bot.of("event_received", "state_expired")[0].Body["event"].(map[string]any)
+	st := ev["payload"].(map[string]any)["state"].(map[string]any)
+	if st["name"] != "profile" || ev["userId"] != user || st["payload"].(map[string]any)["v"] != float64(2) {
+		t.Fatalf("state_expired event: %v", ev)
+	}
+	time.Sleep(300 * time.Millisecond)
+	if n := len(f.bot.of("event_received", "state_expired")); n != 1 {
+		t.Fatalf("state_expired delivered %d times", n)
+	}
+	f.as(false, "GET", path, nil, 404)
+}
+
+// Deliveries due later (scheduled events, states' expiries) never hold up
+// what is due now, however many wait.
+func TestRuntimeScheduledDoNotBlock(t *testing.T) {
+	f := newRuntimeFixture(t, nil)
+	for i := range 250 {
+		f.as(false, "POST", "/v1/chat/events", map[string]any{"type": fmt.Sprint("later", i), "payload": map[string]any{}, "schedule": map[string]any{"delay": 600000}}, 201)
+	}
+	f.as(false, "POST", "/v1/chat/events", map[string]any{"type": "now", "payload": map[string]any{}}, 201)
+	eventually(t, "the event due now arrives", func() bool { return len(f.bot.of("event_received", "now")) == 1 })
+	if n := f.bot.count(); n != 1 {
+		t.Fatalf("%d calls: scheduled events went out early", n)
 	}
 }

@@ -20,7 +20,13 @@ const (
 	// DeliverOutgoing sends a message the bot wrote to the integration of
 	// its conversation (message_created).
 	DeliverOutgoing = "outgoing_message"
+	// DeliverStateExpiry checks, when a state with an expiry runs out, that
+	// it was not renewed since, and then emits a state_expired event.
+	DeliverStateExpiry = "state_expiry"
 )
+
+// EventStateExpired is the event of a state whose expiry ran out.
+const EventStateExpired = "state_expired"
 
 // Delivery is one entry of the outbox: written in the same transaction as
 // what it delivers, removed once delivered or given up. Deliveries of one
@@ -38,4 +44,8 @@ type Delivery struct {
 	Attempts int    `json:"attempts"`
 	// LastError is why the last attempt failed.
 	LastError string `json:"lastError,omitempty"`
+	// State and ExpiresAt: the state of a DeliverStateExpiry and the
+	// expiry it was written with.
+	State     *StateKey `json:"state,omitempty"`
+	ExpiresAt string    `json:"expiresAt,omitempty"`
 }
