@@ -227,7 +227,11 @@ describe('chat: events', () => {
     const { event } = expectValid('createEvent', await chat.createEvent({ type, payload: { n: 1 }, conversationId: conv.id }))
     assert.equal(event.status, 'pending')
     assert.equal(event.failureReason, null)
-    assert.deepEqual(expectValid('getEvent', await chat.getEvent({ id: event.id })).event, event)
+    // The runtime delivers it at once: this bot has no url, so it fails with
+    // the reason (docs/runtime.md); everything else is as created.
+    const got = expectValid('getEvent', await chat.getEvent({ id: event.id })).event
+    assert.deepEqual({ ...got, status: event.status, failureReason: event.failureReason }, event)
+    assert.ok(got.status === 'pending' || (got.status === 'failed' && /no url/.test(got.failureReason)), JSON.stringify(got))
     const later = expectValid('createEvent', await chat.createEvent({ type, payload: {}, schedule: { delay: 60000 } })).event
     assert.equal(later.status, 'scheduled')
     assert.deepEqual(ids(expectValid('listEvents', await chat.listEvents({ type })).events), [later.id, event.id])
