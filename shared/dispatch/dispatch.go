@@ -52,6 +52,7 @@ type Store interface {
 	GetConversation(ctx context.Context, bot, id string) (platform.Conversation, error)
 	ExpiredState(ctx context.Context, k platform.StateKey, expiresAt string) (platform.State, bool, error)
 	EmitEvent(ctx context.Context, bot string, e platform.Event) error
+	TimeOutWorkflow(ctx context.Context, bot, id, timeoutAt string, now time.Time) (bool, error)
 }
 
 // Defaults of a Dispatcher.
@@ -243,6 +244,14 @@ func (d *Dispatcher) deliver(ctx context.Context, dl platform.Delivery) (finishe
 		out = d.sendOutgoing(ctx, dl)
 	case platform.DeliverStateExpiry:
 		out = d.expireState(ctx, dl)
+	case platform.DeliverWorkflowTimeout:
+		// Its workflow_timedout event is queued in the same transaction.
+		_, err := d.Store.TimeOutWorkflow(ctx, dl.BotID, dl.WorkflowID, dl.ExpiresAt, d.Now())
+		if o := failed(err, skipped); o != nil {
+			out = *o
+		} else {
+			out = outcome{ok: true}
+		}
 	default:
 		out = outcome{final: true, why: fmt.Sprintf("unknown delivery kind %q", dl.Kind)}
 	}

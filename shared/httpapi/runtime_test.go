@@ -358,3 +358,78 @@ func TestRuntimeScheduledDoNotBlock(t *testing.T) {
 		t.Fatalf("%d calls: scheduled events went out early", n)
 	}
 }
+
+// Workflows: created pending, they start in the bot (workflow_update /
+// workflow_started); picked up again after listening (workflow_continued);
+// timed out at timeoutAt (workflow_timedout); getOrCreate answers the
+// running one; the reference's rules on status and eventId.
+func TestRuntimeWorkflows(t *testing.T) {
+	f := newRuntimeFixture(t, nil)
+	conv := f.as(false, "POST", "/v1/chat/conversations", map[string]any{"channel": "web", "tags": map[string]string{}}, 201).Str("conversation.id")
+	cr := f.Check(f.Do(apitest.Req{Method: "POST", Path: "/v1/chat/workflows", Token: f.AdminToken, Headers: map[string]string{"x-bot-id": f.botID},
+		Body: map[string]any{"name": "onboarding", "status": "pending", "conversationId": conv, "input": map[string]any{"step": 1}, "tags": map[string]string{"k": "v"}}}), 201, "createWorkflow")
+	id := cr.Str("workflow.id")
+	updates := func(kind string) []received {
+		var out []received
+		for _, c := range f.bot.of("event_received", "workflow_update") {
+			p := c.Body["event"].(map[string]any)["payload"].(map[string]any)
+			if p["type"] == kind {
+				out = append(out, c)
+			}
+		}
+		return out
+	}
+	eventually(t, "workflow_started", func() bool { return len(updates("workflow_started")) == 1 })
+	if w := updates("workflow_started")[0].Body["event"].(map[string]any)["payload"].(map[string]any)["workflow"].(map[string]any); w["id"] != id || w["name"] != "onboarding" {
+		t.Fatalf("workflow_started: %v", w)
+	}
+	f.Check(f.Do(apitest.Req{Method: "GET", Path: "/v1/chat/workflows/" + id, Token: f.AdminToken, Headers: map[string]string{"x-bot-id": f.botID}}), 200, "getWorkflow")
+	list := func(q string) int {
+		r := f.Check(f.Do(apitest.Req{Method: "GET", Path: "/v1/chat/workflows" + q, Token: f.AdminToken, Headers: map[string]string{"x-bot-id": f.botID}}), 200, "listWorkflows")
+		return len(r.List("workflows"))
+	}
+	if list("") != 1 || list("?name=onboarding&statuses=pending") != 1 || list("?statuses=completed") != 0 || list("?tags.k=v&conversationId="+conv) != 1 || list("?tags.k=w") != 0 {
+		t.Fatal("listWorkflows filters")
+	}
+	put := func(body map[string]any, status int) apitest.Response {
+		return f.Check(f.Do(apitest.Req{Method: "PUT", Path: "/v1/chat/workflows/" + id, Token: f.AdminToken, Headers: map[string]string{"x-bot-id": f.botID}, Body: body}), status, "")
+	}
+	put(map[string]any{"status": "in_progress"}, 400) // needs the event id
+	put(map[string]any{"status": "listening"}, 200)
+	put(map[string]any{"status": "in_progress", "eventId": "evt_01ARZ3NDEKTSV4RRFFQ69G5FAV"}, 200)
+	eventually(t, "workflow_continued", func() bool { return len(updates("workflow_continued")) == 1 })
+	// getOrCreate answers the running workflow, not a new one.
+	goc := func() string {
+		return f.Check(f.Do(apitest.Req{Method: "POST", Path: "/v1/chat/workflows/get-or-create", Token: f.AdminToken, Headers: map[string]string{"x-bot-id": f.botID},
+			Body: map[string]any{"name": "onboarding", "status": "pending", "conversationId": conv, "tags": map[string]string{"k": "v"}}}), 200, "getOrCreateWorkflow").Str("workflow.id")
+	}
+	first := goc()
+	if second := goc(); second != first {
+		t.Fatalf("getOrCreate made two workflows: %s %s", first, second)
+	}
+	done := put(map[string]any{"status": "completed", "output": map[string]any{"ok": true}}, 200)
+	if done.Str("workflow.completedAt") == "" {
+		t.Fatalf("completed: %s", done.Raw)
+	}
+	put(map[string]any{"status": "in_progress", "eventId": "evt_01ARZ3NDEKTSV4RRFFQ69G5FAV"}, 400) // ended for good
+
+	// Timeout: it ends timedout, and the bot hears of it.
+	short := f.Check(f.Do(apitest.Req{Method: "POST", Path: "/v1/chat/workflows", Token: f.AdminToken, Headers: map[string]string{"x-bot-id": f.botID},
+		Body: map[string]any{"name": "quick", "status": "listening", "timeoutAt": time.Now().Add(300 * time.Millisecond).UTC().Format(time.RFC3339Nano)}}), 201, "createWorkflow").Str("workflow.id")
+	eventually(t, "workflow_timedout", func() bool { return len(updates("workflow_timedout")) == 1 })
+	g := f.Check(f.Do(apitest.Req{Method: "GET", Path: "/v1/chat/workflows/" + short, Token: f.AdminToken, Headers: map[string]string{"x-bot-id": f.botID}}), 200, "getWorkflow")
+	if g.Str("workflow.status") != "timedout" {
+		t.Fatalf("timed out workflow: %s", g.Raw)
+	}
+	// Bad input, nothing written.
+	for _, b := range []map[string]any{{"status": "pending"}, {"name": "x", "status": "done"}, {"name": "x", "status": "pending", "timeoutAt": "soon"}} {
+		f.Check(f.Do(apitest.Req{Method: "POST", Path: "/v1/chat/workflows", Token: f.AdminToken, Headers: map[string]string{"x-bot-id": f.botID}, Body: b}), 400, "")
+	}
+	f.Check(f.Do(apitest.Req{Method: "POST", Path: "/v1/chat/workflows", Token: f.AdminToken, Headers: map[string]string{"x-bot-id": f.botID},
+		Body: map[string]any{"name": "x", "status": "pending", "conversationId": "conv_01ARZ3NDEKTSV4RRFFQ69G5FAV"}}), 404, "")
+	f.Check(f.Do(apitest.Req{Method: "DELETE", Path: "/v1/chat/workflows/" + short, Token: f.AdminToken, Headers: map[string]string{"x-bot-id": f.botID}}), 200, "deleteWorkflow")
+	f.Check(f.Do(apitest.Req{Method: "GET", Path: "/v1/chat/workflows/" + short, Token: f.AdminToken, Headers: map[string]string{"x-bot-id": f.botID}}), 404, "")
+	if n := list(""); n != 2 {
+		t.Fatalf("%d workflows listed, want 2", n)
+	}
+}
