@@ -304,4 +304,3 @@ func (s *Store) GetOrCreateWorkflow(ctx context.Context, bot string, w platform.
 	})
 	return out, created, err
 }
-
