@@ -226,3 +226,34 @@ func (s *Store) purgeIndex(ctx context.Context, index, pk string) error {
 		return s.batchDelete(ctx, keys)
 	})
 }
+
+// ReleaseLeases removes every lease of the outbox's head: for a dispatcher
+// that knows it is the only one (the local platform, whose data directory
+// one process holds), leases found at start are those of a process that
+// died mid-delivery.
+func (s *Store) ReleaseLeases(ctx context.Context) (int, error) {
+	n := 0
+	err := s.eachPage(ctx, &dynamodb.QueryInput{
+		KeyConditionExpression:    aws.String("pk = :pk"),
+		FilterExpression:          aws.String("attribute_exists(#l)"),
+		ExpressionAttributeNames:  map[string]string{"#l": attrLease},
+		ExpressionAttributeValues: item{":pk": str(pkOutbox)},
+		ProjectionExpression:      aws.String("pk, sk"),
+		ConsistentRead:            aws.Bool(true),
+	}, func(items []item) error {
+		for _, it := range items {
+			_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+				TableName: &s.table, Key: key(pkOutbox, getS(it, attrSK)),
+				UpdateExpression:         aws.String("REMOVE #l"),
+				ConditionExpression:      aws.String("attribute_exists(pk)"),
+				ExpressionAttributeNames: map[string]string{"#l": attrLease},
+			})
+			if err != nil && !isConditionFailed(err) {
+				return err
+			}
+			n++
+		}
+		return nil
+	})
+	return n, err
+}
