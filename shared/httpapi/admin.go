@@ -29,6 +29,9 @@ func (s *server) adminRoutes() []route {
 		// Workspaces.
 		{pattern: "POST /v1/admin/workspaces", op: "createWorkspace", scope: scopeAccount, handle: s.createWorkspace},
 		{pattern: "GET /v1/admin/workspaces", op: "listWorkspaces", scope: scopeAccount, handle: s.listWorkspaces},
+		// Before {id} in meaning (ServeMux prefers the literal segment): not
+		// updateWorkspace of a workspace named "handle-availability".
+		{pattern: "PUT /v1/admin/workspaces/handle-availability", op: "checkHandleAvailability", scope: scopeAccount, handle: s.checkHandleAvailability},
 		{pattern: "GET /v1/admin/workspaces/{id}", op: "getWorkspace", scope: scopeWorkspacePath, role: viewer, handle: s.getWorkspace},
 		{pattern: "PUT /v1/admin/workspaces/{id}", op: "updateWorkspace", scope: scopeWorkspacePath, role: admin, handle: s.updateWorkspace},
 		{pattern: "DELETE /v1/admin/workspaces/{id}", op: "deleteWorkspace", scope: scopeWorkspacePath, role: owner, handle: s.deleteWorkspace},
