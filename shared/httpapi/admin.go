@@ -69,6 +69,11 @@ func (s *server) adminRoutes() []route {
 		{pattern: "GET /v1/admin/integrations/{name}/{version}", op: "getIntegrationByName", scope: scopeWorkspace, role: viewer, handle: s.getIntegrationByName},
 		{pattern: "POST /v1/admin/integrations/request-verification", op: "requestIntegrationVerification", scope: scopeWorkspace, role: developer, handle: s.requestIntegrationVerification},
 
+		// The hub: every workspace's public integrations (admin_hub.go).
+		{pattern: "GET /v1/admin/hub/integrations", op: "listPublicIntegrations", scope: scopeAnyone, handle: s.listPublicIntegrations},
+		{pattern: "GET /v1/admin/hub/integrations/{id}", op: "getPublicIntegrationById", scope: scopeAnyone, handle: s.getPublicIntegrationByID},
+		{pattern: "GET /v1/admin/hub/integrations/{name}/{version}", op: "getPublicIntegration", scope: scopeAnyone, handle: s.getPublicIntegration},
+
 		// Integration API keys.
 		{pattern: "GET /v1/admin/integrations/iaks", op: "listIntegrationApiKeys", scope: scopeWorkspace, role: developer, handle: s.listIntegrationAPIKeys},
 		{pattern: "POST /v1/admin/integrations/iaks", op: "createIntegrationApiKey", scope: scopeWorkspace, role: developer, handle: s.createIntegrationAPIKey},
