@@ -67,6 +67,9 @@ func (s *server) adminRoutes() []route {
 		{pattern: "PUT /v1/admin/integrations/{id}", op: "updateIntegration", scope: scopeWorkspace, role: developer, integrationSelf: true, handle: s.updateIntegration},
 		{pattern: "DELETE /v1/admin/integrations/{id}", op: "deleteIntegration", scope: scopeWorkspace, role: developer, handle: s.deleteIntegration},
 		{pattern: "GET /v1/admin/integrations/{name}/{version}", op: "getIntegrationByName", scope: scopeWorkspace, role: viewer, handle: s.getIntegrationByName},
+		// Dry runs of create and update (bp deploy --dryRun): same checks and roles, no write.
+		{pattern: "POST /v1/admin/integrations/validate", op: "validateIntegrationCreation", scope: scopeWorkspace, role: developer, handle: s.validateIntegrationCreation},
+		{pattern: "PUT /v1/admin/integrations/{id}/validate", op: "validateIntegrationUpdate", scope: scopeWorkspace, role: developer, integrationSelf: true, handle: s.validateIntegrationUpdate},
 		{pattern: "POST /v1/admin/integrations/request-verification", op: "requestIntegrationVerification", scope: scopeWorkspace, role: developer, handle: s.requestIntegrationVerification},
 
 		// The hub: every workspace's public integrations (admin_hub.go).
