@@ -77,6 +77,17 @@ func (s *server) adminRoutes() []route {
 		{pattern: "GET /v1/admin/hub/integrations/{id}", op: "getPublicIntegrationById", scope: scopeAnyone, handle: s.getPublicIntegrationByID},
 		{pattern: "GET /v1/admin/hub/integrations/{name}/{version}", op: "getPublicIntegration", scope: scopeAnyone, handle: s.getPublicIntegration},
 
+		// Interfaces (admin_interfaces.go), and the hub's public ones.
+		{pattern: "POST /v1/admin/interfaces", op: "createInterface", scope: scopeWorkspace, role: developer, handle: s.createInterface},
+		{pattern: "GET /v1/admin/interfaces", op: "listInterfaces", scope: scopeWorkspace, role: viewer, handle: s.listInterfaces},
+		{pattern: "GET /v1/admin/interfaces/{id}", op: "getInterface", scope: scopeWorkspace, role: viewer, handle: s.getInterface},
+		{pattern: "PUT /v1/admin/interfaces/{id}", op: "updateInterface", scope: scopeWorkspace, role: developer, handle: s.updateInterface},
+		{pattern: "DELETE /v1/admin/interfaces/{id}", op: "deleteInterface", scope: scopeWorkspace, role: developer, handle: s.deleteInterface},
+		{pattern: "GET /v1/admin/interfaces/{name}/{version}", op: "getInterfaceByName", scope: scopeWorkspace, role: viewer, handle: s.getInterfaceByName},
+		{pattern: "GET /v1/admin/hub/interfaces", op: "listPublicInterfaces", scope: scopeAnyone, handle: s.listPublicInterfaces},
+		{pattern: "GET /v1/admin/hub/interfaces/{id}", op: "getPublicInterfaceById", scope: scopeAnyone, handle: s.getPublicInterfaceByID},
+		{pattern: "GET /v1/admin/hub/interfaces/{name}/{version}", op: "getPublicInterface", scope: scopeAnyone, handle: s.getPublicInterface},
+
 		// Integration API keys.
 		{pattern: "GET /v1/admin/integrations/iaks", op: "listIntegrationApiKeys", scope: scopeWorkspace, role: developer, handle: s.listIntegrationAPIKeys},
 		{pattern: "POST /v1/admin/integrations/iaks", op: "createIntegrationApiKey", scope: scopeWorkspace, role: developer, handle: s.createIntegrationAPIKey},
