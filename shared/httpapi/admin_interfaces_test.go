@@ -3,6 +3,7 @@ package httpapi_test
 import (
 	"net/url"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/botforge/platform/shared/apitest"
@@ -206,5 +207,35 @@ func TestInterfaceTenancyAndHub(t *testing.T) {
 		if got := f.ws_(viewer, r.method, r.path, body); got.Status != 403 {
 			t.Errorf("viewer %s %s: %d", r.method, r.path, got.Status)
 		}
+	}
+}
+
+// TestInterfaceVersionCreatedOnce: concurrent creations of one name and
+// version: exactly one succeeds (the slot's conditional write), the others
+// 409, and one record exists.
+func TestInterfaceVersionCreatedOnce(t *testing.T) {
+	f := newFixture(t)
+	const n = 8
+	statuses := make(chan int, n)
+	var wg sync.WaitGroup
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			statuses <- f.ws_(f.AdminToken, "POST", "/v1/admin/interfaces", interfaceDef("racy", "1.0.0", nil)).Status
+		}()
+	}
+	wg.Wait()
+	close(statuses)
+	won := 0
+	for s := range statuses {
+		if s == 200 {
+			won++
+		} else if s != 409 {
+			t.Fatalf("status %d", s)
+		}
+	}
+	if l := f.Check(f.ws_(f.AdminToken, "GET", "/v1/admin/interfaces?name=racy", nil), 200, "listInterfaces").List("interfaces"); won != 1 || len(l) != 1 {
+		t.Fatalf("%d creations succeeded, %d records", won, len(l))
 	}
 }
