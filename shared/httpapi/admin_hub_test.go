@@ -1,6 +1,7 @@
 package httpapi_test
 
 import (
+	"fmt"
 	"net/url"
 	"testing"
 
@@ -162,5 +163,38 @@ func TestPublicIntegrationsHub(t *testing.T) {
 	f.Check(hub(bak, ""), 200, "listPublicIntegrations")
 	if r := hub("", ""); r.Status != 401 {
 		t.Fatalf("anonymous: %d", r.Status)
+	}
+}
+
+// TestHubReadsArePerPage: the unfiltered hub page and a name's versions
+// read what they answer, not the whole public catalogue (no Scan, one Query
+// page); interface lists likewise.
+func TestHubReadsArePerPage(t *testing.T) {
+	f := newFixture(t)
+	rec := recordUsage(f.Env)
+	tok := f.AdminToken
+	for i := 0; i < 30; i++ {
+		f.createIntegration(tok, integrationDef(fmt.Sprintf("pub%02d", i), "1.0.0", map[string]any{"visibility": "public"}))
+		f.Check(f.ws_(tok, "POST", "/v1/admin/interfaces", interfaceDef(fmt.Sprintf("if%02d", i), "1.0.0", map[string]any{"public": true})), 200, "createInterface")
+	}
+	f.createIntegration(tok, integrationDef("pub07", "1.1.0", map[string]any{"visibility": "public"}))
+	for _, c := range []struct {
+		path, op       string
+		n              int
+		queries, items int // items: token + answered items + owner workspace (+ name claim and slots)
+	}{
+		{"/v1/admin/hub/integrations?pageSize=3", "listPublicIntegrations", 3, 1, 1 + 3 + 1},
+		{"/v1/admin/hub/integrations?pageSize=3&direction=asc", "listPublicIntegrations", 3, 1, 1 + 3 + 1},
+		{"/v1/admin/hub/integrations?name=pub07", "listPublicIntegrations", 2, 1, 1 + 1 + 2 + 2 + 1},
+		{"/v1/admin/hub/interfaces?pageSize=3", "listPublicInterfaces", 3, 1, 1 + 3},
+		{"/v1/admin/interfaces?pageSize=3", "listInterfaces", 3, 1, 1 + 1 + 3},
+		{"/v1/admin/hub/interfaces?name=if07", "listPublicInterfaces", 1, 1, 1 + 1},
+	} {
+		r := f.Check(f.ws_(tok, "GET", c.path, nil), 200, c.op)
+		n := len(r.List("integrations")) + len(r.List("interfaces"))
+		u := rec.of(c.op)
+		if n != c.n || u.Calls("Query") != c.queries || u.Calls("Scan") != 0 || u.ItemsRead > c.items {
+			t.Errorf("%s: %d answered, %s, %d items read; want %d answered, %d Query, at most %d items", c.path, n, u, u.ItemsRead, c.n, c.queries, c.items)
+		}
 	}
 }
