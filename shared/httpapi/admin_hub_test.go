@@ -151,6 +151,11 @@ func TestPublicIntegrationsHub(t *testing.T) {
 	if v := f.Check(f.Do(apitest.Req{Method: "GET", Path: "/v1/admin/hub/integrations/shared/latest", Token: outTok}), 200, "getPublicIntegration").Str("integration.id"); v != pub11 {
 		t.Fatalf("latest: %s", v)
 	}
+	// A namespaced name (handle/name), its slash percent-encoded as the client sends it.
+	ns := other.createIntegration(tok, integrationDef("acme/widget", "1.0.0", map[string]any{"visibility": "public"})).Str("integration.id")
+	if v := f.Check(f.Do(apitest.Req{Method: "GET", Path: "/v1/admin/hub/integrations/acme%2Fwidget/1.0.0", Token: outTok}), 200, "getPublicIntegration").Str("integration.id"); v != ns {
+		t.Fatalf("namespaced: %s", v)
+	}
 
 	// installedByBotId: the caller's bots only.
 	bot := f.createBot(tok, nil)
