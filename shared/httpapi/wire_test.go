@@ -169,7 +169,7 @@ func TestRequestLog(t *testing.T) {
 	}
 	do("GET", "/v1/admin/account/me?secret=query", auth, "", want{status: 200, caller: "account"})
 	do("GET", "/v1/admin/account/me", map[string]string{"Authorization": "Bearer bp_pat_not-a-token"}, "", want{status: 401, caller: "anonymous", errorID: true})
-	do("GET", "/nope", nil, "", want{status: 404, caller: "anonymous", errorID: true})
+	do("GET", "/nope", nil, "", want{status: 405, caller: "anonymous", errorID: true})
 	ws := decode(t, do("POST", "/v1/admin/workspaces", auth, `{"name":"logged"}`, want{status: 200, caller: "account"}))["id"].(string)
 	auth["x-workspace-id"] = ws
 	bot := decode(t, do("POST", "/v1/admin/bots", auth, `{"name":"b"}`, want{status: 200, caller: "account"}))["bot"].(map[string]any)["id"].(string)
