@@ -320,3 +320,23 @@ func (s *Store) ListInterfaces(ctx context.Context, ws string, public bool, f In
 	}
 	return out, next, nil
 }
+
+// checkNoInterfaces refuses while workspace ws has interface versions (one
+// Query of at most one item): deleting the workspace would leave them, the
+// public ones in the hub, without an owner.
+func (s *Store) checkNoInterfaces(ctx context.Context, ws string) error {
+	out, err := s.db.Query(ctx, &dynamodb.QueryInput{
+		TableName:                 &s.table,
+		IndexName:                 aws.String(GSI1),
+		KeyConditionExpression:    aws.String("gsi1pk = :pk"),
+		ExpressionAttributeValues: item{":pk": str(workspaceInterfacesGSI(ws))},
+		Limit:                     aws.Int32(1),
+	})
+	if err != nil {
+		return err
+	}
+	if len(out.Items) > 0 {
+		return platform.Errorf(platform.ErrReferenceConstrain, "workspace %q still has interfaces: delete them first", ws)
+	}
+	return nil
+}

@@ -239,3 +239,17 @@ func TestInterfaceVersionCreatedOnce(t *testing.T) {
 		t.Fatalf("%d creations succeeded, %d records", won, len(l))
 	}
 }
+
+// TestWorkspaceWithInterfacesIsNotDeleted: a workspace keeps its interfaces
+// (the public ones in the hub) from being orphaned: deleting it is refused
+// until they are deleted.
+func TestWorkspaceWithInterfacesIsNotDeleted(t *testing.T) {
+	f := newFixture(t)
+	id := f.Check(f.ws_(f.AdminToken, "POST", "/v1/admin/interfaces", interfaceDef("kept", "1.0.0", map[string]any{"public": true})), 200, "createInterface").Str("interface.id")
+	if r := f.ws_(f.AdminToken, "DELETE", "/v1/admin/workspaces/"+f.ws, nil); r.Status != 409 || r.Str("type") != "ReferenceConstraint" {
+		t.Fatalf("delete with an interface: %d %s", r.Status, r.Raw)
+	}
+	f.Check(f.Do(apitest.Req{Method: "GET", Path: "/v1/admin/hub/interfaces/" + id, Token: f.AdminToken}), 200, "getPublicInterfaceById")
+	f.Check(f.ws_(f.AdminToken, "DELETE", "/v1/admin/interfaces/"+id, nil), 200, "deleteInterface")
+	f.Check(f.ws_(f.AdminToken, "DELETE", "/v1/admin/workspaces/"+f.ws, nil), 200, "deleteWorkspace")
+}
