@@ -37,6 +37,16 @@ func TestInterfaceLifecycle(t *testing.T) {
 		t.Fatalf("created: %s", c.Raw)
 	}
 	f.Check(f.ws_(tok, "GET", "/v1/admin/interfaces/"+id, nil), 200, "getInterface")
+	// Ids carry the prefix the CLI recognizes as an id (Botpress's, shared
+	// with integration versions); one kind's id is never found as the other.
+	if !strings.HasPrefix(id, "intver_") {
+		t.Fatalf("interface id %q", id)
+	}
+	integ := f.createIntegration(tok, integrationDef("impl", "1.0.0", nil)).Str("integration.id")
+	f.Check(f.ws_(tok, "GET", "/v1/admin/interfaces/"+integ, nil), 404, "")
+	f.Check(f.ws_(tok, "PUT", "/v1/admin/interfaces/"+integ, map[string]any{"title": "x"}), 404, "")
+	f.Check(f.ws_(tok, "GET", "/v1/admin/integrations/"+id, nil), 404, "")
+	f.Check(f.ws_(tok, "DELETE", "/v1/admin/integrations/"+id, nil), 404, "")
 	v11 := f.Check(f.ws_(tok, "POST", "/v1/admin/interfaces", interfaceDef("creatable", "1.1.0", map[string]any{"title": "Creatable"})), 200, "createInterface").Str("interface.id")
 	f.Check(f.ws_(tok, "POST", "/v1/admin/interfaces", interfaceDef("listable", "0.1.0", nil)), 200, "createInterface")
 	if got := f.Check(f.ws_(tok, "GET", "/v1/admin/interfaces/creatable/1.0.0", nil), 200, "getInterfaceByName").Str("interface.id"); got != id {

@@ -2,8 +2,12 @@ package platform
 
 import "encoding/json"
 
-// PrefixInterface prefixes interface version ids.
-const PrefixInterface = "intf_"
+// PrefixInterface prefixes interface version ids: integration versions'
+// prefix, as Botpress does. The CLI tells an id from a name by its prefix
+// (@bpinternal/const knows no other), so `bp interfaces get <id>` needs it;
+// the two kinds live under different keys, so an id of one is never found
+// as the other.
+const PrefixInterface = PrefixIntegration
 
 // Interface is an interface version (the reference's Interface): what
 // integrations implementing it must provide. Like an integration version,
