@@ -71,7 +71,8 @@ func TestEveryAnswerIsJSONErrorShape(t *testing.T) {
 			}
 			if err := json.Unmarshal(raw, &e); err != nil || res.StatusCode != c.status || e.Code != c.status || e.Type != c.typ ||
 				!strings.HasPrefix(e.ID, "err_") || e.Message == "" ||
-				(e.Type == "MethodNotFound") != strings.Contains(e.Message, "the operation does not exist") {
+				(e.Type == "MethodNotFound") != strings.Contains(e.Message, "the operation does not exist") ||
+				(e.Type == "MethodNotFound") != (len(res.Header.Values("Allow")) == 1) {
 				t.Fatalf("status %d %s, want %d %s in the error shape", res.StatusCode, raw, c.status, c.typ)
 			}
 		})
