@@ -340,3 +340,19 @@ func (s *Store) checkNoInterfaces(ctx context.Context, ws string) error {
 	}
 	return nil
 }
+
+// InterfacesByID reads interface versions by id (BatchGetItem); missing
+// ones are absent from the result.
+func (s *Store) InterfacesByID(ctx context.Context, ids []string) (map[string]platform.Interface, error) {
+	valid := make([]string, 0, len(ids))
+	for _, id := range ids {
+		if platform.HasPrefix(id, platform.PrefixInterface) {
+			valid = append(valid, id)
+		}
+	}
+	return batchGetByID(ctx, s, valid, func(id string) item { return key(ifacePK(id), skIface) },
+		func(it item) (string, platform.Interface, error) {
+			r, err := interfaceFrom(it)
+			return r.ID, r.Interface, err
+		})
+}

@@ -258,7 +258,7 @@ func integrationView(c *call, i platform.Integration) platform.Integration {
 }
 
 func (s *server) createIntegration(c *call) (any, error) {
-	i, err := newIntegration(c)
+	i, err := s.newIntegration(c)
 	if err != nil {
 		return nil, err
 	}
@@ -269,8 +269,8 @@ func (s *server) createIntegration(c *call) (any, error) {
 }
 
 // newIntegration is the version a createIntegration (or its validation)
-// body describes, checked.
-func newIntegration(c *call) (platform.Integration, error) {
+// body describes, checked, its interfaces named from the catalogue.
+func (s *server) newIntegration(c *call) (platform.Integration, error) {
 	var in integrationBody
 	if err := c.decode(&in); err != nil {
 		return platform.Integration{}, err
@@ -292,7 +292,10 @@ func newIntegration(c *call) (platform.Integration, error) {
 		VerificationStatus: platform.VerificationUnapproved, LifecycleStatus: "published",
 		WorkspaceID: c.workspaceID,
 	}
-	return i, applyIntegrationBody(&i, &in)
+	if err := applyIntegrationBody(&i, &in); err != nil {
+		return i, err
+	}
+	return i, s.resolveInterfaces(c, &i)
 }
 
 func deref(p *string) string {
@@ -347,16 +350,24 @@ func (s *server) getIntegrationByName(c *call) (any, error) {
 
 // integrationChange is the change an updateIntegration (or its
 // validation) body describes.
-func integrationChange(c *call) (func(*platform.Integration) error, error) {
+func (s *server) integrationChange(c *call) (func(*platform.Integration) error, error) {
 	var in integrationBody
 	if err := c.decode(&in); err != nil {
 		return nil, err
 	}
-	return func(i *platform.Integration) error { return applyIntegrationBody(i, &in) }, nil
+	return func(i *platform.Integration) error {
+		if err := applyIntegrationBody(i, &in); err != nil {
+			return err
+		}
+		if len(in.Interfaces) == 0 {
+			return nil
+		}
+		return s.resolveInterfaces(c, i)
+	}, nil
 }
 
 func (s *server) updateIntegration(c *call) (any, error) {
-	change, err := integrationChange(c)
+	change, err := s.integrationChange(c)
 	if err != nil {
 		return nil, err
 	}
@@ -371,7 +382,7 @@ func (s *server) updateIntegration(c *call) (any, error) {
 // checks, the store's included (a version slot taken, a name published by
 // another workspace, the size), and writes nothing.
 func (s *server) validateIntegrationCreation(c *call) (any, error) {
-	i, err := newIntegration(c)
+	i, err := s.newIntegration(c)
 	if err != nil {
 		return nil, err
 	}
@@ -380,7 +391,7 @@ func (s *server) validateIntegrationCreation(c *call) (any, error) {
 
 // validateIntegrationUpdate runs updateIntegration's checks and writes nothing.
 func (s *server) validateIntegrationUpdate(c *call) (any, error) {
-	change, err := integrationChange(c)
+	change, err := s.integrationChange(c)
 	if err != nil {
 		return nil, err
 	}

@@ -218,3 +218,44 @@ func (s *server) getPublicInterface(c *call) (any, error) {
 	}
 	return map[string]any{"interface": r.Interface}, nil
 }
+
+// resolveInterfaces names the interfaces an integration version implements
+// from the catalogue: an entry whose id is an interface the workspace may
+// read (its own or a public one) takes that interface's name and version,
+// as the CLI's deploy sends only the id (one BatchGetItem). An entry naming
+// no such interface keeps its key as name and an empty version.
+func (s *server) resolveInterfaces(c *call, i *platform.Integration) error {
+	if len(i.Interfaces) == 0 {
+		return nil
+	}
+	type ref struct {
+		ID string `json:"id"`
+	}
+	ids := make([]string, 0, len(i.Interfaces))
+	for _, raw := range i.Interfaces {
+		var r ref
+		if json.Unmarshal(raw, &r) == nil && r.ID != "" {
+			ids = append(ids, r.ID)
+		}
+	}
+	found, err := s.Store.InterfacesByID(c.ctx, ids)
+	if err != nil {
+		return err
+	}
+	for k, raw := range i.Interfaces {
+		var entry map[string]json.RawMessage
+		if json.Unmarshal(raw, &entry) != nil {
+			continue
+		}
+		var id string
+		_ = json.Unmarshal(entry["id"], &id)
+		f, ok := found[id]
+		if !ok || !f.VisibleTo(c.workspaceID) {
+			continue
+		}
+		entry["name"], _ = json.Marshal(f.Name)
+		entry["version"], _ = json.Marshal(f.Version)
+		i.Interfaces[k], _ = json.Marshal(entry)
+	}
+	return nil
+}

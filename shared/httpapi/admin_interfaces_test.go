@@ -263,3 +263,43 @@ func TestWorkspaceWithInterfacesIsNotDeleted(t *testing.T) {
 	f.Check(f.ws_(f.AdminToken, "DELETE", "/v1/admin/interfaces/"+id, nil), 200, "deleteInterface")
 	f.Check(f.ws_(f.AdminToken, "DELETE", "/v1/admin/workspaces/"+f.ws, nil), 200, "deleteWorkspace")
 }
+
+// TestIntegrationImplementsInterface: an integration declaring an interface
+// by id (as the CLI's deploy does) carries the interface's name and version
+// from the catalogue, and lists filter on them; another workspace's private
+// interface is not resolved (nothing about it leaks).
+func TestIntegrationImplementsInterface(t *testing.T) {
+	f := newFixture(t)
+	tok := f.AdminToken
+	private := f.Check(f.ws_(tok, "POST", "/v1/admin/interfaces", interfaceDef("creatable", "1.2.0", nil)), 200, "createInterface").Str("interface.id")
+	public := f.Check(f.ws_(tok, "POST", "/v1/admin/interfaces", interfaceDef("llm", "3.0.0", map[string]any{"public": true})), 200, "createInterface").Str("interface.id")
+	impl := func(key, id string) map[string]any {
+		return map[string]any{key: map[string]any{"id": id, "actions": map[string]any{"create": map[string]any{"name": "sendReminder"}}}}
+	}
+	iface := func(r apitest.Response, key string) map[string]any {
+		return r.Body["integration"].(map[string]any)["interfaces"].(map[string]any)[key].(map[string]any)
+	}
+	r := f.createIntegration(tok, integrationDef("impl", "1.0.0", map[string]any{"interfaces": impl("creatable<item>", private)}))
+	if e := iface(r, "creatable<item>"); e["name"] != "creatable" || e["version"] != "1.2.0" || e["id"] != private {
+		t.Fatalf("resolved: %v", e)
+	}
+	id := r.Str("integration.id")
+	for _, q := range []string{"?interfaceName=creatable", "?interfaceId=" + private} {
+		if l := f.Check(f.ws_(tok, "GET", "/v1/admin/integrations"+q, nil), 200, "listIntegrations").List("integrations"); len(l) != 1 || l[0].(map[string]any)["id"] != id {
+			t.Fatalf("%s: %v", q, l)
+		}
+	}
+	u := f.Check(f.ws_(tok, "PUT", "/v1/admin/integrations/"+id, map[string]any{"interfaces": impl("chat", public)}), 200, "updateIntegration")
+	if e := iface(u, "chat"); e["name"] != "llm" || e["version"] != "3.0.0" {
+		t.Fatalf("resolved on update: %v", e)
+	}
+	f.Check(f.ws_(tok, "PUT", "/v1/admin/integrations/"+id+"/validate", map[string]any{"interfaces": impl("chat2", public)}), 200, "validateIntegrationUpdate")
+
+	other := newFixtureOn(f)
+	o := other.createIntegration(tok, integrationDef("theirs", "1.0.0", map[string]any{"interfaces": map[string]any{
+		"a": impl("a", private)["a"], "b": impl("b", public)["b"],
+	}}))
+	if a, b := iface(o, "a"), iface(o, "b"); a["name"] != "a" || a["version"] != "" || b["name"] != "llm" || b["version"] != "3.0.0" {
+		t.Fatalf("another workspace: a %v, b %v", a, b)
+	}
+}
