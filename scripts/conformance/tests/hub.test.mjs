@@ -144,6 +144,14 @@ describe('interfaces', () => {
     expectValid('getPublicInterface', await other.getPublicInterface({ name, version: '1.1.0' }))
     await expectApiError(other.getPublicInterfaceById({ id: v1.id }), 404, 'ResourceNotFound')
 
+    // An integration implementing it by id (as bp deploy sends it) carries its name and version.
+    const impl = await api.createIntegration(integration(unique('impl'), '1.0.0', { interfaces: { [`${name}<item>`]: { id: v2.id, entities: {}, actions: {}, events: {} } } }))
+    const entry = impl.integration.interfaces[`${name}<item>`]
+    assert.equal(entry.name, name)
+    assert.equal(entry.version, '1.1.0')
+    const found = expectValid('listIntegrations', await api.listIntegrations({ interfaceName: name }))
+    assert.deepEqual(found.integrations.map((i) => i.id), [impl.integration.id])
+
     expectValid('deleteInterface', await api.deleteInterface({ id: v1.id }))
     await expectApiError(api.getInterface({ id: v1.id }), 404, 'ResourceNotFound')
     await expectApiError(api.createInterface(iface('Bad Name', '1.0.0')), 400, 'InvalidPayload')
