@@ -60,6 +60,12 @@ func issueFrom(it item) (platform.BotIssue, error) {
 		return is, err
 	}
 	is.EventsCount, is.LastSeenAt = getN(it, attrEventsCount), getS(it, attrLastSeenAt)
+	// Occurrences race: one timed just before another created the issue
+	// may count itself after, with an earlier time. The issue was seen at
+	// least when it was created.
+	if is.LastSeenAt < is.CreatedAt {
+		is.LastSeenAt = is.CreatedAt
+	}
 	if is.GroupedData == nil {
 		is.GroupedData = map[string]platform.IssueValue{}
 	}
