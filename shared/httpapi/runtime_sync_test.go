@@ -315,6 +315,9 @@ func TestCallAction(t *testing.T) {
 		t.Fatalf("bot action: %s", r.Raw)
 	}
 	h := <-seen
+	// The bot's own API key may call it too (the token of a hosted bot).
+	bak := f.Check(f.ws_(tok, "POST", "/v1/admin/bots/baks", map[string]any{"botId": f.bot}), 200, "createBotApiKey").Str("value")
+	f.Check(f.chat(bak, "POST", "/v1/chat/actions", map[string]any{"type": "main:sendReminder", "input": map[string]any{}}), 200, "callAction")
 	if h.Get("x-bot-id") != f.bot || h.Get("x-bp-operation") != "action_triggered" || h.Get("x-bp-type") == "" || h.Get("x-bp-configuration") == "" {
 		t.Fatalf("bot action headers: %v", h)
 	}
@@ -477,5 +480,30 @@ func TestInitializeIncomingMessage(t *testing.T) {
 				t.Fatalf("%d %s", r.Status, r.Raw)
 			}
 		})
+	}
+}
+
+// TestRuntimeDynamoDBCalls pins the DynamoDB calls of the synchronous
+// runtime paths: a webhook costs its lookup, the bot and the integration
+// (3 GetItem, no write); callAction to an integration the token, the
+// membership, the bot and the integration (4 GetItem); to the bot itself,
+// 3 GetItem.
+func TestRuntimeDynamoDBCalls(t *testing.T) {
+	bot := fakeSDKBot(t, nil)
+	f := newRuntimeFixture(t, map[string]any{"url": bot.URL})
+	rec := recordUsage(f.Env)
+	if res, b := rawDo(t, "POST", f.webhookURL, strings.NewReader("{}"), nil); res.StatusCode != 202 {
+		t.Fatalf("webhook: %d %s", res.StatusCode, b)
+	}
+	if u := rec.of("webhook_received"); u == nil || u.Calls("GetItem") != 3 || u.Calls("") != 3 {
+		t.Errorf("webhook: %v, want GetItem=3", u)
+	}
+	f.Check(f.chat(f.AdminToken, "POST", "/v1/chat/actions", map[string]any{"type": "main:sendReminder", "input": map[string]any{}}), 200, "callAction")
+	if u := rec.of("callAction"); u.Calls("GetItem") != 4 || u.Calls("") != 4 {
+		t.Errorf("callAction to an integration: %v, want GetItem=4", u)
+	}
+	f.Check(f.chat(f.AdminToken, "POST", "/v1/chat/actions", map[string]any{"type": "ping", "input": map[string]any{}}), 200, "callAction")
+	if u := rec.of("callAction"); u.Calls("GetItem") != 3 || u.Calls("") != 3 {
+		t.Errorf("callAction to the bot: %v, want GetItem=3", u)
 	}
 }
