@@ -60,12 +60,15 @@ func (s *Store) InstallByWebhook(ctx context.Context, webhookID string) (Webhook
 
 // webhookWrites are the lookup items to put and delete when a bot's
 // installations go from old to new: an installation keeps its webhook id
-// for its life, so only created and removed ones are written.
+// for its life, so only created and removed ones are written, plus the
+// ones (re)registered by this change (a new registration operation): the
+// put is idempotent, and it gives installations made before lookup items
+// existed their webhook address at their next registration.
 func webhookWrites(botID string, old, new map[string]platform.IntegrationInstance) []types.TransactWriteItem {
 	oldIDs, newIDs := webhookIDs(old), webhookIDs(new)
 	var out []types.TransactWriteItem
 	for _, id := range sortedKeys(newIDs) {
-		if _, had := oldIDs[id]; had {
+		if _, had := oldIDs[id]; had && old[newIDs[id]].OperationID == new[newIDs[id]].OperationID {
 			continue
 		}
 		it := key(webhookPK(id), skWebhook)

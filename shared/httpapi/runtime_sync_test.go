@@ -11,6 +11,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
 	"github.com/botforge/platform/shared/apitest"
 )
 
@@ -505,5 +509,29 @@ func TestRuntimeDynamoDBCalls(t *testing.T) {
 	f.Check(f.chat(f.AdminToken, "POST", "/v1/chat/actions", map[string]any{"type": "ping", "input": map[string]any{}}), 200, "callAction")
 	if u := rec.of("callAction"); u.Calls("GetItem") != 3 || u.Calls("") != 3 {
 		t.Errorf("callAction to the bot: %v, want GetItem=3", u)
+	}
+}
+
+// TestWebhookLookupRestoredAtRegistration: an installation whose lookup
+// item is missing (made before lookup items existed) gets its webhook
+// address back at its next registration.
+func TestWebhookLookupRestoredAtRegistration(t *testing.T) {
+	f := newRuntimeFixture(t, nil)
+	whk := f.webhookURL[strings.LastIndex(f.webhookURL, "/")+1:]
+	_, err := f.Platform.Store.Client().DeleteItem(t.Context(), &dynamodb.DeleteItemInput{
+		TableName: aws.String(f.Platform.Env.Table),
+		Key: map[string]types.AttributeValue{
+			"pk": &types.AttributeValueMemberS{Value: "WEBHOOK#" + whk}, "sk": &types.AttributeValueMemberS{Value: "WEBHOOK"},
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res, _ := rawDo(t, "POST", f.webhookURL, nil, nil); res.StatusCode != 404 {
+		t.Fatalf("without its lookup item: %d", res.StatusCode)
+	}
+	f.updateBot(f.AdminToken, f.bot, map[string]any{"integrations": map[string]any{"main": map[string]any{"configuration": map[string]any{"v": 2}}}})
+	if res, b := rawDo(t, "POST", f.webhookURL, nil, nil); res.StatusCode != 202 {
+		t.Fatalf("after a new registration: %d %s", res.StatusCode, b)
 	}
 }
