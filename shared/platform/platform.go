@@ -146,6 +146,13 @@ func NewID(prefix string) string {
 	return prefix + ulid.MustNew(ulid.Timestamp(time.Now()), idEntropy).String()
 }
 
+// NewUnguessableID returns an id whose 80 random bits all come fresh from
+// crypto/rand: unlike NewID's, never the increment of an id made in the
+// same millisecond. For ids that are secrets (webhook ids).
+func NewUnguessableID(prefix string) string {
+	return prefix + ulid.MustNew(ulid.Timestamp(time.Now()), rand.Reader).String()
+}
+
 // NewAccountID returns a new account id (a UUID).
 func NewAccountID() string { return uuid.NewString() }
 
