@@ -50,6 +50,10 @@ func newSDKIntegration(t *testing.T) *sdkIntegration {
 				w.Write([]byte("challenge-accepted"))
 				return
 			}
+			if req["path"] == "/hang" {
+				<-r.Context().Done()
+				return
+			}
 			if req["path"] == "/crash" {
 				w.WriteHeader(500)
 				w.Write([]byte(`{"id":"err_1","code":400,"type":"Runtime","message":"An unexpected error occurred in the integration."}`))
@@ -234,8 +238,15 @@ func TestWebhookIngress(t *testing.T) {
 		{"oauth without state", "GET", f.URL + "/webhooks/oauth/callback?code=1", nil, 400, "InvalidPayload", "state"},
 		{"oauth with an unknown state", "GET", f.URL + "/webhooks/oauth/callback?state=whk_nope", nil, 404, "ResourceNotFound", "webhook"},
 		{"body over 1 MiB", "POST", f.webhookURL, strings.NewReader(strings.Repeat("x", 1<<20+1)), 413, "PayloadTooLarge", "exceed"},
+		{"integration too slow (maxExecutionTime 1 s)", "POST", f.webhookURL + "/hang", strings.NewReader("{}"), 504, "OperationTimeout", "did not answer"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			start := time.Now()
+			defer func() {
+				if d := time.Since(start); d > 5*time.Second {
+					t.Errorf("took %s", d)
+				}
+			}()
 			res, b := rawDo(t, tc.method, tc.url, tc.body, nil)
 			typ, msg := errorOf(t, res, b)
 			if res.StatusCode != tc.status || typ != tc.typ || !strings.Contains(msg, tc.says) {
