@@ -91,6 +91,32 @@ describe('runtime with @botpress/sdk 7.2.4 (synchronous paths)', () => {
     assert.match(err.id, /^err_/)
   })
 
+  test('the integration\'s register handler records its identifier (configureIntegration)', async () => {
+    const { bot } = await api.getBot({ id: rt.bot.id })
+    assert.equal(bot.integrations[rt.integration.id].identifier, 'fixture-' + rt.install.webhookId.slice(-6))
+  })
+
+  test('a webhook handler gets or creates user, conversation and message in one callback (initializeIncomingMessage)', async () => {
+    const update = { from: 'u-1', chat: 'c-1', id: 'm-1', name: 'Ann', text: 'hello' }
+    const post = () => fetch(`${rt.install.webhookUrl}/incoming`, { method: 'POST', body: JSON.stringify(update) })
+    const res = await post()
+    assert.equal(res.status, 200)
+    const first = expectValid('initializeIncomingMessage', await res.json())
+    assert.equal(first.user.tags[`${rt.alias}:id`] ?? first.user.tags.id, 'u-1')
+    assert.equal(first.user.name, 'Ann')
+    assert.equal(first.conversation.channel, 'channel')
+    assert.equal(first.conversation.integration, rt.alias)
+    assert.equal(first.message.direction, 'incoming')
+    assert.equal(first.message.userId, first.user.id)
+    assert.equal(first.message.conversationId, first.conversation.id)
+    assert.deepEqual(first.message.payload, { text: 'hello' })
+    // The same update again finds the same records.
+    const again = await (await post()).json()
+    assert.deepEqual([again.user.id, again.conversation.id, again.message.id], [first.user.id, first.conversation.id, first.message.id])
+    const { message } = await botApi.getMessage({ id: first.message.id })
+    assert.equal(message.id, first.message.id)
+  })
+
   test('callAction to the integration returns its output', async () => {
     const out = expectValid('callAction', await botApi.callAction({ type: `${rt.alias}:echo`, input: { n: 7, s: 'hi' } }))
     assert.deepEqual(out, { output: { echoed: { n: 7, s: 'hi' }, alias: rt.alias }, meta: { cached: false } })
