@@ -55,6 +55,8 @@ func newSDKIntegration(t *testing.T) *sdkIntegration {
 				return
 			}
 			if req["path"] == "/crash" {
+				// As the SDK answers: no Content-Type.
+				w.Header()["Content-Type"] = nil
 				w.WriteHeader(500)
 				w.Write([]byte(`{"id":"err_1","code":400,"type":"Runtime","message":"An unexpected error occurred in the integration."}`))
 				return
@@ -223,7 +225,7 @@ func TestWebhookIngress(t *testing.T) {
 	}
 	// The integration's own error answer is relayed too (the provider retries).
 	res, b = rawDo(t, "POST", f.webhookURL+"/crash", strings.NewReader("{}"), nil)
-	if res.StatusCode != 500 || !strings.Contains(string(b), "unexpected error occurred in the integration") {
+	if res.StatusCode != 500 || !strings.Contains(string(b), "unexpected error occurred in the integration") || res.Header.Get("Content-Type") != "" {
 		t.Fatalf("integration error: %d %s", res.StatusCode, b)
 	}
 

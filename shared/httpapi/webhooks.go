@@ -128,6 +128,10 @@ func (s *server) relayWebhook(w http.ResponseWriter, r *http.Request) error {
 		}
 		w.Header()[k] = vs
 	}
+	if _, typed := res.Header["Content-Type"]; !typed {
+		// Verbatim: no Content-Type guessed from the body (net/http would).
+		w.Header()["Content-Type"] = nil
+	}
 	w.WriteHeader(res.StatusCode)
 	_, _ = w.Write(res.Body)
 	return nil
