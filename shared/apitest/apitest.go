@@ -15,6 +15,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
 	"github.com/botforge/platform/shared/local"
 	"github.com/botforge/platform/shared/openapi"
 )
@@ -184,4 +188,51 @@ func checkErrorShape(t testing.TB, r Response) {
 	if !strings.HasPrefix(id, "err_") || typ == "" || msg == "" || int(code) != r.Status {
 		t.Fatalf("error response not in the {id, code, type, message} shape: %d %s", r.Status, r.Raw)
 	}
+}
+
+// ItemsHolding lists the keys of the stored items in which any string
+// attribute contains one of ids: what a deletion left behind. It Scans the
+// whole table, which only a test may do.
+func (e *Env) ItemsHolding(ids ...string) []string {
+	e.T.Helper()
+	return ItemsHolding(e.T, e.Platform, ids...)
+}
+
+// ItemsHolding is Env.ItemsHolding for any local platform.
+func ItemsHolding(t testing.TB, p *local.Platform, ids ...string) []string {
+	t.Helper()
+	var out []string
+	in := &dynamodb.ScanInput{TableName: aws.String(p.Env.Table)}
+	for {
+		res, err := p.Store.Client().Scan(context.Background(), in)
+		if err != nil {
+			t.Fatalf("scan: %v", err)
+		}
+		for _, it := range res.Items {
+			if holds(it, ids) {
+				pk, _ := it["pk"].(*types.AttributeValueMemberS)
+				sk, _ := it["sk"].(*types.AttributeValueMemberS)
+				out = append(out, pk.Value+" / "+sk.Value)
+			}
+		}
+		if len(res.LastEvaluatedKey) == 0 {
+			return out
+		}
+		in.ExclusiveStartKey = res.LastEvaluatedKey
+	}
+}
+
+func holds(it map[string]types.AttributeValue, ids []string) bool {
+	for _, v := range it {
+		s, ok := v.(*types.AttributeValueMemberS)
+		if !ok {
+			continue
+		}
+		for _, id := range ids {
+			if id != "" && strings.Contains(s.Value, id) {
+				return true
+			}
+		}
+	}
+	return false
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -45,12 +46,16 @@ type EventStatusRecorder interface {
 // Recurring fires bots' recurring events: it is the scheduler function
 // (functions/scheduler in Lambda, shared/scheduler.Local locally).
 type Recurring struct {
-	Bots      Bots
-	Events    EventRecorder // nil: events are delivered but not stored
-	Scheduler platform.Scheduler
-	Client    *http.Client
-	Observer  Observer // nil: none
-	Log       *slog.Logger
+	Bots   Bots
+	Events EventRecorder // nil: events are delivered but not stored
+	// PruneEvents, when set, runs after each firing's event is stored:
+	// the local platform deletes the bot's events past their retention
+	// there (DynamoDB's TTL does it in AWS). Failures are only logged.
+	PruneEvents func(ctx context.Context, botID string) error
+	Scheduler   platform.Scheduler
+	Client      *http.Client
+	Observer    Observer // nil: none
+	Log         *slog.Logger
 	// Now is the clock (tests replace it).
 	Now func() time.Time
 }
@@ -120,6 +125,11 @@ func (r *Recurring) Handle(ctx context.Context, input json.RawMessage) error {
 			return err
 		}
 	}
+	if r.PruneEvents != nil {
+		if err := r.PruneEvents(ctx, bot.ID); err != nil {
+			log.WarnContext(ctx, "expired events not pruned", "bot", bot.ID, "err", err)
+		}
+	}
 	res := r.deliver(ctx, bot, ev)
 	var failure *string
 	if res.Outcome != Delivered {
@@ -151,12 +161,28 @@ func (r *Recurring) Handle(ctx context.Context, input json.RawMessage) error {
 
 // deliver posts the event to the bot's url, signed with its signing secret.
 func (r *Recurring) deliver(ctx context.Context, bot platform.Bot, ev platform.Event) Response {
-	if bot.URL == "" {
-		return Response{Outcome: Failed, Err: "the bot has no url to deliver events to"}
-	}
-	body, err := json.Marshal(map[string]any{"event": ev})
+	req, err := BotRequest(bot, "event_received", ev.Type, map[string]any{"event": ev})
 	if err != nil {
 		return Response{Outcome: Failed, Err: err.Error()}
+	}
+	client := r.Client
+	if client == nil {
+		client = Client(false)
+	}
+	return Send(ctx, client, req)
+}
+
+// BotRequest is a call to a bot as the Botpress SDK's bot handler reads it
+// (docs/runtime.md): the operation and type headers, the bot's
+// configuration, its id and its user's, signed with its signing secret,
+// bounded by its maxExecutionTime. A bot without a url cannot be called.
+func BotRequest(bot platform.Bot, operation, typ string, body any) (Request, error) {
+	if bot.URL == "" {
+		return Request{}, errors.New("the bot has no url to deliver events to")
+	}
+	b, err := json.Marshal(body)
+	if err != nil {
+		return Request{}, err
 	}
 	cfg := json.RawMessage(`{}`)
 	var c struct {
@@ -167,16 +193,18 @@ func (r *Recurring) deliver(ctx context.Context, bot platform.Bot, ev platform.E
 	}
 	h := http.Header{}
 	h.Set(HeaderBotID, bot.ID)
-	h.Set(HeaderOperation, "event_received")
-	h.Set(HeaderType, ev.Type)
+	h.Set(HeaderBotUserID, bot.ID)
+	h.Set(HeaderOperation, operation)
+	h.Set(HeaderType, typ)
 	h.Set(HeaderConfiguration, base64.StdEncoding.EncodeToString(cfg))
-	timeout := DefaultTimeout
+	return Request{URL: bot.URL, Secret: bot.SigningSecret, Body: b, Header: h, Timeout: BotTimeout(bot)}, nil
+}
+
+// BotTimeout is how long a bot gets to answer: its maxExecutionTime, within
+// bounds.
+func BotTimeout(bot platform.Bot) time.Duration {
 	if bot.MaxExecutionTime != nil && *bot.MaxExecutionTime > 0 {
-		timeout = min(time.Duration(*bot.MaxExecutionTime*float64(time.Second)), MaxBotTimeout)
+		return min(time.Duration(*bot.MaxExecutionTime*float64(time.Second)), MaxBotTimeout)
 	}
-	client := r.Client
-	if client == nil {
-		client = Client(false)
-	}
-	return Send(ctx, client, Request{URL: bot.URL, Secret: bot.SigningSecret, Body: body, Header: h, Timeout: timeout})
+	return DefaultTimeout
 }

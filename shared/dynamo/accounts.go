@@ -64,19 +64,29 @@ func (s *Store) EnsureAccount(ctx context.Context, email string) (acct platform.
 			return a, false, err
 		}
 		a = platform.Account{ID: platform.NewAccountID(), Email: email, CreatedAt: platform.Now()}
-		acctItem, err := docItem(accountPK(a.ID), skAccount, a)
+		items, err := accountWrites(a)
 		if err != nil {
 			return a, false, err
 		}
-		emailItem := key(emailPK(email), skEmail)
-		emailItem["accountId"] = str(a.ID)
-		err = s.transact(ctx, []types.TransactWriteItem{putNew(acctItem), putNew(emailItem)}, func(int) error { return errRetry })
+		err = s.transact(ctx, items, func(int) error { return errRetry })
 		if err == errRetry {
 			continue // someone else created it: read theirs
 		}
 		return a, err == nil, err
 	}
 	return platform.Account{}, false, platform.Errorf(platform.ErrResourceLocked, "account %q is being created concurrently, retry", email)
+}
+
+// accountWrites create account a and claim its email (both conditional on
+// absence, in this order).
+func accountWrites(a platform.Account) ([]types.TransactWriteItem, error) {
+	acctItem, err := docItem(accountPK(a.ID), skAccount, a)
+	if err != nil {
+		return nil, err
+	}
+	emailItem := key(emailPK(a.Email), skEmail)
+	emailItem["accountId"] = str(a.ID)
+	return []types.TransactWriteItem{putNew(acctItem), putNew(emailItem)}, nil
 }
 
 var errRetry = platform.Errorf(platform.ErrResourceLocked, "conflict, retry")
@@ -142,18 +152,27 @@ func (s *Store) Authenticate(ctx context.Context, token string) (platform.Princi
 
 // CreatePAT creates a personal access token of an existing account.
 func (s *Store) CreatePAT(ctx context.Context, accountID, note string) (platform.NewToken, error) {
+	t, items, err := patWrites(accountID, note)
+	if err != nil {
+		return t, err
+	}
+	err = s.transact(ctx, append([]types.TransactWriteItem{mustExist(accountPK(accountID), skAccount)}, items...),
+		func(int) error { return platform.NotFound("account", accountID) })
+	return t, err
+}
+
+// patWrites create a new personal access token of an account: its
+// metadata item and its lookup item.
+func patWrites(accountID, note string) (platform.NewToken, []types.TransactWriteItem, error) {
 	value, hash := newTokenValue("bp_pat_")
 	t := platform.NewToken{TokenInfo: platform.TokenInfo{ID: platform.NewID(platform.PrefixPAT), CreatedAt: platform.Now(), Note: note}, Value: value}
 	meta, err := docItem(accountPK(accountID), "PAT#"+t.ID, t.TokenInfo)
 	if err != nil {
-		return t, err
+		return t, nil, err
 	}
 	meta["hash"] = str(hash)
 	tok := tokenItem(hash, platform.Principal{Kind: platform.PrincipalAccount, TokenID: t.ID, AccountID: accountID})
-	err = s.transact(ctx, []types.TransactWriteItem{
-		mustExist(accountPK(accountID), skAccount), putNew(meta), putNew(tok),
-	}, func(int) error { return platform.NotFound("account", accountID) })
-	return t, err
+	return t, []types.TransactWriteItem{putNew(meta), putNew(tok)}, nil
 }
 
 // ListPATs lists an account's personal access tokens (one Query).

@@ -171,7 +171,8 @@ func (s *Store) ListBots(ctx context.Context, f BotFilter, p Page) ([]platform.B
 
 // DeleteBot deletes a bot of a workspace, uncounts it and its installed
 // integrations atomically (conditional on the bot being unchanged since
-// read), then deletes its API keys. It returns the bot as it was, so the
+// read) with a deletion marker for the Sweeper, which deletes the bot's
+// data, then deletes its API keys. It returns the bot as it was, so the
 // caller can delete its schedules and unregister its integrations. A key of
 // a deleted bot cannot authenticate even before its cleanup: every
 // bot-scoped call reads the bot.
@@ -197,6 +198,9 @@ func (s *Store) DeleteBot(ctx context.Context, workspaceID, id string) (platform
 		for intID, n := range installCounts(b.Installs) {
 			items = append(items, addCounter(intPK(intID), skInt, attrInstalls, -n, 0))
 		}
+		// The bot's data (chat, files, tables, issues) is deleted after
+		// this, by the Sweeper, from this marker.
+		items = append(items, deletionMarker(deletionBot, id, id, item{attrStateOwners: stateOwners(b.Bot)}))
 		err = s.transact(ctx, items, func(int) error { return errRetry })
 		if err == errRetry {
 			if attempt < 5 {
@@ -222,6 +226,25 @@ func (s *Store) DeleteBot(ctx context.Context, workspaceID, id string) (platform
 		}
 	}
 	return b.Bot, nil
+}
+
+// attrStateOwners lists, on a bot's deletion marker, the ids and aliases
+// of the integrations installed (integration states are stored under
+// either), since the bot record is gone when the sweeper runs.
+const attrStateOwners = "stateOwners"
+
+func stateOwners(b platform.Bot) types.AttributeValue {
+	seen := map[string]bool{}
+	l := &types.AttributeValueMemberL{Value: []types.AttributeValue{}}
+	for alias, in := range b.Installs {
+		for _, o := range []string{alias, in.IntegrationID} {
+			if o != "" && !seen[o] {
+				seen[o] = true
+				l.Value = append(l.Value, str(o))
+			}
+		}
+	}
+	return l
 }
 
 // installCounts counts a bot's installs per integration version.

@@ -166,7 +166,13 @@ func convUpdateWrites(bot string, rec convRecord, c platform.Conversation, oldTa
 // claims, marking it first so that nothing is attached meanwhile (see
 // deleteOwner). An interrupted deletion resumes when called again.
 func (s *Store) DeleteConversation(ctx context.Context, bot, id string) error {
-	return s.deleteOwner(ctx, bot, "conversation", platform.PrefixConversation, id, convPK(bot, id), skConv, func(sk, object string) item {
+	return s.deleteOwner(ctx, deletionConversation, bot, id)
+}
+
+// convTwin names the item outside a conversation's partition that a child
+// in it stands for: a message copy's message, a participant's participation.
+func convTwin(bot, id string) func(sk, object string) item {
+	return func(sk, object string) item {
 		switch {
 		case hasPrefix(sk, skMsgCopy):
 			return key(msgPK(bot, object), skMsg) // the message by id
@@ -174,23 +180,25 @@ func (s *Store) DeleteConversation(ctx context.Context, bot, id string) error {
 			return key(userPK(bot, object), skPart+id) // the participation's twin
 		}
 		return nil
-	})
+	}
 }
 
 func hasPrefix(s, p string) bool { return len(s) >= len(p) && s[:len(p)] == p }
 
 // markDeleting sets the deletion mark on a conversation or user (which must
-// exist; a mark already there is kept, so a deletion can be resumed).
-func (s *Store) markDeleting(ctx context.Context, pk, sk string) error {
-	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName:                 &s.table,
-		Key:                       key(pk, sk),
-		UpdateExpression:          aws.String("SET #del = :t"),
-		ConditionExpression:       aws.String("attribute_exists(pk)"),
-		ExpressionAttributeNames:  map[string]string{"#del": attrDeleting},
-		ExpressionAttributeValues: item{":t": &types.AttributeValueMemberBOOL{Value: true}},
-	})
-	return err
+// exist; a mark already there is kept, so a deletion can be resumed) and, in
+// the same transaction, the durable marker the sweeper resumes it from.
+func (s *Store) markDeleting(ctx context.Context, kind deletionKind, bot, id, pk, sk string) error {
+	return s.transact(ctx, []types.TransactWriteItem{
+		{Update: &types.Update{
+			Key:                       key(pk, sk),
+			UpdateExpression:          aws.String("SET #del = :t"),
+			ConditionExpression:       aws.String("attribute_exists(pk)"),
+			ExpressionAttributeNames:  map[string]string{"#del": attrDeleting},
+			ExpressionAttributeValues: item{":t": &types.AttributeValueMemberBOOL{Value: true}},
+		}},
+		deletionMarker(kind, bot, id, nil),
+	}, func(int) error { return errGone })
 }
 
 // releaseClaims deletes the getOrCreate claims a deleted record held, each

@@ -41,8 +41,40 @@ func eventFrom(it item) (platform.Event, int64, error) {
 
 // CreateEvent stores an event; the conversation, user, message and
 // workflow it names must exist in the bot, checked in the same transaction
-// (one PutItem when it names none).
+// (one PutItem when it names none). It does not deliver it (the caller
+// does: recurring events).
 func (s *Store) CreateEvent(ctx context.Context, bot string, e platform.Event) error {
+	return s.createEvent(ctx, bot, e, false)
+}
+
+// EmitEvent stores an event and, in the same transaction, queues its
+// delivery to the bot (when due, for a scheduled event).
+func (s *Store) EmitEvent(ctx context.Context, bot string, e platform.Event) error {
+	return s.createEvent(ctx, bot, e, true)
+}
+
+// eventItem is the stored item of event e.
+func eventItem(bot string, e platform.Event) (item, error) {
+	it, err := chatItem(eventPK(bot, e.ID), skEvent, eventDoc{Event: e, StoredWorkflow: e.WorkflowID, StoredScheduled: e.ScheduledFor})
+	if err != nil {
+		return nil, err
+	}
+	it[attrTTL] = num(e.ExpiresAt().Unix())
+	it[attrGSI1PK], it[attrGSI1SK] = str(botList(bot, listEvents)), str(timeKey(e.CreatedAt, e.ID))
+	if e.ConversationID != "" {
+		it[attrGSI2PK], it[attrGSI2SK] = str(convEvents(bot, e.ConversationID)), str(timeKey(e.CreatedAt, e.ID))
+	}
+	return it, nil
+}
+
+// eventDelivery is the outbox entry delivering event e.
+func eventDelivery(bot string, e platform.Event) (types.TransactWriteItem, error) {
+	d := newDelivery(platform.DeliverEvent, bot, e.ConversationID, e.ScheduledFor)
+	d.EventID, d.MessageID = e.ID, e.MessageID
+	return outboxPut(d)
+}
+
+func (s *Store) createEvent(ctx context.Context, bot string, e platform.Event, deliver bool) error {
 	refs := []struct {
 		id, prefix, kind string
 		check            func() types.TransactWriteItem
@@ -52,13 +84,9 @@ func (s *Store) CreateEvent(ctx context.Context, bot string, e platform.Event) e
 		{e.MessageID, platform.PrefixMessage, "message", func() types.TransactWriteItem { return mustExist(msgPK(bot, e.MessageID), skMsg) }},
 		{e.WorkflowID, "", "workflow", func() types.TransactWriteItem { return mustExist(workflowPK(bot, e.WorkflowID), skWorkflow) }},
 	}
-	it, err := chatItem(eventPK(bot, e.ID), skEvent, eventDoc{Event: e, StoredWorkflow: e.WorkflowID, StoredScheduled: e.ScheduledFor})
+	it, err := eventItem(bot, e)
 	if err != nil {
 		return err
-	}
-	it[attrGSI1PK], it[attrGSI1SK] = str(botList(bot, listEvents)), str(timeKey(e.CreatedAt, e.ID))
-	if e.ConversationID != "" {
-		it[attrGSI2PK], it[attrGSI2SK] = str(convEvents(bot, e.ConversationID)), str(timeKey(e.CreatedAt, e.ID))
 	}
 	w := []types.TransactWriteItem{putNew(it)}
 	var kinds []string
@@ -72,7 +100,17 @@ func (s *Store) CreateEvent(ctx context.Context, bot string, e platform.Event) e
 		w = append(w, r.check())
 		kinds = append(kinds, r.kind+" "+r.id)
 	}
+	if deliver {
+		d, err := eventDelivery(bot, e)
+		if err != nil {
+			return err
+		}
+		w = append(w, d)
+	}
 	err = s.txWrite(ctx, w)
+	if err == nil && deliver {
+		s.notifyOutbox()
+	}
 	if i := failedAt(err); i > 0 {
 		return platform.Errorf(platform.ErrResourceNotFound, "%s not found", kinds[i-1])
 	} else if i == 0 {
@@ -98,21 +136,36 @@ func (s *Store) getEvent(ctx context.Context, bot, id string) (platform.Event, i
 	if it == nil {
 		return platform.Event{}, 0, platform.NotFound("event", id)
 	}
-	return eventFrom(it)
+	e, ver, err := eventFrom(it)
+	if err == nil && e.Expired(platform.Clock()) {
+		return platform.Event{}, 0, platform.NotFound("event", id) // past its retention
+	}
+	return e, ver, err
 }
 
 // CancelScheduledEvent marks a scheduled event canceled (conditional on the
 // version read: a concurrent change is retried, not lost).
 func (s *Store) CancelScheduledEvent(ctx context.Context, bot, id string) error {
+	return s.updateEvent(ctx, bot, id, func(e *platform.Event) error {
+		if e.Status != platform.EventScheduled {
+			return platform.NotFound("scheduled event", id)
+		}
+		e.Status = platform.EventCanceled
+		return nil
+	})
+}
+
+// updateEvent changes an event with change, conditional on the version
+// read (a concurrent change is retried, not lost).
+func (s *Store) updateEvent(ctx context.Context, bot, id string, change func(*platform.Event) error) error {
 	return optimistic(ctx, "event "+id, func() error {
 		e, ver, err := s.getEvent(ctx, bot, id)
 		if err != nil {
 			return err
 		}
-		if e.Status != platform.EventScheduled {
-			return platform.NotFound("scheduled event", id)
+		if err := change(&e); err != nil {
+			return err
 		}
-		e.Status = platform.EventCanceled
 		d, err := marshalDoc(eventDoc{Event: e, StoredWorkflow: e.WorkflowID, StoredScheduled: e.ScheduledFor})
 		if err != nil {
 			return err
@@ -159,10 +212,45 @@ func (s *Store) ListEvents(ctx context.Context, f EventFilter, p Page) ([]platfo
 	if f.ConversationID != "" {
 		sp = span{index: GSI2, pk: convEvents(f.BotID, f.ConversationID), desc: true}
 	}
+	now := platform.Clock()
 	decode := func(it item) (platform.Event, bool, error) {
 		e, _, err := eventFrom(it)
-		return e, true, err
+		return e, err == nil && !e.Expired(now), err // expired: past its retention
 	}
 	out, next, err := collect(ctx, s, sp, positionOf(p), int(p.Limit), 0, keep(decode, f.accepts))
 	return out, startOf(next), err
+}
+
+// DeleteExpiredEvents deletes, among the bot's limit oldest events, those
+// past their retention, and returns how many it deleted: one Query of the
+// bot's event list (gsi1, oldest first) and one BatchWriteItem. In AWS
+// DynamoDB's TTL deletes them; the local platform, whose embedded DynamoDB
+// deletes nothing, calls this at each recurring-event firing so that the
+// events firings create do not accumulate past their retention.
+func (s *Store) DeleteExpiredEvents(ctx context.Context, bot string, limit int32) (int, error) {
+	out, err := s.db.Query(ctx, &dynamodb.QueryInput{
+		TableName:                 &s.table,
+		IndexName:                 aws.String(GSI1),
+		KeyConditionExpression:    aws.String("#pk = :pk"),
+		ExpressionAttributeNames:  map[string]string{"#pk": attrGSI1PK},
+		ExpressionAttributeValues: item{":pk": str(botList(bot, listEvents))},
+		ScanIndexForward:          aws.Bool(true),
+		Limit:                     aws.Int32(limit),
+	})
+	if err != nil {
+		return 0, err
+	}
+	now := platform.Clock()
+	var keys []item
+	for _, it := range out.Items {
+		// An expired event stays expired (its times never change), so
+		// deleting it needs no condition.
+		if e, _, err := eventFrom(it); err == nil && e.Expired(now) {
+			keys = append(keys, key(getS(it, attrPK), getS(it, attrSK)))
+		}
+	}
+	if len(keys) == 0 {
+		return 0, nil
+	}
+	return len(keys), s.batchDelete(ctx, keys)
 }

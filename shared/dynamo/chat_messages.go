@@ -3,8 +3,10 @@ package dynamo
 import (
 	"context"
 	"encoding/json"
+	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/botforge/platform/shared/chat"
@@ -114,7 +116,48 @@ func (s *Store) CreateMessage(ctx context.Context, bot string, m platform.Messag
 	counter := len(w)
 	w = append(w, countMessage(bot, m.ConversationID, 1))
 	w = append(w, authorCheck(bot, m.UserID)...)
-	return msgWriteError(s.txWrite(ctx, w), m, counter)
+	rt, err := messageDeliveries(bot, m)
+	if err != nil {
+		return err
+	}
+	w = append(w, rt...)
+	err = s.txWrite(ctx, w)
+	if err == nil {
+		s.notifyOutbox()
+	}
+	return msgWriteError(err, m, counter)
+}
+
+// messageDeliveries is what the runtime does with a new message, written in
+// the message's transaction: an incoming message (a user's) becomes a
+// message_created event for the bot; an outgoing one (the bot's) goes to
+// the integration of its conversation. The bot's own messages never reach
+// the bot.
+func messageDeliveries(bot string, m platform.Message) ([]types.TransactWriteItem, error) {
+	if m.UserID == bot {
+		d := newDelivery(platform.DeliverOutgoing, bot, m.ConversationID, "")
+		d.MessageID = m.ID
+		w, err := outboxPut(d)
+		return []types.TransactWriteItem{w}, err
+	}
+	payload, err := json.Marshal(map[string]any{"message": m})
+	if err != nil {
+		return nil, err
+	}
+	e := platform.Event{
+		ID: platform.NewID(platform.PrefixEvent), CreatedAt: m.CreatedAt, Type: platform.EventMessageCreated,
+		Payload: payload, ConversationID: m.ConversationID, UserID: m.UserID, MessageID: m.ID,
+		Status: platform.EventPending,
+	}
+	it, err := eventItem(bot, e)
+	if err != nil {
+		return nil, err
+	}
+	d, err := eventDelivery(bot, e)
+	if err != nil {
+		return nil, err
+	}
+	return []types.TransactWriteItem{putNew(it), d}, nil
 }
 
 func (s *Store) checkAuthorIDs(bot string, m platform.Message) error {
@@ -140,13 +183,76 @@ func msgWriteError(err error, m platform.Message, counter int) error {
 	return platform.Errorf(platform.ErrAlreadyExists, "message %q already exists", m.ID)
 }
 
+// getMsg reads a message record (one GetItem), for writes: their
+// transactions require its conversation live.
 func (s *Store) getMsg(ctx context.Context, bot, id string) (msgRecord, error) {
 	return getLive(ctx, s, "message", platform.PrefixMessage, id, msgPK(bot, id), skMsg, msgFrom)
 }
 
-// GetMessage reads a message of the bot (one GetItem).
-func (s *Store) GetMessage(ctx context.Context, bot, id string) (platform.Message, error) {
+// getLiveMsg reads a message for a read, which is only there while its
+// conversation is: a conversation being deleted (or deleted, with messages
+// a crash left for the sweeper) takes its messages with it at once.
+func (s *Store) getLiveMsg(ctx context.Context, bot, id string) (msgRecord, error) {
 	m, err := s.getMsg(ctx, bot, id)
+	if err != nil {
+		return m, err
+	}
+	live, err := s.liveConversations(ctx, bot, []string{m.ConversationID})
+	if err == nil && !live[m.ConversationID] {
+		err = platform.NotFound("message", id)
+	}
+	return m, err
+}
+
+// liveConversations tells which of the conversations exist and are not
+// being deleted (one GetItem, or one BatchGetItem per 100, projected on the
+// deletion mark for one).
+func (s *Store) liveConversations(ctx context.Context, bot string, ids []string) (map[string]bool, error) {
+	out := make(map[string]bool, len(ids))
+	seen := map[string]bool{}
+	var keys []item
+	for _, id := range ids {
+		if !seen[id] {
+			seen[id] = true
+			keys = append(keys, key(convPK(bot, id), skConv))
+		}
+	}
+	if len(keys) == 0 {
+		return out, nil
+	}
+	var items []item
+	if len(keys) == 1 {
+		res, err := s.db.GetItem(ctx, &dynamodb.GetItemInput{
+			TableName: &s.table, Key: keys[0], ConsistentRead: aws.Bool(true),
+			ProjectionExpression:     aws.String("pk, #del"),
+			ExpressionAttributeNames: map[string]string{"#del": attrDeleting},
+		})
+		if err != nil {
+			return nil, err
+		}
+		if res.Item != nil {
+			items = append(items, res.Item)
+		}
+	} else {
+		got, err := s.batchGet(ctx, keys)
+		if err != nil {
+			return nil, err
+		}
+		items = got
+	}
+	prefix := convPK(bot, "")
+	for _, it := range items {
+		if _, deleting := it[attrDeleting]; !deleting {
+			out[strings.TrimPrefix(getS(it, attrPK), prefix)] = true
+		}
+	}
+	return out, nil
+}
+
+// GetMessage reads a message of the bot and checks its conversation (two
+// GetItem).
+func (s *Store) GetMessage(ctx context.Context, bot, id string) (platform.Message, error) {
+	m, err := s.getLiveMsg(ctx, bot, id)
 	return m.Message, err
 }
 
@@ -307,14 +413,16 @@ func (s *Store) ListMessages(ctx context.Context, f MessageFilter, p Page) ([]pl
 		sp.lo, sp.hi = timeSpan(f.After, f.Before)
 	}
 	out, next, err := collect(ctx, s, sp, positionOf(p), int(p.Limit), 0, func(items []item) ([]*platform.Message, error) {
-		return s.loadMsgs(ctx, bot, items, entries, f.accepts)
+		return s.loadMsgs(ctx, bot, items, entries, f.ConversationID != "", f.accepts)
 	})
 	return out, startOf(next), err
 }
 
 // loadMsgs turns a batch of list items (messages or their copies, or
 // entries pointing at messages, read in one BatchGetItem) into messages.
-func (s *Store) loadMsgs(ctx context.Context, bot string, items []item, entries bool, ok func(platform.Message) bool) ([]*platform.Message, error) {
+// inConversation: the items are of one conversation's partition, which the
+// caller found live.
+func (s *Store) loadMsgs(ctx context.Context, bot string, items []item, entries, inConversation bool, ok func(platform.Message) bool) ([]*platform.Message, error) {
 	load := keep(func(it item) (platform.Message, bool, error) {
 		m, live, err := msgFrom(it)
 		return m.Message, live, err
@@ -322,7 +430,27 @@ func (s *Store) loadMsgs(ctx context.Context, bot string, items []item, entries 
 	if entries {
 		load = viaEntries(ctx, s, func(id string) item { return key(msgPK(bot, id), skMsg) }, load)
 	}
-	return load(items)
+	out, err := load(items)
+	if err != nil || inConversation {
+		return out, err
+	}
+	// Messages of conversations being deleted are not listed.
+	var convs []string
+	for _, m := range out {
+		if m != nil {
+			convs = append(convs, m.ConversationID)
+		}
+	}
+	live, err := s.liveConversations(ctx, bot, convs)
+	if err != nil {
+		return nil, err
+	}
+	for i, m := range out {
+		if m != nil && !live[m.ConversationID] {
+			out[i] = nil
+		}
+	}
+	return out, nil
 }
 
 // MessageLookup is a getOrCreateMessage call: the message of the
@@ -378,6 +506,13 @@ func (s *Store) GetOrCreateMessage(ctx context.Context, l MessageLookup) (platfo
 		}
 		claim := len(w)
 		w = append(w, claimWrites(bot, "msg", hash, stale, convPK(bot, convID), m.ID)...)
+		if !ok {
+			rt, err := messageDeliveries(bot, m)
+			if err != nil {
+				return err
+			}
+			w = append(w, rt...)
+		}
 		if err := s.txWrite(ctx, w); err != nil {
 			i := failedAt(err)
 			switch {
@@ -391,6 +526,9 @@ func (s *Store) GetOrCreateMessage(ctx context.Context, l MessageLookup) (platfo
 			return msgWriteError(err, m, counter)
 		}
 		out, created = m, !ok
+		if created {
+			s.notifyOutbox()
+		}
 		return nil
 	})
 	if err != nil || created {
@@ -423,7 +561,7 @@ func (s *Store) findMessage(ctx context.Context, l MessageLookup) (platform.Mess
 					kept, idx = append(kept, it), append(idx, i)
 				}
 			}
-			got, err := s.loadMsgs(ctx, bot, kept, true, l.matches)
+			got, err := s.loadMsgs(ctx, bot, kept, true, true, l.matches)
 			if err != nil {
 				return nil, err
 			}
@@ -433,7 +571,7 @@ func (s *Store) findMessage(ctx context.Context, l MessageLookup) (platform.Mess
 			}
 			return out, nil
 		}
-		return s.loadMsgs(ctx, bot, items, false, l.matches)
+		return s.loadMsgs(ctx, bot, items, false, true, l.matches)
 	})
 	if err != nil || len(found) == 0 {
 		return platform.Message{}, false, err

@@ -76,24 +76,33 @@ func reindexWrites(pk string, entries []item, fixed []string, oldTags, newTags m
 	return w
 }
 
-// deleteOwner deletes a conversation or user (record pk, sk of a kind) and
-// everything in its partition: it is first marked as being deleted (reads
-// answer 404 from then on, and every write that attaches something to it is
-// conditional on the mark's absence), so the strongly consistent read of its
-// partition that follows sees every child there will ever be. A child may
-// have a twin elsewhere (twin answers its key, or nil), deleted with it;
-// claims held are released. The record goes last, so an interrupted
-// deletion resumes when called again.
-func (s *Store) deleteOwner(ctx context.Context, bot, kind, prefix, id, pk, sk string, twin func(childSK, object string) item) error {
+// deleteOwner deletes a conversation or user and everything in its
+// partition: it is first marked as being deleted (reads answer 404 from then
+// on, and every write that attaches something to it is conditional on the
+// mark's absence), with a durable deletion marker in the same transaction,
+// so the strongly consistent read of its partition that follows sees every
+// child there will ever be, and a crash leaves the marker for the Sweeper.
+// A child may have a twin elsewhere (deletionKind.twin), deleted with it;
+// claims held are released. The record goes last, then the marker, so an
+// interrupted deletion resumes when called again.
+func (s *Store) deleteOwner(ctx context.Context, kind deletionKind, bot, id string) error {
+	name, prefix, pk, sk, _ := kind.owner(bot, id)
 	if !platform.HasPrefix(id, prefix) {
-		return platform.NotFound(kind, id)
+		return platform.NotFound(name, id)
 	}
-	if err := s.markDeleting(ctx, pk, sk); err != nil {
-		if isConditionFailed(err) {
-			return platform.NotFound(kind, id)
+	if err := s.markDeleting(ctx, kind, bot, id, pk, sk); err != nil {
+		if err == errGone {
+			return platform.NotFound(name, id)
 		}
 		return err
 	}
+	return s.finishOwner(ctx, kind, bot, id)
+}
+
+// finishOwner deletes what a marked conversation or user owns, then the
+// record and its deletion marker (idempotent: what is gone is skipped).
+func (s *Store) finishOwner(ctx context.Context, kind deletionKind, bot, id string) error {
+	_, _, pk, sk, twin := kind.owner(bot, id)
 	children, err := s.partition(ctx, pk, attrObject)
 	if err != nil {
 		return err
@@ -119,8 +128,19 @@ func (s *Store) deleteOwner(ctx context.Context, bot, kind, prefix, id, pk, sk s
 	if err := s.releaseClaims(ctx, bot, claims); err != nil {
 		return err
 	}
-	_, err = s.db.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: &s.table, Key: key(pk, sk)})
-	return err
+	if kind == deletionConversation {
+		// Its events (message_created ones, those createEvent linked to it).
+		if err := s.purgeIndex(ctx, GSI2, convEvents(bot, id)); err != nil {
+			return err
+		}
+		if err := s.purgeIndex(ctx, GSI2, convDeliveries(bot, id)); err != nil {
+			return err
+		}
+	}
+	if _, err = s.db.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: &s.table, Key: key(pk, sk)}); err != nil {
+		return err
+	}
+	return s.dropMarker(ctx, kind, bot, id)
 }
 
 // viaEntries turns a loader of records into a loader of index entries: the

@@ -149,12 +149,18 @@ func (s *Store) UpdateUser(ctx context.Context, bot, id string, p UserPatch) (pl
 // (on both sides) and claims, the way DeleteConversation does (deleteOwner):
 // mark, read the partition, delete the children, then the record.
 func (s *Store) DeleteUser(ctx context.Context, bot, id string) error {
-	return s.deleteOwner(ctx, bot, "user", platform.PrefixUser, id, userPK(bot, id), skUser, func(sk, object string) item {
+	return s.deleteOwner(ctx, deletionUser, bot, id)
+}
+
+// userTwin names the item outside a user's partition that a child in it
+// stands for: a participation's participant item.
+func userTwin(bot, id string) func(sk, object string) item {
+	return func(sk, object string) item {
 		if hasPrefix(sk, skPart) {
 			return key(convPK(bot, object), skPart+id) // the participant item
 		}
 		return nil
-	})
+	}
 }
 
 // UserFilter selects and orders ListUsers.

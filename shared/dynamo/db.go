@@ -11,6 +11,7 @@ import (
 	"math/rand/v2"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -41,6 +42,19 @@ const (
 type Store struct {
 	db    *dynamodb.Client
 	table string
+	// onOutbox is called after a commit that queued a delivery (the local
+	// dispatcher's wake-up; on AWS the table's stream does it).
+	onOutbox atomic.Pointer[func()]
+}
+
+// OnOutbox sets the function called after each commit that queued a
+// delivery.
+func (s *Store) OnOutbox(f func()) { s.onOutbox.Store(&f) }
+
+func (s *Store) notifyOutbox() {
+	if f := s.onOutbox.Load(); f != nil {
+		(*f)()
+	}
 }
 
 // New returns a Store over table.

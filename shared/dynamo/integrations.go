@@ -173,7 +173,12 @@ func (s *Store) CreateIntegration(ctx context.Context, i platform.Integration) e
 	if err := checkItemSize(it); err != nil {
 		return err
 	}
-	items := []types.TransactWriteItem{putNew(it)}
+	// The workspace's integration counter comes first: the version is
+	// only created while its workspace exists (see attrIntegrations).
+	items := []types.TransactWriteItem{
+		addCounter(workspacePK(i.WorkspaceID), skWorkspace, attrIntegrations, 1, 0),
+		putNew(it),
+	}
 	if !i.Dev {
 		items = append(items, putNew(nameItem(i)))
 		if shared(i) {
@@ -182,9 +187,11 @@ func (s *Store) CreateIntegration(ctx context.Context, i platform.Integration) e
 	}
 	return s.transact(ctx, items, func(idx int) error {
 		switch idx {
-		case 1:
-			return platform.Errorf(platform.ErrAlreadyExists, "integration %s version %s already exists: versions are immutable, publish a new version", i.Name, i.Version)
+		case 0:
+			return platform.NotFound("workspace", i.WorkspaceID)
 		case 2:
+			return platform.Errorf(platform.ErrAlreadyExists, "integration %s version %s already exists: versions are immutable, publish a new version", i.Name, i.Version)
+		case 3:
 			return platform.Errorf(platform.ErrAlreadyExists, "the integration name %q is published by another workspace", i.Name)
 		}
 		return platform.Errorf(platform.ErrAlreadyExists, "integration %q already exists", i.ID)
@@ -383,7 +390,7 @@ func (s *Store) DeleteIntegration(ctx context.Context, ws, id string) error {
 		ConditionExpression:       aws.String("attribute_exists(pk) AND (attribute_not_exists(#n) OR #n <= :zero)"),
 		ExpressionAttributeNames:  map[string]string{"#n": attrInstalls},
 		ExpressionAttributeValues: item{":zero": num(0)},
-	}}}
+	}}, addCounter(workspacePK(ws), skWorkspace, attrIntegrations, -1, 0)}
 	if !rec.Dev {
 		items = append(items, types.TransactWriteItem{Delete: &types.Delete{
 			Key:                       key(intNamePK(ws, rec.Name), intNameSK(rec.Version)),
@@ -512,4 +519,10 @@ func (s *Store) WorkspacesByID(ctx context.Context, ids []string) (map[string]pl
 			w, err := workspaceFrom(it)
 			return w.ID, w.Workspace, err
 		})
+}
+
+// IntegrationByID reads an integration version (the runtime's view).
+func (s *Store) IntegrationByID(ctx context.Context, id string) (platform.Integration, error) {
+	r, err := s.GetIntegration(ctx, id)
+	return r.Integration, err
 }

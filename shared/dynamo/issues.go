@@ -39,7 +39,7 @@ const (
 // issueEventTTL is how long an issue event is kept: an issue keeps its
 // latest MaxIssueEvents events, and an event outlives its issue (a deleted
 // issue, a race with deleteBotIssue) by at most this long.
-const issueEventTTL = 90 * 24 * time.Hour
+const issueEventTTL = platform.IssueEventRetention
 
 func issueItem(botID string, is platform.BotIssue) (item, error) {
 	doc := is
@@ -292,11 +292,18 @@ func (s *Store) ListBotIssueEvents(ctx context.Context, issueID string) ([]platf
 	if err != nil {
 		return nil, err
 	}
-	for i := range evs {
-		if evs[i].Data == nil {
-			evs[i].Data = map[string]platform.IssueValue{}
+	now := platform.Clock()
+	kept := evs[:0]
+	for _, ev := range evs {
+		if ev.Expired(now) {
+			continue // past its retention (DynamoDB's TTL deletes it later)
 		}
+		if ev.Data == nil {
+			ev.Data = map[string]platform.IssueValue{}
+		}
+		kept = append(kept, ev)
 	}
+	evs = kept
 	sort.Slice(evs, func(i, j int) bool {
 		if evs[i].CreatedAt != evs[j].CreatedAt {
 			return evs[i].CreatedAt > evs[j].CreatedAt

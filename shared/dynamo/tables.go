@@ -308,21 +308,22 @@ func (s *Store) purge(ctx context.Context, pk string) error {
 }
 
 // ReserveRowIDs gives out n new row ids of a table with one atomic ADD on
-// its item, which also counts the rows (and staleDelta stale rows) they
-// will be: the ids are (last-n, last]. It is conditional on the table's
-// version, so rows are only created against the schema they were
+// its item: the ids are (last-n, last]. It does not count rows: rows are
+// counted by the transactions that write them (InsertRows), so a crash in
+// between loses ids, never count accuracy. It is conditional on the
+// table's version, so rows are only created against the schema they were
 // validated with: a schema change meanwhile gives ErrVersionConflict.
-func (s *Store) ReserveRowIDs(ctx context.Context, rec TableRecord, n, staleDelta int64) (int64, error) {
+func (s *Store) ReserveRowIDs(ctx context.Context, rec TableRecord, n int64) (int64, error) {
 	out, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:           &s.table,
 		Key:                 key(botTablesPK(rec.BotID), tableNameSK(rec.Name)),
-		UpdateExpression:    aws.String("ADD #n :n, #r :n, #s :s"),
+		UpdateExpression:    aws.String("ADD #n :n"),
 		ConditionExpression: aws.String("#ver = :ver AND #tid = :tid AND #n <= :max"),
 		ExpressionAttributeNames: map[string]string{
-			"#n": attrNextID, "#r": attrRowCount, "#s": attrStaleCount, "#ver": attrVer, "#tid": attrTableID,
+			"#n": attrNextID, "#ver": attrVer, "#tid": attrTableID,
 		},
 		ExpressionAttributeValues: item{
-			":n": num(n), ":s": num(staleDelta), ":ver": num(rec.ver), ":tid": str(rec.ID),
+			":n": num(n), ":ver": num(rec.ver), ":tid": str(rec.ID),
 			":max": num(platform.MaxTableRowID - n),
 		},
 		ReturnValues: types.ReturnValueUpdatedNew,
@@ -336,24 +337,180 @@ func (s *Store) ReserveRowIDs(ctx context.Context, rec TableRecord, n, staleDelt
 	return getN(out.Attributes, attrNextID), nil
 }
 
-// AdjustCounts adds to a table's row and stale counts (atomic ADD); a
-// deleted table is left alone.
-func (s *Store) AdjustCounts(ctx context.Context, rec TableRecord, rows, stale int64) error {
-	if rows == 0 && stale == 0 {
-		return nil
-	}
-	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName:                 &s.table,
+// countRows is the write moving a table's row and stale counts, made in the
+// transaction that writes or deletes the rows counted (so the counts are
+// exact after any crash); conditional on the table still being this one.
+func countRows(rec TableRecord, rows, stale int64) types.TransactWriteItem {
+	return types.TransactWriteItem{Update: &types.Update{
 		Key:                       key(botTablesPK(rec.BotID), tableNameSK(rec.Name)),
 		UpdateExpression:          aws.String("ADD #r :r, #s :s"),
 		ConditionExpression:       aws.String("#tid = :tid"),
 		ExpressionAttributeNames:  map[string]string{"#r": attrRowCount, "#s": attrStaleCount, "#tid": attrTableID},
 		ExpressionAttributeValues: item{":r": num(rows), ":s": num(stale), ":tid": str(rec.ID)},
-	})
-	if condFailed(err) {
-		return nil
+	}}
+}
+
+// Row writes go 99 rows (plus the count) to a transaction, under 3.5 MB
+// (DynamoDB allows 100 items and 4 MB).
+const (
+	rowsPerTx     = 99
+	rowTxMaxBytes = 3500 << 10
+)
+
+// rowChunks splits n row writes of the sizes given into transactions.
+func rowChunks(sizes []int) [][2]int {
+	var out [][2]int
+	start, bytes := 0, 0
+	for i, sz := range sizes {
+		if i > start && (i-start >= rowsPerTx || bytes+sz > rowTxMaxBytes) {
+			out = append(out, [2]int{start, i})
+			start, bytes = i, 0
+		}
+		bytes += sz
 	}
-	return err
+	if start < len(sizes) {
+		out = append(out, [2]int{start, len(sizes)})
+	}
+	return out
+}
+
+// txRetry runs a transaction, again while it is cancelled only by other
+// transactions on the same items (the table's count item is shared by every
+// concurrent row write of the table).
+func (s *Store) txRetry(ctx context.Context, items []types.TransactWriteItem, onConflict func(i int) error) error {
+	for attempt := 0; ; attempt++ {
+		err := s.transact(ctx, items, onConflict)
+		var tc *types.TransactionCanceledException
+		if !errors.As(err, &tc) || attempt >= 8 || !onlyTxConflicts(tc) {
+			return err
+		}
+		if err := pause(ctx, attempt); err != nil {
+			return err
+		}
+	}
+}
+
+func onlyTxConflicts(tc *types.TransactionCanceledException) bool {
+	seen := false
+	for _, r := range tc.CancellationReasons {
+		switch aws.ToString(r.Code) {
+		case "TransactionConflict":
+			seen = true
+		case "", "None":
+		default:
+			return false
+		}
+	}
+	return seen
+}
+
+// InsertRows writes new rows (fresh ids from ReserveRowIDs) and counts
+// them, stale[i] telling whether rows[i] is stale, in transactions of up to
+// 99 rows each with the table's count update. A table deleted or replaced
+// meanwhile is a 404 and its rows are not written.
+func (s *Store) InsertRows(ctx context.Context, rec TableRecord, rows []platform.TableRow, stale []bool) error {
+	items := make([]item, len(rows))
+	sizes := make([]int, len(rows))
+	for i, r := range rows {
+		it, err := rowItem(rec.ID, r, 1)
+		if err != nil {
+			return err
+		}
+		items[i], sizes[i] = it, len(getS(it, attrDoc))+64
+	}
+	for _, c := range rowChunks(sizes) {
+		w := make([]types.TransactWriteItem, 0, c[1]-c[0]+1)
+		nStale := int64(0)
+		for i := c[0]; i < c[1]; i++ {
+			w = append(w, putNew(items[i]))
+			if stale[i] {
+				nStale++
+			}
+		}
+		w = append(w, countRows(rec, int64(c[1]-c[0]), nStale))
+		last := len(w) - 1
+		err := s.txRetry(ctx, w, func(i int) error {
+			if i == last || i < 0 {
+				return platform.NotFound("table", rec.Name)
+			}
+			return fmt.Errorf("row %d already exists", rows[c[0]+i].ID)
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// DeleteRows deletes rows read at their versions (rows[i].Ver), and
+// uncounts them, stale[i] telling whether rows[i] is stale, in
+// transactions of up to 99 rows with the table's count update. When a row
+// changed or went since it was read, the chunk is read again and what is
+// still there deleted at its new version; the rows deleted are returned (a
+// concurrent delete of a row counts it once).
+func (s *Store) DeleteRows(ctx context.Context, rec TableRecord, rows []RowRecord, isStale func(platform.TableRow) bool) ([]RowRecord, error) {
+	var deleted []RowRecord
+	for len(rows) > 0 {
+		n := min(len(rows), rowsPerTx)
+		chunk := append([]RowRecord(nil), rows[:n]...)
+		rows = rows[n:]
+		for attempt := 0; len(chunk) > 0; attempt++ {
+			if attempt > 8 {
+				return deleted, platform.Errorf(platform.ErrResourceLocked, "rows of table %q keep changing concurrently; try again", rec.Name)
+			}
+			w := make([]types.TransactWriteItem, 0, len(chunk)+1)
+			nStale := int64(0)
+			for _, r := range chunk {
+				w = append(w, types.TransactWriteItem{Delete: &types.Delete{
+					Key:                       key(tableRowsPK(rec.ID), rowSK(r.ID)),
+					ConditionExpression:       aws.String("#ver = :ver"),
+					ExpressionAttributeNames:  map[string]string{"#ver": attrVer},
+					ExpressionAttributeValues: item{":ver": num(r.Ver)},
+				}})
+				nStale += b2n(isStale(r.TableRow))
+			}
+			w = append(w, countRows(rec, -int64(len(chunk)), -nStale))
+			err := s.txRetry(ctx, w, func(i int) error {
+				if i >= 0 && i < len(chunk) {
+					return ErrVersionConflict
+				}
+				return platform.NotFound("table", rec.Name)
+			})
+			if errors.Is(err, ErrVersionConflict) {
+				// A row changed or went (concurrent writers usually touch
+				// many): read the chunk again and retry with what is left.
+				ids := make([]int64, len(chunk))
+				for i, r := range chunk {
+					ids[i] = r.ID
+				}
+				cur, gerr := s.GetRows(ctx, rec.ID, ids)
+				if gerr != nil {
+					return deleted, gerr
+				}
+				left := chunk[:0]
+				for _, r := range chunk {
+					if c, ok := cur[r.ID]; ok {
+						left = append(left, c)
+					}
+				}
+				chunk = left
+				continue
+			}
+			if err != nil {
+				return deleted, err
+			}
+			deleted = append(deleted, chunk...)
+			break
+		}
+	}
+	return deleted, nil
+}
+
+func b2n(b bool) int64 {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 func condFailed(err error) bool {
@@ -609,10 +766,26 @@ func (s *Store) GetRows(ctx context.Context, table string, ids []int64) (map[int
 
 // ReplaceRow writes a changed row over the version read (conditional
 // PutItem): a concurrent change makes it fail with ErrVersionConflict, and
-// the caller re-reads the row and applies its change again.
-func (s *Store) ReplaceRow(ctx context.Context, table string, r platform.TableRow, ver int64) error {
-	it, err := rowItem(table, r, ver+1)
+// the caller re-reads the row and applies its change again. When the row
+// becomes stale or fresh (staleDelta ±1), the table's stale count moves in
+// the same transaction.
+func (s *Store) ReplaceRow(ctx context.Context, rec TableRecord, r platform.TableRow, ver, staleDelta int64) error {
+	it, err := rowItem(rec.ID, r, ver+1)
 	if err != nil {
+		return err
+	}
+	if staleDelta != 0 {
+		err := s.txRetry(ctx, []types.TransactWriteItem{{Put: &types.Put{
+			Item:                      it,
+			ConditionExpression:       aws.String("#ver = :ver"),
+			ExpressionAttributeNames:  map[string]string{"#ver": attrVer},
+			ExpressionAttributeValues: item{":ver": num(ver)},
+		}}, countRows(rec, 0, staleDelta)}, func(i int) error {
+			if i == 1 {
+				return platform.NotFound("table", rec.Name)
+			}
+			return ErrVersionConflict
+		})
 		return err
 	}
 	_, err = s.db.PutItem(ctx, &dynamodb.PutItemInput{
@@ -626,27 +799,6 @@ func (s *Store) ReplaceRow(ctx context.Context, table string, r platform.TableRo
 		return ErrVersionConflict
 	}
 	return err
-}
-
-// DeleteRow deletes a row and returns it as it was (nil when there was no
-// such row): one DeleteItem, so concurrent deletes of a row count it once.
-func (s *Store) DeleteRow(ctx context.Context, table string, id int64) (*platform.TableRow, error) {
-	if id < 1 || id > platform.MaxTableRowID {
-		return nil, nil
-	}
-	out, err := s.db.DeleteItem(ctx, &dynamodb.DeleteItemInput{
-		TableName:    &s.table,
-		Key:          key(tableRowsPK(table), rowSK(id)),
-		ReturnValues: types.ReturnValueAllOld,
-	})
-	if err != nil || len(out.Attributes) == 0 {
-		return nil, err
-	}
-	r, err := rowFrom(out.Attributes)
-	if err != nil {
-		return nil, err
-	}
-	return &r.TableRow, nil
 }
 
 // RowScan asks QueryRows for a table's rows in id order.

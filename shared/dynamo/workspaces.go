@@ -22,7 +22,12 @@ const (
 	skMember    = "MEMBER#"   // + account id
 	skMemberID  = "MEMBERID#" // + member id: points at the member's account
 	attrBots    = "botCount"
-	attrOwners  = "ownerCount"
+	// attrIntegrations counts a workspace's integration versions: a
+	// workspace is deleted only while it is 0, and creating a version
+	// raises it in its own transaction (which fails once the workspace is
+	// gone), so no integration can outlive its workspace.
+	attrIntegrations = "intCount"
+	attrOwners       = "ownerCount"
 )
 
 // WorkspaceRecord is a workspace with the version its doc was read at.
@@ -227,13 +232,18 @@ func (s *Store) DeleteWorkspace(ctx context.Context, id string) error {
 		return platform.Errorf(platform.ErrReferenceConstrain, "workspace %q still has integrations: delete them first", id)
 	}
 	_, err = s.db.DeleteItem(ctx, &dynamodb.DeleteItemInput{
-		TableName:                 &s.table,
-		Key:                       key(workspacePK(id), skWorkspace),
-		ConditionExpression:       aws.String("attribute_exists(pk) AND #b = :zero"),
-		ExpressionAttributeNames:  map[string]string{"#b": attrBots},
-		ExpressionAttributeValues: item{":zero": num(0)},
+		TableName:                           &s.table,
+		Key:                                 key(workspacePK(id), skWorkspace),
+		ConditionExpression:                 aws.String("attribute_exists(pk) AND #b = :zero AND (attribute_not_exists(#i) OR #i <= :zero)"),
+		ExpressionAttributeNames:            map[string]string{"#b": attrBots, "#i": attrIntegrations},
+		ExpressionAttributeValues:           item{":zero": num(0)},
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 	})
-	if isConditionFailed(err) {
+	var cf *types.ConditionalCheckFailedException
+	if errors.As(err, &cf) {
+		if getN(cf.Item, attrIntegrations) > 0 {
+			return platform.Errorf(platform.ErrReferenceConstrain, "workspace %q still has integrations: delete them first", id)
+		}
 		return platform.Errorf(platform.ErrReferenceConstrain, "workspace %q still has bots: delete them first", id)
 	}
 	if err != nil {
@@ -309,25 +319,90 @@ func (s *Store) ListMembers(ctx context.Context, workspaceID string, p Page) ([]
 
 // AddMember makes account a member of the workspace with role.
 func (s *Store) AddMember(ctx context.Context, workspaceID string, acct platform.Account, role platform.Role) (platform.Member, error) {
+	m, items, err := memberWrites(workspaceID, acct, role)
+	if err != nil {
+		return m, err
+	}
+	return m, s.transact(ctx, items, memberConflict(workspaceID, acct.Email))
+}
+
+// memberWrites are the writes making acct a member of a workspace with
+// role: the member and member-id items, and the workspace's owner counter
+// (or a check that the workspace exists), in this order.
+func memberWrites(workspaceID string, acct platform.Account, role platform.Role) (platform.Member, []types.TransactWriteItem, error) {
 	m := platform.Member{ID: platform.NewID(platform.PrefixMember), UserID: acct.ID, Email: acct.Email,
 		DisplayName: acct.DisplayName, ProfilePicture: acct.ProfilePicture,
 		CreatedAt: platform.Now(), Role: role, WorkspaceID: workspaceID}
 	items, err := memberItems(m)
 	if err != nil {
-		return m, err
+		return m, nil, err
 	}
 	if role == platform.RoleOwner {
 		items = append(items, addCounter(workspacePK(workspaceID), skWorkspace, attrOwners, 1, 0))
 	} else {
 		items = append(items, mustExist(workspacePK(workspaceID), skWorkspace))
 	}
-	err = s.transact(ctx, items, func(i int) error {
+	return m, items, nil
+}
+
+// memberConflict maps a failed condition among memberWrites' writes.
+func memberConflict(workspaceID, email string) func(int) error {
+	return func(i int) error {
 		if i == 2 {
 			return platform.NotFound("workspace", workspaceID)
 		}
-		return platform.Errorf(platform.ErrAlreadyExists, "%s is already a member of this workspace", acct.Email)
-	})
-	return m, err
+		return platform.Errorf(platform.ErrAlreadyExists, "%s is already a member of this workspace", email)
+	}
+}
+
+// InviteMember makes the account of email a member of the workspace with
+// role. When no account has that email, the account (and, with firstToken,
+// its first personal access token, returned) is created in the same
+// transaction as the membership, so a refused invitation (workspace gone,
+// already a member) writes nothing and can be retried. The email must have
+// been validated (platform.ValidateEmail).
+func (s *Store) InviteMember(ctx context.Context, workspaceID, email string, role platform.Role, firstToken bool) (platform.Member, *platform.NewToken, error) {
+	email = NormalizeEmail(email)
+	for attempt := 0; attempt < 3; attempt++ {
+		acct, ok, err := s.AccountByEmail(ctx, email)
+		if err != nil {
+			return platform.Member{}, nil, err
+		}
+		if ok {
+			m, err := s.AddMember(ctx, workspaceID, acct, role)
+			return m, nil, err
+		}
+		acct = platform.Account{ID: platform.NewAccountID(), Email: email, CreatedAt: platform.Now()}
+		m, items, err := memberWrites(workspaceID, acct, role)
+		if err != nil {
+			return m, nil, err
+		}
+		acctItems, err := accountWrites(acct)
+		if err != nil {
+			return m, nil, err
+		}
+		items = append(items, acctItems...) // 3: account, 4: email
+		var tok *platform.NewToken
+		if firstToken {
+			t, patItems, err := patWrites(acct.ID, "invitation")
+			if err != nil {
+				return m, nil, err
+			}
+			tok = &t
+			items = append(items, patItems...)
+		}
+		err = s.transact(ctx, items, func(i int) error {
+			if i == 3 || i == 4 {
+				return errRetry // the email was taken meanwhile: invite that account
+			}
+			return memberConflict(workspaceID, email)(i)
+		})
+		if err == errRetry {
+			continue
+		}
+		return m, tok, err
+	}
+	return platform.Member{}, nil, platform.Errorf(platform.ErrResourceLocked, "account %q is being created concurrently, retry", email)
 }
 
 // errLastOwner is returned when a change would leave a workspace without an owner.

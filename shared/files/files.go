@@ -25,8 +25,9 @@ const (
 	MaxKeyBytes = 1024
 	// MaxContentTypeBytes bounds a content type.
 	MaxContentTypeBytes = 255
-	// MaxFileSize is the largest file: S3's limit for one PUT.
-	MaxFileSize = 5 << 30
+	// MaxFileSize is the largest file: S3's limit for one PUT, which the
+	// embedded S3 applies too (platform.MaxObjectSize).
+	MaxFileSize = platform.MaxObjectSize
 	// MaxTags bounds the tags of one file, so that any write of a file,
 	// even one replacing all its tags by others, updates its record and
 	// every tag counter it touches in one transaction (2 + 4*24 <= 100).

@@ -238,21 +238,18 @@ func (s *server) createMember(c *call) (any, error) {
 	if err := canGrant(c.role, in.Role); err != nil {
 		return nil, err
 	}
-	acct, created, err := s.Store.EnsureAccount(c.ctx, in.Email)
+	// Everything is checked before anything is written: a refused
+	// invitation leaves no account, membership or token behind.
+	if err := platform.ValidateEmail(in.Email); err != nil {
+		return nil, err
+	}
+	m, first, err := s.Store.InviteMember(c.ctx, c.workspaceID, in.Email, in.Role, s.Invite != nil)
 	if err != nil {
 		return nil, err
 	}
-	m, err := s.Store.AddMember(c.ctx, c.workspaceID, acct, in.Role)
-	if err != nil {
-		return nil, err
-	}
-	if created && s.Invite != nil {
+	if first != nil {
 		// The invitation carries the new account's first token.
-		t, err := s.Store.CreatePAT(c.ctx, acct.ID, "invitation")
-		if err != nil {
-			return nil, err
-		}
-		if err := s.Invite(c.ctx, acct.Email, t.Value); err != nil {
+		if err := s.Invite(c.ctx, m.Email, first.Value); err != nil {
 			return nil, err
 		}
 	}

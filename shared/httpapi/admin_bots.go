@@ -211,7 +211,10 @@ func (s *server) checkCron(expr string) error {
 	if s.Scheduler != nil {
 		return s.Scheduler.CheckCron(expr)
 	}
-	_, err := scheduler.ParseCron(expr)
+	c, err := scheduler.ParseCron(expr)
+	if err == nil {
+		err = c.CheckFrequency()
+	}
 	return err
 }
 
@@ -367,12 +370,10 @@ func (s *server) deleteBot(c *call) (any, error) {
 		return nil, err
 	}
 	s.deleteSchedules(c.ctx, b.ID, keysOf(b.RecurringEvents))
-	if err := s.Store.DeleteBotIssues(c.ctx, b.ID); err != nil {
-		s.Logger.Error("deleteBot: deleting bot issues", "bot", b.ID, "err", err)
-	}
-	if err := s.Store.DeleteBotTables(c.ctx, b.ID); err != nil {
-		s.Logger.Error("deleteBot: deleting bot tables", "bot", b.ID, "err", err)
-	}
+	// The bot's data (conversations, messages, users, states, events,
+	// files, tables, issues) is the sweeper's, from the marker DeleteBot
+	// wrote.
+	s.sweep(c, b.ID)
 	if len(b.Installs) == 0 {
 		return nil, nil
 	}
@@ -1149,3 +1150,33 @@ func firstLeaf(ve *jsonschema.ValidationError) string {
 	}
 	return msg
 }
+
+// sweep has a deleted bot's data deleted: by the running sweeper loop when
+// the process outlives its requests, else before answering (in Lambda),
+// within sweepBudget so the answer beats the function's timeout; what is
+// left then stays marked for the next sweep.
+func (s *server) sweep(c *call, botID string) {
+	sw := s.Sweeper
+	if sw == nil {
+		return
+	}
+	if s.BackgroundJobs {
+		sw.Kick()
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(c.ctx), sweepBudget)
+	defer cancel()
+	if _, err := sw.RunBot(ctx, botID); err != nil {
+		s.Logger.Error("deleteBot: deleting the bot's data (left for the next sweep)", "bot", botID, "err", err)
+		return
+	}
+	// With budget left, whatever else is pending (deletions a crash or a
+	// timeout cut short): nothing else sweeps in Lambda.
+	if _, err := sw.Run(ctx); err != nil {
+		s.Logger.Error("deleteBot: sweeping pending deletions", "err", err)
+	}
+}
+
+// sweepBudget bounds deleteBot's own sweep in Lambda (API Gateway answers
+// 504 after 29 s).
+const sweepBudget = 20 * time.Second

@@ -128,6 +128,54 @@ func TestUpdateBotFullDefinition(t *testing.T) {
 	}
 }
 
+// TestRecurringEventsAtMostOnceAMinute: a schedule that would fire more
+// than once a minute is refused with a 400 naming the field, by createBot
+// and updateBot, and leaves no schedule; one value of seconds is accepted.
+func TestRecurringEventsAtMostOnceAMinute(t *testing.T) {
+	f := newFixture(t)
+	tok := f.AdminToken
+	re := func(cron string) map[string]any {
+		return map[string]any{"r": map[string]any{"schedule": map[string]any{"cron": cron}, "type": "t", "payload": map[string]any{}}}
+	}
+	id := f.createBot(tok, map[string]any{"name": "steady"})
+	for _, tc := range []struct {
+		cron   string
+		status int
+	}{
+		{"* * * * * *", 400},
+		{"*/2 * * * * *", 400},
+		{"0,30 * * * * *", 400},
+		{"0-1 * * * * *", 400},
+		{"* * * * *", 200},
+		{"0 * * * * *", 200},
+		{"30 */5 * * * *", 200},
+		{"@hourly", 200},
+	} {
+		t.Run(tc.cron, func(t *testing.T) {
+			for _, r := range []apitest.Response{
+				f.ws_(tok, "POST", "/v1/admin/bots", map[string]any{"recurringEvents": re(tc.cron)}),
+				f.ws_(tok, "PUT", "/v1/admin/bots/"+id, map[string]any{"recurringEvents": re(tc.cron)}),
+			} {
+				if r.Status != tc.status {
+					t.Fatalf("got %d %s, want %d", r.Status, r.Raw, tc.status)
+				}
+				if tc.status == 400 && (r.Body["type"] != "InvalidPayload" ||
+					!strings.Contains(r.Str("message"), `"recurringEvents.r.schedule.cron"`) ||
+					!strings.Contains(r.Str("message"), "at most once a minute")) {
+					t.Fatalf("refusal: %s", r.Raw)
+				}
+			}
+		})
+	}
+	// Only the accepted ones were scheduled: the bot's one entry and one
+	// per accepted createBot.
+	for _, s := range f.Platform.Scheduler.Schedules() {
+		if c, err := scheduler.ParseCron(s.Cron); err != nil || c.CheckFrequency() != nil {
+			t.Fatalf("a schedule firing more than once a minute was made: %+v", s)
+		}
+	}
+}
+
 func TestUpdateBotRefusals(t *testing.T) {
 	f := newFixture(t)
 	tok := f.AdminToken
@@ -452,6 +500,7 @@ func (b *botServer) waitFor(t *testing.T, n int, within time.Duration) []botDeli
 // entry, then the bot, stops the deliveries.
 func TestRecurringEventsDelivered(t *testing.T) {
 	f := newFixture(t)
+	f.Platform.Scheduler.AllowSubMinute() // every second, to see firings within seconds
 	tok := f.AdminToken
 	bs := newBotServer(t)
 	every := map[string]any{"schedule": map[string]any{"cron": "* * * * * *"}, "type": "heartbeat", "payload": map[string]any{"n": 1}}
@@ -614,6 +663,7 @@ func TestSchedulesOnEventBridge(t *testing.T) {
 // deletion failed, say) deletes itself when it fires, once old enough.
 func TestOrphanScheduleDeletesItself(t *testing.T) {
 	e := apitest.New(t)
+	e.Platform.Scheduler.AllowSubMinute()
 	name := platform.ScheduleName("bot_01JZZZZZZZZZZZZZZZZZZZZZZZ", "gone")
 	old := time.Now().Add(-time.Hour).UTC().Format(time.RFC3339Nano)
 	err := e.Platform.Scheduler.CreateSchedule(context.Background(), platform.Schedule{Name: name, Cron: "* * * * * *",

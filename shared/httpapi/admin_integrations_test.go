@@ -541,3 +541,42 @@ func TestWorkspaceWithIntegrationsIsNotDeleted(t *testing.T) {
 	f.Check(f.ws_(f.AdminToken, "DELETE", "/v1/admin/integrations/"+id, nil), 200, "deleteIntegration")
 	f.Check(f.Do(apitest.Req{Method: "DELETE", Path: path, Token: f.AdminToken}), 200, "deleteWorkspace")
 }
+
+// TestWorkspaceDeleteRacesIntegrationCreate: a workspace deleted while an
+// integration is being created in it either refuses (409: the integration
+// was counted first) or makes the creation fail; never do both succeed,
+// which would leave the integration in a deleted workspace.
+func TestWorkspaceDeleteRacesIntegrationCreate(t *testing.T) {
+	f := newFixture(t)
+	both := 0
+	for trial := 0; trial < 30; trial++ {
+		ws := f.Check(f.Do(apitest.Req{Method: "POST", Path: "/v1/admin/workspaces", Token: f.AdminToken, Body: map[string]any{"name": "race"}}), 200, "createWorkspace").Str("id")
+		hdr := map[string]string{"x-workspace-id": ws}
+		var created, deleted int
+		var wg sync.WaitGroup
+		start := make(chan struct{})
+		wg.Add(2)
+		go func() {
+			defer wg.Done()
+			<-start
+			created = f.Do(apitest.Req{Method: "POST", Path: "/v1/admin/integrations", Token: f.AdminToken, Headers: hdr,
+				Body: integrationDef(fmt.Sprintf("race%d", trial), "1.0.0", map[string]any{"visibility": "public"})}).Status
+		}()
+		go func() {
+			defer wg.Done()
+			<-start
+			deleted = f.Do(apitest.Req{Method: "DELETE", Path: "/v1/admin/workspaces/" + ws, Token: f.AdminToken}).Status
+		}()
+		close(start)
+		wg.Wait()
+		if created == 200 && deleted == 200 {
+			both++
+		}
+		if created >= 500 || deleted >= 500 {
+			t.Fatalf("trial %d: create %d, delete %d", trial, created, deleted)
+		}
+	}
+	if both > 0 {
+		t.Fatalf("in %d of 30 trials the integration was created in a workspace deleted at the same time", both)
+	}
+}

@@ -508,6 +508,7 @@ func TestBotIssueEventsKeepTheLatest(t *testing.T) {
 // once the bot recovers, deliveries are logged as delivered.
 func TestDeliveryFailuresBecomeLogsAndIssues(t *testing.T) {
 	f := newFixture(t)
+	f.Platform.Scheduler.AllowSubMinute() // every second, to see firings within seconds
 	tok := f.AdminToken
 	var failing atomic.Bool
 	failing.Store(true)

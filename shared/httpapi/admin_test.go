@@ -16,7 +16,7 @@ type fixture struct {
 	ws string
 }
 
-func newFixture(t *testing.T) *fixture {
+func newFixture(t testing.TB) *fixture {
 	e := apitest.New(t)
 	f := &fixture{Env: e}
 	r := e.Check(e.Do(apitest.Req{Method: "POST", Path: "/v1/admin/workspaces", Token: e.AdminToken, Body: map[string]any{"name": "Acme"}}), 200, "createWorkspace")
@@ -463,4 +463,25 @@ func TestRefusedTransactionLeavesDataIntact(t *testing.T) {
 	if n := len(f.Check(f.ws_(f.AdminToken, "GET", "/v1/admin/workspace-members", nil), 200, "listWorkspaceMembers").List("members")); n != 2 {
 		t.Fatalf("members after a refused write: %d", n)
 	}
+}
+
+// TestRefusedInvitationWritesNothing: an invitation refused with a 400 has
+// written no account, membership or token, so retrying it is refused the
+// same way (not a 409), and the member list is unchanged.
+func TestRefusedInvitationWritesNothing(t *testing.T) {
+	f := newFixture(t)
+	for _, email := range []string{"evil/x@test.local", `back\slash@test.local`, ".dot@test.local", "a..b@test.local", "x@-host.local", "x@host..local"} {
+		for try := 1; try <= 2; try++ {
+			r := f.ws_(f.AdminToken, "POST", "/v1/admin/workspace-members", map[string]any{"email": email, "role": "viewer"})
+			if r.Status != 400 || !strings.Contains(r.Str("message"), "email") {
+				t.Fatalf("%s, try %d: got %d %s, want 400 about the email", email, try, r.Status, r.Raw)
+			}
+		}
+	}
+	if n := len(f.Check(f.ws_(f.AdminToken, "GET", "/v1/admin/workspace-members", nil), 200, "listWorkspaceMembers").List("members")); n != 1 {
+		t.Fatalf("refused invitations wrote members: %d", n)
+	}
+	// A plain address is accepted once; inviting it again is the 409.
+	f.invite("plain.name+tag@test.local", "viewer")
+	f.Check(f.ws_(f.AdminToken, "POST", "/v1/admin/workspace-members", map[string]any{"email": "Plain.Name+Tag@test.local", "role": "viewer"}), 409, "")
 }

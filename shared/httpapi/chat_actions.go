@@ -64,7 +64,7 @@ func (s *server) callAction(c *call) (any, error) {
 	}
 	call := s.callFor(c, "action_triggered", c.bot.Bot, inst, i)
 	call.Body = map[string]any{"type": action, "input": in.Input}
-	call.Timeout = min(call.Timeout, delivery.BotTimeout(c.bot.Bot, maxCallTimeout))
+	call.Timeout = min(call.Timeout, delivery.BotTimeout(c.bot.Bot))
 	res, err := s.sendToIntegration(c.ctx, call)
 	if err != nil {
 		return nil, err
@@ -93,11 +93,12 @@ func (s *server) callBotAction(c *call, action string, input json.RawMessage) (a
 	if b.URL == "" {
 		return nil, platform.Errorf(platform.ErrBadGateway, "bot %q has no url to call its action %q on", b.ID, action)
 	}
-	req, err := delivery.BotRequest(b, "action_triggered", "action_triggered",
-		map[string]any{"type": action, "input": input}, delivery.BotTimeout(b, maxCallTimeout))
+	req, err := delivery.BotRequest(b, "action_triggered", "action_triggered", map[string]any{"type": action, "input": input})
 	if err != nil {
 		return nil, err
 	}
+	// Within the API call: API Gateway ends it at 29 s.
+	req.Timeout = min(req.Timeout, maxCallTimeout)
 	res := delivery.Send(c.ctx, s.outbound(), req)
 	if s.OnDelivery != nil {
 		s.OnDelivery(c.ctx, delivery.Result{

@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"encoding/json"
+	"strings"
 	"time"
 
 	"github.com/botforge/platform/shared/dynamo"
@@ -49,7 +50,11 @@ func (s *server) createEvent(c *call) (any, error) {
 		}
 		e.Status = platform.EventScheduled
 	}
-	if err := s.Store.CreateEvent(c.ctx, c.bot.ID, e); err != nil {
+	// An integration's events reach the bot as <alias>:<type>.
+	if alias := integrationOf(c, nil); alias != "" && !strings.HasPrefix(e.Type, alias+":") {
+		e.Type = alias + ":" + e.Type
+	}
+	if err := s.Store.EmitEvent(c.ctx, c.bot.ID, e); err != nil {
 		return nil, err
 	}
 	return map[string]any{"event": e}, nil

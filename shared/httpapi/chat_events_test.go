@@ -1,8 +1,21 @@
 package httpapi_test
 
 import (
+	"strings"
 	"testing"
+	"time"
 )
+
+// waitFor polls cond for up to 10 s.
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); !cond(); {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not reached within 10 s")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
 
 func TestEvents(t *testing.T) {
 	f := newChatFixture(t)
@@ -23,17 +36,22 @@ func TestEvents(t *testing.T) {
 		t.Fatalf("scheduled event: %s", s.Raw)
 	}
 
+	// The user's message made a message_created event for the bot.
+	created, _ := f.listAll("/v1/chat/events?type=message_created", 10, "listEvents", "events")
+	if len(created) != 1 {
+		t.Fatalf("message_created events: %v", created)
+	}
+	e0 := created[0]
 	for _, tc := range []struct {
 		query string
 		want  []string
 	}{
-		{"", []string{e3, e2, e1}},
+		{"", []string{e3, e2, e1, e0}},
 		{"?type=custom:pong", []string{e2}},
-		{"?conversationId=" + conv, []string{e1}},
-		{"?userId=" + u, []string{e1}},
-		{"?messageId=" + m, []string{e1}},
+		{"?conversationId=" + conv, []string{e1, e0}},
+		{"?userId=" + u, []string{e1, e0}},
+		{"?messageId=" + m, []string{e1, e0}},
 		{"?status=scheduled", []string{e3}},
-		{"?status=pending&conversationId=" + conv, []string{e1}},
 	} {
 		if got, _ := f.listAll("/v1/chat/events"+tc.query, 1, "listEvents", "events"); !sameIDs(got, tc.want) {
 			t.Errorf("listEvents%s: %v, want %v", tc.query, got, tc.want)
@@ -67,7 +85,13 @@ func TestEvents(t *testing.T) {
 	} {
 		f.call("POST", "/v1/chat/events", b, 400, "")
 	}
-	if got, _ := f.listAll("/v1/chat/events", 10, "listEvents", "events"); len(got) != 3 {
+	// This bot has no url: its events fail, with the reason.
+	waitFor(t, func() bool {
+		g := f.call("GET", "/v1/chat/events/"+e1, nil, 200, "getEvent")
+		reason, _ := g.Body["event"].(map[string]any)["failureReason"].(string)
+		return g.Str("event.status") == "failed" && strings.Contains(reason, "no url")
+	})
+	if got, _ := f.listAll("/v1/chat/events", 10, "listEvents", "events"); len(got) != 4 {
 		t.Fatalf("refused events written: %v", got)
 	}
 	f.call("GET", "/v1/chat/events/evt_01ARZ3NDEKTSV4RRFFQ69G5FAV", nil, 404, "")

@@ -45,7 +45,7 @@ func TestChatDynamoDBCalls(t *testing.T) {
 	}{
 		{"getConversation", apitest.Req{Method: "GET", Path: "/v1/chat/conversations/" + conv}, 200, plus(calls{"GetItem": 1})},
 		{"getUser", apitest.Req{Method: "GET", Path: "/v1/chat/users/" + user}, 200, plus(calls{"GetItem": 1})},
-		{"getMessage", apitest.Req{Method: "GET", Path: "/v1/chat/messages/" + msg}, 200, plus(calls{"GetItem": 1})},
+		{"getMessage", apitest.Req{Method: "GET", Path: "/v1/chat/messages/" + msg}, 200, plus(calls{"GetItem": 2})},
 		{"getEvent", apitest.Req{Method: "GET", Path: "/v1/chat/events/" + event}, 200, plus(calls{"GetItem": 1})},
 		{"getParticipant", apitest.Req{Method: "GET", Path: "/v1/chat/conversations/" + conv + "/participants/" + user}, 200, plus(calls{"BatchGetItem": 1})},
 		{"getState", apitest.Req{Method: "GET", Path: "/v1/chat/states/conversation/" + conv + "/convState"}, 200, plus(calls{"BatchGetItem": 1})},
@@ -57,6 +57,9 @@ func TestChatDynamoDBCalls(t *testing.T) {
 		{"listConversations", apitest.Req{Method: "GET", Path: "/v1/chat/conversations?tags.t=v"}, 200, plus(calls{"Query": 1, "BatchGetItem": 1})},
 		{"listUsers", apitest.Req{Method: "GET", Path: "/v1/chat/users"}, 200, plus(calls{"Query": 1})},
 		{"listMessages", apitest.Req{Method: "GET", Path: "/v1/chat/messages?conversationId=" + conv}, 200, plus(calls{"GetItem": 1, "Query": 1})},
+		// The bot's messages: their conversations are checked live (one
+		// conversation here: one GetItem; more: one BatchGetItem).
+		{"listMessages", apitest.Req{Method: "GET", Path: "/v1/chat/messages"}, 200, plus(calls{"GetItem": 1, "Query": 1})},
 		{"listEvents", apitest.Req{Method: "GET", Path: "/v1/chat/events"}, 200, plus(calls{"Query": 1})},
 		{"listParticipants", apitest.Req{Method: "GET", Path: "/v1/chat/conversations/" + conv + "/participants"}, 200, plus(calls{"GetItem": 1, "Query": 1, "BatchGetItem": 1})},
 		{"listTagValues", apitest.Req{Method: "GET", Path: "/v1/chat/tags/t/values?type=conversation"}, 200, plus(calls{"Query": 1})},

@@ -246,6 +246,15 @@ func (s *server) getFile(c *call) (any, error) {
 	if err != nil {
 		return nil, err
 	}
+	if r.Status == platform.FileUploadPending && s.CompleteOnRead && s.Files != nil {
+		// Nothing else tells this process that the object arrived: look
+		// (one HEAD while it has not) and complete the upload if it has.
+		if err := s.completer().ObjectCreated(context.WithoutCancel(c.ctx), r.ObjectKey()); err != nil {
+			s.Logger.WarnContext(c.ctx, "upload completion on read failed", "file", r.ID, "err", err)
+		} else if r, err = s.liveFile(c, r.ID); err != nil {
+			return nil, err
+		}
+	}
 	return map[string]any{"file": fileOut(c, r)}, nil
 }
 

@@ -101,14 +101,14 @@ func (si *sdkIntegration) last(op string) map[string]any {
 	return nil
 }
 
-// runtimeFixture: a bot with an SDK-like integration installed as "main".
-type runtimeFixture struct {
+// syncFixture: a bot with an SDK-like integration installed as "main".
+type syncFixture struct {
 	*fixture
 	bot, intID, webhookURL string
 	integration            *sdkIntegration
 }
 
-func newRuntimeFixture(t *testing.T, botDef map[string]any) *runtimeFixture {
+func newSyncFixture(t *testing.T, botDef map[string]any) *syncFixture {
 	f := newFixture(t)
 	si := newSDKIntegration(t)
 	if botDef == nil {
@@ -135,10 +135,10 @@ func newRuntimeFixture(t *testing.T, botDef map[string]any) *runtimeFixture {
 	if reg == nil || reg["webhookUrl"] != inst["webhookUrl"] {
 		t.Fatalf("register call %v, instance %v", reg, inst)
 	}
-	return &runtimeFixture{fixture: f, bot: bot, intID: created.Str("integration.id"), webhookURL: inst["webhookUrl"].(string), integration: si}
+	return &syncFixture{fixture: f, bot: bot, intID: created.Str("integration.id"), webhookURL: inst["webhookUrl"].(string), integration: si}
 }
 
-func (f *runtimeFixture) chat(token, method, path string, body any, headers ...string) apitest.Response {
+func (f *syncFixture) chat(token, method, path string, body any, headers ...string) apitest.Response {
 	f.T.Helper()
 	h := map[string]string{"x-bot-id": f.bot}
 	for i := 0; i+1 < len(headers); i += 2 {
@@ -185,7 +185,7 @@ func errorOf(t *testing.T, res *http.Response, b []byte) (string, string) {
 // webhook id, raw query, headers and raw body; the integration's answer
 // comes back verbatim. Bad addresses and bodies get the error shape.
 func TestWebhookIngress(t *testing.T) {
-	f := newRuntimeFixture(t, nil)
+	f := newSyncFixture(t, nil)
 	whk := f.webhookURL[strings.LastIndex(f.webhookURL, "/")+1:]
 	if !strings.HasPrefix(f.webhookURL, f.URL+"/webhooks/whk_") {
 		t.Fatalf("webhookUrl %q is not under %s/webhooks/", f.webhookURL, f.URL)
@@ -277,7 +277,7 @@ func TestWebhookIngress(t *testing.T) {
 
 // TestWebhookGoneWithItsBot: deleting a bot ends its webhooks.
 func TestWebhookGoneWithItsBot(t *testing.T) {
-	f := newRuntimeFixture(t, nil)
+	f := newSyncFixture(t, nil)
 	if res, _ := rawDo(t, "POST", f.webhookURL, nil, nil); res.StatusCode != 202 {
 		t.Fatalf("before: %d", res.StatusCode)
 	}
@@ -317,7 +317,7 @@ func fakeSDKBot(t *testing.T, seen chan<- http.Header) *httptest.Server {
 func TestCallAction(t *testing.T) {
 	seen := make(chan http.Header, 8)
 	bot := fakeSDKBot(t, seen)
-	f := newRuntimeFixture(t, map[string]any{"url": bot.URL})
+	f := newSyncFixture(t, map[string]any{"url": bot.URL})
 	tok := f.AdminToken
 
 	r := f.Check(f.chat(tok, "POST", "/v1/chat/actions", map[string]any{"type": "main:sendReminder", "input": map[string]any{"x": 1}}), 200, "callAction")
@@ -391,7 +391,7 @@ func TestCallAction(t *testing.T) {
 // TestIntegrationKeyActsForItsInstallsOnly: an integration API key's
 // x-integration-id and x-integration-alias must name its own installation.
 func TestIntegrationKeyActsForItsInstallsOnly(t *testing.T) {
-	f := newRuntimeFixture(t, nil)
+	f := newSyncFixture(t, nil)
 	key := f.Check(f.ws_(f.AdminToken, "POST", "/v1/admin/integrations/iaks", map[string]any{"integrationId": f.intID}), 200, "createIntegrationApiKey").Str("value")
 	other := f.createIntegration(f.AdminToken, integrationDef("other", "1.0.0", nil)).Str("integration.id")
 	f.updateBot(f.AdminToken, f.bot, map[string]any{"integrations": map[string]any{"second": map[string]any{"integrationId": other, "enabled": false}}})
@@ -420,7 +420,7 @@ func TestIntegrationKeyActsForItsInstallsOnly(t *testing.T) {
 // TestConfigureIntegration: an integration records its identifier on its
 // installation, which getBot then shows; null clears it.
 func TestConfigureIntegration(t *testing.T) {
-	f := newRuntimeFixture(t, nil)
+	f := newSyncFixture(t, nil)
 	tok := f.AdminToken
 	identifier := func() any {
 		return f.getBot(f.bot, "x-multiple-integrations", "true")["integrations"].(map[string]any)["main"].(map[string]any)["identifier"]
@@ -458,7 +458,7 @@ func TestConfigureIntegration(t *testing.T) {
 // created in one call, as the three getOrCreate calls would; the same call
 // again finds them.
 func TestInitializeIncomingMessage(t *testing.T) {
-	f := newRuntimeFixture(t, nil)
+	f := newSyncFixture(t, nil)
 	tok := f.AdminToken
 	body := map[string]any{
 		"user":         map[string]any{"tags": map[string]string{"id": "u7"}, "discriminateByTags": []string{"id"}, "name": "Ann"},
@@ -507,7 +507,7 @@ func TestInitializeIncomingMessage(t *testing.T) {
 // 3 GetItem.
 func TestRuntimeDynamoDBCalls(t *testing.T) {
 	bot := fakeSDKBot(t, nil)
-	f := newRuntimeFixture(t, map[string]any{"url": bot.URL})
+	f := newSyncFixture(t, map[string]any{"url": bot.URL})
 	rec := recordUsage(f.Env)
 	if res, b := rawDo(t, "POST", f.webhookURL, strings.NewReader("{}"), nil); res.StatusCode != 202 {
 		t.Fatalf("webhook: %d %s", res.StatusCode, b)
@@ -529,7 +529,7 @@ func TestRuntimeDynamoDBCalls(t *testing.T) {
 // item is missing (made before lookup items existed) gets its webhook
 // address back at its next registration.
 func TestWebhookLookupRestoredAtRegistration(t *testing.T) {
-	f := newRuntimeFixture(t, nil)
+	f := newSyncFixture(t, nil)
 	whk := f.webhookURL[strings.LastIndex(f.webhookURL, "/")+1:]
 	_, err := f.Platform.Store.Client().DeleteItem(t.Context(), &dynamodb.DeleteItemInput{
 		TableName: aws.String(f.Platform.Env.Table),

@@ -51,6 +51,15 @@ type Config struct {
 	// platform), so table jobs (large duplicates) continue in goroutines.
 	// In Lambda they continue when getTableJobs is called (docs/tables.md).
 	BackgroundJobs bool
+	// CompleteOnRead: no object-created notification reaches this
+	// deployment (the local platform over an external S3, S3_ENDPOINT), so
+	// getFile completes a pending upload whose object has arrived.
+	CompleteOnRead bool
+	// Sweeper finishes deletions left pending (a deleted bot's data, a
+	// deletion interrupted by a crash). With BackgroundJobs it is kicked
+	// and runs in the caller's loop (the local platform runs Loop); without,
+	// deleteBot runs it before answering. nil: one over Store and Files.
+	Sweeper *dynamo.Sweeper
 	// MaxBodyBytes caps request bodies (default 1 MiB); larger ones get 413.
 	MaxBodyBytes int64
 	// OnUsage, when set, receives the DynamoDB usage of every API call.
@@ -104,6 +113,15 @@ func newServer(cfg Config) *server {
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
+	}
+	if cfg.Sweeper == nil && cfg.Store != nil {
+		cfg.Sweeper = &dynamo.Sweeper{Store: cfg.Store, Log: cfg.Logger}
+		if cfg.Files != nil {
+			cfg.Sweeper.Objects = cfg.Files
+		}
+	}
+	if cfg.Sweeper != nil && cfg.Sweeper.Log == nil {
+		cfg.Sweeper.Log = cfg.Logger
 	}
 	return &server{Config: cfg, pager: pager{key: cfg.PagingKey}}
 }

@@ -61,8 +61,8 @@ func (f *tablesFixture) fillBench(name string, n int) {
 
 // TestTablesDynamoDBCalls pins the DynamoDB calls of the Tables API: a
 // bot-scoped call pays 3 GetItem (token, bot, membership), a table by
-// name one more; 1000 new rows are one UpdateItem (their ids) and 40
-// BatchWriteItem; a page of rows by id reads what it returns, whatever
+// name one more; 1000 new rows are one UpdateItem (their ids) and 11
+// TransactWriteItems (99 rows and the table's counts each); a page of rows by id reads what it returns, whatever
 // the table's size.
 func TestTablesDynamoDBCalls(t *testing.T) {
 	f := newTablesFixture(t)
@@ -70,7 +70,7 @@ func TestTablesDynamoDBCalls(t *testing.T) {
 	f.createTable("callTable", tableBenchSchema)
 	f.rows("callTable", tableBenchRows(0, 1000)...)
 	u := rec.of("createTableRows")
-	if u.Calls("BatchWriteItem") != 40 || u.Calls("UpdateItem") != 1 || u.Calls("GetItem") != 4 || u.Calls("") != 45 {
+	if u.Calls("TransactWriteItems") != 11 || u.Calls("UpdateItem") != 1 || u.Calls("GetItem") != 4 || u.Calls("") != 16 {
 		t.Fatalf("createTableRows of 1000 rows: %s", u)
 	}
 	t.Logf("createTableRows (1000 rows): %s", u)
@@ -131,7 +131,7 @@ func BenchmarkCreateTableRows(b *testing.B) {
 			b.Fatal(string(r.Raw))
 		}
 		u := rec.of("createTableRows")
-		writes += u.Calls("BatchWriteItem") + u.Calls("UpdateItem")
+		writes += u.Calls("BatchWriteItem") + u.Calls("TransactWriteItems") + u.Calls("UpdateItem")
 	}
 	b.ReportMetric(float64(writes)/float64(b.N), "write-calls/op")
 }

@@ -213,9 +213,9 @@ type doneRow struct {
 	row   platform.TableRow
 }
 
-// insertRows creates validated rows: one atomic ADD reserves their ids
-// (and counts them), key values are claimed, and BatchWriteItem writes
-// them 25 a call. ErrVersionConflict: the table changed since it was read
+// insertRows creates validated rows: one atomic ADD reserves their ids,
+// key values are claimed, and transactions of up to 99 rows write them
+// with the table's row and stale counts (exact after any crash). ErrVersionConflict: the table changed since it was read
 // (re-read it and validate again).
 func (s *server) insertRows(c *call, rec dynamo.TableRecord, schema *tables.Schema, pending []pendingRow, rep *rowReport) ([]doneRow, error) {
 	col := keyColumn(rec, schema)
@@ -243,15 +243,11 @@ func (s *server) insertRows(c *call, rec dynamo.TableRecord, schema *tables.Sche
 	}
 	now := platform.Now()
 	rows := make([]platform.TableRow, len(pending))
-	stale := 0
 	for k, p := range pending {
 		rows[k] = schema.NewRow(0, now, p.vals)
-		if schema.IsStale(rows[k]) {
-			stale++
-		}
 	}
 	n := int64(len(rows))
-	last, err := s.Store.ReserveRowIDs(c.ctx, rec, n, int64(stale))
+	last, err := s.Store.ReserveRowIDs(c.ctx, rec, n)
 	if errors.Is(err, dynamo.ErrVersionConflict) && rec.NextID+n > platform.MaxTableRowID {
 		return nil, platform.Errorf(platform.ErrLimitExceeded, "table %q has used its %d row ids", rec.Name, platform.MaxTableRowID)
 	}
@@ -288,22 +284,16 @@ func (s *server) insertRows(c *call, rec dynamo.TableRecord, schema *tables.Sche
 	}
 	var out []doneRow
 	var write []platform.TableRow
-	dropped, droppedStale := int64(0), int64(0)
+	var stale []bool
 	for k, r := range rows {
 		if !keep[k] {
-			dropped++
-			if schema.IsStale(r) {
-				droppedStale++
-			}
 			continue
 		}
 		write = append(write, r)
+		stale = append(stale, schema.IsStale(r))
 		out = append(out, doneRow{index: pending[k].index, row: r})
 	}
-	if err := s.Store.AdjustCounts(c.ctx, rec, -dropped, -droppedStale); err != nil {
-		return nil, err
-	}
-	if err := s.Store.PutRows(c.ctx, rec.ID, write); err != nil {
+	if err := s.Store.InsertRows(c.ctx, rec, write, stale); err != nil {
 		s.abandonRows(c, rec, col, rows, keep)
 		return nil, err
 	}
@@ -311,22 +301,18 @@ func (s *server) insertRows(c *call, rec dynamo.TableRecord, schema *tables.Sche
 }
 
 // abandonRows undoes what insertRows did for rows it could not write:
-// their claims and their counts (best effort: the request fails anyway).
+// their key claims (best effort: the request fails anyway; rows written
+// by transactions that did commit are counted).
 func (s *server) abandonRows(c *call, rec dynamo.TableRecord, col *tables.Column, rows []platform.TableRow, keep []bool) {
 	ctx := context.WithoutCancel(c.ctx)
-	n := int64(0)
 	for k, r := range rows {
-		if !keep[k] {
+		if !keep[k] || col == nil {
 			continue
 		}
-		n++
-		if col != nil {
-			if v := tables.KeyValue(r.Values[col.ID]); v != "" {
-				_ = s.Store.ReleaseKey(ctx, rec.ID, rec.State.KeyIndex, v, r.ID)
-			}
+		if v := tables.KeyValue(r.Values[col.ID]); v != "" {
+			_ = s.Store.ReleaseKey(ctx, rec.ID, rec.State.KeyIndex, v, r.ID)
 		}
 	}
-	_ = s.Store.AdjustCounts(ctx, rec, -n, 0)
 }
 
 // pendingUpdate is a validated change of an existing row.
@@ -355,7 +341,6 @@ func (s *server) updateRows(c *call, rec dynamo.TableRecord, schema *tables.Sche
 	col := keyColumn(rec, schema)
 	now := platform.Now()
 	results := make([]*platform.TableRow, len(updates))
-	var staleDelta atomic.Int64
 	var ferr firstErr
 	parallel(len(updates), rowWorkers, func(k int) {
 		u := updates[k]
@@ -389,7 +374,8 @@ func (s *server) updateRows(c *call, rec dynamo.TableRecord, schema *tables.Sche
 					}
 				}
 			}
-			err := s.Store.ReplaceRow(c.ctx, rec.ID, next, rr.Ver)
+			delta := b2i(schema.IsStale(next)) - b2i(schema.IsStale(rr.TableRow))
+			err := s.Store.ReplaceRow(c.ctx, rec, next, rr.Ver, delta)
 			if errors.Is(err, dynamo.ErrVersionConflict) {
 				if col != nil && newV != oldV && newV != "" {
 					_ = s.Store.ReleaseKey(c.ctx, rec.ID, rec.State.KeyIndex, newV, u.id)
@@ -410,15 +396,11 @@ func (s *server) updateRows(c *call, rec dynamo.TableRecord, schema *tables.Sche
 					ferr.set(err)
 				}
 			}
-			staleDelta.Add(b2i(schema.IsStale(next)) - b2i(schema.IsStale(rr.TableRow)))
 			results[k] = &next
 			return
 		}
 		rep.fail(u.index, &tables.RowError{Msg: fmt.Sprintf("row %d keeps changing concurrently; try again", u.id)})
 	})
-	if err := s.Store.AdjustCounts(c.ctx, rec, 0, staleDelta.Load()); err != nil {
-		return nil, err
-	}
 	if err := ferr.get(); err != nil {
 		return nil, err
 	}
@@ -816,6 +798,8 @@ func dropIDWarning(ws []string) []string {
 }
 
 // lookupOwner finds the row holding a key value through the key index.
+// The claim is taken before the row is written, so a concurrent insert's
+// row may not be there yet: it is waited for (a few short pauses).
 func (s *server) lookupOwner(c *call, rec dynamo.TableRecord, schema *tables.Schema, col *tables.Column, v string) (int64, bool) {
 	if keyColumn(rec, schema) != col {
 		return 0, false
@@ -823,6 +807,16 @@ func (s *server) lookupOwner(c *call, rec dynamo.TableRecord, schema *tables.Sch
 	owners, err := s.Store.LookupKeys(c.ctx, rec.ID, rec.State.KeyIndex, []string{v})
 	if err != nil || owners[v] == 0 {
 		return 0, false
+	}
+	for wait := 0; wait < 20; wait++ {
+		if _, ok, err := s.Store.GetRow(c.ctx, rec.ID, owners[v]); err != nil || ok {
+			break
+		}
+		select {
+		case <-c.ctx.Done():
+			return owners[v], true
+		case <-time.After(time.Duration(5*(wait+1)) * time.Millisecond):
+		}
 	}
 	return owners[v], true
 }
@@ -895,36 +889,46 @@ func (s *server) deleteTableRows(c *call) (any, error) {
 	return map[string]any{"deletedRows": n}, nil
 }
 
-// deleteRows deletes rows by id, one DeleteItem each (so each deleted row
-// is counted once, even against concurrent deletes), releasing their key
-// values.
+// deleteRows deletes rows by id: they are read (BatchGetItem), then
+// deleted in transactions that also uncount them (each deleted row is
+// counted once, even against concurrent deletes, and the counts stay exact
+// after a crash), and their key values released.
 func (s *server) deleteRows(c *call, rec dynamo.TableRecord, schema *tables.Schema, ids []int64) (int64, error) {
 	col := keyColumn(rec, schema)
-	var deleted, stale atomic.Int64
-	var ferr firstErr
-	parallel(len(ids), rowWorkers, func(k int) {
-		old, err := s.Store.DeleteRow(c.ctx, rec.ID, ids[k])
+	var deleted int64
+	for len(ids) > 0 {
+		n := min(len(ids), 1000)
+		got, err := s.Store.GetRows(c.ctx, rec.ID, ids[:n])
+		ids = ids[n:]
 		if err != nil {
-			ferr.set(err)
-			return
+			return deleted, err
 		}
-		if old == nil {
-			return
+		rows := make([]dynamo.RowRecord, 0, len(got))
+		for _, r := range got {
+			rows = append(rows, r)
 		}
-		deleted.Add(1)
-		stale.Add(b2i(schema.IsStale(*old)))
-		if col != nil {
-			if v := tables.KeyValue(old.Values[col.ID]); v != "" {
-				if err := s.Store.ReleaseKey(c.ctx, rec.ID, rec.State.KeyIndex, v, old.ID); err != nil {
+		sort.Slice(rows, func(i, j int) bool { return rows[i].ID < rows[j].ID })
+		gone, err := s.Store.DeleteRows(c.ctx, rec, rows, schema.IsStale)
+		deleted += int64(len(gone))
+		if err != nil {
+			return deleted, err
+		}
+		if col == nil {
+			continue
+		}
+		var ferr firstErr
+		parallel(len(gone), rowWorkers, func(k int) {
+			if v := tables.KeyValue(gone[k].Values[col.ID]); v != "" {
+				if err := s.Store.ReleaseKey(c.ctx, rec.ID, rec.State.KeyIndex, v, gone[k].ID); err != nil {
 					ferr.set(err)
 				}
 			}
+		})
+		if err := ferr.get(); err != nil {
+			return deleted, err
 		}
-	})
-	if err := s.Store.AdjustCounts(c.ctx, rec, -deleted.Load(), -stale.Load()); err != nil {
-		return 0, err
 	}
-	return deleted.Load(), ferr.get()
+	return deleted, nil
 }
 
 func (s *server) getTableRow(c *call) (any, error) {

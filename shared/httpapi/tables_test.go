@@ -488,6 +488,46 @@ func TestTableRowsConcurrentCreate(t *testing.T) {
 	}
 }
 
+// TestTableRowsConcurrentDelete: rows deleted by several requests at once,
+// while others update them, are each deleted and uncounted once: the
+// deletedRows answered add up to the rows there were, and the table counts
+// none left.
+func TestTableRowsConcurrentDelete(t *testing.T) {
+	f := newTablesFixture(t)
+	f.createTable("goneTable", tschema(map[string]any{"n": tcol("number")}))
+	rows := make([]map[string]any, 300)
+	ids := make([]int, 300)
+	for i := range rows {
+		rows[i], ids[i] = map[string]any{"n": i}, i+1
+	}
+	f.rows("goneTable", rows...)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	deleted := 0.0
+	for w := 0; w < 4; w++ {
+		wg.Add(2)
+		go func() {
+			defer wg.Done()
+			r := f.Check(f.tb(f.AdminToken, "POST", "/v1/tables/goneTable/rows/delete", map[string]any{"ids": ids}), 200, "deleteTableRows")
+			mu.Lock()
+			deleted += r.Body["deletedRows"].(float64)
+			mu.Unlock()
+		}()
+		go func() {
+			defer wg.Done()
+			// Updates racing the deletes (rows gone meanwhile are row errors).
+			f.tb(f.AdminToken, "PUT", "/v1/tables/goneTable/rows", map[string]any{"rows": []any{map[string]any{"id": 1 + w, "n": -1}, map[string]any{"id": 150 + w, "n": -1}}})
+		}()
+	}
+	wg.Wait()
+	if deleted != 300 {
+		t.Fatalf("the concurrent deletes answered %v deleted rows in all, want 300", deleted)
+	}
+	if g := f.ok("getTable", "GET", "/v1/tables/goneTable", nil); g.Body["rows"] != float64(0) {
+		t.Fatalf("row count after deleting every row: %s", g.Raw)
+	}
+}
+
 // TestTableRowsConcurrentUpdate: concurrent updates of different columns
 // of one row all land.
 func TestTableRowsConcurrentUpdate(t *testing.T) {

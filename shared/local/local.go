@@ -27,6 +27,7 @@ import (
 	awss3 "github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/botforge/platform/shared/delivery"
+	"github.com/botforge/platform/shared/dispatch"
 	"github.com/botforge/platform/shared/dynamo"
 	"github.com/botforge/platform/shared/files"
 	"github.com/botforge/platform/shared/fsutil"
@@ -74,6 +75,8 @@ type Platform struct {
 	Handler http.Handler // the API and the embedded S3
 	Store   *dynamo.Store
 	Env     runtime.Env
+	// Dispatcher delivers the runtime's outbox (docs/runtime.md).
+	Dispatcher *dispatch.Dispatcher
 	// Dynamo is the embedded DynamoDB (nil with DYNAMODB_ENDPOINT set).
 	Dynamo *localdynamo.Server
 	// FirstToken is the first account's token when this start created it.
@@ -90,6 +93,8 @@ type Platform struct {
 	// bot issues.
 	Logs        *logstore.Local
 	logDelivery delivery.Observer
+	// Sweeper finishes pending deletions in the background (dynamo.Sweeper).
+	Sweeper *dynamo.Sweeper
 }
 
 // OnDelivery sets a function receiving the result of every delivery of a
@@ -182,7 +187,16 @@ func Open(ctx context.Context, dataDir, baseURL string, log *slog.Logger) (*Plat
 		s3Handler = s3
 		fileStore = embeddedFileStore(cfg, s3, env.Bucket, sec, baseURL)
 	} else {
-		fileStore = runtime.FileStorage(cfg, env)
+		// An external S3 (MinIO, moto): create the bucket when missing;
+		// it calls no hook of this process, so uploads are watched and
+		// completed from here (and on getFile).
+		ext := s3store.New(runtime.S3Client(cfg, env), env.Bucket, s3store.Options{})
+		if err := ext.EnsureBucket(ctx, cfg.Region); err != nil {
+			return nil, err
+		}
+		w := &files.UploadWatcher{FileStorage: ext, Complete: completer.ObjectCreated, Log: log}
+		p.closers = append(p.closers, w.Close)
+		fileStore = w
 	}
 	completer.Objects = fileStore
 
@@ -210,7 +224,19 @@ func Open(ctx context.Context, dataDir, baseURL string, log *slog.Logger) (*Plat
 	if ev, ok := any(p.Store).(delivery.EventRecorder); ok {
 		recurring.Events = ev
 	}
-	sched, err := scheduler.OpenLocal(filepath.Join(dataDir, "schedules.json"), recurring.Handle, log, 3*time.Minute)
+	// The embedded DynamoDB deletes no expired item: each firing deletes
+	// its bot's oldest expired events (a few more than it creates).
+	recurring.PruneEvents = func(ctx context.Context, botID string) error {
+		_, err := p.Store.DeleteExpiredEvents(ctx, botID, 4)
+		return err
+	}
+	// Test suites watching firings set PLATFORM_LOCAL_SUBMINUTE_SCHEDULES=1
+	// to let schedules fire every second; otherwise at most once a minute.
+	var schedOpts []scheduler.LocalOption
+	if os.Getenv("PLATFORM_LOCAL_SUBMINUTE_SCHEDULES") == "1" {
+		schedOpts = append(schedOpts, scheduler.WithSubMinute())
+	}
+	sched, err := scheduler.OpenLocal(filepath.Join(dataDir, "schedules.json"), recurring.Handle, log, 3*time.Minute, schedOpts...)
 	if err != nil {
 		return nil, fmt.Errorf("local scheduler: %w", err)
 	}
@@ -223,7 +249,18 @@ func Open(ctx context.Context, dataDir, baseURL string, log *slog.Logger) (*Plat
 			return nil, err
 		}
 	}
+	// Deletions left pending (a deleted bot's data, a deletion a crash
+	// interrupted) are finished in the background: at once on start, when
+	// the API kicks the sweeper, and every minute.
+	sweeper := &dynamo.Sweeper{Store: p.Store, Objects: fileStore, Log: log}
+	sweepCtx, stopSweep := context.WithCancel(context.WithoutCancel(ctx))
+	swept := make(chan struct{})
+	go func() { defer close(swept); sweeper.Loop(sweepCtx, time.Minute) }()
+	p.closers = append(p.closers, func() error { stopSweep(); <-swept; return nil })
+	p.Sweeper = sweeper
+
 	api := httpapi.New(httpapi.Config{
+		Sweeper:   sweeper,
 		Store:     p.Store,
 		PagingKey: key,
 		Invite:    func(ctx context.Context, email, token string) error { return writeAccountToken(dataDir, email, token) },
@@ -242,6 +279,8 @@ func Open(ctx context.Context, dataDir, baseURL string, log *slog.Logger) (*Plat
 		// The local process outlives its requests: large table duplicates
 		// finish in the background.
 		BackgroundJobs: true,
+		// An external S3 notifies no one: getFile completes uploads too.
+		CompleteOnRead: env.S3Endpoint != "",
 	}, httpapi.AllAreas...)
 	// Browser pages of this machine may call the API (and upload to the
 	// embedded S3) unless PLATFORM_CORS_ORIGINS says otherwise.
@@ -265,6 +304,21 @@ func Open(ctx context.Context, dataDir, baseURL string, log *slog.Logger) (*Plat
 	if err := bootstrap(ctx, p.Store, dataDir, log, &p.FirstToken); err != nil {
 		return nil, err
 	}
+
+	// The runtime: the dispatcher delivers the outbox (events to bots, the
+	// bots' messages to integrations), woken by each commit that queued a
+	// delivery, and every second for retries and scheduled events; what
+	// was pending before a crash goes out now.
+	p.Dispatcher = &dispatch.Dispatcher{Store: p.Store, Client: outbound, Log: log, Observer: p.observeDelivery}
+	p.Store.OnOutbox(p.Dispatcher.Wake)
+	dctx, stop := context.WithCancel(context.WithoutCancel(ctx))
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		p.Dispatcher.Run(dctx, time.Second)
+	}()
+	// First to run at Close: no delivery is under way when the stand-ins stop.
+	p.closers = append(p.closers, func() error { stop(); <-done; return nil })
 	ok = true
 	return p, nil
 }

@@ -354,17 +354,23 @@ func (s *Server) putItem(body []byte) (any, error) {
 	if err := decode(body, &in); err != nil {
 		return nil, err
 	}
-	if err := checkReturnValues(in.ReturnValues, "ALL_OLD"); err != nil {
+	return s.replace(in.ReturnValues, func() (*writeRequest, error) { return s.preparePut(in) })
+}
+
+// replace runs a PutItem or DeleteItem and answers its ReturnValues (NONE
+// or ALL_OLD).
+func (s *Server) replace(returnValues string, prepare func() (*writeRequest, error)) (any, error) {
+	if err := checkReturnValues(returnValues, "ALL_OLD"); err != nil {
 		return nil, err
 	}
-	w, err := s.preparePut(in)
+	w, err := prepare()
 	if err != nil {
 		return nil, err
 	}
 	if err := s.writeOne(w); err != nil {
 		return nil, err
 	}
-	if in.ReturnValues == "ALL_OLD" && w.old != nil {
+	if returnValues == "ALL_OLD" && w.old != nil {
 		return map[string]any{"Attributes": itemJSON(w.old)}, nil
 	}
 	return json.RawMessage("{}"), nil
@@ -409,20 +415,7 @@ func (s *Server) deleteItem(body []byte) (any, error) {
 	if err := decode(body, &in); err != nil {
 		return nil, err
 	}
-	if err := checkReturnValues(in.ReturnValues, "ALL_OLD"); err != nil {
-		return nil, err
-	}
-	w, err := s.prepareDelete(in)
-	if err != nil {
-		return nil, err
-	}
-	if err := s.writeOne(w); err != nil {
-		return nil, err
-	}
-	if in.ReturnValues == "ALL_OLD" && w.old != nil {
-		return map[string]any{"Attributes": itemJSON(w.old)}, nil
-	}
-	return json.RawMessage("{}"), nil
+	return s.replace(in.ReturnValues, func() (*writeRequest, error) { return s.prepareDelete(in) })
 }
 
 type updateInput struct {

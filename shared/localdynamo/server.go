@@ -82,6 +82,18 @@ type Server struct {
 	wg           sync.WaitGroup
 	spaceRefused atomic.Int64 // writes refused for lack of space (tests, metrics)
 	minFree      atomic.Int64 // current MinFreeBytes
+	calls        sync.Map     // operation name -> *atomic.Int64 (Calls)
+}
+
+// Calls returns how many requests of each operation the server answered
+// (benchmarks count DynamoDB calls per unit of work with it).
+func (s *Server) Calls() map[string]int64 {
+	out := map[string]int64{}
+	s.calls.Range(func(k, v any) bool {
+		out[k.(string)] = v.(*atomic.Int64).Load()
+		return true
+	})
+	return out
 }
 
 // SetMinFreeBytes changes the free space below which writes are refused.
@@ -255,6 +267,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		errorResponse(http.StatusBadRequest, "SerializationException", "request body is not valid JSON").write(w)
 		return
 	}
+	c, _ := s.calls.LoadOrStore(op, new(atomic.Int64))
+	c.(*atomic.Int64).Add(1)
 	s.serve(op, body).write(w)
 }
 

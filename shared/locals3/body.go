@@ -18,13 +18,21 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/botforge/platform/shared/platform"
 )
 
 // MaxObjectSize is the largest payload accepted in one request (and the
-// largest object a multipart upload may assemble). Single PUTs and GETs are
-// streamed, but gofakes3 keeps the parts of a multipart upload in memory
-// until it completes, so this stays far below S3's 5 GiB.
-const MaxObjectSize = 1 << 30
+// largest object a multipart upload may assemble): S3's 5 GiB for one PUT,
+// the same limit as upsertFile's (platform.MaxObjectSize). Single PUTs and
+// GETs are streamed to and from disk, whatever their size.
+const MaxObjectSize = platform.MaxObjectSize
+
+// MaxPartSize bounds one part of a multipart upload (S3 allows 5 GiB):
+// gofakes3 keeps the parts in memory until the upload completes. The
+// platform never uploads in parts; this only keeps other clients of the
+// embedded S3 from exhausting memory.
+const MaxPartSize = 64 << 20
 
 const (
 	// spoolMemoryLimit is how much of a request body is buffered in memory
@@ -103,14 +111,15 @@ func (s *Server) prepareBody(w http.ResponseWriter, r *http.Request, a *authInfo
 		return s.decodeChunked(r, a)
 	}
 
-	if r.ContentLength > MaxObjectSize {
-		return noop, entityTooLarge()
+	limit := bodyLimit(r)
+	if r.ContentLength > limit {
+		return noop, entityTooLarge(limit)
 	}
 	sums := headerChecksums(r.Header)
 	verifySHA := isHexSHA256(a.payloadHash)
 	if !verifySHA && len(sums) == 0 {
 		if r.ContentLength != 0 {
-			r.Body = http.MaxBytesReader(w, r.Body, MaxObjectSize)
+			r.Body = http.MaxBytesReader(w, r.Body, limit)
 		}
 		return noop, nil
 	}
@@ -125,14 +134,14 @@ func (s *Server) prepareBody(w http.ResponseWriter, r *http.Request, a *authInfo
 	for _, c := range sums {
 		writers = append(writers, c.hash)
 	}
-	n, err := io.Copy(io.MultiWriter(writers...), io.LimitReader(r.Body, MaxObjectSize+1))
+	n, err := io.Copy(io.MultiWriter(writers...), io.LimitReader(r.Body, limit+1))
 	if err != nil {
 		sp.close()
 		return noop, bodyReadError(err)
 	}
-	if n > MaxObjectSize {
+	if n > limit {
 		sp.close()
-		return noop, entityTooLarge()
+		return noop, entityTooLarge(limit)
 	}
 	if verifySHA && hex.EncodeToString(sha.Sum(nil)) != a.payloadHash {
 		sp.close()
@@ -174,8 +183,8 @@ func (s *Server) decodeChunked(r *http.Request, a *authInfo) (cleanup func(), e 
 	if err != nil || decodedLen < 0 {
 		return noop, newError(http.StatusBadRequest, codeInvalidArgument, "Invalid x-amz-decoded-content-length %q", declStr)
 	}
-	if decodedLen > MaxObjectSize {
-		return noop, entityTooLarge()
+	if limit := bodyLimit(r); decodedLen > limit {
+		return noop, entityTooLarge(limit)
 	}
 
 	declared := map[string]bool{}
@@ -397,9 +406,19 @@ func removeContentEncoding(h http.Header, coding string) {
 	h.Set("Content-Encoding", strings.Join(keep, ","))
 }
 
-func entityTooLarge() *s3Error {
+func entityTooLarge(limit int64) *s3Error {
 	return newError(http.StatusBadRequest, codeEntityTooLarge,
-		"Your proposed upload exceeds the maximum allowed size of %d bytes.", MaxObjectSize)
+		"Your proposed upload exceeds the maximum allowed size of %d bytes.", limit)
+}
+
+// bodyLimit is the largest payload r may carry: a part of a multipart
+// upload (held in memory) MaxPartSize, anything else MaxObjectSize.
+func bodyLimit(r *http.Request) int64 {
+	q := r.URL.Query()
+	if r.Method == http.MethodPut && q.Has("uploadId") && q.Has("partNumber") {
+		return MaxPartSize
+	}
+	return MaxObjectSize
 }
 
 func internalError(err error) *s3Error {

@@ -269,6 +269,20 @@ func TestHeaderAuthEdgeCases(t *testing.T) {
 			t.Fatalf("status %d: %s", rec.status, rec.body)
 		}
 	})
+	t.Run("part too large", func(t *testing.T) {
+		// A part of a multipart upload (held in memory) is capped lower.
+		req, _ := http.NewRequest(http.MethodPut, url+"?partNumber=1&uploadId=u", strings.NewReader("x"))
+		req.ContentLength = MaxPartSize + 1
+		req.Header.Set("X-Amz-Content-Sha256", payloadUnsigned)
+		signRequest(t, req, payloadUnsigned, time.Now())
+		req.Header.Set("Content-Length", strconv.FormatInt(req.ContentLength, 10))
+		req.RequestURI = req.URL.RequestURI()
+		rec := &responseRecorder{header: http.Header{}}
+		env.srv.ServeHTTP(rec, req)
+		if rec.status != http.StatusBadRequest || !bytes.Contains(rec.body, []byte(codeEntityTooLarge)) {
+			t.Fatalf("status %d: %s", rec.status, rec.body)
+		}
+	})
 }
 
 func TestUnsignedTrailerChecksum(t *testing.T) {

@@ -36,12 +36,23 @@ import (
 // cursor on, and stops at the first hour that completes the page: its cost
 // grows with the page and the window, never with the rest of the history.
 // Lines older than the retention are dropped on write and deleted in the
-// background, as CloudWatch's retention does.
+// background, as CloudWatch's retention does. Each bot's (or integration's)
+// files are also capped in total size: past the cap, its oldest hour files
+// are deleted (see LocalOptions.MaxSourceBytes), so that a chatty bot cannot
+// fill the disk within the retention.
 type Local struct {
 	dir       string
 	retention time.Duration
+	maxSource int64
 	now       func() time.Time
 	log       *slog.Logger
+
+	// sizes are the bytes stored per source directory, as far as this
+	// process knows (read from disk at the source's first write, then
+	// counted); trimming recounts from disk. capMu guards them.
+	capMu  sync.Mutex
+	sizes  map[string]int64
+	warned map[string]bool // hour files whose dropped lines were logged
 
 	mu    sync.Mutex
 	files map[string]*segment // open hour files by path
@@ -67,10 +78,19 @@ var _ platform.LogStore = (*Local)(nil)
 type LocalOptions struct {
 	// Retention is how long lines are kept (default 30 days).
 	Retention time.Duration
+	// MaxSourceBytes caps the files of one bot or integration (default
+	// DefaultMaxSourceBytes): past it, the oldest hour files are deleted
+	// down to three quarters of it, and while the current hour's file alone
+	// exceeds it, further lines of that hour are dropped.
+	MaxSourceBytes int64
 	// Now is the clock (default time.Now).
 	Now    func() time.Time
 	Logger *slog.Logger
 }
+
+// DefaultMaxSourceBytes is the default cap of one bot's (or integration's)
+// log files.
+const DefaultMaxSourceBytes = 64 << 20
 
 // maxOpenFiles caps the hour files kept open between writes.
 const maxOpenFiles = 64
@@ -85,6 +105,9 @@ func OpenLocal(dir string, o LocalOptions) (*Local, error) {
 	if o.Retention <= 0 {
 		o.Retention = 30 * 24 * time.Hour
 	}
+	if o.MaxSourceBytes <= 0 {
+		o.MaxSourceBytes = DefaultMaxSourceBytes
+	}
 	if o.Now == nil {
 		o.Now = time.Now
 	}
@@ -97,8 +120,8 @@ func OpenLocal(dir string, o LocalOptions) (*Local, error) {
 		}
 	}
 	s := &Local{
-		dir: dir, retention: o.Retention, now: o.Now, log: o.Logger,
-		files: map[string]*segment{}, stop: make(chan struct{}), done: make(chan struct{}),
+		dir: dir, retention: o.Retention, maxSource: o.MaxSourceBytes, now: o.Now, log: o.Logger,
+		sizes: map[string]int64{}, warned: map[string]bool{}, files: map[string]*segment{}, stop: make(chan struct{}), done: make(chan struct{}),
 	}
 	go s.sweep()
 	return s, nil
@@ -193,11 +216,127 @@ func (s *Local) Write(ctx context.Context, lines ...platform.LogLine) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
+		if !s.reserve(p, int64(byFile[p].Len())) {
+			continue // this hour alone is over the source's cap
+		}
 		if err := s.appendTo(p, byFile[p].Bytes()); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// sourceDir is the directory of the source of an hour file.
+func sourceDir(hourFile string) string { return filepath.Dir(filepath.Dir(hourFile)) }
+
+// reserve counts n more bytes for the hour file at path against its
+// source's cap, trimming the source's oldest files when over it. It
+// reports false when the file at path alone would exceed the cap: its
+// lines are then dropped.
+func (s *Local) reserve(path string, n int64) bool {
+	src := sourceDir(path)
+	s.capMu.Lock()
+	defer s.capMu.Unlock()
+	size, known := s.sizes[src]
+	if !known {
+		size = dirSize(src)
+	}
+	if size+n <= s.maxSource {
+		s.sizes[src] = size + n
+		return true
+	}
+	size = s.trimLocked(src, path, s.maxSource*3/4-n)
+	if size+n > s.maxSource {
+		// What is left is the file at path alone (or files that could
+		// not be deleted).
+		s.sizes[src] = size
+		if s.warned[path] {
+			return false
+		}
+		s.warned[path] = true
+		s.log.Warn("log lines dropped: one hour of this source exceeds its cap", "file", path, "capBytes", s.maxSource)
+		return false
+	}
+	s.sizes[src] = size + n
+	return true
+}
+
+// trimLocked deletes the oldest hour files of the source directory src,
+// but never keep (the file being written), until the source holds at most
+// target bytes, and returns what it holds then. capMu is held.
+func (s *Local) trimLocked(src, keep string, target int64) int64 {
+	type file struct {
+		path string
+		size int64
+	}
+	var files []file // oldest first
+	var total int64
+	days, _ := os.ReadDir(src)
+	for _, d := range days { // ReadDir sorts: yyyymmdd, oldest first
+		hours, _ := hourFiles(filepath.Join(src, d.Name()))
+		for i := len(hours) - 1; i >= 0; i-- { // hourFiles is newest first
+			if st, err := os.Stat(hours[i].path); err == nil {
+				files = append(files, file{hours[i].path, st.Size()})
+				total += st.Size()
+			}
+		}
+	}
+	for _, f := range files {
+		if total <= target {
+			break
+		}
+		if f.path == keep {
+			continue
+		}
+		if err := s.removeHourFile(f.path); err != nil {
+			s.log.Warn("log cap: could not delete", "file", f.path, "err", err)
+			continue
+		}
+		total -= f.size
+	}
+	return total
+}
+
+// removeHourFile deletes an hour file, closing it first if open. s.mu is
+// held throughout, so no writer reopens the file before it is gone (writers
+// never wait for s.mu while holding a segment's lock).
+func (s *Local) removeHourFile(path string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if seg := s.files[path]; seg != nil {
+		seg.mu.Lock()
+		if seg.f != nil {
+			_ = seg.f.Close()
+			seg.f = nil
+		}
+		seg.dead = true
+		seg.mu.Unlock()
+		delete(s.files, path)
+	}
+	err := os.Remove(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err == nil {
+		syncDir(filepath.Dir(path))
+		// An emptied day directory goes too (a non-empty one stays).
+		_ = os.Remove(filepath.Dir(path))
+	}
+	return err
+}
+
+// dirSize is the total size of the files under dir.
+func dirSize(dir string) int64 {
+	var n int64
+	_ = filepath.WalkDir(dir, func(_ string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			if info, err := d.Info(); err == nil {
+				n += info.Size()
+			}
+		}
+		return nil
+	})
+	return n
 }
 
 // appendTo appends data to the file at path and fsyncs it.
@@ -488,6 +627,11 @@ func (s *Local) sweep() {
 }
 
 func (s *Local) prune() {
+	// Sizes are recounted from disk at each source's next write.
+	s.capMu.Lock()
+	clear(s.sizes)
+	clear(s.warned)
+	s.capMu.Unlock()
 	cutoff := s.now().UTC().Add(-s.retention).Truncate(24 * time.Hour).Format("20060102")
 	for _, k := range []platform.LogKind{platform.LogBot, platform.LogIntegration} {
 		kd := filepath.Join(s.dir, kindDir(k))

@@ -364,3 +364,64 @@ func TestKill9(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestLocalSizeCap: a source's files stay under its cap however much it
+// logs: past it the oldest hours are deleted (their lines no longer
+// answered), the newest kept; while one hour alone is over the cap its
+// further lines are dropped. Other sources are not touched.
+func TestLocalSizeCap(t *testing.T) {
+	dir := t.TempDir()
+	now := time.Now().UTC().Truncate(time.Hour).Add(30 * time.Minute)
+	const capBytes = 32 << 10
+	s, err := OpenLocal(dir, LocalOptions{Now: func() time.Time { return now }, MaxSourceBytes: capBytes})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	other := platform.LogSource{Kind: platform.LogBot, ID: "bot_01JOTHERBOTOTHERBOTOTHERBO"}
+	if err := s.Write(context.Background(), platform.LogLine{Source: other, Time: now.Add(-48 * time.Hour), Message: "other bot"}); err != nil {
+		t.Fatal(err)
+	}
+	// 48 hours of lines, oldest first, 200 lines an hour: ~1 MiB in all.
+	msg := strings.Repeat("x", 40)
+	for h := 47; h >= 0; h-- {
+		var batch []platform.LogLine
+		for i := 0; i < 200; i++ {
+			batch = append(batch, platform.LogLine{Source: botSrc, Time: now.Add(-time.Duration(h)*time.Hour + time.Duration(i)*time.Second), Message: fmt.Sprintf("h%02d %s", h, msg)})
+		}
+		if err := s.Write(context.Background(), batch...); err != nil {
+			t.Fatal(err)
+		}
+		if n := dirSize(filepath.Join(dir, "bots", testBot)); n > capBytes {
+			t.Fatalf("after hour -%d: %d bytes stored, cap %d", h, n, capBytes)
+		}
+	}
+	q := platform.LogQuery{Source: botSrc, Start: now.Add(-72 * time.Hour), End: now.Add(time.Hour), Limit: 100}
+	got := all(t, s, q)
+	if len(got) == 0 || len(got) >= 48*200 {
+		t.Fatalf("%d lines kept of %d", len(got), 48*200)
+	}
+	if !strings.HasPrefix(got[0].Message, "h00 ") {
+		t.Fatalf("the newest lines were dropped: newest kept is %q", got[0].Message)
+	}
+	if strings.HasPrefix(got[len(got)-1].Message, "h47 ") {
+		t.Fatal("the oldest lines were kept")
+	}
+	// One hour alone over the cap: its further lines are dropped, the
+	// store stays under the cap.
+	for i := 0; i < 20; i++ {
+		var batch []platform.LogLine
+		for j := 0; j < 200; j++ {
+			batch = append(batch, platform.LogLine{Source: botSrc, Time: now.Add(time.Duration(j) * time.Millisecond), Message: msg})
+		}
+		if err := s.Write(context.Background(), batch...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := dirSize(filepath.Join(dir, "bots", testBot)); n > capBytes {
+		t.Fatalf("%d bytes stored, cap %d", n, capBytes)
+	}
+	if o := all(t, s, platform.LogQuery{Source: other, Start: now.Add(-72 * time.Hour), End: now, Limit: 10}); len(o) != 1 {
+		t.Fatalf("another bot's lines: %v", o)
+	}
+}

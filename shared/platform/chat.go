@@ -1,6 +1,9 @@
 package platform
 
-import "encoding/json"
+import (
+	"encoding/json"
+	"time"
+)
 
 // Id prefixes of the Chat API's records (prefix + ULID: 30 to 32 characters,
 // within the reference's 28..36).
@@ -83,6 +86,25 @@ type Event struct {
 	WorkflowID   string `json:"-"`
 	ScheduledFor string `json:"-"`
 }
+
+// EventRetention is how long an event is kept after it was created, or
+// after the time it is scheduled for when that is later: recurring events
+// create one per firing, and none may accumulate for good. DynamoDB's TTL
+// deletes expired events; until then (and locally, where nothing deletes
+// them) reads treat them as gone.
+const EventRetention = 30 * 24 * time.Hour
+
+// ExpiresAt is when the event stops being kept (see EventRetention).
+func (e Event) ExpiresAt() time.Time {
+	at, _ := time.Parse(time.RFC3339Nano, e.CreatedAt)
+	if s, err := time.Parse(time.RFC3339Nano, e.ScheduledFor); err == nil && s.After(at) {
+		at = s
+	}
+	return at.Add(EventRetention)
+}
+
+// Expired reports whether the event is past its retention at now.
+func (e Event) Expired(now time.Time) bool { return !now.Before(e.ExpiresAt()) }
 
 // StateType is what a state is attached to.
 type StateType string

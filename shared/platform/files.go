@@ -8,6 +8,11 @@ import (
 	"time"
 )
 
+// MaxObjectSize is the largest file content, in bytes: S3's limit for one
+// PUT (5 GiB). upsertFile refuses a larger size and the embedded S3 a larger
+// PUT, so what one accepts the other stores (streamed, never in memory).
+const MaxObjectSize = 5 << 30
+
 // FileStorage holds file contents: S3 in AWS, the embedded S3 locally
 // (shared/s3store implements it over the AWS SDK for both). It is what the
 // Files API needs from an object store and nothing more. Keys are object

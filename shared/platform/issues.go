@@ -81,6 +81,17 @@ type IssueRecorder interface {
 	RecordBotFailure(ctx context.Context, botID string, f BotFailure) (BotIssue, error)
 }
 
+// IssueEventRetention is how long an issue event is kept after it was
+// recorded (DynamoDB's TTL deletes it; reads treat an older one as gone).
+// An issue keeps at most MaxIssueEvents of its latest events anyway.
+const IssueEventRetention = 90 * 24 * time.Hour
+
+// Expired reports whether the issue event is past its retention at now.
+func (e BotIssueEvent) Expired(now time.Time) bool {
+	at, err := time.Parse(time.RFC3339Nano, e.CreatedAt)
+	return err == nil && !now.Before(at.Add(IssueEventRetention))
+}
+
 // MaxIssueEvents is how many of its latest events an issue keeps (and
 // listBotIssueEvents answers); eventsCount counts them all.
 const MaxIssueEvents = 100

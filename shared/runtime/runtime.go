@@ -160,9 +160,16 @@ func AreaHandler(ctx context.Context, area httpapi.Area) (http.Handler, error) {
 	}
 	store := dynamo.New(DynamoClient(cfg, env, nil), env.Table)
 	logs := Logs(cfg, env)
+	// The sweeper (deleteBot's data) deletes file contents only where the
+	// function is told its bucket (the admin function is not: a deleted
+	// bot's contents stay, see docs/data-model.md).
+	sweeper := &dynamo.Sweeper{Store: store}
+	if os.Getenv("PLATFORM_BUCKET") != "" {
+		sweeper.Objects = FileStorage(cfg, env)
+	}
 	api := httpapi.New(httpapi.Config{Store: store, PagingKey: key, Scheduler: Scheduler(cfg, env), Files: FileStorage(cfg, env),
 		TableFiles: &files.TableFiles{Store: store, Objects: FileStorage(cfg, env)},
-		Logs:       logs, OnDelivery: logstore.Observer(logs, store, nil), Logger: slog.Default()}, area)
+		Logs:       logs, OnDelivery: logstore.Observer(logs, store, nil), Logger: slog.Default(), Sweeper: sweeper}, area)
 	return httpapi.RequestLog(slog.Default(), httpapi.CORS(origins, api)), nil
 }
 

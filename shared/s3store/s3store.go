@@ -71,6 +71,32 @@ func (s *Store) PresignPut(ctx context.Context, key, contentType string, size in
 	return req.URL, nil
 }
 
+// EnsureBucket creates the bucket when it is missing (the local platform
+// over an external S3 such as MinIO or moto; in AWS the stack creates it).
+// region is the bucket's region ("" or us-east-1: no location constraint).
+func (s *Store) EnsureBucket(ctx context.Context, region string) error {
+	_, err := s.client.HeadBucket(ctx, &s3.HeadBucketInput{Bucket: &s.bucket})
+	if err == nil {
+		return nil
+	}
+	var nf *types.NotFound
+	var nb *types.NoSuchBucket
+	var re *smithyhttp.ResponseError
+	if !errors.As(err, &nf) && !errors.As(err, &nb) && !(errors.As(err, &re) && re.HTTPStatusCode() == http.StatusNotFound) {
+		return fmt.Errorf("s3 head bucket %s: %w", s.bucket, err)
+	}
+	in := &s3.CreateBucketInput{Bucket: &s.bucket}
+	if region != "" && region != "us-east-1" {
+		in.CreateBucketConfiguration = &types.CreateBucketConfiguration{LocationConstraint: types.BucketLocationConstraint(region)}
+	}
+	_, err = s.client.CreateBucket(ctx, in)
+	var owned *types.BucketAlreadyOwnedByYou
+	if err != nil && !errors.As(err, &owned) {
+		return fmt.Errorf("s3 create bucket %s: %w", s.bucket, err)
+	}
+	return nil
+}
+
 // Open streams an object. S3 enforces If-Match; the ETag of the answer is
 // checked as well, for stores that ignore it.
 func (s *Store) Open(ctx context.Context, key, etag string) (io.ReadCloser, platform.ObjectInfo, error) {

@@ -263,6 +263,18 @@ func (c Cron) Robfig() string {
 	return strings.Join([]string{sec, fs[0], fs[1], fs[2], fs[3], dow}, " ")
 }
 
+// CheckFrequency refuses an expression that may fire more than once a
+// minute: a seconds field with more than one value. EventBridge Scheduler
+// cannot fire more often, and the local scheduler keeps to the same rule so
+// that a bot cannot make the platform write events, issue events and logs
+// every second (the local scheduler's AllowSubMinute lifts it for tests).
+func (c Cron) CheckFrequency() error {
+	if c.HasSeconds && bits.OnesCount64(c.Second) != 1 {
+		return platform.Invalid("cron %q: a recurring event fires at most once a minute: the seconds field must be one value, e.g. 0", strings.Join(c.fields, " "))
+	}
+	return nil
+}
+
 // ToEventBridge translates a cron expression into EventBridge's form.
 func ToEventBridge(expr string) (string, error) {
 	c, err := ParseCron(expr)

@@ -22,8 +22,9 @@ import (
 type Fire func(ctx context.Context, input json.RawMessage) error
 
 // Local is platform.Scheduler in-process, for the local platform: schedules
-// run on robfig/cron with second precision (a six-field expression with
-// seconds is accepted, unlike EventBridge) and call fire, the same code the
+// run on robfig/cron (a six-field expression with one value of seconds is
+// accepted, unlike EventBridge; like EventBridge, nothing fires more than
+// once a minute unless AllowSubMinute) and call fire, the same code the
 // scheduler function runs in Lambda. Schedules are kept durably in a JSON
 // file, as EventBridge keeps them, so they survive a restart.
 type Local struct {
@@ -40,7 +41,16 @@ type Local struct {
 	cron    *cron.Cron
 	entries map[string]localEntry
 	closed  bool
+	// subMinute lets schedules fire more than once a minute (tests).
+	subMinute bool
 }
+
+// LocalOption configures OpenLocal.
+type LocalOption func(*Local)
+
+// WithSubMinute lets schedules fire up to every second, saved ones
+// included: for tests only (see AllowSubMinute).
+func WithSubMinute() LocalOption { return func(l *Local) { l.subMinute = true } }
 
 type localEntry struct {
 	Schedule platform.Schedule `json:"schedule"`
@@ -53,7 +63,9 @@ var parser = cron.NewParser(cron.Second | cron.Minute | cron.Hour | cron.Dom | c
 
 // OpenLocal loads the schedules kept in path (created when missing) and
 // starts running them. Each firing gets timeout to complete.
-func OpenLocal(path string, fire Fire, log *slog.Logger, timeout time.Duration) (*Local, error) {
+// A saved schedule firing more than once a minute (written by an older
+// version) is dropped, loudly.
+func OpenLocal(path string, fire Fire, log *slog.Logger, timeout time.Duration, opts ...LocalOption) (*Local, error) {
 	if log == nil {
 		log = slog.Default()
 	}
@@ -64,6 +76,9 @@ func OpenLocal(path string, fire Fire, log *slog.Logger, timeout time.Duration) 
 		path: path, fire: fire, log: log, timeout: timeout,
 		cron:    cron.New(cron.WithParser(parser), cron.WithLocation(time.UTC)),
 		entries: map[string]localEntry{},
+	}
+	for _, o := range opts {
+		o(l)
 	}
 	l.base, l.cancel = context.WithCancel(context.Background())
 	var saved []localEntry
@@ -105,9 +120,35 @@ func (l *Local) Close() error {
 	return nil
 }
 
-// CheckCron accepts five fields, six with seconds, and the descriptors.
-func (l *Local) CheckCron(expr string) error {
+// AllowSubMinute lets schedules made from now on fire up to every second.
+// Tests use it to see firings within seconds; the platform never does.
+func (l *Local) AllowSubMinute() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.subMinute = true
+}
+
+// parse parses a cron expression and applies the frequency rule; l.mu is
+// held or l is not shared yet.
+func (l *Local) parse(expr string) (Cron, error) {
 	c, err := ParseCron(expr)
+	if err != nil {
+		return c, err
+	}
+	if !l.subMinute {
+		if err := c.CheckFrequency(); err != nil {
+			return c, err
+		}
+	}
+	return c, nil
+}
+
+// CheckCron accepts five fields, six with one value of seconds (any
+// seconds with AllowSubMinute), and the descriptors.
+func (l *Local) CheckCron(expr string) error {
+	l.mu.Lock()
+	c, err := l.parse(expr)
+	l.mu.Unlock()
 	if err != nil {
 		return err
 	}
@@ -120,7 +161,7 @@ func (l *Local) CheckCron(expr string) error {
 // add registers a schedule with the cron runner; l.mu is held or l is not
 // shared yet.
 func (l *Local) add(s platform.Schedule) error {
-	c, err := ParseCron(s.Cron)
+	c, err := l.parse(s.Cron)
 	if err != nil {
 		return err
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -47,7 +48,7 @@ func TestLocalSchedulerFiresAndPersists(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "schedules.json")
 	f := &fired{ch: make(chan struct{}, 100)}
-	l, err := scheduler.OpenLocal(path, f.fire, nil, time.Second)
+	l, err := scheduler.OpenLocal(path, f.fire, nil, time.Second, scheduler.WithSubMinute())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,7 +81,7 @@ func TestLocalSchedulerFiresAndPersists(t *testing.T) {
 
 	// Reopened, the schedules are back and keep firing.
 	f2 := &fired{ch: make(chan struct{}, 100)}
-	l2, err := scheduler.OpenLocal(path, f2.fire, nil, time.Second)
+	l2, err := scheduler.OpenLocal(path, f2.fire, nil, time.Second, scheduler.WithSubMinute())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,5 +115,46 @@ func TestLocalSchedulerFiresAndPersists(t *testing.T) {
 	}
 	if err := l2.CheckCron("nope"); platform.TypeOf(err) != platform.ErrInvalidPayload {
 		t.Fatalf("bad cron: %v", err)
+	}
+}
+
+// TestLocalSchedulerAtMostOnceAMinute: without WithSubMinute the local
+// scheduler refuses what fires more than once a minute, as EventBridge
+// does, and drops such a schedule saved by an older version.
+func TestLocalSchedulerAtMostOnceAMinute(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "schedules.json")
+	f := &fired{ch: make(chan struct{}, 100)}
+	fast, err := scheduler.OpenLocal(path, f.fire, nil, time.Second, scheduler.WithSubMinute())
+	if err != nil {
+		t.Fatal(err)
+	}
+	every := platform.Schedule{Name: "b-1", Cron: "*/2 * * * * *", Input: platform.RecurringInput{BotID: "b", Event: "every"}}
+	if err := fast.CreateSchedule(context.Background(), every); err != nil {
+		t.Fatal(err)
+	}
+	fast.Close()
+
+	l, err := scheduler.OpenLocal(path, f.fire, nil, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	if got := l.Schedules(); len(got) != 0 {
+		t.Fatalf("a saved every-2-seconds schedule was kept: %+v", got)
+	}
+	for _, cron := range []string{"* * * * * *", "*/2 * * * * *", "0,30 * * * * *"} {
+		if err := l.CheckCron(cron); platform.TypeOf(err) != platform.ErrInvalidPayload || !strings.Contains(err.Error(), "at most once a minute") {
+			t.Errorf("CheckCron(%q): %v", cron, err)
+		}
+		s := every
+		s.Cron = cron
+		if err := l.CreateSchedule(context.Background(), s); platform.TypeOf(err) != platform.ErrInvalidPayload {
+			t.Errorf("CreateSchedule(%q): %v", cron, err)
+		}
+	}
+	for _, cron := range []string{"* * * * *", "15 * * * * *", "@daily"} {
+		if err := l.CheckCron(cron); err != nil {
+			t.Errorf("CheckCron(%q): %v", cron, err)
+		}
 	}
 }

@@ -4,18 +4,17 @@
 // updateBot({integrations}), their callbacks authenticated with the admin's
 // personal access token as under `bp dev`.
 //
-// Synchronous paths: registration, webhook ingress relayed both ways,
-// callAction to the integration and to the bot, bad input. The message
-// round trip (webhook -> bot -> reply -> channel) belongs to the
-// asynchronous delivery and goes here once it exists (lib/runtime.mjs has
-// the helpers).
+// Registration, webhook ingress relayed both ways, configureIntegration and
+// initializeIncomingMessage from the integration's handlers, the message
+// round trip (webhook -> integration -> bot -> reply -> integration's
+// channel -> ack), callAction to the integration and to the bot, bad input.
 import assert from 'node:assert/strict'
 import { after, before, describe, test } from 'node:test'
 import { expectValid } from '../lib/schema.mjs'
 import { Client, adminToken, apiUrl, expectApiError, newWorkspace } from '../lib/env.mjs'
 import { setupRuntime } from '../lib/runtime.mjs'
 
-describe('runtime with @botpress/sdk 7.2.4 (synchronous paths)', () => {
+describe('runtime with @botpress/sdk 7.2.4', () => {
   let rt, api, botApi
 
   before(async () => {
@@ -115,6 +114,21 @@ describe('runtime with @botpress/sdk 7.2.4 (synchronous paths)', () => {
     assert.deepEqual([again.user.id, again.conversation.id, again.message.id], [first.user.id, first.conversation.id, first.message.id])
     const { message } = await botApi.getMessage({ id: first.message.id })
     assert.equal(message.id, first.message.id)
+  })
+
+  test('that message reaches the bot, whose reply reaches the integration\'s channel (and is acknowledged)', async () => {
+    const got = await rt.botFixture.waitFor((c) => c.op === 'message_created' && c.message.payload.text === 'hello')
+    assert.equal(got.message.direction, 'incoming')
+    const sent = await rt.integrationFixture.waitFor((c) => c.op === 'message_created' && c.payload.text === 'echo: hello')
+    assert.equal(sent.conversation.id, got.message.conversationId)
+    assert.equal(sent.message.direction, 'outgoing')
+    // The integration's ack (updateMessage with the provider's id) is stored.
+    for (let i = 0; ; i++) {
+      const { message } = await botApi.getMessage({ id: sent.message.id })
+      if (message.tags.id === 'ext-' + sent.message.id || message.tags[`${rt.alias}:id`] === 'ext-' + sent.message.id) break
+      if (i > 100) assert.fail(`no ack on ${JSON.stringify(message)}`)
+      await new Promise((r) => setTimeout(r, 50))
+    }
   })
 
   test('callAction to the integration returns its output', async () => {

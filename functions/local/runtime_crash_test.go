@@ -1,0 +1,112 @@
+package main_test
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// TestDeliveryAcrossKill: a user's message is acknowledged while its bot
+// answers 503 (so its event waits for a retry); the real binary is killed
+// with SIGKILL; after the restart the event is delivered, with the same
+// event id, and ends processed.
+func TestDeliveryAcrossKill(t *testing.T) {
+	var up atomic.Bool
+	var mu sync.Mutex
+	var seen []string // event ids, in order of attempts
+	var okIDs []string
+	bot := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var body struct {
+			Event struct {
+				ID string `json:"id"`
+			} `json:"event"`
+		}
+		b, _ := io.ReadAll(r.Body)
+		_ = json.Unmarshal(b, &body)
+		mu.Lock()
+		seen = append(seen, body.Event.ID)
+		if up.Load() {
+			okIDs = append(okIDs, body.Event.ID)
+		}
+		mu.Unlock()
+		if !up.Load() {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			return
+		}
+		_, _ = io.WriteString(w, "{}")
+	}))
+	defer bot.Close()
+
+	bin := buildBinary(t)
+	dir := t.TempDir()
+	s := start(t, bin, dir)
+	tok := adminToken(t, dir)
+	st, w := s.call("POST", "/v1/admin/workspaces", tok, "", map[string]any{"name": "rt"})
+	if st != 200 {
+		t.Fatalf("createWorkspace: %d %v", st, w)
+	}
+	st, b := s.call("POST", "/v1/admin/bots", tok, w["id"].(string), map[string]any{"name": "rt", "dev": true, "url": bot.URL})
+	if st != 200 {
+		t.Fatalf("createBot: %d %v", st, b)
+	}
+	hdr := map[string]string{"x-bot-id": b["bot"].(map[string]any)["id"].(string)}
+	_, c := try(s.url, "POST", "/v1/chat/conversations", tok, hdr, map[string]any{"channel": "web", "tags": map[string]string{}})
+	_, u := try(s.url, "POST", "/v1/chat/users", tok, hdr, map[string]any{"tags": map[string]string{}})
+	st, m := try(s.url, "POST", "/v1/chat/messages", tok, hdr, map[string]any{
+		"conversationId": c["conversation"].(map[string]any)["id"], "userId": u["user"].(map[string]any)["id"],
+		"type": "text", "payload": map[string]any{"text": "hi"}, "tags": map[string]string{}})
+	if st != 201 {
+		t.Fatalf("createMessage: %d %v", st, m)
+	}
+	msgID := m["message"].(map[string]any)["id"].(string)
+	// The first attempt is refused with 503: the event waits for a retry.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		mu.Lock()
+		n := len(seen)
+		mu.Unlock()
+		if n > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no delivery attempt within 10 s")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	s.stop(syscall.SIGKILL)
+	mu.Lock()
+	first := seen[0]
+	mu.Unlock()
+
+	up.Store(true)
+	s = start(t, bin, dir)
+	var status string
+	for deadline := time.Now().Add(20 * time.Second); ; {
+		_, e := try(s.url, "GET", "/v1/chat/events/"+first, tok, hdr, nil)
+		if ev, ok := e["event"].(map[string]any); ok {
+			status, _ = ev["status"].(string)
+			if ev["messageId"] != msgID {
+				t.Fatalf("event %s is not the message's: %v", first, ev)
+			}
+		}
+		if status == "processed" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("event %s is %q 20 s after the restart", first, status)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(okIDs) != 1 || okIDs[0] != first {
+		t.Fatalf("delivered after the restart: %v, want the same event %s once", okIDs, first)
+	}
+	s.stop(syscall.SIGINT)
+}

@@ -1,0 +1,418 @@
+// Package dispatch delivers what the outbox holds (docs/runtime.md): events
+// to bots (event_received: message_created for incoming messages, the
+// bot's own events, scheduled ones when due) and the bot's messages to the
+// integration of their conversation (message_created).
+//
+// It knows nothing of where it runs: the local platform runs it in a
+// goroutine woken after each commit that queued a delivery; on AWS a
+// Lambda runs RunOnce when the table's stream shows a new outbox entry,
+// and on a schedule for retries and scheduled events.
+//
+// Rules:
+//   - 2xx: delivered; the event becomes processed.
+//   - 4xx: the receiver refused it for good (the SDK answers 400 to what
+//     it cannot handle); the event becomes failed with the reason.
+//   - 5xx, no answer, no connection: retried with exponential backoff
+//     (MaxAttempts in all), then failed with the last reason.
+//   - Deliveries of one conversation go out one at a time, in the order
+//     they were written; a retry holds back the conversation's later ones.
+//   - At least once: an entry leaves the outbox only after its outcome is
+//     recorded, so a crash in between delivers it again, with the same
+//     event id.
+package dispatch
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/botforge/platform/shared/delivery"
+	"github.com/botforge/platform/shared/platform"
+)
+
+// Store is what the dispatcher reads and records (dynamo.Store).
+type Store interface {
+	PendingDeliveries(ctx context.Context, limit int) ([]platform.Delivery, []int64, error)
+	LeaseDelivery(ctx context.Context, d platform.Delivery, now, until time.Time) (bool, error)
+	RetryDelivery(ctx context.Context, d platform.Delivery, due time.Time, why string) error
+	FinishDelivery(ctx context.Context, d platform.Delivery) error
+	SetEventStatus(ctx context.Context, bot, id, status string, failureReason *string) error
+
+	BotByID(ctx context.Context, id string) (platform.Bot, error)
+	IntegrationByID(ctx context.Context, id string) (platform.Integration, error)
+	GetEvent(ctx context.Context, bot, id string) (platform.Event, error)
+	GetMessage(ctx context.Context, bot, id string) (platform.Message, error)
+	GetUser(ctx context.Context, bot, id string) (platform.User, error)
+	GetConversation(ctx context.Context, bot, id string) (platform.Conversation, error)
+}
+
+// Defaults of a Dispatcher.
+const (
+	MaxAttempts = 5
+	FirstRetry  = time.Second
+	// batch is how many outbox entries one pass reads.
+	batch = 200
+	// workers bounds the conversations delivered to in parallel.
+	workers = 16
+)
+
+// Dispatcher delivers the outbox.
+type Dispatcher struct {
+	Store  Store
+	Client *http.Client // nil: delivery.Client(false)
+	// WebhookBase is the public base of webhook URLs (".../webhooks").
+	WebhookBase string
+	Observer    delivery.Observer // nil: none
+	Log         *slog.Logger
+	// MaxAttempts and FirstRetry override the defaults.
+	MaxAttempts int
+	FirstRetry  time.Duration
+	Now         func() time.Time
+
+	wake chan struct{}
+	once sync.Once
+	mu   sync.Mutex // guards MaxAttempts and FirstRetry once running
+}
+
+// SetRetry changes the retry policy of a running dispatcher (tests).
+func (d *Dispatcher) SetRetry(first time.Duration, attempts int) {
+	d.init()
+	d.mu.Lock()
+	d.FirstRetry, d.MaxAttempts = first, attempts
+	d.mu.Unlock()
+}
+
+func (d *Dispatcher) retryPolicy() (time.Duration, int) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.FirstRetry, d.MaxAttempts
+}
+
+func (d *Dispatcher) init() {
+	d.once.Do(func() {
+		d.wake = make(chan struct{}, 1)
+		if d.Log == nil {
+			d.Log = slog.Default()
+		}
+		if d.Client == nil {
+			d.Client = delivery.Client(false)
+		}
+		if d.MaxAttempts == 0 {
+			d.MaxAttempts = MaxAttempts
+		}
+		if d.FirstRetry == 0 {
+			d.FirstRetry = FirstRetry
+		}
+		if d.Now == nil {
+			d.Now = time.Now
+		}
+	})
+}
+
+// Wake asks a running dispatcher for a pass now (it never blocks).
+func (d *Dispatcher) Wake() {
+	d.init()
+	select {
+	case d.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Run delivers until ctx ends: a pass when woken, and at least every
+// interval (for retries and scheduled events). What was pending at start
+// is delivered first.
+func (d *Dispatcher) Run(ctx context.Context, interval time.Duration) {
+	d.init()
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		for {
+			n, err := d.RunOnce(ctx)
+			if err != nil && ctx.Err() == nil {
+				d.Log.Error("dispatch: a pass failed", "err", err)
+			}
+			if n == 0 || err != nil {
+				break // nothing more due now
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-d.wake:
+		case <-t.C:
+		}
+	}
+}
+
+// RunOnce makes one pass over the head of the outbox and returns how many
+// deliveries it finished.
+func (d *Dispatcher) RunOnce(ctx context.Context) (int, error) {
+	d.init()
+	ds, leases, err := d.Store.PendingDeliveries(ctx, batch)
+	if err != nil {
+		return 0, err
+	}
+	now := d.Now()
+	// One queue per conversation, in outbox order; a conversation whose
+	// first entry is not due (or leased elsewhere) waits whole.
+	var order []string
+	queues := map[string][]platform.Delivery{}
+	blocked := map[string]bool{}
+	for i, dl := range ds {
+		q := dl.ConversationID
+		if q == "" {
+			q = dl.ID // no conversation: no order to keep
+		}
+		if blocked[q] {
+			continue
+		}
+		due, _ := time.Parse(platform.TimeFormat, dl.DueAt)
+		if due.After(now) || leases[i] > now.UnixMilli() {
+			blocked[q] = true
+			continue
+		}
+		if _, ok := queues[q]; !ok {
+			order = append(order, q)
+		}
+		queues[q] = append(queues[q], dl)
+	}
+	var (
+		wg   sync.WaitGroup
+		mu   sync.Mutex
+		done int
+		sem  = make(chan struct{}, workers)
+	)
+	for _, q := range order {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func(list []platform.Delivery) {
+			defer wg.Done()
+			defer func() { <-sem }()
+			for _, dl := range list {
+				finished, err := d.deliver(ctx, dl)
+				if err != nil {
+					d.Log.Error("dispatch: recording a delivery failed", "delivery", dl.ID, "err", err)
+				}
+				if !finished {
+					return // retried later: the conversation's next ones wait
+				}
+				mu.Lock()
+				done++
+				mu.Unlock()
+			}
+		}(queues[q])
+	}
+	wg.Wait()
+	return done, nil
+}
+
+// outcome is how one attempt ended.
+type outcome struct {
+	ok    bool   // delivered
+	final bool   // refused for good (no retry)
+	why   string // failure reason
+	skip  bool   // nothing to deliver (canceled event, no integration)
+}
+
+// deliver makes one attempt at dl and records its outcome; finished is
+// false when it was put back for a retry (or is leased elsewhere).
+func (d *Dispatcher) deliver(ctx context.Context, dl platform.Delivery) (finished bool, err error) {
+	now := d.Now()
+	ok, err := d.Store.LeaseDelivery(ctx, dl, now, now.Add(delivery.MaxBotTimeout+time.Minute))
+	if err != nil || !ok {
+		return false, err
+	}
+	var out outcome
+	switch dl.Kind {
+	case platform.DeliverEvent:
+		out = d.sendEvent(ctx, dl)
+	case platform.DeliverOutgoing:
+		out = d.sendOutgoing(ctx, dl)
+	default:
+		out = outcome{final: true, why: fmt.Sprintf("unknown delivery kind %q", dl.Kind)}
+	}
+	first, attempts := d.retryPolicy()
+	if !out.ok && !out.final && !out.skip && dl.Attempts+1 < attempts {
+		backoff := first << dl.Attempts
+		return false, d.Store.RetryDelivery(ctx, dl, d.Now().Add(backoff), out.why)
+	}
+	if dl.EventID != "" && !out.skip {
+		status, reason := platform.EventProcessed, (*string)(nil)
+		if !out.ok {
+			status, reason = platform.EventFailed, &out.why
+		}
+		if err := d.Store.SetEventStatus(ctx, dl.BotID, dl.EventID, status, reason); err != nil && platform.TypeOf(err) != platform.ErrResourceNotFound {
+			return false, err
+		}
+	}
+	return true, d.Store.FinishDelivery(ctx, dl)
+}
+
+// gone reports a record that no longer exists: nothing to deliver.
+func gone(err error) bool { return platform.TypeOf(err) == platform.ErrResourceNotFound }
+
+// skipped is the outcome of a delivery whose subject is gone.
+var skipped = outcome{skip: true}
+
+// failed maps the error of a read: nil for none, ifGone when the record is
+// gone, a transient failure otherwise.
+func failed(err error, ifGone outcome) *outcome {
+	switch {
+	case err == nil:
+		return nil
+	case gone(err):
+		return &ifGone
+	}
+	return &outcome{why: err.Error()}
+}
+
+// sendEvent delivers an event to its bot.
+func (d *Dispatcher) sendEvent(ctx context.Context, dl platform.Delivery) outcome {
+	ev, err := d.Store.GetEvent(ctx, dl.BotID, dl.EventID)
+	if o := failed(err, skipped); o != nil {
+		return *o
+	}
+	if ev.Status == platform.EventCanceled {
+		return outcome{skip: true}
+	}
+	bot, err := d.Store.BotByID(ctx, dl.BotID)
+	if o := failed(err, skipped); o != nil {
+		return *o
+	}
+	ev.Status = platform.EventPending
+	if ev.Type == platform.EventMessageCreated {
+		payload, out := d.messagePayload(ctx, dl)
+		if out != nil {
+			return *out
+		}
+		ev.Payload = payload
+	}
+	req, err := delivery.BotRequest(bot, "event_received", ev.Type, map[string]any{"event": ev})
+	if err != nil {
+		return outcome{final: true, why: err.Error()}
+	}
+	res := delivery.Send(ctx, d.Client, req)
+	d.observe(ctx, delivery.Result{Kind: "event", BotID: bot.ID, WorkspaceID: bot.WorkspaceID, EventID: ev.ID, EventType: ev.Type, URL: bot.URL}, res)
+	return judge(res)
+}
+
+// messagePayload is the payload of a message_created event as the bot
+// reads it: the message, its author and its conversation, as they are now.
+func (d *Dispatcher) messagePayload(ctx context.Context, dl platform.Delivery) (json.RawMessage, *outcome) {
+	m, err := d.Store.GetMessage(ctx, dl.BotID, dl.MessageID)
+	if o := failed(err, outcome{final: true, why: "the message was deleted before it could be delivered"}); o != nil {
+		return nil, o
+	}
+	conv, err := d.Store.GetConversation(ctx, dl.BotID, m.ConversationID)
+	if o := failed(err, outcome{final: true, why: "the conversation was deleted before the message could be delivered"}); o != nil {
+		return nil, o
+	}
+	user, err := d.Store.GetUser(ctx, dl.BotID, m.UserID)
+	if o := failed(err, outcome{final: true, why: "the message's user was deleted before the message could be delivered"}); o != nil {
+		return nil, o
+	}
+	b, err := json.Marshal(map[string]any{"message": m, "user": user, "conversation": conv})
+	if err != nil {
+		return nil, &outcome{final: true, why: err.Error()}
+	}
+	return b, nil
+}
+
+// sendOutgoing delivers a bot's message to the integration of its
+// conversation (message_created); a conversation of no integration has
+// nowhere to send it.
+func (d *Dispatcher) sendOutgoing(ctx context.Context, dl platform.Delivery) outcome {
+	m, err := d.Store.GetMessage(ctx, dl.BotID, dl.MessageID)
+	if o := failed(err, skipped); o != nil {
+		return *o
+	}
+	conv, err := d.Store.GetConversation(ctx, dl.BotID, m.ConversationID)
+	if o := failed(err, skipped); o != nil {
+		return *o
+	}
+	if conv.Integration == "" {
+		return outcome{skip: true}
+	}
+	bot, err := d.Store.BotByID(ctx, dl.BotID)
+	if o := failed(err, skipped); o != nil {
+		return *o
+	}
+	inst, integ, err := d.installation(ctx, bot, conv.Integration)
+	if err != nil {
+		return outcome{why: err.Error()}
+	}
+	if integ == nil {
+		return outcome{final: true, why: fmt.Sprintf("the bot has no enabled integration %q for this conversation", conv.Integration)}
+	}
+	author := platform.User{ID: bot.ID, CreatedAt: bot.CreatedAt, UpdatedAt: bot.UpdatedAt, Tags: map[string]string{}}
+	call := delivery.IntegrationCall{
+		Operation: "message_created", URL: integ.URL, Secret: integ.SigningSecret,
+		BotID: bot.ID, Alias: inst.Alias, IntegrationID: integ.ID, WebhookID: inst.WebhookID,
+		ConfigurationType: inst.ConfigurationType, Configuration: inst.Configuration,
+		Body:    map[string]any{"type": m.Type, "payload": m.Payload, "conversation": conv, "user": author, "message": m},
+		Timeout: delivery.BotTimeout(platform.Bot{MaxExecutionTime: integ.MaxExecutionTime}),
+	}
+	if integ.URL == "" {
+		return outcome{final: true, why: "the integration has no url to call"}
+	}
+	req, err := call.Request()
+	if err != nil {
+		return outcome{final: true, why: err.Error()}
+	}
+	res := delivery.Send(ctx, d.Client, req)
+	d.observe(ctx, delivery.Result{Kind: "message_created", BotID: bot.ID, WorkspaceID: bot.WorkspaceID, IntegrationID: integ.ID, Name: inst.Alias, URL: integ.URL}, res)
+	return judge(res)
+}
+
+// installation finds the bot's enabled instance of the integration named
+// name (an alias, or the integration's name).
+func (d *Dispatcher) installation(ctx context.Context, bot platform.Bot, name string) (platform.IntegrationInstance, *platform.Integration, error) {
+	if in, ok := bot.Installs[name]; ok && in.Enabled {
+		integ, err := d.Store.IntegrationByID(ctx, in.IntegrationID)
+		if gone(err) {
+			return in, nil, nil
+		}
+		return in, &integ, err
+	}
+	for _, in := range bot.Installs {
+		if !in.Enabled {
+			continue
+		}
+		integ, err := d.Store.IntegrationByID(ctx, in.IntegrationID)
+		if gone(err) {
+			continue
+		}
+		if err != nil {
+			return in, nil, err
+		}
+		if integ.Name == name {
+			return in, &integ, nil
+		}
+	}
+	return platform.IntegrationInstance{}, nil, nil
+}
+
+// judge maps an answer to the SDK's meaning: 2xx done, 4xx refused for
+// good, anything else transient.
+func judge(res delivery.Response) outcome {
+	switch {
+	case res.Outcome == delivery.Delivered:
+		return outcome{ok: true}
+	case res.StatusCode >= 400 && res.StatusCode < 500:
+		return outcome{final: true, why: res.Err}
+	default:
+		return outcome{why: res.Err}
+	}
+}
+
+func (d *Dispatcher) observe(ctx context.Context, r delivery.Result, res delivery.Response) {
+	if d.Observer == nil {
+		return
+	}
+	r.Outcome, r.StatusCode, r.Error, r.At, r.Duration = res.Outcome, res.StatusCode, res.Err, d.Now(), res.Duration
+	d.Observer(ctx, r)
+}

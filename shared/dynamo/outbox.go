@@ -1,0 +1,163 @@
+package dynamo
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/botforge/platform/shared/platform"
+)
+
+// The outbox: what the runtime must deliver, written in the same
+// transaction as what it delivers (a message, an event), so that nothing
+// acknowledged is lost and nothing undone is delivered. One partition,
+// ordered by delivery id (a ULID: creation order). The dispatcher
+// (shared/dispatch) reads its head, leases entries, and removes them once
+// delivered or given up; on AWS the table's stream wakes it on each new
+// entry.
+const (
+	pkOutbox     = "OUTBOX"
+	attrLease    = "lease"    // epoch ms until which a dispatcher holds the entry
+	attrDueAt    = "dueAt"    // epoch ms before which it must not go out
+	attrAttempts = "attempts" // failed attempts so far
+)
+
+// listDeliveries is the gsi1 list of a bot's outbox entries.
+const listDeliveries = "DLVS"
+
+// convDeliveries is the gsi2 partition of a conversation's outbox entries.
+func convDeliveries(bot, conv string) string { return "BOT#" + bot + "#CONV#" + conv + "#DLVS" }
+
+// PrefixDelivery starts delivery ids.
+const PrefixDelivery = "dlv_"
+
+// outboxPut is the transaction item writing delivery d.
+func outboxPut(d platform.Delivery) (types.TransactWriteItem, error) {
+	b, err := json.Marshal(d)
+	if err != nil {
+		return types.TransactWriteItem{}, err
+	}
+	due, _ := time.Parse(platform.TimeFormat, d.DueAt)
+	it := item{attrPK: str(pkOutbox), attrSK: str(d.ID), attrDoc: str(string(b)),
+		attrDueAt: num(due.UnixMilli()), attrAttempts: num(int64(d.Attempts)),
+		// Listed per bot, so a deleted bot's entries can be removed.
+		attrGSI1PK: str(botList(d.BotID, listDeliveries)), attrGSI1SK: str(d.ID)}
+	if d.ConversationID != "" {
+		// and per conversation, for a deleted conversation's.
+		it[attrGSI2PK], it[attrGSI2SK] = str(convDeliveries(d.BotID, d.ConversationID)), str(d.ID)
+	}
+	return types.TransactWriteItem{Put: &types.Put{Item: it, ConditionExpression: aws.String("attribute_not_exists(pk)")}}, nil
+}
+
+// newDelivery is a delivery due now (or at due, when later).
+func newDelivery(kind, bot, conv string, due string) platform.Delivery {
+	now := platform.FormatTime(platform.Clock())
+	if due == "" || due < now {
+		due = now
+	}
+	return platform.Delivery{ID: platform.NewID(PrefixDelivery), Kind: kind, BotID: bot, ConversationID: conv, CreatedAt: now, DueAt: due}
+}
+
+// PendingDeliveries returns the head of the outbox in creation order, at
+// most limit entries, each with its lease (epoch ms, 0 for none).
+func (s *Store) PendingDeliveries(ctx context.Context, limit int) ([]platform.Delivery, []int64, error) {
+	out, err := s.db.Query(ctx, &dynamodb.QueryInput{
+		TableName:                 &s.table,
+		KeyConditionExpression:    aws.String("pk = :pk"),
+		ExpressionAttributeValues: item{":pk": str(pkOutbox)},
+		Limit:                     aws.Int32(int32(limit)),
+		ConsistentRead:            aws.Bool(true),
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	ds := make([]platform.Delivery, 0, len(out.Items))
+	leases := make([]int64, 0, len(out.Items))
+	for _, it := range out.Items {
+		var d platform.Delivery
+		if err := decodeDoc(it, &d); err != nil {
+			return nil, nil, err
+		}
+		d.Attempts = int(getN(it, attrAttempts))
+		d.DueAt = platform.FormatTime(time.UnixMilli(getN(it, attrDueAt)))
+		ds = append(ds, d)
+		leases = append(leases, getN(it, attrLease))
+	}
+	return ds, leases, nil
+}
+
+// LeaseDelivery takes d for until: false when another dispatcher holds it
+// or it is gone.
+func (s *Store) LeaseDelivery(ctx context.Context, d platform.Delivery, now, until time.Time) (bool, error) {
+	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:                 &s.table,
+		Key:                       key(pkOutbox, d.ID),
+		UpdateExpression:          aws.String("SET #l = :until"),
+		ConditionExpression:       aws.String("attribute_exists(pk) AND (attribute_not_exists(#l) OR #l < :now)"),
+		ExpressionAttributeNames:  map[string]string{"#l": attrLease},
+		ExpressionAttributeValues: item{":until": num(until.UnixMilli()), ":now": num(now.UnixMilli())},
+	})
+	if isConditionFailed(err) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+// RetryDelivery puts d back with one more failed attempt, due at due.
+func (s *Store) RetryDelivery(ctx context.Context, d platform.Delivery, due time.Time, why string) error {
+	d.LastError = why
+	b, err := json.Marshal(d)
+	if err != nil {
+		return err
+	}
+	_, err = s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:                 &s.table,
+		Key:                       key(pkOutbox, d.ID),
+		UpdateExpression:          aws.String("SET #due = :due, #doc = :doc REMOVE #l ADD #a :one"),
+		ConditionExpression:       aws.String("attribute_exists(pk)"),
+		ExpressionAttributeNames:  map[string]string{"#due": attrDueAt, "#doc": attrDoc, "#l": attrLease, "#a": attrAttempts},
+		ExpressionAttributeValues: item{":due": num(due.UnixMilli()), ":doc": str(string(b)), ":one": num(1)},
+	})
+	if isConditionFailed(err) {
+		return nil // removed meanwhile (its bot deleted)
+	}
+	return err
+}
+
+// FinishDelivery removes d from the outbox.
+func (s *Store) FinishDelivery(ctx context.Context, d platform.Delivery) error {
+	_, err := s.db.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: &s.table, Key: key(pkOutbox, d.ID)})
+	return err
+}
+
+// SetEventStatus records how an event's delivery ended (processed, or
+// failed with the reason).
+func (s *Store) SetEventStatus(ctx context.Context, bot, id, status string, failureReason *string) error {
+	return s.updateEvent(ctx, bot, id, func(e *platform.Event) error {
+		e.Status, e.FailureReason = status, failureReason
+		return nil
+	})
+}
+
+// purgeIndex deletes every item of an index partition (a deleted bot's
+// outbox entries, a deleted conversation's events).
+func (s *Store) purgeIndex(ctx context.Context, index, pk string) error {
+	pkName, _ := span{index: index}.keyNames()
+	return s.eachPage(ctx, &dynamodb.QueryInput{
+		IndexName:                 aws.String(index),
+		KeyConditionExpression:    aws.String("#k = :pk"),
+		ExpressionAttributeNames:  map[string]string{"#k": pkName},
+		ExpressionAttributeValues: item{":pk": str(pk)},
+		ProjectionExpression:      aws.String("pk, sk"),
+	}, func(items []item) error {
+		keys := make([]item, len(items))
+		for i, it := range items {
+			keys[i] = key(getS(it, attrPK), getS(it, attrSK))
+		}
+		return s.batchDelete(ctx, keys)
+	})
+}

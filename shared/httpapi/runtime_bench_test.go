@@ -1,0 +1,116 @@
+package httpapi_test
+
+import (
+	"fmt"
+	"os"
+	"slices"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/botforge/platform/shared/dynamo"
+)
+
+// BenchmarkRuntimeRoundTrip: the integration writes a user's message, the
+// platform delivers it to the bot (message_created), the bot replies
+// through the API, the platform delivers the reply to the integration
+// (message_created). Reported: p50 and p99 of the whole round trip, one
+// conversation at a time; then deliveries per second with 8 conversations
+// in parallel, the process's CPU per delivery and the embedded DynamoDB's
+// calls per delivery (the dispatcher's, API calls excluded).
+//
+//	go test -run '^$' -bench BenchmarkRuntimeRoundTrip -benchtime 200x ./shared/httpapi
+func BenchmarkRuntimeRoundTrip(b *testing.B) {
+	var f *runtimeFixture
+	replies := make(chan string, 1024)
+	f = newRuntimeFixture(b, func(r received) (int, string) {
+		if r.op() == "event_received" && r.typ() == "message_created" {
+			ev := r.Body["event"].(map[string]any)
+			f.as(false, "POST", "/v1/chat/messages", map[string]any{"conversationId": ev["conversationId"], "userId": f.botID,
+				"type": "text", "payload": map[string]any{"text": "echo"}, "tags": map[string]string{}}, 201)
+		}
+		return 200, "{}"
+	})
+	f.integ.answer = func(r received) (int, string) {
+		if r.op() == "message_created" {
+			replies <- r.Body["conversation"].(map[string]any)["id"].(string)
+		}
+		return 200, "{}"
+	}
+	user := f.as(true, "POST", "/v1/chat/users", map[string]any{"tags": map[string]string{}}, 201).Str("user.id")
+	newConv := func() string {
+		return f.as(true, "POST", "/v1/chat/conversations", map[string]any{"channel": "channel", "tags": map[string]string{}}, 201).Str("conversation.id")
+	}
+	send := func(conv string, i int) {
+		f.as(true, "POST", "/v1/chat/messages", map[string]any{"conversationId": conv, "userId": user, "type": "text",
+			"payload": map[string]any{"text": fmt.Sprint(i)}, "tags": map[string]string{}}, 201)
+	}
+	conv := newConv()
+	d := make([]time.Duration, 0, b.N)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		start := time.Now()
+		send(conv, i)
+		<-replies
+		d = append(d, time.Since(start))
+	}
+	b.StopTimer()
+	slices.Sort(d)
+	b.ReportMetric(float64(d[len(d)/2].Microseconds())/1000, "p50-ms")
+	b.ReportMetric(float64(d[len(d)*99/100].Microseconds())/1000, "p99-ms")
+
+	// Throughput: 8 conversations, each a sequence of round trips.
+	const convs, per = 8, 25
+	ids := make([]string, convs)
+	for i := range ids {
+		ids[i] = newConv()
+	}
+	before := f.Platform.Dynamo.Calls()
+	var apiCalls int64
+	var mu sync.Mutex
+	f.Platform.OnUsage(func(op string, u *dynamo.Usage) {
+		mu.Lock()
+		apiCalls += int64(u.Calls(""))
+		mu.Unlock()
+	})
+	cpu0 := cpuTime()
+	start := time.Now()
+	var wg sync.WaitGroup
+	for _, c := range ids {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range per {
+				send(c, i)
+			}
+		}()
+	}
+	wg.Wait()
+	for range convs * per {
+		<-replies
+	}
+	elapsed := time.Since(start)
+	cpu := cpuTime() - cpu0
+	f.Platform.OnUsage(nil)
+	var total int64
+	for op, n := range f.Platform.Dynamo.Calls() {
+		total += n - before[op]
+	}
+	deliveries := float64(2 * convs * per) // to the bot and to the integration
+	b.ReportMetric(deliveries/elapsed.Seconds(), "deliveries/s")
+	b.ReportMetric(float64(cpu.Microseconds())/deliveries/1000, "cpu-ms/delivery")
+	mu.Lock()
+	b.ReportMetric(float64(total-apiCalls)/deliveries, "ddb-calls/delivery")
+	mu.Unlock()
+	if os.Getenv("RUNTIME_BENCH_VERBOSE") != "" {
+		b.Logf("calls: %v (API: %d)", f.Platform.Dynamo.Calls(), apiCalls)
+	}
+}
+
+// cpuTime is the process's user and system CPU time so far.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}

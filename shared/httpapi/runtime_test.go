@@ -1,0 +1,318 @@
+package httpapi_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/botforge/platform/shared/apitest"
+)
+
+// receiver is a fake bot or integration on loopback: it records every call
+// and answers with what answer says.
+type receiver struct {
+	mu     sync.Mutex
+	calls  []received
+	answer func(r received) (int, string)
+	srv    *httptest.Server
+}
+
+type received struct {
+	Header http.Header
+	Body   map[string]any
+}
+
+func (r received) op() string  { return r.Header.Get("x-bp-operation") }
+func (r received) typ() string { return r.Header.Get("x-bp-type") }
+
+func newReceiver(t testing.TB, answer func(r received) (int, string)) *receiver {
+	rc := &receiver{answer: answer}
+	rc.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		b, _ := io.ReadAll(req.Body)
+		rec := received{Header: req.Header.Clone()}
+		_ = json.Unmarshal(b, &rec.Body)
+		rc.mu.Lock()
+		rc.calls = append(rc.calls, rec)
+		rc.mu.Unlock()
+		status, body := 200, "{}"
+		if rc.answer != nil {
+			status, body = rc.answer(rec)
+		}
+		w.WriteHeader(status)
+		_, _ = io.WriteString(w, body)
+	}))
+	t.Cleanup(rc.srv.Close)
+	return rc
+}
+
+// of returns the calls with the given operation (and type, if not "").
+func (rc *receiver) of(op, typ string) []received {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	var out []received
+	for _, c := range rc.calls {
+		if c.op() == op && (typ == "" || c.typ() == typ) {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+func (rc *receiver) count() int {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	return len(rc.calls)
+}
+
+// eventually polls cond for up to 15 s.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(15 * time.Second); !cond(); {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within 15 s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// runtimeFixture is a bot at a fake bot's url with a fake integration
+// installed under the alias "chan".
+type runtimeFixture struct {
+	*fixture
+	bot, integ   *receiver
+	botID, intID string
+}
+
+func newRuntimeFixture(t testing.TB, botAnswer func(r received) (int, string)) *runtimeFixture {
+	f := &runtimeFixture{fixture: newFixture(t)}
+	f.Platform.Dispatcher.SetRetry(20*time.Millisecond, 3)
+	f.bot = newReceiver(t, botAnswer)
+	f.integ = newReceiver(t, nil)
+	f.intID = f.createIntegration(f.AdminToken, map[string]any{
+		"name": "chan", "version": "1.0.0", "dev": true, "url": f.integ.srv.URL,
+		"channels": map[string]any{"channel": map[string]any{"messages": map[string]any{"text": map[string]any{"schema": map[string]any{}}}}},
+	}).Str("integration.id")
+	f.botID = f.createBot(f.AdminToken, map[string]any{"name": "rt", "dev": true, "url": f.bot.srv.URL})
+	f.Check(f.updateBot(f.AdminToken, f.botID, map[string]any{
+		"integrations": map[string]any{"chan": map[string]any{"integrationId": f.intID, "enabled": true}}}), 200, "updateBot")
+	return f
+}
+
+// as sends a Chat call for the bot, as the integration (alias header) when
+// asIntegration.
+func (f *runtimeFixture) as(asIntegration bool, method, path string, body any, status int) apitest.Response {
+	f.T.Helper()
+	h := map[string]string{"x-bot-id": f.botID}
+	if asIntegration {
+		h["x-integration-alias"] = "chan"
+	}
+	return f.Check(f.Do(apitest.Req{Method: method, Path: path, Token: f.AdminToken, Body: body, Headers: h}), status, "")
+}
+
+// The message flow of the protocol: a user's message (written by the
+// integration) reaches the bot as message_created with the message, its
+// user and its conversation; the bot's reply reaches the integration's
+// channel as message_created; the bot's own message never loops back.
+func TestRuntimeMessageFlow(t *testing.T) {
+	var f *runtimeFixture
+	f = newRuntimeFixture(t, func(r received) (int, string) {
+		if r.op() == "event_received" && r.typ() == "message_created" {
+			ev := r.Body["event"].(map[string]any)
+			go f.as(false, "POST", "/v1/chat/messages", map[string]any{"conversationId": ev["conversationId"], "userId": f.botID,
+				"type": "text", "payload": map[string]any{"text": "echo"}, "tags": map[string]string{}}, 201)
+		}
+		return 200, "{}"
+	})
+	conv := f.as(true, "POST", "/v1/chat/conversations/get-or-create", map[string]any{"channel": "channel", "tags": map[string]string{}}, 200).Str("conversation.id")
+	user := f.as(true, "POST", "/v1/chat/users", map[string]any{"tags": map[string]string{}}, 201).Str("user.id")
+	msg := f.as(true, "POST", "/v1/chat/messages", map[string]any{"conversationId": conv, "userId": user, "type": "text",
+		"payload": map[string]any{"text": "hello"}, "tags": map[string]string{}}, 201).Str("message.id")
+
+	eventually(t, "the reply reaches the integration", func() bool { return len(f.integ.of("message_created", "")) == 1 })
+	got := f.bot.of("event_received", "message_created")
+	if len(got) != 1 {
+		t.Fatalf("bot received %d message_created", len(got))
+	}
+	in := got[0]
+	if in.Header.Get("x-bot-id") != f.botID || in.Header.Get("x-bp-configuration") == "" || in.Header.Get("x-bot-user-id") != f.botID {
+		t.Fatalf("bot headers: %v", in.Header)
+	}
+	ev := in.Body["event"].(map[string]any)
+	p := ev["payload"].(map[string]any)
+	if ev["type"] != "message_created" || ev["messageId"] != msg || p["message"].(map[string]any)["id"] != msg ||
+		p["user"].(map[string]any)["id"] != user || p["conversation"].(map[string]any)["id"] != conv ||
+		p["message"].(map[string]any)["direction"] != "incoming" {
+		t.Fatalf("event: %v", in.Body)
+	}
+	out := f.integ.of("message_created", "")[0]
+	if out.Header.Get("x-integration-alias") != "chan" || out.Header.Get("x-integration-id") != f.intID || out.Header.Get("x-bot-id") != f.botID || out.Header.Get("x-webhook-id") == "" {
+		t.Fatalf("integration headers: %v", out.Header)
+	}
+	if out.Body["type"] != "text" || out.Body["message"].(map[string]any)["direction"] != "outgoing" ||
+		out.Body["conversation"].(map[string]any)["id"] != conv || out.Body["user"].(map[string]any)["id"] != f.botID {
+		t.Fatalf("integration body: %v", out.Body)
+	}
+	// The event is processed; the bot's reply made no event.
+	eventually(t, "the event is processed", func() bool {
+		l := f.as(false, "GET", "/v1/chat/events?type=message_created", nil, 200)
+		evs := l.List("events")
+		return len(evs) == 1 && evs[0].(map[string]any)["status"] == "processed"
+	})
+	time.Sleep(100 * time.Millisecond)
+	if n := len(f.bot.of("event_received", "message_created")); n != 1 {
+		t.Fatalf("the bot received %d message_created: its own message looped back", n)
+	}
+}
+
+// createEvent reaches the bot (an integration's as <alias>:<type>);
+// scheduled events when due; canceled ones never.
+func TestRuntimeEvents(t *testing.T) {
+	f := newRuntimeFixture(t, nil)
+	f.as(false, "POST", "/v1/chat/events", map[string]any{"type": "ping", "payload": map[string]any{"n": 1}}, 201)
+	f.as(true, "POST", "/v1/chat/events", map[string]any{"type": "reacted", "payload": map[string]any{}}, 201)
+	f.as(false, "POST", "/v1/chat/events", map[string]any{"type": "later", "payload": map[string]any{}, "schedule": map[string]any{"delay": 300}}, 201)
+	never := f.as(false, "POST", "/v1/chat/events", map[string]any{"type": "never", "payload": map[string]any{}, "schedule": map[string]any{"delay": 300}}, 201).Str("event.id")
+	f.as(false, "DELETE", "/v1/chat/events/scheduled/"+never, nil, 200)
+	eventually(t, "the three events arrive", func() bool { return len(f.bot.of("event_received", "")) == 3 })
+	var types []string
+	for _, c := range f.bot.of("event_received", "") {
+		types = append(types, c.typ())
+		if c.Body["event"].(map[string]any)["type"] != c.typ() {
+			t.Fatalf("x-bp-type %q for an event of type %v", c.typ(), c.Body["event"])
+		}
+	}
+	if strings.Join(types, ",") != "ping,chan:reacted,later" {
+		t.Fatalf("events delivered: %v", types)
+	}
+	time.Sleep(500 * time.Millisecond)
+	if n := f.bot.count(); n != 3 {
+		t.Fatalf("%d calls: the canceled event was delivered", n)
+	}
+}
+
+// A bot answering 500 is retried with backoff until it answers; one
+// answering 400 fails at once with the reason; one that never answers
+// fails after the attempts, with the last reason; the platform stays
+// healthy and nothing is lost.
+func TestRuntimeRetriesAndFailures(t *testing.T) {
+	var mu sync.Mutex
+	fails := map[string]int{"flaky": 2}
+	f := newRuntimeFixture(t, func(r received) (int, string) {
+		typ := r.typ()
+		mu.Lock()
+		defer mu.Unlock()
+		switch {
+		case typ == "refused":
+			return 400, `{"id":"err_1","code":400,"type":"InvalidPayload","message":"no handler for refused"}`
+		case typ == "broken":
+			return 500, "boom"
+		case fails[typ] > 0:
+			fails[typ]--
+			return 500, "not yet"
+		}
+		return 200, "not even JSON"
+	})
+	ids := map[string]string{}
+	for _, typ := range []string{"flaky", "refused", "broken", "fine"} {
+		ids[typ] = f.as(false, "POST", "/v1/chat/events", map[string]any{"type": typ, "payload": map[string]any{}}, 201).Str("event.id")
+	}
+	status := func(typ string) (string, string) {
+		e := f.as(false, "GET", "/v1/chat/events/"+ids[typ], nil, 200).Body["event"].(map[string]any)
+		reason, _ := e["failureReason"].(string)
+		return e["status"].(string), reason
+	}
+	eventually(t, "every event settles", func() bool {
+		for typ := range ids {
+			if s, _ := status(typ); s == "pending" {
+				return false
+			}
+		}
+		return true
+	})
+	for typ, want := range map[string]string{"flaky": "processed", "fine": "processed", "refused": "failed", "broken": "failed"} {
+		if s, _ := status(typ); s != want {
+			t.Errorf("%s: %s, want %s", typ, s, want)
+		}
+	}
+	if _, why := status("refused"); !strings.Contains(why, "400") || !strings.Contains(why, "no handler") {
+		t.Errorf("refused: reason %q", why)
+	}
+	if _, why := status("broken"); !strings.Contains(why, "500") {
+		t.Errorf("broken: reason %q", why)
+	}
+	if n := len(f.bot.of("event_received", "flaky")); n != 3 {
+		t.Errorf("flaky delivered %d times, want 3 (two 500s, then 200)", n)
+	}
+	if n := len(f.bot.of("event_received", "broken")); n != 3 {
+		t.Errorf("broken tried %d times, want 3 attempts", n)
+	}
+	if n := len(f.bot.of("event_received", "refused")); n != 1 {
+		t.Errorf("refused tried %d times, want 1 (a 4xx is not retried)", n)
+	}
+	// Every attempt carried the same event id.
+	for _, c := range f.bot.of("event_received", "flaky") {
+		if c.Body["event"].(map[string]any)["id"] != ids["flaky"] {
+			t.Fatal("a retry changed the event id")
+		}
+	}
+	f.as(false, "GET", "/v1/chat/events", nil, 200)
+}
+
+// Deliveries of one conversation keep their order, also when one of them
+// needs retries.
+func TestRuntimeOrderPerConversation(t *testing.T) {
+	var mu sync.Mutex
+	first := true
+	f := newRuntimeFixture(t, func(r received) (int, string) {
+		mu.Lock()
+		defer mu.Unlock()
+		if first {
+			first = false
+			return 503, "warming up"
+		}
+		return 200, "{}"
+	})
+	convs := []string{
+		f.as(true, "POST", "/v1/chat/conversations", map[string]any{"channel": "channel", "tags": map[string]string{}}, 201).Str("conversation.id"),
+		f.as(true, "POST", "/v1/chat/conversations", map[string]any{"channel": "channel", "tags": map[string]string{}}, 201).Str("conversation.id"),
+	}
+	user := f.as(true, "POST", "/v1/chat/users", map[string]any{"tags": map[string]string{}}, 201).Str("user.id")
+	want := map[string][]string{}
+	for i := range 20 {
+		conv := convs[i%2]
+		id := f.as(true, "POST", "/v1/chat/messages", map[string]any{"conversationId": conv, "userId": user, "type": "text",
+			"payload": map[string]any{"text": fmt.Sprint(i)}, "tags": map[string]string{}}, 201).Str("message.id")
+		want[conv] = append(want[conv], id)
+	}
+	eventually(t, "20 deliveries", func() bool {
+		n := 0
+		for _, c := range f.bot.of("event_received", "message_created") {
+			if c.Header.Get("x-bp-type") == "message_created" {
+				n++
+			}
+		}
+		return n >= 21 // one 503, then 20
+	})
+	got := map[string][]string{}
+	seen := map[string]bool{}
+	for _, c := range f.bot.of("event_received", "message_created") {
+		ev := c.Body["event"].(map[string]any)
+		id := ev["messageId"].(string)
+		if seen[id] {
+			continue // the 503'd one, delivered again
+		}
+		seen[id] = true
+		got[ev["conversationId"].(string)] = append(got[ev["conversationId"].(string)], id)
+	}
+	for _, conv := range convs {
+		if strings.Join(got[conv], ",") != strings.Join(want[conv], ",") {
+			t.Fatalf("conversation %s: delivered %v, written %v", conv, got[conv], want[conv])
+		}
+	}
+}
