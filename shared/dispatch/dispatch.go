@@ -27,6 +27,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
@@ -37,6 +38,7 @@ import (
 // Store is what the dispatcher reads and records (dynamo.Store).
 type Store interface {
 	PendingDeliveries(ctx context.Context, limit int) ([]platform.Delivery, []int64, error)
+	PromoteDue(ctx context.Context, now time.Time, limit int) (int, error)
 	LeaseDelivery(ctx context.Context, d platform.Delivery, now, until time.Time) (bool, error)
 	RetryDelivery(ctx context.Context, d platform.Delivery, due time.Time, why string) error
 	FinishDelivery(ctx context.Context, d platform.Delivery) error
@@ -48,6 +50,9 @@ type Store interface {
 	GetMessage(ctx context.Context, bot, id string) (platform.Message, error)
 	GetUser(ctx context.Context, bot, id string) (platform.User, error)
 	GetConversation(ctx context.Context, bot, id string) (platform.Conversation, error)
+	ExpiredState(ctx context.Context, k platform.StateKey, expiresAt string) (platform.State, bool, error)
+	EmitEvent(ctx context.Context, bot string, e platform.Event) error
+	TimeOutWorkflow(ctx context.Context, bot, id, timeoutAt string, now time.Time) (bool, error)
 }
 
 // Defaults of a Dispatcher.
@@ -152,6 +157,11 @@ func (d *Dispatcher) Run(ctx context.Context, interval time.Duration) {
 // deliveries it finished.
 func (d *Dispatcher) RunOnce(ctx context.Context) (int, error) {
 	d.init()
+	// What waited (scheduled events, states' expiries) and is due now
+	// joins the head of the outbox.
+	if _, err := d.Store.PromoteDue(ctx, d.Now(), batch); err != nil {
+		return 0, err
+	}
 	ds, leases, err := d.Store.PendingDeliveries(ctx, batch)
 	if err != nil {
 		return 0, err
@@ -232,6 +242,16 @@ func (d *Dispatcher) deliver(ctx context.Context, dl platform.Delivery) (finishe
 		out = d.sendEvent(ctx, dl)
 	case platform.DeliverOutgoing:
 		out = d.sendOutgoing(ctx, dl)
+	case platform.DeliverStateExpiry:
+		out = d.expireState(ctx, dl)
+	case platform.DeliverWorkflowTimeout:
+		// Its workflow_timedout event is queued in the same transaction.
+		_, err := d.Store.TimeOutWorkflow(ctx, dl.BotID, dl.WorkflowID, dl.ExpiresAt, d.Now())
+		if o := failed(err, skipped); o != nil {
+			out = *o
+		} else {
+			out = outcome{ok: true}
+		}
 	default:
 		out = outcome{final: true, why: fmt.Sprintf("unknown delivery kind %q", dl.Kind)}
 	}
@@ -298,6 +318,40 @@ func (d *Dispatcher) sendEvent(ctx context.Context, dl platform.Delivery) outcom
 	res := delivery.Send(ctx, d.Client, req)
 	d.observe(ctx, delivery.Result{Kind: "event", BotID: bot.ID, WorkspaceID: bot.WorkspaceID, EventID: ev.ID, EventType: ev.Type, URL: bot.URL}, res)
 	return judge(res)
+}
+
+// expireState emits the state_expired event of a state that ran out and
+// was not renewed since (a renewal queued its own check). The event's id
+// comes from the delivery's, so a repeat after a crash emits nothing new.
+func (d *Dispatcher) expireState(ctx context.Context, dl platform.Delivery) outcome {
+	if dl.State == nil {
+		return outcome{final: true, why: "no state named"}
+	}
+	st, expired, err := d.Store.ExpiredState(ctx, *dl.State, dl.ExpiresAt)
+	if err != nil {
+		return outcome{why: err.Error()}
+	}
+	if !expired {
+		return skipped
+	}
+	payload, err := json.Marshal(map[string]any{"state": st})
+	if err != nil {
+		return outcome{final: true, why: err.Error()}
+	}
+	ev := platform.Event{
+		ID: platform.PrefixEvent + strings.TrimPrefix(dl.ID, "dlv_"), CreatedAt: platform.FormatTime(d.Now()),
+		Type: platform.EventStateExpired, Payload: payload, Status: platform.EventPending,
+		ConversationID: st.ConversationID, UserID: st.UserID,
+	}
+	err = d.Store.EmitEvent(ctx, dl.BotID, ev)
+	switch platform.TypeOf(err) {
+	case platform.ErrAlreadyExists, platform.ErrResourceNotFound:
+		return skipped // emitted before a crash; or its conversation or user is gone
+	}
+	if err != nil {
+		return outcome{why: err.Error()}
+	}
+	return outcome{ok: true}
 }
 
 // messagePayload is the payload of a message_created event as the bot

@@ -161,19 +161,40 @@ func (s *Store) WriteState(ctx context.Context, k platform.StateKey, change Stat
 			w = types.TransactWriteItem{Put: &types.Put{Item: st, ConditionExpression: aws.String(cond),
 				ExpressionAttributeNames: names, ExpressionAttributeValues: vals}}
 		}
+		// A state with an expiry: when it runs out, the runtime checks it
+		// was not renewed and tells the bot (state_expired).
+		var expiry []types.TransactWriteItem
+		if next != nil && next.ExpiresAt != "" {
+			d := newDelivery(platform.DeliverStateExpiry, k.BotID, "", next.ExpiresAt)
+			kk := k
+			d.State, d.ExpiresAt = &kk, next.ExpiresAt
+			put, err := outboxPut(d)
+			if err != nil {
+				return err
+			}
+			expiry = append(expiry, put)
+		}
 		if _, check, ok := stateOwner(k); ok {
-			err = s.txWrite(ctx, []types.TransactWriteItem{w, check})
+			err = s.txWrite(ctx, append([]types.TransactWriteItem{w, check}, expiry...))
 			switch failedAt(err) {
 			case 0:
 				return errRetry
 			case 1:
 				return platform.NotFound(ownerKind(k.Type), k.OwnerID)
 			}
+		} else if len(expiry) > 0 {
+			err = s.txWrite(ctx, append([]types.TransactWriteItem{w}, expiry...))
+			if failedAt(err) == 0 {
+				return errRetry
+			}
 		} else {
 			err = s.writeOne(ctx, w)
 			if isConditionFailed(err) {
 				return errRetry
 			}
+		}
+		if err == nil && len(expiry) > 0 {
+			s.notifyOutbox()
 		}
 		out = next
 		return err
@@ -193,4 +214,18 @@ func (s *Store) writeOne(ctx context.Context, w types.TransactWriteItem) error {
 		ConditionExpression: w.Delete.ConditionExpression, ExpressionAttributeNames: w.Delete.ExpressionAttributeNames,
 		ExpressionAttributeValues: w.Delete.ExpressionAttributeValues})
 	return err
+}
+
+// ExpiredState reads a state that has run out: ok only when it exists and
+// its expiry is exactly expiresAt (it was not renewed since) and past.
+func (s *Store) ExpiredState(ctx context.Context, k platform.StateKey, expiresAt string) (platform.State, bool, error) {
+	it, err := s.get(ctx, statePK(k), skState+k.Name)
+	if err != nil || it == nil {
+		return platform.State{}, false, err
+	}
+	var st platform.State
+	if err := decodeDoc(it, &st); err != nil {
+		return platform.State{}, false, err
+	}
+	return st, st.ExpiresAt == expiresAt && st.ExpiresAt <= platform.Now(), nil
 }

@@ -3,6 +3,7 @@ package dynamo
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -35,11 +36,36 @@ func convDeliveries(bot, conv string) string { return "BOT#" + bot + "#CONV#" + 
 // PrefixDelivery starts delivery ids.
 const PrefixDelivery = "dlv_"
 
-// outboxPut is the transaction item writing delivery d.
+// outboxPut is the transaction item writing delivery d. One due later
+// than a few seconds from now (a scheduled event, a state's expiry) waits
+// in the OUTBOX#LATER partition, ordered by due time, so that the head of
+// the outbox holds only what is due (PromoteDue moves it when its time
+// comes).
 func outboxPut(d platform.Delivery) (types.TransactWriteItem, error) {
-	b, err := json.Marshal(d)
+	it, err := outboxItem(d)
 	if err != nil {
 		return types.TransactWriteItem{}, err
+	}
+	due, _ := time.Parse(platform.TimeFormat, d.DueAt)
+	if due.After(platform.Clock().Add(laterThan)) {
+		it[attrPK], it[attrSK] = str(pkLater), str(laterSK(due, d.ID))
+	}
+	return types.TransactWriteItem{Put: &types.Put{Item: it, ConditionExpression: aws.String("attribute_not_exists(pk)")}}, nil
+}
+
+// laterThan is how far in the future a delivery must be due to wait in
+// OUTBOX#LATER.
+const laterThan = 5 * time.Second
+
+const pkLater = "OUTBOX#LATER"
+
+func laterSK(due time.Time, id string) string { return fmt.Sprintf("%013d#%s", due.UnixMilli(), id) }
+
+// outboxItem is the item of delivery d at the head of the outbox.
+func outboxItem(d platform.Delivery) (item, error) {
+	b, err := json.Marshal(d)
+	if err != nil {
+		return nil, err
 	}
 	due, _ := time.Parse(platform.TimeFormat, d.DueAt)
 	it := item{attrPK: str(pkOutbox), attrSK: str(d.ID), attrDoc: str(string(b)),
@@ -50,7 +76,46 @@ func outboxPut(d platform.Delivery) (types.TransactWriteItem, error) {
 		// and per conversation, for a deleted conversation's.
 		it[attrGSI2PK], it[attrGSI2SK] = str(convDeliveries(d.BotID, d.ConversationID)), str(d.ID)
 	}
-	return types.TransactWriteItem{Put: &types.Put{Item: it, ConditionExpression: aws.String("attribute_not_exists(pk)")}}, nil
+	return it, nil
+}
+
+// PromoteDue moves up to limit deliveries of OUTBOX#LATER that are due by
+// now to the head of the outbox (each in one transaction, so none is lost
+// or doubled) and returns how many it moved.
+func (s *Store) PromoteDue(ctx context.Context, now time.Time, limit int) (int, error) {
+	out, err := s.db.Query(ctx, &dynamodb.QueryInput{
+		TableName:                 &s.table,
+		KeyConditionExpression:    aws.String("pk = :pk AND sk <= :now"),
+		ExpressionAttributeValues: item{":pk": str(pkLater), ":now": str(fmt.Sprintf("%013d$", now.UnixMilli()))},
+		Limit:                     aws.Int32(int32(limit)),
+		ConsistentRead:            aws.Bool(true),
+	})
+	if err != nil {
+		return 0, err
+	}
+	moved := 0
+	for _, it := range out.Items {
+		var d platform.Delivery
+		if err := decodeDoc(it, &d); err != nil {
+			return moved, err
+		}
+		head, err := outboxItem(d)
+		if err != nil {
+			return moved, err
+		}
+		err = s.txWrite(ctx, []types.TransactWriteItem{
+			{Delete: &types.Delete{Key: key(pkLater, getS(it, attrSK)), ConditionExpression: aws.String("attribute_exists(pk)")}},
+			{Put: &types.Put{Item: head, ConditionExpression: aws.String("attribute_not_exists(pk)")}},
+		})
+		if failedAt(err) >= 0 {
+			continue // moved by another dispatcher
+		}
+		if err != nil {
+			return moved, err
+		}
+		moved++
+	}
+	return moved, nil
 }
 
 // newDelivery is a delivery due now (or at due, when later).
@@ -160,4 +225,35 @@ func (s *Store) purgeIndex(ctx context.Context, index, pk string) error {
 		}
 		return s.batchDelete(ctx, keys)
 	})
+}
+
+// ReleaseLeases removes every lease of the outbox's head: for a dispatcher
+// that knows it is the only one (the local platform, whose data directory
+// one process holds), leases found at start are those of a process that
+// died mid-delivery.
+func (s *Store) ReleaseLeases(ctx context.Context) (int, error) {
+	n := 0
+	err := s.eachPage(ctx, &dynamodb.QueryInput{
+		KeyConditionExpression:    aws.String("pk = :pk"),
+		FilterExpression:          aws.String("attribute_exists(#l)"),
+		ExpressionAttributeNames:  map[string]string{"#l": attrLease},
+		ExpressionAttributeValues: item{":pk": str(pkOutbox)},
+		ProjectionExpression:      aws.String("pk, sk"),
+		ConsistentRead:            aws.Bool(true),
+	}, func(items []item) error {
+		for _, it := range items {
+			_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+				TableName: &s.table, Key: key(pkOutbox, getS(it, attrSK)),
+				UpdateExpression:         aws.String("REMOVE #l"),
+				ConditionExpression:      aws.String("attribute_exists(pk)"),
+				ExpressionAttributeNames: map[string]string{"#l": attrLease},
+			})
+			if err != nil && !isConditionFailed(err) {
+				return err
+			}
+			n++
+		}
+		return nil
+	})
+	return n, err
 }

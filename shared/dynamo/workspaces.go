@@ -210,7 +210,7 @@ func (s *Store) UpdateWorkspace(ctx context.Context, id string, p WorkspacePatch
 	return out, err
 }
 
-// DeleteWorkspace deletes an empty workspace (no integrations; no bots: the
+// DeleteWorkspace deletes an empty workspace (no integrations or interfaces; no bots: the
 // condition on its bot counter refuses otherwise), then its memberships and
 // handle.
 func (s *Store) DeleteWorkspace(ctx context.Context, id string) error {
@@ -230,6 +230,9 @@ func (s *Store) DeleteWorkspace(ctx context.Context, id string) error {
 	}
 	if len(ints.Items) > 0 {
 		return platform.Errorf(platform.ErrReferenceConstrain, "workspace %q still has integrations: delete them first", id)
+	}
+	if err := s.checkNoInterfaces(ctx, id); err != nil {
+		return err
 	}
 	_, err = s.db.DeleteItem(ctx, &dynamodb.DeleteItemInput{
 		TableName:                           &s.table,

@@ -29,6 +29,9 @@ func (s *server) adminRoutes() []route {
 		// Workspaces.
 		{pattern: "POST /v1/admin/workspaces", op: "createWorkspace", scope: scopeAccount, handle: s.createWorkspace},
 		{pattern: "GET /v1/admin/workspaces", op: "listWorkspaces", scope: scopeAccount, handle: s.listWorkspaces},
+		// Before {id} in meaning (ServeMux prefers the literal segment): not
+		// updateWorkspace of a workspace named "handle-availability".
+		{pattern: "PUT /v1/admin/workspaces/handle-availability", op: "checkHandleAvailability", scope: scopeAccount, handle: s.checkHandleAvailability},
 		{pattern: "GET /v1/admin/workspaces/{id}", op: "getWorkspace", scope: scopeWorkspacePath, role: viewer, handle: s.getWorkspace},
 		{pattern: "PUT /v1/admin/workspaces/{id}", op: "updateWorkspace", scope: scopeWorkspacePath, role: admin, handle: s.updateWorkspace},
 		{pattern: "DELETE /v1/admin/workspaces/{id}", op: "deleteWorkspace", scope: scopeWorkspacePath, role: owner, handle: s.deleteWorkspace},
@@ -64,7 +67,26 @@ func (s *server) adminRoutes() []route {
 		{pattern: "PUT /v1/admin/integrations/{id}", op: "updateIntegration", scope: scopeWorkspace, role: developer, integrationSelf: true, handle: s.updateIntegration},
 		{pattern: "DELETE /v1/admin/integrations/{id}", op: "deleteIntegration", scope: scopeWorkspace, role: developer, handle: s.deleteIntegration},
 		{pattern: "GET /v1/admin/integrations/{name}/{version}", op: "getIntegrationByName", scope: scopeWorkspace, role: viewer, handle: s.getIntegrationByName},
+		// Dry runs of create and update (bp deploy --dryRun): same checks and roles, no write.
+		{pattern: "POST /v1/admin/integrations/validate", op: "validateIntegrationCreation", scope: scopeWorkspace, role: developer, handle: s.validateIntegrationCreation},
+		{pattern: "PUT /v1/admin/integrations/{id}/validate", op: "validateIntegrationUpdate", scope: scopeWorkspace, role: developer, integrationSelf: true, handle: s.validateIntegrationUpdate},
 		{pattern: "POST /v1/admin/integrations/request-verification", op: "requestIntegrationVerification", scope: scopeWorkspace, role: developer, handle: s.requestIntegrationVerification},
+
+		// The hub: every workspace's public integrations (admin_hub.go).
+		{pattern: "GET /v1/admin/hub/integrations", op: "listPublicIntegrations", scope: scopeAnyone, handle: s.listPublicIntegrations},
+		{pattern: "GET /v1/admin/hub/integrations/{id}", op: "getPublicIntegrationById", scope: scopeAnyone, handle: s.getPublicIntegrationByID},
+		{pattern: "GET /v1/admin/hub/integrations/{name}/{version}", op: "getPublicIntegration", scope: scopeAnyone, handle: s.getPublicIntegration},
+
+		// Interfaces (admin_interfaces.go), and the hub's public ones.
+		{pattern: "POST /v1/admin/interfaces", op: "createInterface", scope: scopeWorkspace, role: developer, handle: s.createInterface},
+		{pattern: "GET /v1/admin/interfaces", op: "listInterfaces", scope: scopeWorkspace, role: viewer, handle: s.listInterfaces},
+		{pattern: "GET /v1/admin/interfaces/{id}", op: "getInterface", scope: scopeWorkspace, role: viewer, handle: s.getInterface},
+		{pattern: "PUT /v1/admin/interfaces/{id}", op: "updateInterface", scope: scopeWorkspace, role: developer, handle: s.updateInterface},
+		{pattern: "DELETE /v1/admin/interfaces/{id}", op: "deleteInterface", scope: scopeWorkspace, role: developer, handle: s.deleteInterface},
+		{pattern: "GET /v1/admin/interfaces/{name}/{version}", op: "getInterfaceByName", scope: scopeWorkspace, role: viewer, handle: s.getInterfaceByName},
+		{pattern: "GET /v1/admin/hub/interfaces", op: "listPublicInterfaces", scope: scopeAnyone, handle: s.listPublicInterfaces},
+		{pattern: "GET /v1/admin/hub/interfaces/{id}", op: "getPublicInterfaceById", scope: scopeAnyone, handle: s.getPublicInterfaceByID},
+		{pattern: "GET /v1/admin/hub/interfaces/{name}/{version}", op: "getPublicInterface", scope: scopeAnyone, handle: s.getPublicInterface},
 
 		// Integration API keys.
 		{pattern: "GET /v1/admin/integrations/iaks", op: "listIntegrationApiKeys", scope: scopeWorkspace, role: developer, handle: s.listIntegrationAPIKeys},

@@ -258,16 +258,29 @@ func integrationView(c *call, i platform.Integration) platform.Integration {
 }
 
 func (s *server) createIntegration(c *call) (any, error) {
+	i, err := s.newIntegration(c)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.Store.CreateIntegration(c.ctx, i); err != nil {
+		return nil, err
+	}
+	return map[string]any{"integration": integrationView(c, i)}, nil
+}
+
+// newIntegration is the version a createIntegration (or its validation)
+// body describes, checked, its interfaces named from the catalogue.
+func (s *server) newIntegration(c *call) (platform.Integration, error) {
 	var in integrationBody
 	if err := c.decode(&in); err != nil {
-		return nil, err
+		return platform.Integration{}, err
 	}
 	name, version := deref(in.Name), deref(in.Version)
 	if len(name) > 200 || !integrationName.MatchString(name) {
-		return nil, platform.Invalid("invalid body: field \"name\": lower-case letters, digits, - and _ (optionally one namespace/name), at most 200 characters")
+		return platform.Integration{}, platform.Invalid("invalid body: field \"name\": lower-case letters, digits, - and _ (optionally one namespace/name), at most 200 characters")
 	}
 	if _, ok := platform.ParseSemver(version); !ok {
-		return nil, platform.Invalid("invalid body: field \"version\": must be a semantic version (e.g. 1.2.3)")
+		return platform.Integration{}, platform.Invalid("invalid body: field \"version\": must be a semantic version (e.g. 1.2.3)")
 	}
 	now := platform.Now()
 	i := platform.Integration{
@@ -280,12 +293,9 @@ func (s *server) createIntegration(c *call) (any, error) {
 		WorkspaceID: c.workspaceID,
 	}
 	if err := applyIntegrationBody(&i, &in); err != nil {
-		return nil, err
+		return i, err
 	}
-	if err := s.Store.CreateIntegration(c.ctx, i); err != nil {
-		return nil, err
-	}
-	return map[string]any{"integration": integrationView(c, i)}, nil
+	return i, s.resolveInterfaces(c, &i)
 }
 
 func deref(p *string) string {
@@ -338,18 +348,54 @@ func (s *server) getIntegrationByName(c *call) (any, error) {
 	return map[string]any{"integration": integrationView(c, r.Integration)}, nil
 }
 
-func (s *server) updateIntegration(c *call) (any, error) {
+// integrationChange is the change an updateIntegration (or its
+// validation) body describes.
+func (s *server) integrationChange(c *call) (func(*platform.Integration) error, error) {
 	var in integrationBody
 	if err := c.decode(&in); err != nil {
 		return nil, err
 	}
-	i, err := s.Store.UpdateIntegration(c.ctx, c.workspaceID, c.PathValue("id"), func(i *platform.Integration) error {
-		return applyIntegrationBody(i, &in)
-	})
+	return func(i *platform.Integration) error {
+		if err := applyIntegrationBody(i, &in); err != nil {
+			return err
+		}
+		if len(in.Interfaces) == 0 {
+			return nil
+		}
+		return s.resolveInterfaces(c, i)
+	}, nil
+}
+
+func (s *server) updateIntegration(c *call) (any, error) {
+	change, err := s.integrationChange(c)
+	if err != nil {
+		return nil, err
+	}
+	i, err := s.Store.UpdateIntegration(c.ctx, c.workspaceID, c.PathValue("id"), change)
 	if err != nil {
 		return nil, err
 	}
 	return map[string]any{"integration": integrationView(c, i)}, nil
+}
+
+// validateIntegrationCreation (bp deploy --dryRun) runs createIntegration's
+// checks, the store's included (a version slot taken, a name published by
+// another workspace, the size), and writes nothing.
+func (s *server) validateIntegrationCreation(c *call) (any, error) {
+	i, err := s.newIntegration(c)
+	if err != nil {
+		return nil, err
+	}
+	return nil, s.Store.CheckIntegrationCreation(c.ctx, i)
+}
+
+// validateIntegrationUpdate runs updateIntegration's checks and writes nothing.
+func (s *server) validateIntegrationUpdate(c *call) (any, error) {
+	change, err := s.integrationChange(c)
+	if err != nil {
+		return nil, err
+	}
+	return nil, s.Store.CheckIntegrationUpdate(c.ctx, c.workspaceID, c.PathValue("id"), change)
 }
 
 func (s *server) deleteIntegration(c *call) (any, error) {

@@ -289,8 +289,8 @@ func TestBadInputIsRefusedAndWritesNothing(t *testing.T) {
 		{"bad sortField", apitest.Req{Method: "GET", Path: "/v1/admin/bots?sortField=name"}, 400, "sortField"},
 		{"bad dev", apitest.Req{Method: "GET", Path: "/v1/admin/bots?dev=maybe"}, 400, "dev"},
 		{"no workspace header", apitest.Req{Method: "GET", Path: "/v1/admin/bots", Headers: map[string]string{"x-workspace-id": ""}}, 400, "x-workspace-id"},
-		{"unknown route", apitest.Req{Method: "GET", Path: "/v1/admin/nothing-here"}, 404, "not found"},
-		{"wrong method", apitest.Req{Method: "PATCH", Path: "/v1/admin/bots"}, 405, "not allowed"},
+		{"unknown route", apitest.Req{Method: "GET", Path: "/v1/admin/nothing-here"}, 405, "the operation does not exist"},
+		{"wrong method", apitest.Req{Method: "PATCH", Path: "/v1/admin/bots"}, 405, "the operation does not exist"},
 		{"text content type", apitest.Req{Method: "POST", Path: "/v1/admin/bots", Body: `{}`, Headers: map[string]string{"Content-Type": "text/plain"}}, 415, "content type"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

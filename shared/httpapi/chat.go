@@ -59,6 +59,13 @@ func (s *server) chatRoutes() []route {
 		r("GET /v1/chat/events", "listEvents", viewer, 0, s.listEvents),
 		r("GET /v1/chat/events/{id}", "getEvent", viewer, 0, s.getEvent),
 		r("DELETE /v1/chat/events/scheduled/{id}", "cancelScheduledEvent", developer, 0, s.cancelScheduledEvent),
+		// Workflows (chat_workflows.go).
+		r("POST /v1/chat/workflows", "createWorkflow", developer, created, s.createWorkflow),
+		r("GET /v1/chat/workflows", "listWorkflows", viewer, 0, s.listWorkflows),
+		r("POST /v1/chat/workflows/get-or-create", "getOrCreateWorkflow", developer, 0, s.getOrCreateWorkflow),
+		r("GET /v1/chat/workflows/{id}", "getWorkflow", viewer, 0, s.getWorkflow),
+		r("PUT /v1/chat/workflows/{id}", "updateWorkflow", developer, 0, s.updateWorkflow),
+		r("DELETE /v1/chat/workflows/{id}", "deleteWorkflow", developer, 0, s.deleteWorkflow),
 
 		// States (chat_states.go).
 		r("GET /v1/chat/states/{type}/{id}/{name}", "getState", viewer, 0, s.getState),

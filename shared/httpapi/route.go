@@ -26,6 +26,9 @@ const (
 	scopeWorkspacePath
 	// scopeBot: the bot named by the x-bot-id header (Chat, Tables, Files).
 	scopeBot
+	// scopeAnyone: any authenticated caller (the public hub); the
+	// handler decides what a filter naming a bot or workspace may reveal.
+	scopeAnyone
 )
 
 // route is one operation: its method and path, its reference operationId
@@ -132,6 +135,8 @@ func (s *server) authorize(c *call, rt route) error {
 		if p.Kind != platform.PrincipalAccount {
 			return platform.Forbidden("this operation needs a personal access token")
 		}
+		return nil
+	case scopeAnyone:
 		return nil
 	case scopeWorkspace, scopeWorkspacePath:
 		ws := c.Header.Get("x-workspace-id")

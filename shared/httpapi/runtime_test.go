@@ -98,7 +98,8 @@ func newRuntimeFixture(t testing.TB, botAnswer func(r received) (int, string)) *
 		"name": "chan", "version": "1.0.0", "dev": true, "url": f.integ.srv.URL,
 		"channels": map[string]any{"channel": map[string]any{"messages": map[string]any{"text": map[string]any{"schema": map[string]any{}}}}},
 	}).Str("integration.id")
-	f.botID = f.createBot(f.AdminToken, map[string]any{"name": "rt", "dev": true, "url": f.bot.srv.URL})
+	f.botID = f.createBot(f.AdminToken, map[string]any{"name": "rt", "dev": true, "url": f.bot.srv.URL,
+		"states": map[string]any{"profile": map[string]any{"type": "user", "schema": map[string]any{}}}})
 	f.Check(f.updateBot(f.AdminToken, f.botID, map[string]any{
 		"integrations": map[string]any{"chan": map[string]any{"integrationId": f.intID, "enabled": true}}}), 200, "updateBot")
 	return f
@@ -314,5 +315,121 @@ func TestRuntimeOrderPerConversation(t *testing.T) {
 		if strings.Join(got[conv], ",") != strings.Join(want[conv], ",") {
 			t.Fatalf("conversation %s: delivered %v, written %v", conv, got[conv], want[conv])
 		}
+	}
+}
+
+// A state with an expiry that runs out reaches the bot as state_expired
+// (once, with the state); one renewed before it runs out does not, until
+// its new expiry.
+func TestRuntimeStateExpired(t *testing.T) {
+	f := newRuntimeFixture(t, nil)
+	user := f.as(false, "POST", "/v1/chat/users", map[string]any{"tags": map[string]string{}}, 201).Str("user.id")
+	path := "/v1/chat/states/user/" + user + "/profile"
+	f.as(false, "POST", path, map[string]any{"payload": map[string]any{"v": 1}, "expiry": 300}, 200)
+	// Renewed at once, with a longer expiry: the first check finds it renewed.
+	f.as(false, "POST", path, map[string]any{"payload": map[string]any{"v": 2}, "expiry": 1200}, 200)
+	time.Sleep(700 * time.Millisecond)
+	if n := len(f.bot.of("event_received", "state_expired")); n != 0 {
+		t.Fatalf("state_expired delivered %d times before the renewed expiry", n)
+	}
+	eventually(t, "state_expired arrives", func() bool { return len(f.bot.of("event_received", "state_expired")) == 1 })
+	ev := f.bot.of("event_received", "state_expired")[0].Body["event"].(map[string]any)
+	st := ev["payload"].(map[string]any)["state"].(map[string]any)
+	if st["name"] != "profile" || ev["userId"] != user || st["payload"].(map[string]any)["v"] != float64(2) {
+		t.Fatalf("state_expired event: %v", ev)
+	}
+	time.Sleep(300 * time.Millisecond)
+	if n := len(f.bot.of("event_received", "state_expired")); n != 1 {
+		t.Fatalf("state_expired delivered %d times", n)
+	}
+	f.as(false, "GET", path, nil, 404)
+}
+
+// Deliveries due later (scheduled events, states' expiries) never hold up
+// what is due now, however many wait.
+func TestRuntimeScheduledDoNotBlock(t *testing.T) {
+	f := newRuntimeFixture(t, nil)
+	for i := range 250 {
+		f.as(false, "POST", "/v1/chat/events", map[string]any{"type": fmt.Sprint("later", i), "payload": map[string]any{}, "schedule": map[string]any{"delay": 600000}}, 201)
+	}
+	f.as(false, "POST", "/v1/chat/events", map[string]any{"type": "now", "payload": map[string]any{}}, 201)
+	eventually(t, "the event due now arrives", func() bool { return len(f.bot.of("event_received", "now")) == 1 })
+	if n := f.bot.count(); n != 1 {
+		t.Fatalf("%d calls: scheduled events went out early", n)
+	}
+}
+
+// Workflows: created pending, they start in the bot (workflow_update /
+// workflow_started); picked up again after listening (workflow_continued);
+// timed out at timeoutAt (workflow_timedout); getOrCreate answers the
+// running one; the reference's rules on status and eventId.
+func TestRuntimeWorkflows(t *testing.T) {
+	f := newRuntimeFixture(t, nil)
+	conv := f.as(false, "POST", "/v1/chat/conversations", map[string]any{"channel": "web", "tags": map[string]string{}}, 201).Str("conversation.id")
+	cr := f.Check(f.Do(apitest.Req{Method: "POST", Path: "/v1/chat/workflows", Token: f.AdminToken, Headers: map[string]string{"x-bot-id": f.botID},
+		Body: map[string]any{"name": "onboarding", "status": "pending", "conversationId": conv, "input": map[string]any{"step": 1}, "tags": map[string]string{"k": "v"}}}), 201, "createWorkflow")
+	id := cr.Str("workflow.id")
+	updates := func(kind string) []received {
+		var out []received
+		for _, c := range f.bot.of("event_received", "workflow_update") {
+			p := c.Body["event"].(map[string]any)["payload"].(map[string]any)
+			if p["type"] == kind {
+				out = append(out, c)
+			}
+		}
+		return out
+	}
+	eventually(t, "workflow_started", func() bool { return len(updates("workflow_started")) == 1 })
+	if w := updates("workflow_started")[0].Body["event"].(map[string]any)["payload"].(map[string]any)["workflow"].(map[string]any); w["id"] != id || w["name"] != "onboarding" {
+		t.Fatalf("workflow_started: %v", w)
+	}
+	f.Check(f.Do(apitest.Req{Method: "GET", Path: "/v1/chat/workflows/" + id, Token: f.AdminToken, Headers: map[string]string{"x-bot-id": f.botID}}), 200, "getWorkflow")
+	list := func(q string) int {
+		r := f.Check(f.Do(apitest.Req{Method: "GET", Path: "/v1/chat/workflows" + q, Token: f.AdminToken, Headers: map[string]string{"x-bot-id": f.botID}}), 200, "listWorkflows")
+		return len(r.List("workflows"))
+	}
+	if list("") != 1 || list("?name=onboarding&statuses=pending") != 1 || list("?statuses=completed") != 0 || list("?tags.k=v&conversationId="+conv) != 1 || list("?tags.k=w") != 0 {
+		t.Fatal("listWorkflows filters")
+	}
+	put := func(body map[string]any, status int) apitest.Response {
+		return f.Check(f.Do(apitest.Req{Method: "PUT", Path: "/v1/chat/workflows/" + id, Token: f.AdminToken, Headers: map[string]string{"x-bot-id": f.botID}, Body: body}), status, "")
+	}
+	put(map[string]any{"status": "in_progress"}, 400) // needs the event id
+	put(map[string]any{"status": "listening"}, 200)
+	put(map[string]any{"status": "in_progress", "eventId": "evt_01ARZ3NDEKTSV4RRFFQ69G5FAV"}, 200)
+	eventually(t, "workflow_continued", func() bool { return len(updates("workflow_continued")) == 1 })
+	// getOrCreate answers the running workflow, not a new one.
+	goc := func() string {
+		return f.Check(f.Do(apitest.Req{Method: "POST", Path: "/v1/chat/workflows/get-or-create", Token: f.AdminToken, Headers: map[string]string{"x-bot-id": f.botID},
+			Body: map[string]any{"name": "onboarding", "status": "pending", "conversationId": conv, "tags": map[string]string{"k": "v"}}}), 200, "getOrCreateWorkflow").Str("workflow.id")
+	}
+	first := goc()
+	if second := goc(); second != first {
+		t.Fatalf("getOrCreate made two workflows: %s %s", first, second)
+	}
+	done := put(map[string]any{"status": "completed", "output": map[string]any{"ok": true}}, 200)
+	if done.Str("workflow.completedAt") == "" {
+		t.Fatalf("completed: %s", done.Raw)
+	}
+	put(map[string]any{"status": "in_progress", "eventId": "evt_01ARZ3NDEKTSV4RRFFQ69G5FAV"}, 400) // ended for good
+
+	// Timeout: it ends timedout, and the bot hears of it.
+	short := f.Check(f.Do(apitest.Req{Method: "POST", Path: "/v1/chat/workflows", Token: f.AdminToken, Headers: map[string]string{"x-bot-id": f.botID},
+		Body: map[string]any{"name": "quick", "status": "listening", "timeoutAt": time.Now().Add(300 * time.Millisecond).UTC().Format(time.RFC3339Nano)}}), 201, "createWorkflow").Str("workflow.id")
+	eventually(t, "workflow_timedout", func() bool { return len(updates("workflow_timedout")) == 1 })
+	g := f.Check(f.Do(apitest.Req{Method: "GET", Path: "/v1/chat/workflows/" + short, Token: f.AdminToken, Headers: map[string]string{"x-bot-id": f.botID}}), 200, "getWorkflow")
+	if g.Str("workflow.status") != "timedout" {
+		t.Fatalf("timed out workflow: %s", g.Raw)
+	}
+	// Bad input, nothing written.
+	for _, b := range []map[string]any{{"status": "pending"}, {"name": "x", "status": "done"}, {"name": "x", "status": "pending", "timeoutAt": "soon"}} {
+		f.Check(f.Do(apitest.Req{Method: "POST", Path: "/v1/chat/workflows", Token: f.AdminToken, Headers: map[string]string{"x-bot-id": f.botID}, Body: b}), 400, "")
+	}
+	f.Check(f.Do(apitest.Req{Method: "POST", Path: "/v1/chat/workflows", Token: f.AdminToken, Headers: map[string]string{"x-bot-id": f.botID},
+		Body: map[string]any{"name": "x", "status": "pending", "conversationId": "conv_01ARZ3NDEKTSV4RRFFQ69G5FAV"}}), 404, "")
+	f.Check(f.Do(apitest.Req{Method: "DELETE", Path: "/v1/chat/workflows/" + short, Token: f.AdminToken, Headers: map[string]string{"x-bot-id": f.botID}}), 200, "deleteWorkflow")
+	f.Check(f.Do(apitest.Req{Method: "GET", Path: "/v1/chat/workflows/" + short, Token: f.AdminToken, Headers: map[string]string{"x-bot-id": f.botID}}), 404, "")
+	if n := list(""); n != 2 {
+		t.Fatalf("%d workflows listed, want 2", n)
 	}
 }

@@ -156,11 +156,16 @@ func (s *server) fallback(mux *http.ServeMux) http.Handler {
 		}
 		rec := &statusRecorder{header: http.Header{}}
 		mux.ServeHTTP(rec, r)
+		// A 405 carries Allow (RFC 9110): the path's methods, or none.
+		w.Header().Set("Allow", rec.header.Get("Allow"))
 		if rec.status == http.StatusMethodNotAllowed {
-			s.writeError(w, r, platform.Errorf(platform.ErrMethodNotFound, "method %s is not allowed on %s", r.Method, r.URL.Path))
+			s.writeError(w, r, platform.Errorf(platform.ErrMethodNotFound, "no operation %s %s: the operation does not exist (this path takes %s)", r.Method, r.URL.Path, rec.header.Get("Allow")))
 			return
 		}
-		s.writeError(w, r, platform.NotFound("operation", r.Method+" "+r.URL.Path))
+		// No operation has this path: MethodNotFound ("the requested
+		// method does not exist"), not ResourceNotFound, which says an
+		// operation ran and found no such resource.
+		s.writeError(w, r, platform.Errorf(platform.ErrMethodNotFound, "no operation %s %s: the operation does not exist", r.Method, r.URL.Path))
 	})
 }
 

@@ -42,9 +42,13 @@ func TestEveryAnswerIsJSONErrorShape(t *testing.T) {
 		{"GET", "/_s3/../v1/admin/account/me", 400, "InvalidPayload"},
 		{"GET", "/v1/files/%2E", 404, "ResourceNotFound"},
 		{"GET", "/v1/files/%2E%2E", 404, "ResourceNotFound"},
-		{"GET", "/nope", 404, "ResourceNotFound"},
-		{"GET", "/", 404, "ResourceNotFound"},
-		{"GET", "/v1/files/", 404, "ResourceNotFound"},
+		// No operation: MethodNotFound, distinct from an operation that
+		// found no such resource (ResourceNotFound above and below).
+		{"GET", "/nope", 405, "MethodNotFound"},
+		{"GET", "/", 405, "MethodNotFound"},
+		{"GET", "/v1/files/", 405, "MethodNotFound"},
+		{"GET", "/v1/admin/nope", 405, "MethodNotFound"},
+		{"POST", "/v1/admin/bots/x/nope", 405, "MethodNotFound"},
 		{"PATCH", "/v1/files", 405, "MethodNotFound"},
 	}
 	for _, c := range cases {
@@ -66,7 +70,9 @@ func TestEveryAnswerIsJSONErrorShape(t *testing.T) {
 				t.Fatalf("status %d, content type %q: %s", res.StatusCode, ct, raw)
 			}
 			if err := json.Unmarshal(raw, &e); err != nil || res.StatusCode != c.status || e.Code != c.status || e.Type != c.typ ||
-				!strings.HasPrefix(e.ID, "err_") || e.Message == "" {
+				!strings.HasPrefix(e.ID, "err_") || e.Message == "" ||
+				(e.Type == "MethodNotFound") != strings.Contains(e.Message, "the operation does not exist") ||
+				(e.Type == "MethodNotFound") != (len(res.Header.Values("Allow")) == 1) {
 				t.Fatalf("status %d %s, want %d %s in the error shape", res.StatusCode, raw, c.status, c.typ)
 			}
 		})
@@ -164,7 +170,7 @@ func TestRequestLog(t *testing.T) {
 	}
 	do("GET", "/v1/admin/account/me?secret=query", auth, "", want{status: 200, caller: "account"})
 	do("GET", "/v1/admin/account/me", map[string]string{"Authorization": "Bearer bp_pat_not-a-token"}, "", want{status: 401, caller: "anonymous", errorID: true})
-	do("GET", "/nope", nil, "", want{status: 404, caller: "anonymous", errorID: true})
+	do("GET", "/nope", nil, "", want{status: 405, caller: "anonymous", errorID: true})
 	ws := decode(t, do("POST", "/v1/admin/workspaces", auth, `{"name":"logged"}`, want{status: 200, caller: "account"}))["id"].(string)
 	auth["x-workspace-id"] = ws
 	bot := decode(t, do("POST", "/v1/admin/bots", auth, `{"name":"b"}`, want{status: 200, caller: "account"}))["bot"].(map[string]any)["id"].(string)

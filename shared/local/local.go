@@ -310,6 +310,13 @@ func Open(ctx context.Context, dataDir, baseURL string, log *slog.Logger) (*Plat
 	// delivery, and every second for retries and scheduled events; what
 	// was pending before a crash goes out now.
 	p.Dispatcher = &dispatch.Dispatcher{Store: p.Store, Client: outbound, Log: log, Observer: p.observeDelivery}
+	// This process alone holds the data directory: a lease found now is a
+	// dead process's, and would hold its delivery back for minutes.
+	if n, err := p.Store.ReleaseLeases(ctx); err != nil {
+		return nil, fmt.Errorf("runtime: %w", err)
+	} else if n > 0 {
+		log.Info("runtime: deliveries interrupted by the last stop will be made again", "count", n)
+	}
 	p.Store.OnOutbox(p.Dispatcher.Wake)
 	dctx, stop := context.WithCancel(context.WithoutCancel(ctx))
 	done := make(chan struct{})

@@ -40,4 +40,8 @@ func applyBotsAndIntegrationsSpec(v any) {
 	set(body("createIntegration"), "maxConcurrency", integer())
 	set(body("createIntegration"), "maxExecutionTime", integer())
 	set(body("updateIntegration"), "maxConcurrency", integer())
+	// The dry runs take exactly the bodies of what they validate.
+	set(body("validateIntegrationCreation"), "maxConcurrency", integer())
+	set(body("validateIntegrationCreation"), "maxExecutionTime", integer())
+	set(body("validateIntegrationUpdate"), "maxConcurrency", integer())
 }

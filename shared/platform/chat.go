@@ -147,10 +147,10 @@ type State struct {
 // StateKey names a state: its type, the id of what it is attached to, and
 // its declared name, within a bot.
 type StateKey struct {
-	BotID   string
-	Type    StateType
-	OwnerID string
-	Name    string
+	BotID   string    `json:"botId"`
+	Type    StateType `json:"type"`
+	OwnerID string    `json:"ownerId"`
+	Name    string    `json:"name"`
 }
 
 // TagType is a kind of record carrying tags (listTagValues' type).

@@ -1,5 +1,7 @@
 package platform
 
+import "encoding/json"
+
 // The runtime: what the platform delivers to bots and integrations, and
 // how each delivery's life is recorded (docs/runtime.md).
 
@@ -20,7 +22,13 @@ const (
 	// DeliverOutgoing sends a message the bot wrote to the integration of
 	// its conversation (message_created).
 	DeliverOutgoing = "outgoing_message"
+	// DeliverStateExpiry checks, when a state with an expiry runs out, that
+	// it was not renewed since, and then emits a state_expired event.
+	DeliverStateExpiry = "state_expiry"
 )
+
+// EventStateExpired is the event of a state whose expiry ran out.
+const EventStateExpired = "state_expired"
 
 // Delivery is one entry of the outbox: written in the same transaction as
 // what it delivers, removed once delivered or given up. Deliveries of one
@@ -38,4 +46,60 @@ type Delivery struct {
 	Attempts int    `json:"attempts"`
 	// LastError is why the last attempt failed.
 	LastError string `json:"lastError,omitempty"`
+	// State and ExpiresAt: the state of a DeliverStateExpiry and the
+	// expiry it was written with (for a DeliverWorkflowTimeout, the
+	// workflow's timeoutAt, WorkflowID its id).
+	WorkflowID string    `json:"workflowId,omitempty"`
+	State      *StateKey `json:"state,omitempty"`
+	ExpiresAt  string    `json:"expiresAt,omitempty"`
+}
+
+// PrefixWorkflow starts workflow ids.
+const PrefixWorkflow = "wflow_"
+
+// Workflow statuses (the reference's enumeration).
+const (
+	WorkflowPending    = "pending"
+	WorkflowInProgress = "in_progress"
+	WorkflowFailed     = "failed"
+	WorkflowCompleted  = "completed"
+	WorkflowListening  = "listening"
+	WorkflowPaused     = "paused"
+	WorkflowTimedOut   = "timedout"
+	WorkflowCancelled  = "cancelled"
+)
+
+// WorkflowDone reports a status a workflow never leaves.
+func WorkflowDone(status string) bool {
+	switch status {
+	case WorkflowFailed, WorkflowCompleted, WorkflowTimedOut, WorkflowCancelled:
+		return true
+	}
+	return false
+}
+
+// EventWorkflowUpdate is the event telling a bot what happened to one of
+// its workflows (payload.type: workflow_started, workflow_timedout, ...).
+const EventWorkflowUpdate = "workflow_update"
+
+// DeliverWorkflowTimeout times a workflow out when its timeoutAt comes and
+// it has not ended.
+const DeliverWorkflowTimeout = "workflow_timeout"
+
+// Workflow is a bot's workflow (the reference's shape).
+type Workflow struct {
+	ID               string            `json:"id"`
+	Name             string            `json:"name"`
+	Status           string            `json:"status"`
+	Input            json.RawMessage   `json:"input"`
+	Output           json.RawMessage   `json:"output"`
+	ParentWorkflowID string            `json:"parentWorkflowId,omitempty"`
+	ConversationID   string            `json:"conversationId,omitempty"`
+	UserID           string            `json:"userId,omitempty"`
+	CreatedAt        string            `json:"createdAt"`
+	UpdatedAt        string            `json:"updatedAt"`
+	CompletedAt      string            `json:"completedAt,omitempty"`
+	FailureReason    string            `json:"failureReason,omitempty"`
+	TimeoutAt        string            `json:"timeoutAt"`
+	Tags             map[string]string `json:"tags"`
 }

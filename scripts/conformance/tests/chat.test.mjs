@@ -227,7 +227,11 @@ describe('chat: events', () => {
     const { event } = expectValid('createEvent', await chat.createEvent({ type, payload: { n: 1 }, conversationId: conv.id }))
     assert.equal(event.status, 'pending')
     assert.equal(event.failureReason, null)
-    assert.deepEqual(expectValid('getEvent', await chat.getEvent({ id: event.id })).event, event)
+    // The runtime delivers it at once: this bot has no url, so it fails with
+    // the reason (docs/runtime.md); everything else is as created.
+    const got = expectValid('getEvent', await chat.getEvent({ id: event.id })).event
+    assert.deepEqual({ ...got, status: event.status, failureReason: event.failureReason }, event)
+    assert.ok(got.status === 'pending' || (got.status === 'failed' && /no url/.test(got.failureReason)), JSON.stringify(got))
     const later = expectValid('createEvent', await chat.createEvent({ type, payload: {}, schedule: { delay: 60000 } })).event
     assert.equal(later.status, 'scheduled')
     assert.deepEqual(ids(expectValid('listEvents', await chat.listEvents({ type })).events), [later.id, event.id])
@@ -256,16 +260,9 @@ describe('chat: states', () => {
     const patched = expectValid('patchState', await chat.patchState({ ...key, payload: { n: 2 } })).state
     assert.deepEqual(patched.payload, { n: 2, note: 'a' })
 
-    // 25 parallel patches of different keys all land. (Skipped against moto,
-    // whose multi-item TransactWriteItems is not atomic under concurrency:
-    // docs/embedded-dynamodb.md.)
-    if (process.env.CONFORMANCE_BACKEND !== 'moto') {
-      await Promise.all(Array.from({ length: 25 }, (_, i) => chat.patchState({ ...key, payload: { [`k${i}`]: i } })))
-      assert.equal(Object.keys(expectValid('getState', await chat.getState(key)).state.payload).length, 27)
-    } else {
-      for (let i = 0; i < 25; i++) await chat.patchState({ ...key, payload: { [`k${i}`]: i } })
-      assert.equal(Object.keys(expectValid('getState', await chat.getState(key)).state.payload).length, 27)
-    }
+    // 25 parallel patches of different keys all land.
+    await Promise.all(Array.from({ length: 25 }, (_, i) => chat.patchState({ ...key, payload: { [`k${i}`]: i } })))
+    assert.equal(Object.keys(expectValid('getState', await chat.getState(key)).state.payload).length, 27)
 
     const profile = { type: 'user', id: u.id, name: 'profile' }
     const created = expectValid('getOrSetState', await chat.getOrSetState({ ...profile, payload: { lang: 'en' } })).state
