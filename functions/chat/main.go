@@ -1,5 +1,6 @@
-// Command chat is the Lambda function serving the Chat API behind API Gateway
-// (HTTP API, payload format 2.0); its routes are in shared/httpapi/chat.go.
+// Command chat is the Lambda function serving the Chat API and the webhook
+// ingress (/webhooks/...) behind API Gateway (HTTP API, payload format 2.0);
+// its routes are in shared/httpapi/chat.go and shared/httpapi/webhooks.go.
 package main
 
 import (

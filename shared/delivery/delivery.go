@@ -112,6 +112,11 @@ type Response struct {
 	Body       []byte // at most MaxResponseBytes
 	Err        string // why it failed or is unknown
 	Duration   time.Duration
+
+	// Header is the answer's headers; Truncated tells that its body was
+	// longer than MaxResponseBytes (Body holds the start).
+	Header    http.Header
+	Truncated bool
 }
 
 // MaxResponseBytes caps how much of an answer is read.
@@ -196,7 +201,15 @@ func Send(ctx context.Context, client *http.Client, r Request) Response {
 		return res(Failed, 0, nil, "not sent: "+why)
 	}
 	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, MaxResponseBytes))
+	body, err := io.ReadAll(io.LimitReader(resp.Body, MaxResponseBytes+1))
+	truncated := len(body) > MaxResponseBytes
+	if truncated {
+		body = body[:MaxResponseBytes]
+	}
+	res = func(o Outcome, status int, body []byte, msg string) Response {
+		return Response{Outcome: o, StatusCode: status, Body: body, Err: msg, Duration: time.Since(start),
+			Header: resp.Header, Truncated: truncated}
+	}
 	if err != nil {
 		// The status line came: the receiver acted on the request, whatever
 		// the body would have said.

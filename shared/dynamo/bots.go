@@ -3,6 +3,7 @@ package dynamo
 import (
 	"context"
 	"encoding/json"
+	"maps"
 	"sort"
 	"strconv"
 
@@ -212,6 +213,9 @@ func (s *Store) DeleteBot(ctx context.Context, workspaceID, id string) (platform
 		}
 		break
 	}
+	if err := s.deleteWebhooks(ctx, b.Bot); err != nil {
+		return b.Bot, err
+	}
 	keys, err := s.ListBotAPIKeys(ctx, id)
 	if err != nil {
 		return b.Bot, err
@@ -326,6 +330,8 @@ func (s *Store) UpdateBot(ctx context.Context, ws, id string, change func(*platf
 			return platform.Bot{}, platform.NotFound("bot", id)
 		}
 		b := rec.Bot
+		// change edits the installs map in place: keep what it was.
+		oldInstalls := maps.Clone(rec.Installs)
 		fx, err := change(&b)
 		if err != nil {
 			return platform.Bot{}, err
@@ -350,6 +356,7 @@ func (s *Store) UpdateBot(ctx context.Context, ws, id string, change func(*platf
 			}
 			items = append(items, t)
 		}
+		items = append(items, webhookWrites(b.ID, oldInstalls, b.Installs)...)
 		if len(items) > 100 {
 			return b, platform.Errorf(platform.ErrLimitExceeded, "the change touches too many integrations at once (%d writes of at most 100)", len(items))
 		}

@@ -787,7 +787,7 @@ func (s *server) patchIntegrations(c *call, b *platform.Bot, patch map[string]js
 			}
 			inst = platform.IntegrationInstance{
 				Alias: alias, IntegrationID: intID, Enabled: true, Configuration: json.RawMessage(`{}`),
-				DisabledChannels: []string{}, WebhookID: platform.NewID(platform.PrefixWebhook),
+				DisabledChannels: []string{}, WebhookID: platform.NewUnguessableID(platform.PrefixWebhook),
 				CreatedAt: now, Status: platform.InstallRegistrationPending,
 			}
 			fx.Installs[intID]++

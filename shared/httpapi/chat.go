@@ -74,6 +74,11 @@ func (s *server) chatRoutes() []route {
 		r("POST /v1/chat/states/{type}/{id}/{name}/get-or-set", "getOrSetState", developer, 0, s.getOrSetState),
 		r("POST /v1/chat/states/{type}/{id}/{name}/expiry", "setStateExpiry", developer, 0, s.setStateExpiry),
 
+		// Runtime operations of bots and integrations (chat_actions.go).
+		r("POST /v1/chat/actions", "callAction", developer, 0, s.callAction),
+		r("POST /v1/chat/integrations/configure", "configureIntegration", developer, 0, s.configureIntegration),
+		r("POST /v1/chat/initialize-incoming-message", "initializeIncomingMessage", developer, 0, s.initializeIncomingMessage),
+
 		// Tag values (below).
 		r("GET /v1/chat/tags/{key}/values", "listTagValues", viewer, 0, s.listTagValues),
 	}

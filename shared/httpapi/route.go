@@ -190,6 +190,9 @@ func (s *server) authorize(c *call, rt route) error {
 			if _, installed := bot.Install(p.IntegrationID); !installed {
 				return platform.NotFound("bot", id)
 			}
+			if err := checkActingInstall(c, bot.Bot, p.IntegrationID); err != nil {
+				return err
+			}
 			c.role = platform.RoleDeveloper
 			return checkRole(c.role, rt.role)
 		}

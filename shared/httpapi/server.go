@@ -97,6 +97,12 @@ func New(cfg Config, areas ...Area) http.Handler {
 		for _, rr := range s.rawRoutes(a) {
 			mux.Handle(rr.pattern, s.rawHandler(rr))
 		}
+		if a == AreaChat {
+			// Webhook ingress: no token, the webhook id is the secret (webhooks.go).
+			for pattern, h := range s.webhookRoutes() {
+				mux.Handle(pattern, h)
+			}
+		}
 	}
 	return s.fallback(mux)
 }
@@ -207,6 +213,9 @@ var statusOf = map[platform.ErrorType]int{
 	platform.ErrRateLimited:         429,
 	platform.ErrLimitExceeded:       413,
 	platform.ErrInsufficientStorage: 507,
+	platform.ErrRuntime:             400,
+	platform.ErrBadGateway:          502,
+	platform.ErrOperationTimeout:    504,
 }
 
 // apiError is the error body of the reference API.

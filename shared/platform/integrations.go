@@ -163,8 +163,11 @@ type IntegrationInstance struct {
 	StatusReason      *string         `json:"statusReason"`
 	WebhookID         string          `json:"webhookId"`
 	Identifier        string          `json:"identifier,omitempty"`
-	CreatedAt         string          `json:"createdAt"`
-	UpdatedAt         string          `json:"updatedAt"`
+	// RegisterSchedule is the configureIntegration scheduleRegisterCall
+	// (hourly ... yearly): recorded, not yet acted on.
+	RegisterSchedule string `json:"scheduleRegisterCall,omitempty"`
+	CreatedAt        string `json:"createdAt"`
+	UpdatedAt        string `json:"updatedAt"`
 	// OperationID is the registration in flight or last run: a result
 	// updates the instance only while it still names that operation.
 	OperationID string `json:"operationId,omitempty"`

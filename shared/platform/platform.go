@@ -42,6 +42,15 @@ const (
 	ErrLimitExceeded      ErrorType = "LimitExceeded"
 	// ErrInsufficientStorage: the local platform's disk is full (507).
 	ErrInsufficientStorage ErrorType = "InsufficientStorage"
+	// ErrRuntime: a bot or integration refused a call made for the caller
+	// (answered 4xx: callAction with input its handler rejects).
+	ErrRuntime ErrorType = "Runtime"
+	// ErrBadGateway: a bot or integration could not be reached, failed
+	// (answered 5xx) or answered something unusable (502).
+	ErrBadGateway ErrorType = "BadGateway"
+	// ErrOperationTimeout: a bot or integration took the call and did not
+	// answer in time (504).
+	ErrOperationTimeout ErrorType = "OperationTimeout"
 )
 
 // Error is an error the caller can act on: its Type picks the HTTP status and
@@ -135,6 +144,13 @@ func NewID(prefix string) string {
 	idMu.Lock()
 	defer idMu.Unlock()
 	return prefix + ulid.MustNew(ulid.Timestamp(time.Now()), idEntropy).String()
+}
+
+// NewUnguessableID returns an id whose 80 random bits all come fresh from
+// crypto/rand: unlike NewID's, never the increment of an id made in the
+// same millisecond. For ids that are secrets (webhook ids).
+func NewUnguessableID(prefix string) string {
+	return prefix + ulid.MustNew(ulid.Timestamp(time.Now()), rand.Reader).String()
 }
 
 // NewAccountID returns a new account id (a UUID).

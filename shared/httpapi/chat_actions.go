@@ -1,0 +1,313 @@
+package httpapi
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/botforge/platform/shared/delivery"
+	"github.com/botforge/platform/shared/openapi"
+	"github.com/botforge/platform/shared/platform"
+)
+
+// Runtime operations a bot or an integration calls synchronously
+// (docs/runtime.md): callAction, configureIntegration and
+// initializeIncomingMessage.
+
+// callAction runs an action and answers its output:
+//
+//	POST /v1/chat/actions {"type": "<alias>:<action>" | "<action>", "input": {...}}
+//
+// "<alias>:<action>" goes to the bot's installation of that alias as
+// action_triggered {type: <action>, input}; an unprefixed type goes to the
+// bot's own url, the same operation. The callee's output comes back as
+// {output, meta: {cached: false}} (the platform caches nothing). The call
+// is bounded by the integration's maxExecutionTime and the bot's.
+func (s *server) callAction(c *call) (any, error) {
+	var in struct {
+		Type  string          `json:"type"`
+		Input json.RawMessage `json:"input"`
+	}
+	if err := c.decode(&in); err != nil {
+		return nil, err
+	}
+	alias, action, toIntegration := strings.Cut(in.Type, ":")
+	if !toIntegration {
+		return s.callBotAction(c, in.Type, in.Input)
+	}
+	if alias == "" || action == "" {
+		return nil, platform.Invalid("invalid body: field \"type\": %q is not <integration alias>:<action> or <action>", in.Type)
+	}
+	inst, ok := c.bot.Installs[alias]
+	if !ok {
+		return nil, platform.Errorf(platform.ErrResourceNotFound, "no integration is installed under the alias %q on bot %q", alias, c.bot.ID)
+	}
+	if !inst.Enabled {
+		return nil, platform.Invalid("the integration %q is disabled on bot %q", alias, c.bot.ID)
+	}
+	rec, err := s.Store.GetIntegration(c.ctx, inst.IntegrationID)
+	if platform.TypeOf(err) == platform.ErrResourceNotFound {
+		return nil, platform.Errorf(platform.ErrResourceNotFound, "the integration installed as %q no longer exists", alias)
+	}
+	if err != nil {
+		return nil, err
+	}
+	i := rec.Integration
+	def, ok := i.Actions[action]
+	if !ok {
+		return nil, platform.Invalid("invalid body: field \"type\": integration %q (%s %s) has no action %q", alias, i.Name, i.Version, action)
+	}
+	if err := checkActionInput(def, in.Input); err != nil {
+		return nil, err
+	}
+	call := s.callFor(c, "action_triggered", c.bot.Bot, inst, i)
+	call.Body = map[string]any{"type": action, "input": in.Input}
+	call.Timeout = min(call.Timeout, delivery.BotTimeout(c.bot.Bot))
+	res, err := s.sendToIntegration(c.ctx, call)
+	if err != nil {
+		return nil, err
+	}
+	s.observe(c.ctx, "action_triggered", c.bot.Bot, i, alias, call.URL, res)
+	return actionAnswer(fmt.Sprintf("integration %q, action %q,", alias, action), res)
+}
+
+// callBotAction sends an unprefixed action to the bot itself. A bot that
+// declares actions is held to them (name and input schema); one that
+// declares none gets every call and answers for itself.
+func (s *server) callBotAction(c *call, action string, input json.RawMessage) (any, error) {
+	b := c.bot.Bot
+	if action == "" {
+		return nil, platform.Invalid("invalid body: field \"type\": must not be empty")
+	}
+	if len(b.Actions) > 0 {
+		def, ok := b.Actions[action]
+		if !ok {
+			return nil, platform.Invalid("invalid body: field \"type\": bot %q has no action %q (an integration's action is <alias>:<action>)", b.ID, action)
+		}
+		if err := checkActionInput(def, input); err != nil {
+			return nil, err
+		}
+	}
+	if b.URL == "" {
+		return nil, platform.Errorf(platform.ErrBadGateway, "bot %q has no url to call its action %q on", b.ID, action)
+	}
+	req, err := delivery.BotRequest(b, "action_triggered", "action_triggered", map[string]any{"type": action, "input": input})
+	if err != nil {
+		return nil, err
+	}
+	// Within the API call: API Gateway ends it at 29 s.
+	req.Timeout = min(req.Timeout, maxCallTimeout)
+	res := delivery.Send(c.ctx, s.outbound(), req)
+	if s.OnDelivery != nil {
+		s.OnDelivery(c.ctx, delivery.Result{
+			Kind: "action_triggered", BotID: b.ID, WorkspaceID: b.WorkspaceID, Name: action, URL: b.URL,
+			Outcome: res.Outcome, StatusCode: res.StatusCode, Error: res.Err, Duration: res.Duration,
+		})
+	}
+	return actionAnswer(fmt.Sprintf("bot %q, action %q,", b.ID, action), res)
+}
+
+// checkActionInput checks an action's input against the input schema of
+// its definition ({input: {schema}}), when there is one.
+func checkActionInput(def, input json.RawMessage) error {
+	var d struct {
+		Input struct {
+			Schema json.RawMessage `json:"schema"`
+		} `json:"input"`
+	}
+	_ = json.Unmarshal(def, &d)
+	return validateJSON("input", d.Input.Schema, input)
+}
+
+// actionAnswer is callAction's answer from the callee's: its output (an
+// object; {} when it sent none).
+func actionAnswer(who string, res delivery.Response) (any, error) {
+	if err := answerError(who, res, false); err != nil {
+		return nil, err
+	}
+	var out struct {
+		Output json.RawMessage `json:"output"`
+	}
+	if len(bytes.TrimSpace(res.Body)) > 0 {
+		if err := json.Unmarshal(res.Body, &out); err != nil {
+			return nil, platform.Errorf(platform.ErrBadGateway, "%s answered something that is not a JSON object: %s", who, calleeMessage(res.Body))
+		}
+	}
+	output := out.Output
+	if len(output) == 0 || isNull(output) {
+		output = json.RawMessage(`{}`)
+	}
+	if output[0] != '{' {
+		return nil, platform.Errorf(platform.ErrBadGateway, "%s answered an output that is not an object: %s", who, calleeMessage(output))
+	}
+	return map[string]any{"output": output, "meta": map[string]bool{"cached": false}}, nil
+}
+
+// actingInstall is the installation an integration's call acts for: the one
+// under x-integration-alias, else the one of x-integration-id (or of the
+// calling integration key).
+func actingInstall(c *call) (platform.IntegrationInstance, error) {
+	if alias := strings.TrimSpace(c.Header.Get("x-integration-alias")); alias != "" {
+		if in, ok := c.bot.Installs[alias]; ok {
+			return in, nil
+		}
+		return platform.IntegrationInstance{}, platform.Errorf(platform.ErrResourceNotFound, "no integration is installed under the alias %q on bot %q", alias, c.bot.ID)
+	}
+	id := strings.TrimSpace(c.Header.Get("x-integration-id"))
+	if id == "" {
+		id = c.principal.IntegrationID
+	}
+	if id == "" {
+		return platform.IntegrationInstance{}, platform.Invalid("this operation is an integration's: send x-integration-alias (or x-integration-id) naming its installation on the bot")
+	}
+	in, ok := c.bot.Install(id)
+	if !ok {
+		return platform.IntegrationInstance{}, platform.Errorf(platform.ErrResourceNotFound, "integration %q is not installed on bot %q", id, c.bot.ID)
+	}
+	return in, nil
+}
+
+// configureIntegration records what an integration says of its
+// installation: its identifier (shown on the bot's integrations; null
+// clears it) and the schedule on which it wants register() called again,
+// which is stored but not acted on (docs/runtime.md). sandboxIdentifiers
+// is accepted and ignored.
+func (s *server) configureIntegration(c *call) (any, error) {
+	var in struct {
+		Identifier           json.RawMessage `json:"identifier"`
+		ScheduleRegisterCall *string         `json:"scheduleRegisterCall"`
+		SandboxIdentifiers   json.RawMessage `json:"sandboxIdentifiers"`
+	}
+	if err := c.decode(&in); err != nil {
+		return nil, err
+	}
+	inst, err := actingInstall(c)
+	if err != nil {
+		return nil, err
+	}
+	var identifier *string
+	if len(in.Identifier) > 0 {
+		id := ""
+		if !isNull(in.Identifier) {
+			if err := json.Unmarshal(in.Identifier, &id); err != nil {
+				return nil, platform.Invalid("invalid body: field \"identifier\": must be a string or null")
+			}
+		}
+		identifier = &id
+	}
+	err = s.Store.ConfigureInstall(c.ctx, c.bot.ID, inst.Alias, inst.WebhookID, identifier, in.ScheduleRegisterCall)
+	return struct{}{}, err
+}
+
+// initializeIncomingMessage gets or creates, in one call, the user and the
+// conversation of an incoming message and, when given, the message: each
+// through the handler of its own operation (getOrCreateUser,
+// getOrCreateConversation, getOrCreateMessage), so it behaves exactly as
+// those calls in sequence would. userId / conversationId name existing ones.
+func (s *server) initializeIncomingMessage(c *call) (any, error) {
+	var in struct {
+		UserID         string          `json:"userId"`
+		User           json.RawMessage `json:"user"`
+		ConversationID string          `json:"conversationId"`
+		Conversation   json.RawMessage `json:"conversation"`
+		Message        json.RawMessage `json:"message"`
+	}
+	if err := c.decode(&in); err != nil {
+		return nil, err
+	}
+	if (in.UserID == "") == (len(in.User) == 0) {
+		return nil, platform.Invalid("invalid body: give exactly one of \"userId\" and \"user\"")
+	}
+	if (in.ConversationID == "") == (len(in.Conversation) == 0) {
+		return nil, platform.Invalid("invalid body: give exactly one of \"conversationId\" and \"conversation\"")
+	}
+	out := map[string]json.RawMessage{}
+	if in.UserID != "" {
+		u, err := s.Store.GetUser(c.ctx, c.bot.ID, in.UserID)
+		if err != nil {
+			return nil, err
+		}
+		out["user"], _ = json.Marshal(u)
+	} else if err := s.subcall(c, "getOrCreateUser", in.User, s.getOrCreateUser, "user", out); err != nil {
+		return nil, err
+	}
+	if in.ConversationID != "" {
+		conv, err := s.Store.GetConversation(c.ctx, c.bot.ID, in.ConversationID)
+		if err != nil {
+			return nil, err
+		}
+		out["conversation"], _ = json.Marshal(conv)
+	} else if err := s.subcall(c, "getOrCreateConversation", in.Conversation, s.getOrCreateConversation, "conversation", out); err != nil {
+		return nil, err
+	}
+	if len(in.Message) > 0 {
+		var msg map[string]json.RawMessage
+		if err := json.Unmarshal(in.Message, &msg); err != nil {
+			return nil, platform.Invalid("invalid body: field \"message\": must be an object")
+		}
+		var ids struct {
+			ID string `json:"id"`
+		}
+		_ = json.Unmarshal(out["user"], &ids)
+		msg["userId"], _ = json.Marshal(ids.ID)
+		_ = json.Unmarshal(out["conversation"], &ids)
+		msg["conversationId"], _ = json.Marshal(ids.ID)
+		raw, _ := json.Marshal(msg)
+		if err := s.subcall(c, "getOrCreateMessage", raw, s.getOrCreateMessage, "message", out); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// subcall runs the handler of op with body, as if called with it by the
+// same caller, and puts the field of its answer into out.
+func (s *server) subcall(c *call, op string, body json.RawMessage, h func(*call) (any, error), field string, out map[string]json.RawMessage) error {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return platform.Invalid("invalid body: field %q: %v", field, err)
+	}
+	if err := openapi.ValidateBody(op, v); err != nil {
+		var pe *platform.Error
+		if errors.As(err, &pe) {
+			return platform.Invalid("invalid body: field %q: %s", field, pe.Message)
+		}
+		return err
+	}
+	sub := *c
+	sub.op, sub.body = op, body
+	res, err := h(&sub)
+	if err != nil {
+		return err
+	}
+	raw, err := json.Marshal(res)
+	if err != nil {
+		return err
+	}
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &m); err != nil {
+		return err
+	}
+	out[field] = m[field]
+	return nil
+}
+
+// checkActingInstall holds an integration API key to its own installations:
+// the x-integration-id and x-integration-alias it sends (naming the
+// installation it acts for, as the SDK does on every call) must be its
+// integration's and an alias under which the bot installed it.
+func checkActingInstall(c *call, b platform.Bot, integrationID string) error {
+	if id := strings.TrimSpace(c.Header.Get("x-integration-id")); id != "" && id != integrationID {
+		return platform.Forbidden("x-integration-id %q is not the integration of this API key", id)
+	}
+	if alias := strings.TrimSpace(c.Header.Get("x-integration-alias")); alias != "" {
+		if in, ok := b.Installs[alias]; !ok || in.IntegrationID != integrationID {
+			return platform.Forbidden("x-integration-alias %q is not an installation of this API key's integration on bot %q", alias, b.ID)
+		}
+	}
+	return nil
+}
