@@ -603,3 +603,111 @@ func (l *logsStandIn) groups() map[string]int {
 	}
 	return out
 }
+
+// dispatcherHandler is the dispatcher function's handler, built as
+// runtime.StartDispatcher builds it, except that deliveries may reach this
+// machine's addresses (in Lambda they may not: lambda_test.go checks that).
+func dispatcherHandler(t *testing.T) func(context.Context, json.RawMessage) error {
+	t.Helper()
+	cfg, err := runtime.AWSConfig(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return runtime.DrainOutbox(runtime.Dispatcher(cfg, runtime.FromEnv(), delivery.Client(true)))
+}
+
+// queueEvent creates an event of the bot through the Chat function: it is
+// written with its outbox entry, and waits there for the dispatcher.
+func (s *standIns) queueEvent(t *testing.T, botID, typ string) string {
+	t.Helper()
+	_, out := s.call(t, httpapi.AreaChat, "POST", "/v1/chat/events", map[string]string{"x-bot-id": botID},
+		map[string]any{"type": typ, "payload": map[string]any{"n": 1}})
+	ev, _ := out["event"].(map[string]any)
+	id, _ := ev["id"].(string)
+	if id == "" {
+		t.Fatalf("createEvent: %v", out)
+	}
+	return id
+}
+
+func (s *standIns) eventStatus(t *testing.T, botID, id string) string {
+	t.Helper()
+	_, out := s.call(t, httpapi.AreaChat, "GET", "/v1/chat/events/"+id, map[string]string{"x-bot-id": botID}, nil)
+	ev, _ := out["event"].(map[string]any)
+	status, _ := ev["status"].(string)
+	return status
+}
+
+// TestDispatcherSampleEvents: an event written by the Chat function waits
+// in the outbox (no function delivers it) until the dispatcher function
+// runs, on either of its triggers (the sample stream batch, the sample
+// scheduled event): then the bot receives it, the event is processed and
+// the delivery is logged to the bot log group.
+func TestDispatcherSampleEvents(t *testing.T) {
+	s := newStandIns(t)
+	botID, received := s.recurringBot(t)
+	handle := dispatcherHandler(t)
+	for _, tc := range []struct{ sample, typ string }{
+		{"dispatcher-stream.json", "from_stream"},
+		{"dispatcher-schedule.json", "from_schedule"},
+	} {
+		t.Run(tc.sample, func(t *testing.T) {
+			id := s.queueEvent(t, botID, tc.typ)
+			if got := received.got(); containsType(got, tc.typ) {
+				t.Fatalf("delivered before the dispatcher ran: %v", got)
+			}
+			if st := s.eventStatus(t, botID, id); st != "pending" {
+				t.Fatalf("status %s before the dispatcher ran, want pending", st)
+			}
+			if err := handle(context.Background(), sampleEvent(t, tc.sample, nil)); err != nil {
+				t.Fatal(err)
+			}
+			if got := received.got(); !containsType(got, tc.typ) {
+				t.Fatalf("the bot received %v, want %s", got, tc.typ)
+			}
+			if st := s.eventStatus(t, botID, id); st != "processed" {
+				t.Fatalf("status %s after the dispatcher ran, want processed", st)
+			}
+			if !s.Logs.wrote(s.Env["PLATFORM_BOT_LOG_GROUP"], id) {
+				t.Fatalf("the delivery was not logged to the bot log group: %v", s.Logs.groups())
+			}
+		})
+	}
+}
+
+// TestDispatcherKeepsItsReserve: an invocation with less time left than a
+// pass may take (runtime.DispatchReserve) starts no pass: the entry stays
+// for the next invocation rather than being cut off mid-delivery.
+func TestDispatcherKeepsItsReserve(t *testing.T) {
+	s := newStandIns(t)
+	botID, received := s.recurringBot(t)
+	id := s.queueEvent(t, botID, "late")
+	handle := dispatcherHandler(t)
+
+	ctx, cancel := context.WithDeadline(context.Background(), time.Now().Add(runtime.DispatchReserve-time.Second))
+	defer cancel()
+	if err := handle(ctx, sampleEvent(t, "dispatcher-schedule.json", nil)); err != nil {
+		t.Fatal(err)
+	}
+	if got := received.got(); containsType(got, "late") || s.eventStatus(t, botID, id) != "pending" {
+		t.Fatalf("a pass started without its reserve: the bot received %v", got)
+	}
+
+	ctx, cancel = context.WithDeadline(context.Background(), time.Now().Add(runtime.DispatchReserve+time.Minute))
+	defer cancel()
+	if err := handle(ctx, sampleEvent(t, "dispatcher-schedule.json", nil)); err != nil {
+		t.Fatal(err)
+	}
+	if got := received.got(); !containsType(got, "late") || s.eventStatus(t, botID, id) != "processed" {
+		t.Fatalf("with time enough, the bot received %v", got)
+	}
+}
+
+func containsType(l []string, typ string) bool {
+	for _, x := range l {
+		if x == typ {
+			return true
+		}
+	}
+	return false
+}
