@@ -48,6 +48,8 @@ type standIns struct {
 	Token     string // a personal access token of ops@example.com
 	Schedules *schedulerStandIn
 	Logs      *logsStandIn
+	// DynamoOps records the DynamoDB operations the functions call.
+	DynamoOps *opRecorder
 }
 
 const (
@@ -64,7 +66,8 @@ func newStandIns(t *testing.T) *standIns {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ddbSrv := httptest.NewServer(ddb)
+	ops := &opRecorder{}
+	ddbSrv := httptest.NewServer(ops.wrap(ddb))
 	t.Cleanup(func() { ddbSrv.Close(); ddb.Close() })
 	s3, err := locals3.Open(locals3.Options{Dir: filepath.Join(dir, "s3"), Region: "us-east-1", AccessKeyID: accessKey, SecretAccessKey: secretKey})
 	if err != nil {
@@ -82,7 +85,7 @@ func newStandIns(t *testing.T) *standIns {
 	logsSrv := httptest.NewServer(logs)
 	t.Cleanup(logsSrv.Close)
 
-	s := &standIns{Schedules: sched, Logs: logs, Env: map[string]string{
+	s := &standIns{Schedules: sched, Logs: logs, DynamoOps: ops, Env: map[string]string{
 		"PLATFORM_TABLE":                 "platform-test",
 		"PLATFORM_BUCKET":                testBucket,
 		"PLATFORM_PAGING_KEY":            hex.EncodeToString([]byte("0123456789abcdef0123456789abcdef")),
@@ -488,6 +491,33 @@ func TestUploadCompletionSampleEvent(t *testing.T) {
 	}
 }
 
+// opRecorder records the operations of DynamoDB requests (X-Amz-Target
+// DynamoDB_20120810.<Operation>).
+type opRecorder struct {
+	mu  sync.Mutex
+	ops []string
+}
+
+func (o *opRecorder) wrap(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if _, op, ok := strings.Cut(r.Header.Get("X-Amz-Target"), "."); ok {
+			o.mu.Lock()
+			o.ops = append(o.ops, op)
+			o.mu.Unlock()
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+// reset returns the operations recorded since the last reset.
+func (o *opRecorder) reset() []string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	ops := o.ops
+	o.ops = nil
+	return ops
+}
+
 // schedulerStandIn answers the EventBridge Scheduler calls the functions
 // make (REST-JSON: POST/PUT/DELETE /schedules/{name}) and records them.
 type schedulerStandIn struct {
@@ -659,9 +689,11 @@ func TestDispatcherSampleEvents(t *testing.T) {
 			if st := s.eventStatus(t, botID, id); st != "pending" {
 				t.Fatalf("status %s before the dispatcher ran, want pending", st)
 			}
+			s.DynamoOps.reset()
 			if err := handle(context.Background(), sampleEvent(t, tc.sample, nil)); err != nil {
 				t.Fatal(err)
 			}
+			checkDispatcherOps(t, s.DynamoOps.reset())
 			if got := received.got(); !containsType(got, tc.typ) {
 				t.Fatalf("the bot received %v, want %s", got, tc.typ)
 			}
@@ -672,6 +704,29 @@ func TestDispatcherSampleEvents(t *testing.T) {
 				t.Fatalf("the delivery was not logged to the bot log group: %v", s.Logs.groups())
 			}
 		})
+	}
+}
+
+// dispatcherOps are the DynamoDB operations the dispatcher function's role
+// allows (template.yaml's DispatcherFunctionRole: item access without
+// BatchWriteItem; transactions are authorized per item by these).
+var dispatcherOps = map[string]bool{
+	"GetItem": true, "BatchGetItem": true, "Query": true, "PutItem": true, "UpdateItem": true, "DeleteItem": true,
+	"TransactWriteItems": true, "TransactGetItems": true,
+}
+
+// checkDispatcherOps fails the test on an operation the dispatcher's role
+// does not allow.
+func checkDispatcherOps(t *testing.T, ops []string) {
+	t.Helper()
+	if len(ops) == 0 {
+		t.Fatal("no DynamoDB call recorded")
+	}
+	t.Logf("DynamoDB calls of the dispatcher: %v", ops)
+	for _, op := range ops {
+		if !dispatcherOps[op] {
+			t.Errorf("the dispatcher calls %s, which its role does not allow (calls: %v)", op, ops)
+		}
 	}
 }
 

@@ -232,7 +232,10 @@ func TestFunctionBinaries(t *testing.T) {
 	t.Run("dispatcher", func(t *testing.T) {
 		botID, received := s.recurringBot(t)
 		id := s.queueEvent(t, botID, "ping")
+		s.DynamoOps.reset()
 		inv := invoke(t, "dispatcher", s.Env, sampleEvent(t, "dispatcher-stream.json", nil))
+		// A refused delivery: a retry recorded, the failure made a bot issue.
+		checkDispatcherOps(t, s.DynamoOps.reset())
 		t.Logf("dispatcher: initialisation %v, first event %v", inv.Init.Round(time.Microsecond), inv.Handle.Round(time.Microsecond))
 		if len(inv.Error) > 0 || string(inv.Response) != "null" {
 			t.Fatalf("response %s, error %s", inv.Response, inv.Error)
