@@ -58,17 +58,25 @@ const (
 	secretKey  = "local-test-secret"
 )
 
-func newStandIns(t *testing.T) *standIns {
+func newStandIns(t *testing.T) *standIns { return newStandInsOn(t, nil) }
+
+// newStandInsOn is newStandIns with another DynamoDB than the embedded one
+// (a handler in front of it) when dynamoDB is not nil.
+func newStandInsOn(t *testing.T, dynamoDB http.Handler) *standIns {
 	t.Helper()
 	ctx := context.Background()
 	dir := t.TempDir()
-	ddb, err := localdynamo.Open(filepath.Join(dir, "dynamodb"))
-	if err != nil {
-		t.Fatal(err)
+	if dynamoDB == nil {
+		ddb, err := localdynamo.Open(filepath.Join(dir, "dynamodb"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { ddb.Close() })
+		dynamoDB = ddb
 	}
 	ops := &opRecorder{}
-	ddbSrv := httptest.NewServer(ops.wrap(ddb))
-	t.Cleanup(func() { ddbSrv.Close(); ddb.Close() })
+	ddbSrv := httptest.NewServer(ops.wrap(dynamoDB))
+	t.Cleanup(ddbSrv.Close)
 	s3, err := locals3.Open(locals3.Options{Dir: filepath.Join(dir, "s3"), Region: "us-east-1", AccessKeyID: accessKey, SecretAccessKey: secretKey})
 	if err != nil {
 		t.Fatal(err)
