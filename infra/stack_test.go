@@ -161,6 +161,14 @@ func TestStackResources(t *testing.T) {
 		}))
 	})
 
+	// runtime.DispatchReserve (2 min 30 s): a dispatcher invocation starts
+	// a pass only with that much left, so its timeout must leave room for
+	// passes beyond it.
+	for _, f := range Functions {
+		if f.ID == "Dispatcher" && f.Timeout < 150+60 {
+			t.Errorf("the dispatcher's timeout %v s leaves less than a minute beyond its 150 s reserve", f.Timeout)
+		}
+	}
 	check(t, "dispatcher stream trigger", func() {
 		tmpl.HasResourceProperties(jsii.String("AWS::Lambda::EventSourceMapping"), obj{
 			"FunctionName": obj{"Ref": "DispatcherFunction"}, "EventSourceArn": obj{"Fn::GetAtt": []any{"Table", "StreamArn"}},

@@ -51,8 +51,11 @@ const DispatchReserve = delivery.MaxBotTimeout + 30*time.Second
 // stream batch, and the next scheduled run comes a minute later anyway.
 func DrainOutbox(d *dispatch.Dispatcher) func(ctx context.Context, event json.RawMessage) error {
 	return func(ctx context.Context, _ json.RawMessage) error {
-		for {
+		for first := true; ; first = false {
 			if deadline, ok := ctx.Deadline(); ok && time.Until(deadline) < DispatchReserve {
+				if first { // a function Timeout shorter than the reserve: it would never deliver
+					slog.Error("dispatch: the invocation is too short for a pass", "left", time.Until(deadline).String(), "needs", DispatchReserve.String())
+				}
 				return nil // the next invocation goes on
 			}
 			n, err := d.RunOnce(ctx)
