@@ -492,6 +492,13 @@ func (s *builder) dispatcherTriggers() {
 		Targets:  &[]awsevents.IRuleTarget{awseventstargets.NewLambdaFunction(fn, nil)},
 	})
 	logicalID(rule, "DispatcherFunctionRetries")
+	// The target's invoke permission (made in the rule's scope), named as
+	// SAM names it.
+	for _, c := range *rule.Node().Children() {
+		if p, ok := c.(awslambda.CfnPermission); ok && p.Principal() != nil && *p.Principal() == "events.amazonaws.com" {
+			p.OverrideLogicalId(jsii.String("DispatcherFunctionRetriesPermission"))
+		}
+	}
 }
 
 func (s *builder) outputs() {

@@ -176,6 +176,11 @@ func TestStackResources(t *testing.T) {
 			"FilterCriteria": obj{"Filters": []any{obj{"Pattern": `{"eventName":["INSERT"],"dynamodb":{"Keys":{"pk":{"S":["OUTBOX"]}}}}`}}},
 		})
 	})
+	// Logical ids as SAM makes them of DispatcherFunction's events.
+	if raw, _ := synthesized(t); !strings.Contains(string(raw), `"DispatcherFunctionOutbox":`) ||
+		!strings.Contains(string(raw), `"DispatcherFunctionRetries":`) || !strings.Contains(string(raw), `"DispatcherFunctionRetriesPermission":`) {
+		t.Error("the dispatcher's triggers do not have SAM's logical ids (DispatcherFunctionOutbox, DispatcherFunctionRetries, DispatcherFunctionRetriesPermission)")
+	}
 	check(t, "dispatcher schedule", func() {
 		tmpl.HasResourceProperties(jsii.String("AWS::Events::Rule"), like(obj{
 			"ScheduleExpression": "rate(1 minute)", "State": "ENABLED",
