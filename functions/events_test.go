@@ -48,6 +48,8 @@ type standIns struct {
 	Token     string // a personal access token of ops@example.com
 	Schedules *schedulerStandIn
 	Logs      *logsStandIn
+	// DynamoOps records the DynamoDB operations the functions call.
+	DynamoOps *opRecorder
 }
 
 const (
@@ -56,16 +58,25 @@ const (
 	secretKey  = "local-test-secret"
 )
 
-func newStandIns(t *testing.T) *standIns {
+func newStandIns(t *testing.T) *standIns { return newStandInsOn(t, nil) }
+
+// newStandInsOn is newStandIns with another DynamoDB than the embedded one
+// (a handler in front of it) when dynamoDB is not nil.
+func newStandInsOn(t *testing.T, dynamoDB http.Handler) *standIns {
 	t.Helper()
 	ctx := context.Background()
 	dir := t.TempDir()
-	ddb, err := localdynamo.Open(filepath.Join(dir, "dynamodb"))
-	if err != nil {
-		t.Fatal(err)
+	if dynamoDB == nil {
+		ddb, err := localdynamo.Open(filepath.Join(dir, "dynamodb"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { ddb.Close() })
+		dynamoDB = ddb
 	}
-	ddbSrv := httptest.NewServer(ddb)
-	t.Cleanup(func() { ddbSrv.Close(); ddb.Close() })
+	ops := &opRecorder{}
+	ddbSrv := httptest.NewServer(ops.wrap(dynamoDB))
+	t.Cleanup(ddbSrv.Close)
 	s3, err := locals3.Open(locals3.Options{Dir: filepath.Join(dir, "s3"), Region: "us-east-1", AccessKeyID: accessKey, SecretAccessKey: secretKey})
 	if err != nil {
 		t.Fatal(err)
@@ -82,7 +93,7 @@ func newStandIns(t *testing.T) *standIns {
 	logsSrv := httptest.NewServer(logs)
 	t.Cleanup(logsSrv.Close)
 
-	s := &standIns{Schedules: sched, Logs: logs, Env: map[string]string{
+	s := &standIns{Schedules: sched, Logs: logs, DynamoOps: ops, Env: map[string]string{
 		"PLATFORM_TABLE":                 "platform-test",
 		"PLATFORM_BUCKET":                testBucket,
 		"PLATFORM_PAGING_KEY":            hex.EncodeToString([]byte("0123456789abcdef0123456789abcdef")),
@@ -488,6 +499,33 @@ func TestUploadCompletionSampleEvent(t *testing.T) {
 	}
 }
 
+// opRecorder records the operations of DynamoDB requests (X-Amz-Target
+// DynamoDB_20120810.<Operation>).
+type opRecorder struct {
+	mu  sync.Mutex
+	ops []string
+}
+
+func (o *opRecorder) wrap(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if _, op, ok := strings.Cut(r.Header.Get("X-Amz-Target"), "."); ok {
+			o.mu.Lock()
+			o.ops = append(o.ops, op)
+			o.mu.Unlock()
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+// reset returns the operations recorded since the last reset.
+func (o *opRecorder) reset() []string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	ops := o.ops
+	o.ops = nil
+	return ops
+}
+
 // schedulerStandIn answers the EventBridge Scheduler calls the functions
 // make (REST-JSON: POST/PUT/DELETE /schedules/{name}) and records them.
 type schedulerStandIn struct {
@@ -602,4 +640,137 @@ func (l *logsStandIn) groups() map[string]int {
 		out[g] = len(m)
 	}
 	return out
+}
+
+// dispatcherHandler is the dispatcher function's handler, built as
+// runtime.StartDispatcher builds it, except that deliveries may reach this
+// machine's addresses (in Lambda they may not: lambda_test.go checks that).
+func dispatcherHandler(t *testing.T) func(context.Context, json.RawMessage) error {
+	t.Helper()
+	cfg, err := runtime.AWSConfig(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return runtime.DrainOutbox(runtime.Dispatcher(cfg, runtime.FromEnv(), delivery.Client(true)))
+}
+
+// queueEvent creates an event of the bot through the Chat function: it is
+// written with its outbox entry, and waits there for the dispatcher.
+func (s *standIns) queueEvent(t *testing.T, botID, typ string) string {
+	t.Helper()
+	_, out := s.call(t, httpapi.AreaChat, "POST", "/v1/chat/events", map[string]string{"x-bot-id": botID},
+		map[string]any{"type": typ, "payload": map[string]any{"n": 1}})
+	ev, _ := out["event"].(map[string]any)
+	id, _ := ev["id"].(string)
+	if id == "" {
+		t.Fatalf("createEvent: %v", out)
+	}
+	return id
+}
+
+func (s *standIns) eventStatus(t *testing.T, botID, id string) string {
+	t.Helper()
+	_, out := s.call(t, httpapi.AreaChat, "GET", "/v1/chat/events/"+id, map[string]string{"x-bot-id": botID}, nil)
+	ev, _ := out["event"].(map[string]any)
+	status, _ := ev["status"].(string)
+	return status
+}
+
+// TestDispatcherSampleEvents: an event written by the Chat function waits
+// in the outbox (no function delivers it) until the dispatcher function
+// runs, on either of its triggers (the sample stream batch, the sample
+// scheduled event): then the bot receives it, the event is processed and
+// the delivery is logged to the bot log group.
+func TestDispatcherSampleEvents(t *testing.T) {
+	s := newStandIns(t)
+	botID, received := s.recurringBot(t)
+	handle := dispatcherHandler(t)
+	for _, tc := range []struct{ sample, typ string }{
+		{"dispatcher-stream.json", "from_stream"},
+		{"dispatcher-schedule.json", "from_schedule"},
+	} {
+		t.Run(tc.sample, func(t *testing.T) {
+			id := s.queueEvent(t, botID, tc.typ)
+			if got := received.got(); containsType(got, tc.typ) {
+				t.Fatalf("delivered before the dispatcher ran: %v", got)
+			}
+			if st := s.eventStatus(t, botID, id); st != "pending" {
+				t.Fatalf("status %s before the dispatcher ran, want pending", st)
+			}
+			s.DynamoOps.reset()
+			if err := handle(context.Background(), sampleEvent(t, tc.sample, nil)); err != nil {
+				t.Fatal(err)
+			}
+			checkDispatcherOps(t, s.DynamoOps.reset())
+			if got := received.got(); !containsType(got, tc.typ) {
+				t.Fatalf("the bot received %v, want %s", got, tc.typ)
+			}
+			if st := s.eventStatus(t, botID, id); st != "processed" {
+				t.Fatalf("status %s after the dispatcher ran, want processed", st)
+			}
+			if !s.Logs.wrote(s.Env["PLATFORM_BOT_LOG_GROUP"], id) {
+				t.Fatalf("the delivery was not logged to the bot log group: %v", s.Logs.groups())
+			}
+		})
+	}
+}
+
+// dispatcherOps are the DynamoDB operations the dispatcher function's role
+// allows (template.yaml's DispatcherFunctionRole: item access without
+// BatchWriteItem; transactions are authorized per item by these).
+var dispatcherOps = map[string]bool{
+	"GetItem": true, "BatchGetItem": true, "Query": true, "PutItem": true, "UpdateItem": true, "DeleteItem": true,
+	"TransactWriteItems": true, "TransactGetItems": true,
+}
+
+// checkDispatcherOps fails the test on an operation the dispatcher's role
+// does not allow.
+func checkDispatcherOps(t *testing.T, ops []string) {
+	t.Helper()
+	if len(ops) == 0 {
+		t.Fatal("no DynamoDB call recorded")
+	}
+	t.Logf("DynamoDB calls of the dispatcher: %v", ops)
+	for _, op := range ops {
+		if !dispatcherOps[op] {
+			t.Errorf("the dispatcher calls %s, which its role does not allow (calls: %v)", op, ops)
+		}
+	}
+}
+
+// TestDispatcherKeepsItsReserve: an invocation with less time left than a
+// pass may take (runtime.DispatchReserve) starts no pass: the entry stays
+// for the next invocation rather than being cut off mid-delivery.
+func TestDispatcherKeepsItsReserve(t *testing.T) {
+	s := newStandIns(t)
+	botID, received := s.recurringBot(t)
+	id := s.queueEvent(t, botID, "late")
+	handle := dispatcherHandler(t)
+
+	ctx, cancel := context.WithDeadline(context.Background(), time.Now().Add(runtime.DispatchReserve-time.Second))
+	defer cancel()
+	if err := handle(ctx, sampleEvent(t, "dispatcher-schedule.json", nil)); err != nil {
+		t.Fatal(err)
+	}
+	if got := received.got(); containsType(got, "late") || s.eventStatus(t, botID, id) != "pending" {
+		t.Fatalf("a pass started without its reserve: the bot received %v", got)
+	}
+
+	ctx, cancel = context.WithDeadline(context.Background(), time.Now().Add(runtime.DispatchReserve+time.Minute))
+	defer cancel()
+	if err := handle(ctx, sampleEvent(t, "dispatcher-schedule.json", nil)); err != nil {
+		t.Fatal(err)
+	}
+	if got := received.got(); !containsType(got, "late") || s.eventStatus(t, botID, id) != "processed" {
+		t.Fatalf("with time enough, the bot received %v", got)
+	}
+}
+
+func containsType(l []string, typ string) bool {
+	for _, x := range l {
+		if x == typ {
+			return true
+		}
+	}
+	return false
 }

@@ -24,7 +24,7 @@ import (
 )
 
 // functionNames are the directories of functions/ that are Lambda functions.
-var functionNames = []string{"admin", "chat", "tables", "files", "scheduler", "upload-completion"}
+var functionNames = []string{"admin", "chat", "tables", "files", "scheduler", "upload-completion", "dispatcher"}
 
 var built struct {
 	once sync.Once
@@ -104,7 +104,9 @@ func invoke(t *testing.T, name string, env map[string]string, event []byte) invo
 			return
 		}
 		w.Header().Set("Lambda-Runtime-Aws-Request-Id", reqID)
-		w.Header().Set("Lambda-Runtime-Deadline-Ms", fmt.Sprint(time.Now().Add(time.Minute).UnixMilli()))
+		// The longest Timeout of the stack's functions (the dispatcher
+		// starts no pass with less than runtime.DispatchReserve left).
+		w.Header().Set("Lambda-Runtime-Deadline-Ms", fmt.Sprint(time.Now().Add(5*time.Minute).UnixMilli()))
 		w.Header().Set("Lambda-Runtime-Invoked-Function-Arn", "arn:aws:lambda:us-east-1:123456789012:function:bot-platform-"+name)
 		w.Header().Set("Lambda-Runtime-Trace-Id", "Root=1-00000000-000000000000000000000000")
 		mu.Lock()
@@ -227,6 +229,30 @@ func TestFunctionBinaries(t *testing.T) {
 		}
 	})
 
+	t.Run("dispatcher", func(t *testing.T) {
+		botID, received := s.recurringBot(t)
+		id := s.queueEvent(t, botID, "ping")
+		s.DynamoOps.reset()
+		inv := invoke(t, "dispatcher", s.Env, sampleEvent(t, "dispatcher-stream.json", nil))
+		// A refused delivery: a retry recorded, the failure made a bot issue.
+		checkDispatcherOps(t, s.DynamoOps.reset())
+		t.Logf("dispatcher: initialisation %v, first event %v", inv.Init.Round(time.Microsecond), inv.Handle.Round(time.Microsecond))
+		if len(inv.Error) > 0 || string(inv.Response) != "null" {
+			t.Fatalf("response %s, error %s", inv.Response, inv.Error)
+		}
+		// In Lambda, deliveries never reach private or loopback addresses:
+		// the bot on this machine is refused; the event waits for a retry.
+		if got := received.got(); len(got) != 0 {
+			t.Fatalf("a bot on a loopback address received %v", got)
+		}
+		if st := s.eventStatus(t, botID, id); st != "pending" {
+			t.Fatalf("event %s after a refused attempt, want pending (retried later)", st)
+		}
+		if !s.Logs.wrote(s.Env["PLATFORM_BOT_LOG_GROUP"], id) {
+			t.Fatalf("the refused delivery was not logged to the bot log group: %v", s.Logs.groups())
+		}
+	})
+
 	t.Run("upload-completion", func(t *testing.T) {
 		_, botID := s.bot(t)
 		fileID, key := s.uploadedFile(t, botID, "hello, world")
@@ -258,6 +284,7 @@ func TestColdStart(t *testing.T) {
 	noop := map[string][]byte{
 		"scheduler":         []byte(`{}`),
 		"upload-completion": []byte(`{"Records":[]}`),
+		"dispatcher":        []byte(`{}`),
 	}
 	for _, name := range functionNames {
 		ev, ok := noop[name]

@@ -94,7 +94,8 @@ func diffValues(path string, a, b any, out *[]string) {
 // same stack: functions (code, runtime, memory, timeout, environment, role,
 // who may invoke them), routes, table keys and indexes, bucket (encryption,
 // access, CORS, notification), schedule group and schedules, roles and
-// their policies, log groups, parameters and outputs.
+// their policies, log groups, parameters and outputs, the table's stream
+// and the functions it invokes, the functions invoked on a schedule.
 func TestSAMAndCDKAgree(t *testing.T) {
 	cdkJSON, lambdaDir := synthesized(t)
 	sam := samModel(t, samTemplate)
@@ -105,9 +106,20 @@ func TestSAMAndCDKAgree(t *testing.T) {
 
 	// The comparison is not vacuous: the model holds the whole stack.
 	if len(sam.Functions) != len(Functions) || len(sam.Routes) != 7 || len(sam.Tables) != 1 || len(sam.Buckets) != 1 ||
-		len(sam.ScheduleGroups) != 1 || len(sam.LogGroups) != 8 || len(sam.Roles) != 7 || len(sam.Outputs) != 6 {
+		len(sam.ScheduleGroups) != 1 || len(sam.LogGroups) != len(Functions)+2 || len(sam.Roles) != len(Functions)+1 || len(sam.Outputs) != 6 {
 		t.Fatalf("model misses parts of the stack: %d functions, %d routes, %d tables, %d buckets, %d schedule groups, %d log groups, %d roles, %d outputs",
 			len(sam.Functions), len(sam.Routes), len(sam.Tables), len(sam.Buckets), len(sam.ScheduleGroups), len(sam.LogGroups), len(sam.Roles), len(sam.Outputs))
+	}
+	// The dispatcher's triggers: outbox inserts on the table's stream, a
+	// one-minute schedule.
+	outbox := sam.StreamSources["DispatcherFunction <- ${Table.StreamArn}"]
+	if sam.Tables["Table"].Stream != "KEYS_ONLY" || len(sam.StreamSources) != 1 ||
+		fmt.Sprint(outbox.Filters) != `[{"dynamodb":{"Keys":{"pk":{"S":["OUTBOX"]}}},"eventName":["INSERT"]}]` ||
+		outbox.StartingPosition != "LATEST" || !outbox.Enabled {
+		t.Fatalf("the dispatcher's stream trigger: table stream %q, sources %+v", sam.Tables["Table"].Stream, sam.StreamSources)
+	}
+	if sc := sam.FunctionSchedules["DispatcherFunction rate(1 minute)"]; len(sam.FunctionSchedules) != 1 || !sc.Enabled || !sc.Permitted {
+		t.Fatalf("the dispatcher's schedule: %+v", sam.FunctionSchedules)
 	}
 	if len(sam.Other) > 0 {
 		t.Fatalf("resources the model does not compare: %v", sam.Other)
@@ -172,6 +184,48 @@ func TestAgreementCatchesDrift(t *testing.T) {
 				props["GlobalSecondaryIndexes"] = props["GlobalSecondaryIndexes"].([]any)[:1]
 			}), lambdaDir)
 		}, []string{"tables.Table.indexes.gsi2"}},
+		{"stream event removed from template.yaml", func(t *testing.T) (stackModel, stackModel) {
+			return samModel(t, mutatedSAM(t, "Resources", "DispatcherFunction", "Properties", "Events", "Outbox")), cdk
+		}, []string{"streamSources.DispatcherFunction <- ${Table.StreamArn}"}},
+		{"schedule removed from template.yaml", func(t *testing.T) (stackModel, stackModel) {
+			return samModel(t, mutatedSAM(t, "Resources", "DispatcherFunction", "Properties", "Events", "Retries")), cdk
+		}, []string{"functionSchedules.DispatcherFunction rate(1 minute)", "functions.DispatcherFunction.invokedBy"}},
+		{"stream filter removed from template.yaml", func(t *testing.T) (stackModel, stackModel) {
+			return samModel(t, mutatedSAM(t, "Resources", "DispatcherFunction", "Properties", "Events", "Outbox", "Properties", "FilterCriteria")), cdk
+		}, []string{"streamSources.DispatcherFunction <- ${Table.StreamArn}.filters"}},
+		{"stream specification removed from template.yaml", func(t *testing.T) (stackModel, stackModel) {
+			return samModel(t, mutatedSAM(t, "Resources", "Table", "Properties", "StreamSpecification")), cdk
+		}, []string{"tables.Table.stream"}},
+		{"event source mapping removed from the CDK template", func(t *testing.T) (stackModel, stackModel) {
+			return sam, cdkModel(t, mutatedCDK(t, cdkJSON, func(res map[string]any) {
+				deleteOfType(res, "AWS::Lambda::EventSourceMapping")
+			}), lambdaDir)
+		}, []string{"streamSources.DispatcherFunction <- ${Table.StreamArn}"}},
+		{"stream filter changed in the CDK template", func(t *testing.T) (stackModel, stackModel) {
+			return sam, cdkModel(t, mutatedCDK(t, cdkJSON, func(res map[string]any) {
+				props := res["DispatcherFunctionOutbox"].(map[string]any)["Properties"].(map[string]any)
+				props["FilterCriteria"] = map[string]any{"Filters": []any{map[string]any{"Pattern": `{"eventName":["INSERT","MODIFY"],"dynamodb":{"Keys":{"pk":{"S":["OUTBOX"]}}}}`}}}
+			}), lambdaDir)
+		}, []string{"streamSources.DispatcherFunction <- ${Table.StreamArn}.filters"}},
+		{"schedule rule removed from the CDK template", func(t *testing.T) (stackModel, stackModel) {
+			return sam, cdkModel(t, mutatedCDK(t, cdkJSON, func(res map[string]any) {
+				deleteOfType(res, "AWS::Events::Rule")
+			}), lambdaDir)
+		}, []string{"functionSchedules.DispatcherFunction rate(1 minute)"}},
+		{"schedule permission removed from the CDK template", func(t *testing.T) (stackModel, stackModel) {
+			return sam, cdkModel(t, mutatedCDK(t, cdkJSON, func(res map[string]any) {
+				for id, r := range res {
+					if props, _ := r.(map[string]any)["Properties"].(map[string]any); props["Principal"] == "events.amazonaws.com" {
+						delete(res, id)
+					}
+				}
+			}), lambdaDir)
+		}, []string{"functionSchedules.DispatcherFunction rate(1 minute).permitted", "functions.DispatcherFunction.invokedBy"}},
+		{"stream specification removed from the CDK template", func(t *testing.T) (stackModel, stackModel) {
+			return sam, cdkModel(t, mutatedCDK(t, cdkJSON, func(res map[string]any) {
+				delete(res["Table"].(map[string]any)["Properties"].(map[string]any), "StreamSpecification")
+			}), lambdaDir)
+		}, []string{"tables.Table.stream"}},
 		{"bucket notification removed from the CDK template", func(t *testing.T) (stackModel, stackModel) {
 			return sam, cdkModel(t, mutatedCDK(t, cdkJSON, func(res map[string]any) {
 				delete(res["FilesBucket"].(map[string]any)["Properties"].(map[string]any), "NotificationConfiguration")
@@ -190,6 +244,15 @@ func TestAgreementCatchesDrift(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// deleteOfType deletes every resource of type typ.
+func deleteOfType(resources map[string]any, typ string) {
+	for id, r := range resources {
+		if r.(map[string]any)["Type"] == typ {
+			delete(resources, id)
+		}
 	}
 }
 

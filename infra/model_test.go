@@ -18,10 +18,10 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/awslabs/goformation/v7"
 	"github.com/awslabs/goformation/v7/cloudformation"
 	"github.com/awslabs/goformation/v7/cloudformation/apigatewayv2"
 	"github.com/awslabs/goformation/v7/cloudformation/dynamodb"
+	"github.com/awslabs/goformation/v7/cloudformation/events"
 	"github.com/awslabs/goformation/v7/cloudformation/global"
 	"github.com/awslabs/goformation/v7/cloudformation/iam"
 	"github.com/awslabs/goformation/v7/cloudformation/lambda"
@@ -34,18 +34,45 @@ import (
 )
 
 type stackModel struct {
-	Description    string                   `json:"description"`
-	Parameters     map[string]parameter     `json:"parameters"`
-	Functions      map[string]function      `json:"functions"`
-	Routes         map[string]route         `json:"routes"` // by route key, e.g. "ANY /v1/chat/{proxy+}"
-	Tables         map[string]table         `json:"tables"`
-	Buckets        map[string]bucket        `json:"buckets"`
-	ScheduleGroups map[string]string        `json:"scheduleGroups"` // logical id -> name
-	Schedules      map[string]string        `json:"schedules"`      // static schedules -> target (none: the admin function creates them)
-	Roles          map[string]role          `json:"roles"`
-	LogGroups      map[string]logGroup      `json:"logGroups"`
-	Outputs        map[string]output        `json:"outputs"`
-	Other          map[string]otherResource `json:"otherResources"` // any resource type the model does not know
+	Description    string               `json:"description"`
+	Parameters     map[string]parameter `json:"parameters"`
+	Functions      map[string]function  `json:"functions"`
+	Routes         map[string]route     `json:"routes"` // by route key, e.g. "ANY /v1/chat/{proxy+}"
+	Tables         map[string]table     `json:"tables"`
+	Buckets        map[string]bucket    `json:"buckets"`
+	ScheduleGroups map[string]string    `json:"scheduleGroups"` // logical id -> name
+	Schedules      map[string]string    `json:"schedules"`      // static schedules -> target (none: the admin function creates them)
+	// Functions invoked by a stream (SAM DynamoDB events, event source
+	// mappings), by "<function> <- <stream>".
+	StreamSources map[string]streamSource `json:"streamSources"`
+	// Functions invoked on a schedule (SAM Schedule events, EventBridge
+	// rules with their permission), by "<function> <expression>".
+	FunctionSchedules map[string]functionSchedule `json:"functionSchedules"`
+	Roles             map[string]role             `json:"roles"`
+	LogGroups         map[string]logGroup         `json:"logGroups"`
+	Outputs           map[string]output           `json:"outputs"`
+	Other             map[string]otherResource    `json:"otherResources"` // any resource type the model does not know
+}
+
+type streamSource struct {
+	Function         string   `json:"function"`
+	Stream           string   `json:"stream"` // e.g. ${Table.StreamArn}
+	StartingPosition string   `json:"startingPosition"`
+	BatchSize        int      `json:"batchSize"`
+	BatchingWindow   int      `json:"maximumBatchingWindowInSeconds"`
+	MaxRetries       int      `json:"maximumRetryAttempts"` // -1: until the records expire
+	Filters          []string `json:"filters"`              // patterns, canonical JSON
+	Enabled          bool     `json:"enabled"`
+}
+
+type functionSchedule struct {
+	Function   string `json:"function"`
+	Expression string `json:"expression"`
+	Enabled    bool   `json:"enabled"`
+	Input      string `json:"input,omitempty"`
+	// Permitted: EventBridge may invoke the function for this rule (SAM
+	// adds the permission; a plain template needs its own).
+	Permitted bool `json:"permitted"`
 }
 
 type output struct {
@@ -92,6 +119,7 @@ type table struct {
 	Keys               map[string]string `json:"keys"`
 	Indexes            map[string]index  `json:"indexes"`
 	TTL                string            `json:"ttl"`
+	Stream             string            `json:"stream"` // StreamViewType, "" without a stream
 	PITR               bool              `json:"pointInTimeRecovery"`
 	DeletionProtection bool              `json:"deletionProtection"`
 }
@@ -133,7 +161,84 @@ type otherResource struct {
 // parseTemplate parses a template file (YAML or JSON) with goformation,
 // intrinsic functions reduced to canonical strings.
 func parseTemplate(path string) (*cloudformation.Template, error) {
-	return goformation.OpenWithOptions(path, canonicalOptions(path))
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var processed []byte
+	if strings.HasSuffix(path, ".json") {
+		processed, err = intrinsics.ProcessJSON(data, canonicalOptions(path))
+	} else {
+		processed, err = intrinsics.ProcessYAML(data, canonicalOptions(path))
+	}
+	if err != nil {
+		return nil, err
+	}
+	if processed, err = liftFilterCriteria(processed); err != nil {
+		return nil, err
+	}
+	t := &cloudformation.Template{}
+	if err := json.Unmarshal(processed, t); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// filterMetadata prefixes the metadata key that holds a SAM DynamoDB
+// event's FilterCriteria (see liftFilterCriteria), followed by the event's
+// name.
+const filterMetadata = "model:FilterCriteria:"
+
+// liftFilterCriteria moves the FilterCriteria of each SAM DynamoDB event to
+// its function's metadata: goformation's SAM event types have no
+// FilterCriteria, and its strict decoding drops an event with a property it
+// does not know.
+func liftFilterCriteria(processed []byte) ([]byte, error) {
+	var doc map[string]any
+	if err := json.Unmarshal(processed, &doc); err != nil {
+		return nil, err
+	}
+	resources, _ := doc["Resources"].(map[string]any)
+	for _, r := range resources {
+		res, _ := r.(map[string]any)
+		if res["Type"] != "AWS::Serverless::Function" {
+			continue
+		}
+		props, _ := res["Properties"].(map[string]any)
+		evs, _ := props["Events"].(map[string]any)
+		for name, e := range evs {
+			ev, _ := e.(map[string]any)
+			evProps, _ := ev["Properties"].(map[string]any)
+			fc, ok := evProps["FilterCriteria"]
+			if ev["Type"] != "DynamoDB" || !ok {
+				continue
+			}
+			delete(evProps, "FilterCriteria")
+			meta, _ := res["Metadata"].(map[string]any)
+			if meta == nil {
+				meta = map[string]any{}
+				res["Metadata"] = meta
+			}
+			meta[filterMetadata+name] = fc
+		}
+	}
+	return json.Marshal(doc)
+}
+
+// filterPatterns renders FilterCriteria.Filters[].Pattern (JSON strings)
+// as canonical JSON, sorted.
+func filterPatterns(patterns []string) ([]string, error) {
+	out := []string{}
+	for _, p := range patterns {
+		var v any
+		if err := json.Unmarshal([]byte(p), &v); err != nil {
+			return nil, fmt.Errorf("filter pattern %q: %v", p, err)
+		}
+		b, _ := json.Marshal(v)
+		out = append(out, string(b))
+	}
+	sort.Strings(out)
+	return out, nil
 }
 
 // Numeric parameters: a typed numeric property (e.g. a log group's
@@ -421,6 +526,7 @@ func modelOf(t *cloudformation.Template, packageOf func(id string) (string, erro
 		Tables: map[string]table{}, Buckets: map[string]bucket{}, ScheduleGroups: map[string]string{},
 		Schedules: map[string]string{}, Roles: map[string]role{}, LogGroups: map[string]logGroup{},
 		Outputs: map[string]output{}, Other: map[string]otherResource{},
+		StreamSources: map[string]streamSource{}, FunctionSchedules: map[string]functionSchedule{},
 	}
 	for name, p := range t.Parameters {
 		if name == "BootstrapVersion" { // the CDK bootstrap check, not part of the stack
@@ -444,6 +550,7 @@ func modelOf(t *cloudformation.Template, packageOf func(id string) (string, erro
 	var s3Events []s3Event
 	var standalonePolicies []*iam.Policy
 	var bucketPolicies []*s3.BucketPolicy
+	ruleSchedules := map[string][]string{} // EventBridge rule -> its FunctionSchedules keys
 	var errs []string
 	fail := func(format string, a ...any) { errs = append(errs, fmt.Sprintf(format, a...)) }
 
@@ -459,6 +566,12 @@ func modelOf(t *cloudformation.Template, packageOf func(id string) (string, erro
 				m.Routes[ev.key] = ev.route
 			}
 			s3Events = append(s3Events, evs.s3...)
+			for _, src := range evs.streams {
+				m.StreamSources[src.Function+" <- "+src.Stream] = src
+			}
+			for _, sc := range evs.schedules {
+				m.FunctionSchedules[sc.Function+" "+sc.Expression] = sc
+			}
 			m.Functions[id] = f
 		case *lambda.Function:
 			f, err := cfnFunction(t, id, r, lambdaDir)
@@ -479,6 +592,24 @@ func modelOf(t *cloudformation.Template, packageOf func(id string) (string, erro
 			routes = append(routes, r)
 		case *lambda.Permission:
 			permissions = append(permissions, r)
+		case *lambda.EventSourceMapping:
+			src, err := streamSourceOf(r)
+			if err != nil {
+				fail("%s: %v", id, err)
+				continue
+			}
+			m.StreamSources[src.Function+" <- "+src.Stream] = src
+		case *events.Rule:
+			scheds, err := rulesSchedules(r)
+			if err != nil {
+				fail("%s: %v", id, err)
+				continue
+			}
+			for _, sc := range scheds {
+				key := sc.Function + " " + sc.Expression
+				m.FunctionSchedules[key] = sc
+				ruleSchedules[id] = append(ruleSchedules[id], key)
+			}
 		case *dynamodb.Table:
 			m.Tables[id] = tableOf(r)
 		case *s3.Bucket:
@@ -529,6 +660,15 @@ func modelOf(t *cloudformation.Template, packageOf func(id string) (string, erro
 		}
 		f.InvokedBy = uniq(append(f.InvokedBy, principal(p.Principal, deref(p.SourceAccount))))
 		m.Functions[id] = f
+		// EventBridge may invoke the function for the rule the permission names.
+		if p.Principal == "events.amazonaws.com" && p.SourceArn != nil {
+			for _, key := range ruleSchedules[logicalIDOf(*p.SourceArn)] {
+				if sc := m.FunctionSchedules[key]; sc.Function == id {
+					sc.Permitted = true
+					m.FunctionSchedules[key] = sc
+				}
+			}
+		}
 	}
 	// SAM's S3 events: a notification on the bucket and a permission.
 	for _, ev := range s3Events {
@@ -635,8 +775,10 @@ type s3Event struct {
 }
 
 type samEvents struct {
-	routes []routeEvent
-	s3     []s3Event
+	routes    []routeEvent
+	s3        []s3Event
+	streams   []streamSource
+	schedules []functionSchedule
 }
 
 // samFunction reads an AWS::Serverless::Function, merged with the Globals.
@@ -737,6 +879,39 @@ func samFunction(id string, r *serverless.Function, g global.Function, packageOf
 			for _, x := range events {
 				evs.s3 = append(evs.s3, s3Event{function: id, bucket: e.Bucket, event: x + filter})
 			}
+		case "DynamoDB":
+			e := ev.Properties.DynamoDBEvent
+			if e == nil {
+				return f, evs, fmt.Errorf("event %s: not a DynamoDB event (or a property the model does not know)", name)
+			}
+			if e.BisectBatchOnFunctionError != nil || e.DestinationConfig != nil || e.MaximumRecordAgeInSeconds != nil || e.ParallelizationFactor != nil {
+				return f, evs, fmt.Errorf("event %s: only the stream, starting position, batching, retries and filters are modelled", name)
+			}
+			var patterns []string
+			if fc, ok := r.AWSCloudFormationMetadata[filterMetadata+name].(map[string]any); ok {
+				filters, _ := fc["Filters"].([]any)
+				for _, x := range filters {
+					p, _ := x.(map[string]any)["Pattern"].(string)
+					patterns = append(patterns, p)
+				}
+			}
+			filters, err := filterPatterns(patterns)
+			if err != nil {
+				return f, evs, fmt.Errorf("event %s: %v", name, err)
+			}
+			evs.streams = append(evs.streams, streamSource{
+				Function: id, Stream: e.Stream, StartingPosition: e.StartingPosition,
+				BatchSize: intOr(e.BatchSize, 100), BatchingWindow: intOr(e.MaximumBatchingWindowInSeconds, 0),
+				MaxRetries: intOr(e.MaximumRetryAttempts, -1), Filters: filters, Enabled: e.Enabled == nil || *e.Enabled,
+			})
+		case "Schedule":
+			e := ev.Properties.ScheduleEvent
+			if e == nil {
+				return f, evs, fmt.Errorf("event %s: not a Schedule event (or a property the model does not know)", name)
+			}
+			evs.schedules = append(evs.schedules, functionSchedule{Function: id, Expression: e.Schedule,
+				Enabled: e.Enabled == nil || *e.Enabled, Input: deref(e.Input), Permitted: true})
+			f.InvokedBy = uniq(append(f.InvokedBy, "events.amazonaws.com"))
 		default:
 			return f, evs, fmt.Errorf("event %s: type %s is not modelled", name, ev.Type)
 		}
@@ -771,6 +946,55 @@ func cfnFunction(t *cloudformation.Template, id string, r *lambda.Function, lamb
 	return f, nil
 }
 
+func intOr(p *int, def int) int {
+	if p == nil {
+		return def
+	}
+	return *p
+}
+
+// streamSourceOf reads an event source mapping (defaults as
+// CloudFormation's for a DynamoDB stream).
+func streamSourceOf(r *lambda.EventSourceMapping) (streamSource, error) {
+	src := streamSource{Function: logicalIDOf(r.FunctionName), Stream: deref(r.EventSourceArn), StartingPosition: deref(r.StartingPosition),
+		BatchSize: intOr(r.BatchSize, 100), BatchingWindow: intOr(r.MaximumBatchingWindowInSeconds, 0),
+		MaxRetries: intOr(r.MaximumRetryAttempts, -1), Enabled: r.Enabled == nil || *r.Enabled}
+	if src.Function == "" {
+		return src, fmt.Errorf("function %q is not a function of this template", r.FunctionName)
+	}
+	if r.BisectBatchOnFunctionError != nil || r.DestinationConfig != nil || r.MaximumRecordAgeInSeconds != nil || r.ParallelizationFactor != nil ||
+		len(r.FunctionResponseTypes) > 0 || r.TumblingWindowInSeconds != nil || len(r.Topics) > 0 || len(r.Queues) > 0 {
+		return src, fmt.Errorf("only the stream, starting position, batching, retries and filters are modelled")
+	}
+	var patterns []string
+	if r.FilterCriteria != nil {
+		for _, f := range r.FilterCriteria.Filters {
+			patterns = append(patterns, deref(f.Pattern))
+		}
+	}
+	var err error
+	src.Filters, err = filterPatterns(patterns)
+	return src, err
+}
+
+// rulesSchedules reads an EventBridge rule that invokes functions on a
+// schedule.
+func rulesSchedules(r *events.Rule) ([]functionSchedule, error) {
+	if r.ScheduleExpression == nil || r.EventPattern != nil {
+		return nil, fmt.Errorf("only scheduled rules are modelled")
+	}
+	var out []functionSchedule
+	for _, tg := range r.Targets {
+		fn := logicalIDOf(tg.Arn)
+		if fn == "" || tg.InputPath != nil || tg.InputTransformer != nil || tg.RetryPolicy != nil || tg.DeadLetterConfig != nil || tg.RoleArn != nil {
+			return nil, fmt.Errorf("target %s: only functions of this template, with or without an Input, are modelled", tg.Id)
+		}
+		out = append(out, functionSchedule{Function: fn, Expression: *r.ScheduleExpression,
+			Enabled: deref(r.State) == "" || deref(r.State) == "ENABLED", Input: deref(tg.Input)})
+	}
+	return out, nil
+}
+
 func tableOf(r *dynamodb.Table) table {
 	tb := table{
 		DeletionPolicy: deletionPolicy(r.AWSCloudFormationDeletionPolicy), BillingMode: deref(r.BillingMode),
@@ -797,6 +1021,9 @@ func tableOf(r *dynamodb.Table) table {
 	}
 	if r.TimeToLiveSpecification != nil && r.TimeToLiveSpecification.Enabled {
 		tb.TTL = deref(r.TimeToLiveSpecification.AttributeName)
+	}
+	if r.StreamSpecification != nil {
+		tb.Stream = r.StreamSpecification.StreamViewType
 	}
 	if r.PointInTimeRecoverySpecification != nil {
 		tb.PITR = deref(r.PointInTimeRecoverySpecification.PointInTimeRecoveryEnabled)

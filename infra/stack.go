@@ -9,6 +9,8 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsapigatewayv2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsapigatewayv2integrations"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsdynamodb"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsevents"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awseventstargets"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslogs"
@@ -22,7 +24,8 @@ import (
 // template.yaml (the agreement test compares them).
 const Description = "Self-hosted bot platform API (Botpress-compatible): four API functions behind " +
 	"one API Gateway HTTP API, a scheduler function fired by EventBridge Scheduler, " +
-	"an upload-completion function fired by S3, one DynamoDB table and one S3 " +
+	"an upload-completion function fired by S3, a dispatcher function fired by the " +
+	"table's stream and a one-minute schedule, one DynamoDB table and one S3 " +
 	"bucket. The CDK app in infra/ describes the same stack; infra's agreement " +
 	"test keeps the two in step."
 
@@ -37,7 +40,7 @@ type Function struct {
 	Routes      []string // HTTP API paths (method ANY) served by the function
 }
 
-// Functions are the stack's functions: the four API areas and the two
+// Functions are the stack's functions: the four API areas and the three
 // background functions.
 var Functions = []Function{
 	// API functions: within API Gateway's 30 s integration timeout.
@@ -49,6 +52,9 @@ var Functions = []Function{
 	{ID: "Scheduler", Dir: "scheduler", Description: "Recurring events (functions/scheduler)", Timeout: 150, MemorySize: 256},
 	// Reads the object (SHA-256) and indexes up to 16 MiB of it.
 	{ID: "UploadCompletion", Dir: "upload-completion", Description: "Upload completion (functions/upload-completion)", Timeout: 300, MemorySize: 512},
+	// Starts a pass over the outbox only with 2 min 30 s left (a delivery
+	// may take 2 minutes: runtime.DispatchReserve).
+	{ID: "Dispatcher", Dir: "dispatcher", Description: "Runtime dispatcher (functions/dispatcher)", Timeout: 300, MemorySize: 256},
 }
 
 // StackOptions configure NewPlatformStack.
@@ -79,6 +85,7 @@ func NewPlatformStack(scope constructs.Construct, opts StackOptions) (awscdk.Sta
 	s.functions(opts.LambdaDir)
 	s.api()
 	s.uploadNotification()
+	s.dispatcherTriggers()
 	s.outputs()
 	return stack, nil
 }
@@ -139,6 +146,8 @@ func (s *builder) storage() {
 		SortKey:             &awsdynamodb.Attribute{Name: jsii.String("sk"), Type: str},
 		BillingMode:         awsdynamodb.BillingMode_PAY_PER_REQUEST,
 		TimeToLiveAttribute: jsii.String("ttl"),
+		// Keys of changed items, for the dispatcher's event source (outbox inserts).
+		Stream: awsdynamodb.StreamViewType_KEYS_ONLY,
 		PointInTimeRecoverySpecification: &awsdynamodb.PointInTimeRecoverySpecification{
 			PointInTimeRecoveryEnabled: jsii.Bool(true),
 		},
@@ -221,6 +230,12 @@ var tableActions = []string{
 	"dynamodb:UpdateItem", "dynamodb:DeleteItem", "dynamodb:BatchWriteItem", "dynamodb:ConditionCheckItem",
 }
 
+// dispatcherTableActions are tableActions but BatchWriteItem.
+var dispatcherTableActions = []string{
+	"dynamodb:GetItem", "dynamodb:BatchGetItem", "dynamodb:Query", "dynamodb:PutItem",
+	"dynamodb:UpdateItem", "dynamodb:DeleteItem", "dynamodb:ConditionCheckItem",
+}
+
 // policies are each function's inline policies beyond its own log group:
 // least privilege, as in template.yaml.
 func (s *builder) policies(id string) map[string]awsiam.PolicyDocument {
@@ -273,6 +288,19 @@ func (s *builder) policies(id string) map[string]awsiam.PolicyDocument {
 				allow([]string{"s3:ListBucket"}, s.bucket.BucketArn()),
 			),
 		}
+	case "Dispatcher":
+		return map[string]awsiam.PolicyDocument{
+			// Outbox leases, event statuses, bot issues: no batch writes.
+			"table": policy(allow(dispatcherTableActions, s.table.TableArn(), jsii.String(*s.table.TableArn()+"/index/*"))),
+			"stream": policy(
+				// What Lambda's event source mapping reads with this role.
+				allow([]string{"dynamodb:DescribeStream", "dynamodb:GetRecords", "dynamodb:GetShardIterator"}, s.table.TableStreamArn()),
+				// ListStreams has no resource-level permissions (it lists
+				// stream ARNs, no data).
+				allow([]string{"dynamodb:ListStreams"}, jsii.String("*")),
+			),
+			"platform-logs": writePlatformLogs,
+		}
 	case "UploadCompletion":
 		bucketArn := awscdk.Fn_Join(jsii.String(""), &[]*string{jsii.String("arn:"), awscdk.Aws_PARTITION(), jsii.String(":s3:::"), s.bucketName})
 		return map[string]awsiam.PolicyDocument{
@@ -320,6 +348,8 @@ func (s *builder) environment(id string) map[string]*string {
 		return map[string]*string{"PLATFORM_PAGING_KEY": s.pagingKey.ValueAsString(), "PLATFORM_CORS_ORIGINS": cors, "PLATFORM_BUCKET": s.bucket.BucketName()}
 	case "UploadCompletion":
 		return map[string]*string{"PLATFORM_BUCKET": s.bucketName}
+	case "Dispatcher":
+		return logs
 	}
 	panic("no environment for function " + id)
 }
@@ -434,6 +464,41 @@ func (s *builder) uploadNotification() {
 		}},
 	})
 	cfn.AddDependency(perm)
+}
+
+// dispatcherTriggers invoke the dispatcher function as template.yaml's
+// events do: the table's stream, filtered on outbox inserts (a plain event
+// source mapping: CDK's DynamoEventSource would add a policy of its own
+// with ListStreams, beside the role's inline ones), and a one-minute
+// schedule for retries and scheduled events.
+func (s *builder) dispatcherTriggers() {
+	fn := s.fns["Dispatcher"]
+	pattern := `{"eventName":["INSERT"],"dynamodb":{"Keys":{"pk":{"S":["OUTBOX"]}}}}`
+	awslambda.NewCfnEventSourceMapping(s.stack, jsii.String("DispatcherFunctionOutbox"), &awslambda.CfnEventSourceMappingProps{
+		FunctionName:                   fn.FunctionName(),
+		EventSourceArn:                 s.table.TableStreamArn(),
+		StartingPosition:               jsii.String("LATEST"),
+		BatchSize:                      jsii.Number(100),
+		MaximumBatchingWindowInSeconds: jsii.Number(0),
+		// Then the batch is dropped: the entries stay in the outbox for
+		// the next run.
+		MaximumRetryAttempts: jsii.Number(2),
+		FilterCriteria: &awslambda.CfnEventSourceMapping_FilterCriteriaProperty{
+			Filters: &[]any{&awslambda.CfnEventSourceMapping_FilterProperty{Pattern: jsii.String(pattern)}},
+		},
+	})
+	rule := awsevents.NewRule(s.stack, jsii.String("DispatcherFunctionRetries"), &awsevents.RuleProps{
+		Schedule: awsevents.Schedule_Rate(awscdk.Duration_Minutes(jsii.Number(1))),
+		Targets:  &[]awsevents.IRuleTarget{awseventstargets.NewLambdaFunction(fn, nil)},
+	})
+	logicalID(rule, "DispatcherFunctionRetries")
+	// The target's invoke permission (made in the rule's scope), named as
+	// SAM names it.
+	for _, c := range *rule.Node().Children() {
+		if p, ok := c.(awslambda.CfnPermission); ok && p.Principal() != nil && *p.Principal() == "events.amazonaws.com" {
+			p.OverrideLogicalId(jsii.String("DispatcherFunctionRetriesPermission"))
+		}
+	}
 }
 
 func (s *builder) outputs() {

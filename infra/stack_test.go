@@ -38,19 +38,21 @@ func arrayWith(items ...any) assertions.Matcher {
 func TestStackResources(t *testing.T) {
 	tmpl := stackTemplate(t)
 	for typ, n := range map[string]float64{
-		"AWS::Lambda::Function":          6, // no custom-resource functions
-		"AWS::ApiGatewayV2::Api":         1,
-		"AWS::ApiGatewayV2::Stage":       1,
-		"AWS::ApiGatewayV2::Route":       7,
-		"AWS::ApiGatewayV2::Integration": 4,
-		"AWS::DynamoDB::Table":           1,
-		"AWS::S3::Bucket":                1,
-		"AWS::S3::BucketPolicy":          1,
-		"AWS::Scheduler::ScheduleGroup":  1,
-		"AWS::Scheduler::Schedule":       0, // created at run time by the admin function
-		"AWS::Logs::LogGroup":            8,
-		"AWS::IAM::Role":                 7,
-		"AWS::IAM::Policy":               0, // inline policies only
+		"AWS::Lambda::Function":           7, // no custom-resource functions
+		"AWS::ApiGatewayV2::Api":          1,
+		"AWS::ApiGatewayV2::Stage":        1,
+		"AWS::ApiGatewayV2::Route":        7,
+		"AWS::ApiGatewayV2::Integration":  4,
+		"AWS::DynamoDB::Table":            1,
+		"AWS::S3::Bucket":                 1,
+		"AWS::S3::BucketPolicy":           1,
+		"AWS::Scheduler::ScheduleGroup":   1,
+		"AWS::Scheduler::Schedule":        0, // created at run time by the admin function
+		"AWS::Logs::LogGroup":             9,
+		"AWS::IAM::Role":                  8,
+		"AWS::IAM::Policy":                0, // inline policies only
+		"AWS::Lambda::EventSourceMapping": 1, // the dispatcher's stream trigger
+		"AWS::Events::Rule":               1, // the dispatcher's one-minute schedule
 	} {
 		check(t, typ, func() { tmpl.ResourceCountIs(jsii.String(typ), jsii.Number(n)) })
 	}
@@ -159,6 +161,37 @@ func TestStackResources(t *testing.T) {
 		}))
 	})
 
+	// runtime.DispatchReserve (2 min 30 s): a dispatcher invocation starts
+	// a pass only with that much left, so its timeout must leave room for
+	// passes beyond it.
+	for _, f := range Functions {
+		if f.ID == "Dispatcher" && f.Timeout < 150+60 {
+			t.Errorf("the dispatcher's timeout %v s leaves less than a minute beyond its 150 s reserve", f.Timeout)
+		}
+	}
+	check(t, "dispatcher stream trigger", func() {
+		tmpl.HasResourceProperties(jsii.String("AWS::Lambda::EventSourceMapping"), obj{
+			"FunctionName": obj{"Ref": "DispatcherFunction"}, "EventSourceArn": obj{"Fn::GetAtt": []any{"Table", "StreamArn"}},
+			"StartingPosition": "LATEST", "BatchSize": 100, "MaximumBatchingWindowInSeconds": 0, "MaximumRetryAttempts": 2,
+			"FilterCriteria": obj{"Filters": []any{obj{"Pattern": `{"eventName":["INSERT"],"dynamodb":{"Keys":{"pk":{"S":["OUTBOX"]}}}}`}}},
+		})
+	})
+	// Logical ids as SAM makes them of DispatcherFunction's events.
+	if raw, _ := synthesized(t); !strings.Contains(string(raw), `"DispatcherFunctionOutbox":`) ||
+		!strings.Contains(string(raw), `"DispatcherFunctionRetries":`) || !strings.Contains(string(raw), `"DispatcherFunctionRetriesPermission":`) {
+		t.Error("the dispatcher's triggers do not have SAM's logical ids (DispatcherFunctionOutbox, DispatcherFunctionRetries, DispatcherFunctionRetriesPermission)")
+	}
+	check(t, "dispatcher schedule", func() {
+		tmpl.HasResourceProperties(jsii.String("AWS::Events::Rule"), like(obj{
+			"ScheduleExpression": "rate(1 minute)", "State": "ENABLED",
+			"Targets": []any{like(obj{"Arn": obj{"Fn::GetAtt": []any{"DispatcherFunction", "Arn"}}})},
+		}))
+		tmpl.HasResourceProperties(jsii.String("AWS::Lambda::Permission"), obj{
+			"Action": "lambda:InvokeFunction", "Principal": "events.amazonaws.com",
+			"FunctionName": obj{"Fn::GetAtt": []any{"DispatcherFunction", "Arn"}}, "SourceArn": obj{"Fn::GetAtt": []any{"DispatcherFunctionRetries", "Arn"}},
+		})
+	})
+
 	check(t, "paging key", func() {
 		tmpl.HasParameter(jsii.String("PagingKey"), like(obj{"Type": "String", "NoEcho": true, "MinLength": 32}))
 	})
@@ -189,6 +222,11 @@ func checkLeastPrivilege(t *testing.T, m stackModel) {
 		"logs:getqueryresults":  {"AdminFunctionRole"},
 		"logs:stopquery":        {"AdminFunctionRole"},
 		"lambda:invokefunction": {"SchedulerRole"},
+		// The table's stream: what the dispatcher's event source mapping reads.
+		"dynamodb:describestream":   {"DispatcherFunctionRole"},
+		"dynamodb:getrecords":       {"DispatcherFunctionRole"},
+		"dynamodb:getsharditerator": {"DispatcherFunctionRole"},
+		"dynamodb:liststreams":      {"DispatcherFunctionRole"},
 	}
 	roleOfFunction := map[string]string{}
 	for id, f := range m.Functions {
@@ -209,17 +247,22 @@ func checkLeastPrivilege(t *testing.T, m stackModel) {
 			if action == "*" || strings.HasSuffix(action, ":*") {
 				t.Errorf("%s: wildcard action: %s", roleID, st)
 			}
-			if resource == "*" && action != "logs:getqueryresults" && action != "logs:stopquery" {
-				t.Errorf("%s: any resource (only the Logs Insights query calls, which have no resource-level permissions, may): %s", roleID, st)
+			if resource == "*" && action != "logs:getqueryresults" && action != "logs:stopquery" && action != "dynamodb:liststreams" {
+				t.Errorf("%s: any resource (only the Logs Insights query calls and ListStreams, which have no resource-level permissions, may): %s", roleID, st)
 			}
 			if strings.HasPrefix(action, "dynamodb:") {
 				switch strings.TrimPrefix(action, "dynamodb:") {
 				case "getitem", "batchgetitem", "query", "putitem", "updateitem", "deleteitem", "batchwriteitem", "conditioncheckitem":
+					if resource != "${Table.Arn}" && resource != "${Table.Arn}/index/*" {
+						t.Errorf("%s: DynamoDB access beyond the table: %s", roleID, st)
+					}
+				case "describestream", "getrecords", "getsharditerator":
+					if resource != "${Table.StreamArn}" {
+						t.Errorf("%s: stream access beyond the table's stream: %s", roleID, st)
+					}
+				case "liststreams":
 				default:
-					t.Errorf("%s: DynamoDB action beyond item access (no Scan, no table management): %s", roleID, st)
-				}
-				if resource != "${Table.Arn}" && resource != "${Table.Arn}/index/*" {
-					t.Errorf("%s: DynamoDB access beyond the table: %s", roleID, st)
+					t.Errorf("%s: DynamoDB action beyond item access and the stream's reads (no Scan, no table management): %s", roleID, st)
 				}
 			}
 			for prefix, allowed := range onlyFor {
@@ -264,6 +307,22 @@ func checkLeastPrivilege(t *testing.T, m stackModel) {
 		if strings.HasPrefix(st, "Allow scheduler:") && !strings.HasPrefix(st, "Allow scheduler:deleteschedule ") {
 			t.Errorf("the scheduler function may only delete schedules: %s", st)
 		}
+	}
+	// The dispatcher: its log group, the bot and integration log groups,
+	// item access without batch writes, the stream's reads; nothing more.
+	var want []string
+	for _, a := range []string{"getitem", "batchgetitem", "query", "putitem", "updateitem", "deleteitem", "conditioncheckitem"} {
+		want = append(want, "Allow dynamodb:"+a+" on ${Table.Arn}", "Allow dynamodb:"+a+" on ${Table.Arn}/index/*")
+	}
+	for _, a := range []string{"describestream", "getrecords", "getsharditerator"} {
+		want = append(want, "Allow dynamodb:"+a+" on ${Table.StreamArn}")
+	}
+	want = append(want, "Allow dynamodb:liststreams on *")
+	for _, g := range []string{"DispatcherLogGroup", "BotLogGroup", "IntegrationLogGroup"} {
+		want = append(want, "Allow logs:createlogstream on ${"+g+".Arn}", "Allow logs:putlogevents on ${"+g+".Arn}")
+	}
+	if got := m.Roles["DispatcherFunctionRole"].Statements; fmt.Sprint(got) != fmt.Sprint(uniq(want)) {
+		t.Errorf("DispatcherFunctionRole:\n got  %v\n want %v", got, uniq(want))
 	}
 	if s := m.Roles["SchedulerRole"]; fmt.Sprint(s.Statements) != "[Allow lambda:invokefunction on ${SchedulerFunction.Arn}]" {
 		t.Errorf("SchedulerRole may do more than invoke the scheduler function: %v", s.Statements)
