@@ -84,7 +84,7 @@ func read(r pebble.Reader, dk []byte) (item, error) {
 // stage adds to b the change of the item at dk from old to nw (nil: none),
 // with its index and TTL entries, and returns the bytes it makes dead.
 func (t *tableDef) stage(b *pebble.Batch, dk []byte, old, nw item) (int64, error) {
-	var oldEntries, newEntries [][]byte
+	var oldEntries, newEntries []entry
 	if old != nil {
 		oldEntries, _ = t.entries(old, dk)
 	}
@@ -94,16 +94,16 @@ func (t *tableDef) stage(b *pebble.Batch, dk []byte, old, nw item) (int64, error
 			return 0, invalid("%s", err.Error())
 		}
 	}
-	for _, k := range oldEntries {
-		if !slices.ContainsFunc(newEntries, func(n []byte) bool { return bytes.Equal(n, k) }) {
-			if err := b.Delete(k, nil); err != nil {
+	for _, o := range oldEntries {
+		if !slices.ContainsFunc(newEntries, func(n entry) bool { return bytes.Equal(n.key, o.key) }) {
+			if err := b.Delete(o.key, nil); err != nil {
 				return 0, err
 			}
 		}
 	}
 	var dead int64
 	if old != nil {
-		dead = int64(itemSize(old))
+		dead = int64(itemSize(old)) * int64(1+len(oldEntries))
 	}
 	if nw == nil {
 		if old != nil {
@@ -114,8 +114,8 @@ func (t *tableDef) stage(b *pebble.Batch, dk []byte, old, nw item) (int64, error
 	if err := b.Set(dk, appendItemJSON(nil, nw), nil); err != nil {
 		return 0, err
 	}
-	for _, k := range newEntries {
-		if err := b.Set(k, dk, nil); err != nil {
+	for _, n := range newEntries {
+		if err := b.Set(n.key, n.value, nil); err != nil {
 			return 0, err
 		}
 	}

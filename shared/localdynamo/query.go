@@ -298,15 +298,19 @@ func (s *Server) run(p *page, in readInput) (any, error) {
 			}
 			bytesRd += len(iter.Value())
 		} else {
-			full, err := read(snap, iter.Value())
-			if err != nil {
+			// The entry holds the projected item (entries of stores written
+			// before that hold the item's data key).
+			v := iter.Value()
+			if len(v) > 0 && v[0] == prefixData {
+				full, err := read(snap, v)
+				if err != nil || full == nil {
+					continue
+				}
+				it = p.t.project(p.ix, full)
+			} else if err := json.Unmarshal(v, &it); err != nil {
 				return nil, err
 			}
-			if full == nil {
-				continue // an entry whose item is gone cannot be; skip it
-			}
-			it = p.t.project(p.ix, full)
-			bytesRd += itemSize(it)
+			bytesRd += len(v)
 		}
 		scanned++
 		last = it

@@ -130,11 +130,16 @@ func (t *tableDef) indexKey(ix *indexDef, it item, dataKey []byte) ([]byte, erro
 	return append(b, dataKey[5:]...), nil
 }
 
-// entries returns the index and TTL entries an item has, keyed by store key
-// with the item's data key as value. It fails when an index key attribute
-// has the wrong type.
-func (t *tableDef) entries(it item, dataKey []byte) ([][]byte, error) {
-	var out [][]byte
+// entry is one index or TTL entry of an item: its store key and value.
+// An index entry holds the item as the index projects it (so a Query of
+// an index reads one range, as DynamoDB's projections are stored copies);
+// a TTL entry holds the item's data key.
+type entry struct{ key, value []byte }
+
+// entries returns the index and TTL entries an item has. It fails when an
+// index key attribute has the wrong type.
+func (t *tableDef) entries(it item, dataKey []byte) ([]entry, error) {
+	var out []entry
 	for _, ix := range t.Indexes {
 		k, err := t.indexKey(ix, it, dataKey)
 		if err == errNoIndexKey {
@@ -143,10 +148,10 @@ func (t *tableDef) entries(it item, dataKey []byte) ([][]byte, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%s IndexName: %s", err.Error(), ix.Name)
 		}
-		out = append(out, k)
+		out = append(out, entry{k, appendItemJSON(nil, t.project(ix, it))})
 	}
 	if exp, ok := t.expiry(it); ok {
-		out = append(out, t.ttlKey(exp, dataKey))
+		out = append(out, entry{t.ttlKey(exp, dataKey), dataKey})
 	}
 	return out, nil
 }

@@ -440,7 +440,7 @@ func (s *Server) backfill(t *tableDef, ix *indexDef) error {
 			return err
 		}
 		dk := append([]byte(nil), iter.Key()...)
-		var k []byte
+		var k, v []byte
 		if ix != nil {
 			k, err = t.indexKey(ix, it, dk)
 			if err == errNoIndexKey {
@@ -449,14 +449,15 @@ func (s *Server) backfill(t *tableDef, ix *indexDef) error {
 			if err != nil {
 				return invalid("%s IndexName: %s (item %s)", err.Error(), ix.Name, itemJSON(t.keyAttrs(it)))
 			}
+			v = appendItemJSON(nil, t.project(ix, it))
 		} else {
 			exp, ok := t.expiry(it)
 			if !ok {
 				continue
 			}
-			k = t.ttlKey(exp, dk)
+			k, v = t.ttlKey(exp, dk), dk
 		}
-		if err := b.Set(k, dk, nil); err != nil {
+		if err := b.Set(k, v, nil); err != nil {
 			return err
 		}
 		if b.Count() >= 1000 {
