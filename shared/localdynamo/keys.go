@@ -13,7 +13,7 @@ import (
 //
 //	'm' name                                   table definition (JSON)
 //	'd' id  pk sk                              item (wire JSON)
-//	'i' id  index gpk gsk pk sk                index entry -> item key
+//	'i' id  index gpk gsk pk sk                index entry -> the projected item
 //	'x' id  expiry(8) pk sk                    TTL entry -> item key
 //
 // Key attribute values are encoded so that byte order is DynamoDB's order
