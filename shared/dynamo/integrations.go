@@ -313,26 +313,8 @@ func (s *Store) IntegrationByName(ctx context.Context, ws, name, version string)
 func (s *Store) UpdateIntegration(ctx context.Context, ws, id string, change func(*platform.Integration) error) (platform.Integration, error) {
 	var out platform.Integration
 	err := optimistic(ctx, fmt.Sprintf("integration %q", id), func() error {
-		rec, err := s.GetIntegration(ctx, id)
+		rec, i, newIt, err := s.changedIntegration(ctx, ws, id, change)
 		if err != nil {
-			return err
-		}
-		if rec.WorkspaceID != ws {
-			if rec.VisibleTo(ws) {
-				return platform.Forbidden("integration %q belongs to another workspace", id)
-			}
-			return platform.NotFound("integration", id)
-		}
-		i := rec.Integration
-		if err := change(&i); err != nil {
-			return err
-		}
-		i.UpdatedAt = platform.Now()
-		newIt, err := integrationItem(i)
-		if err != nil {
-			return err
-		}
-		if err := checkItemSize(newIt); err != nil {
 			return err
 		}
 		b, _ := json.Marshal(integrationDoc{Integration: i, StoredWorkspace: i.WorkspaceID, StoredSecrets: i.SecretValues})
@@ -525,4 +507,30 @@ func (s *Store) WorkspacesByID(ctx context.Context, ids []string) (map[string]pl
 func (s *Store) IntegrationByID(ctx context.Context, id string) (platform.Integration, error) {
 	r, err := s.GetIntegration(ctx, id)
 	return r.Integration, err
+}
+
+// changedIntegration reads version id of workspace ws (a foreign one is
+// 403 when visible, else 404), applies change to a copy and builds its
+// item, size-checked: what UpdateIntegration writes and its dry run checks.
+func (s *Store) changedIntegration(ctx context.Context, ws, id string, change func(*platform.Integration) error) (IntegrationRecord, platform.Integration, item, error) {
+	rec, err := s.GetIntegration(ctx, id)
+	if err != nil {
+		return rec, platform.Integration{}, nil, err
+	}
+	if rec.WorkspaceID != ws {
+		if rec.VisibleTo(ws) {
+			return rec, platform.Integration{}, nil, platform.Forbidden("integration %q belongs to another workspace", id)
+		}
+		return rec, platform.Integration{}, nil, platform.NotFound("integration", id)
+	}
+	i := rec.Integration
+	if err := change(&i); err != nil {
+		return rec, i, nil, err
+	}
+	i.UpdatedAt = platform.Now()
+	it, err := integrationItem(i)
+	if err != nil {
+		return rec, i, nil, err
+	}
+	return rec, i, it, checkItemSize(it)
 }

@@ -54,26 +54,8 @@ func (s *Store) checkNameFree(ctx context.Context, i platform.Integration) error
 // workspace ws as UpdateIntegration would (same tenancy, same checks),
 // and writes nothing.
 func (s *Store) CheckIntegrationUpdate(ctx context.Context, ws, id string, change func(*platform.Integration) error) error {
-	rec, err := s.GetIntegration(ctx, id)
+	rec, i, _, err := s.changedIntegration(ctx, ws, id, change)
 	if err != nil {
-		return err
-	}
-	if rec.WorkspaceID != ws {
-		if rec.VisibleTo(ws) {
-			return platform.Forbidden("integration %q belongs to another workspace", id)
-		}
-		return platform.NotFound("integration", id)
-	}
-	i := rec.Integration
-	if err := change(&i); err != nil {
-		return err
-	}
-	i.UpdatedAt = platform.Now()
-	it, err := integrationItem(i)
-	if err != nil {
-		return err
-	}
-	if err := checkItemSize(it); err != nil {
 		return err
 	}
 	if !i.Dev && i.Visibility != rec.Visibility && shared(i) {
