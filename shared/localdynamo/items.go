@@ -269,20 +269,9 @@ func (s *Server) getItem(body []byte) (any, error) {
 
 // prepareGet validates a GetItem-shaped request.
 func (s *Server) prepareGet(in getItemInput) (*tableDef, []byte, *projection, error) {
-	if err := in.legacyParams.check(); err != nil {
-		return nil, nil, nil, err
-	}
-	t, err := s.table(in.TableName)
+	t, _, dk, err := s.keyed(in.TableName, in.Key, in.legacyParams)
 	if err != nil {
 		return nil, nil, nil, err
-	}
-	key, err := decodeItem(in.Key)
-	if err != nil {
-		return nil, nil, nil, asInvalid(err)
-	}
-	dk, err := t.dataKey(key, true)
-	if err != nil {
-		return nil, nil, nil, asInvalid(err)
 	}
 	if err := in.exprInput.checkPlaceholders(in.ProjectionExpression); err != nil {
 		return nil, nil, nil, asInvalid(err)
@@ -292,6 +281,26 @@ func (s *Server) prepareGet(in getItemInput) (*tableDef, []byte, *projection, er
 		return nil, nil, nil, asInvalid(err)
 	}
 	return t, dk, proj, nil
+}
+
+// keyed resolves the table and the Key of a single-item request.
+func (s *Server) keyed(table string, rawKey json.RawMessage, legacy legacyParams) (*tableDef, item, []byte, error) {
+	if err := legacy.check(); err != nil {
+		return nil, nil, nil, err
+	}
+	t, err := s.table(table)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	key, err := decodeItem(rawKey)
+	if err != nil {
+		return nil, nil, nil, asInvalid(err)
+	}
+	dk, err := t.dataKey(key, true)
+	if err != nil {
+		return nil, nil, nil, asInvalid(err)
+	}
+	return t, key, dk, nil
 }
 
 type putInput struct {
@@ -387,20 +396,9 @@ type deleteInput struct {
 }
 
 func (s *Server) prepareDelete(in deleteInput) (*writeRequest, error) {
-	if err := in.legacyParams.check(); err != nil {
-		return nil, err
-	}
-	t, err := s.table(in.TableName)
+	t, _, dk, err := s.keyed(in.TableName, in.Key, in.legacyParams)
 	if err != nil {
 		return nil, err
-	}
-	key, err := decodeItem(in.Key)
-	if err != nil {
-		return nil, asInvalid(err)
-	}
-	dk, err := t.dataKey(key, true)
-	if err != nil {
-		return nil, asInvalid(err)
 	}
 	cond, err := compileWriteCondition(in.ConditionExpression, in.exprInput)
 	if err != nil {
@@ -430,20 +428,9 @@ type updateInput struct {
 }
 
 func (s *Server) prepareUpdate(in updateInput) (*writeRequest, *update, error) {
-	if err := in.legacyParams.check(); err != nil {
-		return nil, nil, err
-	}
-	t, err := s.table(in.TableName)
+	t, key, dk, err := s.keyed(in.TableName, in.Key, in.legacyParams)
 	if err != nil {
 		return nil, nil, err
-	}
-	key, err := decodeItem(in.Key)
-	if err != nil {
-		return nil, nil, asInvalid(err)
-	}
-	dk, err := t.dataKey(key, true)
-	if err != nil {
-		return nil, nil, asInvalid(err)
 	}
 	ue := ""
 	if in.UpdateExpression != nil {
