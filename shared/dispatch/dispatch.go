@@ -226,6 +226,26 @@ type outcome struct {
 	final bool   // refused for good (no retry)
 	why   string // failure reason
 	skip  bool   // nothing to deliver (canceled event, no integration)
+	// ignored: the bot is not subscribed to the event (bot.subscriptions).
+	ignored bool
+}
+
+// subscribed applies bot.subscriptions: null events (the default) mean
+// every event; a map lists the integration and custom events the bot
+// wants. The platform's own events always go out.
+func subscribed(bot platform.Bot, typ string) bool {
+	switch typ {
+	case platform.EventMessageCreated, platform.EventStateExpired, platform.EventWorkflowUpdate:
+		return true
+	}
+	var sub struct {
+		Events map[string]json.RawMessage `json:"events"`
+	}
+	if json.Unmarshal(bot.Subscriptions, &sub) != nil || sub.Events == nil {
+		return true
+	}
+	_, ok := sub.Events[typ]
+	return ok
 }
 
 // deliver makes one attempt at dl and records its outcome; finished is
@@ -256,13 +276,16 @@ func (d *Dispatcher) deliver(ctx context.Context, dl platform.Delivery) (finishe
 		out = outcome{final: true, why: fmt.Sprintf("unknown delivery kind %q", dl.Kind)}
 	}
 	first, attempts := d.retryPolicy()
-	if !out.ok && !out.final && !out.skip && dl.Attempts+1 < attempts {
+	if !out.ok && !out.final && !out.skip && !out.ignored && dl.Attempts+1 < attempts {
 		backoff := first << dl.Attempts
 		return false, d.Store.RetryDelivery(ctx, dl, d.Now().Add(backoff), out.why)
 	}
 	if dl.EventID != "" && !out.skip {
 		status, reason := platform.EventProcessed, (*string)(nil)
-		if !out.ok {
+		switch {
+		case out.ignored:
+			status = platform.EventIgnored
+		case !out.ok:
 			status, reason = platform.EventFailed, &out.why
 		}
 		if err := d.Store.SetEventStatus(ctx, dl.BotID, dl.EventID, status, reason); err != nil && platform.TypeOf(err) != platform.ErrResourceNotFound {
@@ -302,6 +325,9 @@ func (d *Dispatcher) sendEvent(ctx context.Context, dl platform.Delivery) outcom
 	bot, err := d.Store.BotByID(ctx, dl.BotID)
 	if o := failed(err, skipped); o != nil {
 		return *o
+	}
+	if !subscribed(bot, ev.Type) {
+		return outcome{ignored: true}
 	}
 	ev.Status = platform.EventPending
 	if ev.Type == platform.EventMessageCreated {

@@ -433,3 +433,25 @@ func TestRuntimeWorkflows(t *testing.T) {
 		t.Fatalf("%d workflows listed, want 2", n)
 	}
 }
+
+// bot.subscriptions: with a map of events, the integration and custom
+// events it does not name are not delivered (status ignored); the
+// platform's own events always are.
+func TestRuntimeSubscriptions(t *testing.T) {
+	f := newRuntimeFixture(t, nil)
+	f.Check(f.updateBot(f.AdminToken, f.botID, map[string]any{"subscriptions": map[string]any{"events": map[string]any{"chan:reacted": map[string]any{}}}}), 200, "updateBot")
+	wanted := f.as(true, "POST", "/v1/chat/events", map[string]any{"type": "reacted", "payload": map[string]any{}}, 201).Str("event.id")
+	unwanted := f.as(false, "POST", "/v1/chat/events", map[string]any{"type": "custom", "payload": map[string]any{}}, 201).Str("event.id")
+	conv := f.as(true, "POST", "/v1/chat/conversations", map[string]any{"channel": "channel", "tags": map[string]string{}}, 201).Str("conversation.id")
+	user := f.as(true, "POST", "/v1/chat/users", map[string]any{"tags": map[string]string{}}, 201).Str("user.id")
+	f.as(true, "POST", "/v1/chat/messages", map[string]any{"conversationId": conv, "userId": user, "type": "text", "payload": map[string]any{"text": "hi"}, "tags": map[string]string{}}, 201)
+	status := func(id string) string {
+		return f.as(false, "GET", "/v1/chat/events/"+id, nil, 200).Str("event.status")
+	}
+	eventually(t, "the events settle", func() bool {
+		return status(wanted) == "processed" && status(unwanted) == "ignored" && len(f.bot.of("event_received", "message_created")) == 1
+	})
+	if n := len(f.bot.of("event_received", "custom")); n != 0 {
+		t.Fatalf("an unsubscribed event was delivered %d times", n)
+	}
+}
