@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/botforge/platform/shared/platform"
@@ -119,4 +120,33 @@ func SameTags(a, b map[string]string) bool {
 		}
 	}
 	return true
+}
+
+// UnprefixRecords strips alias from the tags of the records of root (a
+// body sent to or answered to the integration).
+func UnprefixRecords(root map[string]any, alias string) {
+	fix := func(obj map[string]any) {
+		tags, ok := obj["tags"].(map[string]any)
+		if !ok {
+			return
+		}
+		out := make(map[string]any, len(tags))
+		for k, v := range tags {
+			out[strings.TrimPrefix(k, alias+":")] = v
+		}
+		obj["tags"] = out
+	}
+	fix(root)
+	for _, v := range root {
+		switch x := v.(type) {
+		case map[string]any:
+			fix(x)
+		case []any:
+			for _, e := range x {
+				if obj, ok := e.(map[string]any); ok {
+					fix(obj)
+				}
+			}
+		}
+	}
 }

@@ -31,6 +31,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/botforge/platform/shared/chat"
 	"github.com/botforge/platform/shared/delivery"
 	"github.com/botforge/platform/shared/platform"
 )
@@ -429,11 +430,18 @@ func (d *Dispatcher) sendOutgoing(ctx context.Context, dl platform.Delivery) out
 		return outcome{final: true, why: fmt.Sprintf("the bot has no enabled integration %q for this conversation", conv.Integration)}
 	}
 	author := platform.User{ID: bot.ID, CreatedAt: bot.CreatedAt, UpdatedAt: bot.UpdatedAt, Tags: map[string]string{}}
+	// The integration sees its own tags without its alias.
+	var body map[string]any
+	raw, _ := json.Marshal(map[string]any{"type": m.Type, "payload": m.Payload, "conversation": conv, "user": author, "message": m})
+	if err := json.Unmarshal(raw, &body); err != nil {
+		return outcome{final: true, why: err.Error()}
+	}
+	chat.UnprefixRecords(body, inst.Alias)
 	call := delivery.IntegrationCall{
 		Operation: "message_created", URL: integ.URL, Secret: integ.SigningSecret,
 		BotID: bot.ID, Alias: inst.Alias, IntegrationID: integ.ID, WebhookID: inst.WebhookID,
 		ConfigurationType: inst.ConfigurationType, Configuration: inst.Configuration,
-		Body:    map[string]any{"type": m.Type, "payload": m.Payload, "conversation": conv, "user": author, "message": m},
+		Body:    body,
 		Timeout: delivery.BotTimeout(platform.Bot{MaxExecutionTime: integ.MaxExecutionTime}),
 	}
 	if integ.URL == "" {

@@ -34,7 +34,8 @@ func (s *server) readConversationBody(c *call) (conversationBody, string, error)
 		return in, "", err
 	}
 	for _, t := range required {
-		if in.Tags[t] == "" {
+		// Stored (and so here) under the integration's alias.
+		if in.Tags[t] == "" && in.Tags[integration+":"+t] == "" {
 			return in, "", platform.Invalid("invalid body: field %q: tag %q is required by channel %q of integration %q", "tags", t, in.Channel, integration)
 		}
 	}

@@ -103,6 +103,15 @@ func (s *server) serve(w http.ResponseWriter, c *call, rt route) (any, error) {
 		return nil, err
 	}
 	c.body = body
+	// An integration sees its own tags without its alias (chat_tagview.go).
+	if alias := tagAlias(c, rt); alias != "" {
+		prefixRequest(c, alias)
+		out, err := rt.handle(c)
+		if err != nil || out == nil {
+			return out, err
+		}
+		return unprefixAnswer(out, alias), nil
+	}
 	return rt.handle(c)
 }
 

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -188,7 +189,8 @@ func TestRuntimeEvents(t *testing.T) {
 			t.Fatalf("x-bp-type %q for an event of type %v", c.typ(), c.Body["event"])
 		}
 	}
-	if strings.Join(types, ",") != "ping,chan:reacted,later" {
+	slices.Sort(types) // events of no conversation go out independently
+	if strings.Join(types, ",") != "chan:reacted,later,ping" {
 		t.Fatalf("events delivered: %v", types)
 	}
 	time.Sleep(500 * time.Millisecond)
@@ -453,5 +455,37 @@ func TestRuntimeSubscriptions(t *testing.T) {
 	})
 	if n := len(f.bot.of("event_received", "custom")); n != 0 {
 		t.Fatalf("an unsubscribed event was delivered %d times", n)
+	}
+}
+
+// An integration writes and reads its tags unprefixed; the bot sees them
+// as <alias>:<tag>; filters and discriminators follow; what the platform
+// sends the integration is unprefixed again.
+func TestRuntimeIntegrationTagView(t *testing.T) {
+	f := newRuntimeFixture(t, nil)
+	conv := f.as(true, "POST", "/v1/chat/conversations/get-or-create", map[string]any{"channel": "channel", "tags": map[string]string{"id": "42"}, "discriminateByTags": []string{"id"}}, 200)
+	id := conv.Str("conversation.id")
+	if tags := conv.Body["conversation"].(map[string]any)["tags"].(map[string]any); tags["id"] != "42" || len(tags) != 1 {
+		t.Fatalf("the integration's view: %s", conv.Raw)
+	}
+	again := f.as(true, "POST", "/v1/chat/conversations/get-or-create", map[string]any{"channel": "channel", "tags": map[string]string{"id": "42"}, "discriminateByTags": []string{"id"}}, 200)
+	if again.Str("conversation.id") != id {
+		t.Fatal("getOrCreate by the integration's tag made a second conversation")
+	}
+	bot := f.as(false, "GET", "/v1/chat/conversations/"+id, nil, 200)
+	if tags := bot.Body["conversation"].(map[string]any)["tags"].(map[string]any); tags["chan:id"] != "42" || len(tags) != 1 {
+		t.Fatalf("the bot's view: %s", bot.Raw)
+	}
+	if l := f.as(true, "GET", "/v1/chat/conversations?tags.id=42", nil, 200); len(l.List("conversations")) != 1 {
+		t.Fatalf("the integration's filter: %s", l.Raw)
+	}
+	if l := f.as(false, "GET", "/v1/chat/conversations?tags.chan:id=42", nil, 200); len(l.List("conversations")) != 1 {
+		t.Fatalf("the bot's filter: %s", l.Raw)
+	}
+	// The bot writes in the conversation; the integration gets it unprefixed.
+	f.as(false, "POST", "/v1/chat/messages", map[string]any{"conversationId": id, "userId": f.botID, "type": "text", "payload": map[string]any{"text": "hi"}, "tags": map[string]string{}}, 201)
+	eventually(t, "message_created reaches the integration", func() bool { return len(f.integ.of("message_created", "")) == 1 })
+	if tags := f.integ.of("message_created", "")[0].Body["conversation"].(map[string]any)["tags"].(map[string]any); tags["id"] != "42" {
+		t.Fatalf("what the integration got: %v", tags)
 	}
 }
