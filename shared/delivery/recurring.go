@@ -184,12 +184,19 @@ func BotRequest(bot platform.Bot, operation, typ string, body any) (Request, err
 	if err != nil {
 		return Request{}, err
 	}
-	cfg := json.RawMessage(`{}`)
+	// The bot's configuration as the SDK's bot server reads it: an object
+	// whose payload is the JSON text of the configuration's data (the
+	// protocol notes, 2.1).
+	data := json.RawMessage(`{}`)
 	var c struct {
 		Data json.RawMessage `json:"data"`
 	}
 	if json.Unmarshal(bot.Configuration, &c) == nil && len(c.Data) > 0 && string(c.Data) != "null" {
-		cfg = c.Data
+		data = c.Data
+	}
+	cfg, err := json.Marshal(map[string]any{"id": bot.ID, "createdAt": bot.CreatedAt, "updatedAt": bot.UpdatedAt, "type": "bot", "payload": string(data)})
+	if err != nil {
+		return Request{}, err
 	}
 	h := http.Header{}
 	h.Set(HeaderBotID, bot.ID)
