@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"os"
 	"time"
+
+	"github.com/botforge/platform/shared/tunnel"
 )
 
 // Limits bound what one client connection may hold of the local server.
@@ -60,12 +62,20 @@ func (l Limits) at(n int64) time.Duration {
 // otherwise read up to 256 KiB of the rest of the body, at the client's
 // pace, to reuse the connection. So no body is read for a call that was
 // refused.
+//
+// A WebSocket handshake (a `bp dev` tunnel, shared/tunnel) has no body and,
+// once accepted, leaves HTTP (hijacked) for as long as the tunnel lives:
+// no deadline may be left on its connection, and nothing of the guard
+// touches it afterwards (the tunnel drops a silent client itself).
 func guard(l Limits, h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		rc := http.NewResponseController(w)
 		// A deadline left by the previous request on this connection must
 		// not cut this one.
 		_ = rc.SetWriteDeadline(time.Time{})
+		if r.ContentLength == 0 && tunnel.IsUpgrade(r) {
+			_ = rc.SetReadDeadline(time.Time{})
+		}
 		gw := &guardedWriter{ResponseWriter: w, rc: rc, limits: l}
 		if r.ContentLength != 0 && r.Body != nil && r.Body != http.NoBody {
 			gw.body = &guardedBody{ReadCloser: r.Body, rc: rc, limits: l}
