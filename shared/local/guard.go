@@ -7,8 +7,6 @@ import (
 	"net/http"
 	"os"
 	"time"
-
-	"github.com/botforge/platform/shared/tunnel"
 )
 
 // Limits bound what one client connection may hold of the local server.
@@ -65,17 +63,15 @@ func (l Limits) at(n int64) time.Duration {
 //
 // A WebSocket handshake (a `bp dev` tunnel, shared/tunnel) has no body and,
 // once accepted, leaves HTTP (hijacked) for as long as the tunnel lives:
-// no deadline may be left on its connection, and nothing of the guard
-// touches it afterwards (the tunnel drops a silent client itself).
+// nothing here touches it afterwards, and the tunnel clears the deadlines
+// left on its connection and drops a silent client itself
+// (TestTunnelOutlivesConnectionLimits).
 func guard(l Limits, h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		rc := http.NewResponseController(w)
 		// A deadline left by the previous request on this connection must
 		// not cut this one.
 		_ = rc.SetWriteDeadline(time.Time{})
-		if r.ContentLength == 0 && tunnel.IsUpgrade(r) {
-			_ = rc.SetReadDeadline(time.Time{})
-		}
 		gw := &guardedWriter{ResponseWriter: w, rc: rc, limits: l}
 		if r.ContentLength != 0 && r.Body != nil && r.Body != http.NoBody {
 			gw.body = &guardedBody{ReadCloser: r.Body, rc: rc, limits: l}
