@@ -32,7 +32,7 @@ const bound = 5 * time.Second
 // serve runs a tunnel server in front of a stand-in API (which answers
 // every request 405 MethodNotFound, as the API does a path it has no
 // operation for).
-func serve(t *testing.T, o tunnel.Options) (*tunnel.Server, *httptest.Server) {
+func serve(t testing.TB, o tunnel.Options) (*tunnel.Server, *httptest.Server) {
 	t.Helper()
 	o.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	if o.Reserved == nil {
@@ -506,5 +506,45 @@ func TestCloseEndsTunnels(t *testing.T) {
 	}
 	if code := dial(t, ts, "late").closeCode(); code != websocket.StatusGoingAway {
 		t.Fatalf("a tail after Close closed with %d", code)
+	}
+}
+
+// BenchmarkRelay: one request through the tunnel and its answer, the tail
+// a Go client on loopback (the CLI adds its own hop to the bot).
+func BenchmarkRelay(b *testing.B) {
+	s, ts := serve(b, tunnel.Options{})
+	ctx := context.Background()
+	conn, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(ts.URL, "http")+"/"+tunnelID, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer conn.CloseNow()
+	go func() {
+		for {
+			_, data, err := conn.Read(ctx)
+			if err != nil {
+				return
+			}
+			var m tunnelRequest
+			_ = json.Unmarshal(data, &m)
+			out, _ := json.Marshal(map[string]any{"type": "response", "requestId": m.ID, "status": 200, "body": "{}"})
+			_ = conn.Write(ctx, websocket.MessageText, out)
+		}
+	}()
+	for !s.Connected(tunnelID) {
+		time.Sleep(time.Millisecond)
+	}
+	body := strings.Repeat(`{"event":{"id":"evt_1","payload":{"text":"hello"}}}`, 20)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		res, err := http.Post(ts.URL+"/"+tunnelID, "application/json", strings.NewReader(body))
+		if err != nil {
+			b.Fatal(err)
+		}
+		io.Copy(io.Discard, res.Body)
+		res.Body.Close()
+		if res.StatusCode != 200 {
+			b.Fatal(res.StatusCode)
+		}
 	}
 }
