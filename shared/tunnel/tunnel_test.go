@@ -343,6 +343,23 @@ func TestInvalidTunnelIDs(t *testing.T) {
 	}
 }
 
+// A page of another site, in a browser of this machine, cannot open a
+// tunnel (the browser sends its Origin; the CLI sends none).
+func TestOtherOriginsCannotOpenTunnels(t *testing.T) {
+	s, ts := serve(t, tunnel.Options{})
+	ctx, cancel := context.WithTimeout(context.Background(), bound)
+	defer cancel()
+	conn, res, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(ts.URL, "http")+"/"+tunnelID,
+		&websocket.DialOptions{HTTPHeader: http.Header{"Origin": {"https://evil.example"}}})
+	if err == nil {
+		conn.CloseNow()
+		t.Fatal("a page of another origin opened a tunnel")
+	}
+	if res == nil || res.StatusCode != http.StatusForbidden || s.Connected(tunnelID) {
+		t.Fatalf("handshake: %v", err)
+	}
+}
+
 func TestTunnelIDConflict(t *testing.T) {
 	s, ts := serve(t, tunnel.Options{})
 	first := connected(t, s, ts, tunnelID)
