@@ -479,6 +479,31 @@ func relayable(h http.Header, name string) bool {
 	return !headerHasToken(h, "Connection", n)
 }
 
+// validName tells whether a header name is an RFC 9110 token: anything
+// else from a tail is left out rather than mangled on the wire.
+func validName(name string) bool {
+	if name == "" {
+		return false
+	}
+	for _, c := range []byte(name) {
+		if c <= ' ' || c >= 0x7f || strings.IndexByte(`"(),/:;<=>?@[\]{}`, c) >= 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// validValue tells whether a header value holds no control character
+// (CR and LF would split it into other headers).
+func validValue(v string) bool {
+	for _, c := range []byte(v) {
+		if c < ' ' && c != '\t' || c == 0x7f {
+			return false
+		}
+	}
+	return true
+}
+
 // relay sends r to the tail of id and writes its answer.
 func (s *Server) relay(w http.ResponseWriter, r *http.Request, id, rest string) error {
 	s.mu.Lock()
@@ -546,11 +571,13 @@ func (s *Server) relay(w http.ResponseWriter, r *http.Request, id, rest string) 
 		return platform.Errorf(platform.ErrBadGateway, "the client of tunnel %q answered status %d, outside 200..599", id, res.Status)
 	}
 	for k, vs := range res.Headers {
-		if !relayable(http.Header{}, k) {
+		if !relayable(http.Header{}, k) || !validName(k) {
 			continue
 		}
 		for _, v := range vs {
-			w.Header().Add(k, v)
+			if validValue(v) {
+				w.Header().Add(k, v)
+			}
 		}
 	}
 	w.WriteHeader(res.Status)

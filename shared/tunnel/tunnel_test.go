@@ -449,6 +449,15 @@ func TestBadAnswers(t *testing.T) {
 		tl.send(map[string]any{"type": "response", "requestId": m.ID, "status": status})
 		apiError(t, wait(t, ch), 502, "BadGateway", fmt.Sprintf("answered status %d", status))
 	}
+	// Header names and values that cannot go on the wire are left out.
+	ch := call(ts, "POST", "/"+tunnelID, nil, "{}")
+	m := tl.mustNext()
+	tl.send(map[string]any{"type": "response", "requestId": m.ID, "status": 200, "body": "ok",
+		"headers": map[string]any{"bad name": "x", "x-split": "a\r\nx-injected: 1", "x-good": "yes", "": "empty"}})
+	a := wait(t, ch)
+	if a.status != 200 || a.body != "ok" || a.header.Get("X-Good") != "yes" || a.header.Get("X-Injected") != "" || a.header.Get("X-Split") != "" {
+		t.Fatalf("got %d %v %q", a.status, a.header, a.body)
+	}
 }
 
 func TestLimits(t *testing.T) {
