@@ -20,7 +20,8 @@ unit:
 conformance:
 	bash scripts/conformance/run.sh
 
-# `bp dev` of the official CLI through the platform's own tunnel (about 15 s).
+# `bp dev` of the official CLI (a bot, an integration) through the
+# platform's own tunnel (about 15 s).
 cli-e2e:
 	bash scripts/cli-e2e/run.sh
 

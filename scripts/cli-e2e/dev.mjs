@@ -9,7 +9,11 @@
 // runtime delivers to the bot's url, <platform>/<tunnelId>, which the
 // platform relays over the CLI's WebSocket to the bot on this machine) and
 // the bot's reply is stored. Stopping `bp dev` frees the tunnel: a delivery
-// to it is answered 502 (BadGateway, retried by the runtime).
+// to it is answered 502 (BadGateway, retried by the runtime). Then an
+// integration (the CLI's empty-integration template with answering
+// handlers) under `bp dev`: installed on a bot, its register handler is
+// called through the tunnel, and a POST to its webhook url reaches its
+// handler, whose answer comes back as it wrote it.
 //
 //   node dev.mjs PLATFORM_BINARY WORK_DIR
 //
@@ -198,6 +202,61 @@ async function main() {
   }, 15000)
   // The platform is healthy.
   assert.equal((await fetch(`${apiUrl}/v1/admin/account/me`, { headers: { Authorization: `Bearer ${token}` } })).status, 200)
+
+  // 6. An integration under bp dev, through its own tunnel: installing it
+  //    calls its register handler, and a POST to its webhook url reaches
+  //    its handler, whose answer comes back verbatim. The project is the
+  //    CLI's empty-integration template (what `bp init --type integration`
+  //    copies), with handlers that answer.
+  step('bp dev of an integration: register and a webhook through the tunnel')
+  const integ = path.join(projects, 'tunnel-probe')
+  fs.cpSync(path.join(HERE, 'node_modules', '@botpress', 'cli', 'templates', 'empty-integration'), integ, { recursive: true })
+  const pkg = JSON.parse(fs.readFileSync(path.join(integ, 'package.json'), 'utf8'))
+  fs.writeFileSync(path.join(integ, 'package.json'), JSON.stringify({ ...pkg, name: 'tunnel_probe', integrationName: 'tunnel-probe' }, null, 2))
+  fs.writeFileSync(path.join(integ, 'src', 'index.ts'), `import * as bp from '.botpress'
+
+export default new bp.Integration({
+  register: async ({ webhookUrl }) => {
+    console.info('registered with webhook url', webhookUrl)
+  },
+  unregister: async () => {},
+  actions: {},
+  channels: {},
+  handler: async ({ req }) => ({
+    status: 202,
+    headers: { 'content-type': 'application/json', 'x-probe': 'bp-dev' },
+    body: JSON.stringify({ method: req.method, path: req.path, query: req.query, body: req.body }),
+  }),
+})
+`)
+  fs.symlinkSync(path.join(HERE, 'node_modules'), path.join(integ, 'node_modules'), 'dir')
+  const integPort = await freePort()
+  const integLog = path.join(work, 'bp-dev-integration.log')
+  const integDev = start(BP, ['dev', '--tunnelUrl', apiUrl, '--apiUrl', apiUrl, '--token', token, '--workspaceId', workspace.id,
+    '--port', String(integPort), '--botpressHome', home, '-y'], integLog, { cwd: integ, env: cliEnv })
+  const integrationId = await until('bp dev deploys the dev integration and starts its worker', () => {
+    const log = fs.existsSync(integLog) ? fs.readFileSync(integLog, 'utf8') : ''
+    const m = log.match(/Dev Integration deployed with id "([^"]+)"/)
+    return m && new RegExp(`Listening on port ${integPort}`).test(log) && m[1]
+  }, 90000, integDev, integLog)
+  const ws = new Client({ apiUrl, token, workspaceId: workspace.id })
+  const { bot: host } = await ws.createBot({ name: 'hosts-the-probe', dev: true })
+  await ws.updateBot({ id: host.id, integrations: { [integrationId]: { enabled: true, configuration: {} } } })
+  const install = await until('the installation is registered', async () => {
+    const { bot: b } = await ws.getBot({ id: host.id })
+    const i = b.integrations[integrationId]
+    if (i?.status === 'registration_failed') throw new Error(`registration failed: ${i.statusReason}\n${tail(integLog)}`)
+    return i?.status === 'registered' && i
+  }, 30000, integDev, integLog)
+  const hook = await fetch(`${install.webhookUrl}/hook?x=1`, { method: 'POST', body: '{"update":1}', headers: { 'content-type': 'application/json' } })
+  assert.equal(hook.status, 202, `webhook answer: ${hook.status} ${await hook.clone().text()}`)
+  assert.equal(hook.headers.get('x-probe'), 'bp-dev')
+  const got = await hook.json()
+  assert.equal(got.method, 'POST')
+  assert.equal(got.path, '/hook')
+  assert.equal(got.query, 'x=1')
+  assert.equal(got.body, '{"update":1}')
+  await stop(integDev)
 
   step('stopping the platform')
   await stop(server)
