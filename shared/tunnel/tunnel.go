@@ -207,13 +207,34 @@ func (s *Server) Connected(id string) bool {
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	httpapi.SetCaller(r.Context(), "tunnel")
 	first, rest, _ := firstSegment(r.URL.EscapedPath())
-	if IsUpgrade(r) {
+	if IsUpgrade(r) && r.Method == http.MethodGet {
+		if err := checkHandshake(r); err != nil {
+			httpapi.WriteError(w, r, err)
+			return
+		}
 		s.acceptTail(w, r, first, rest)
 		return
 	}
 	if err := s.relay(w, r, first, rest); err != nil {
 		httpapi.WriteError(w, r, err)
 	}
+}
+
+// checkHandshake refuses, in the API's error shape, the handshakes the
+// WebSocket library would refuse in plain text: a malformed one, and one
+// from a browser page of another origin (the CLI sends no Origin), which
+// must not open tunnels from a developer's browser.
+func checkHandshake(r *http.Request) error {
+	if r.Header.Get("Sec-WebSocket-Version") != "13" || r.Header.Get("Sec-WebSocket-Key") == "" {
+		return platform.Invalid("a WebSocket handshake needs Sec-WebSocket-Version: 13 and a Sec-WebSocket-Key")
+	}
+	if o := r.Header.Get("Origin"); o != "" {
+		u, err := url.Parse(o)
+		if err != nil || !strings.EqualFold(u.Host, r.Host) {
+			return platform.Forbidden("a page of origin %q cannot open a tunnel", o)
+		}
+	}
+	return nil
 }
 
 // Close closes every tail (1001, going away) and refuses new ones; the

@@ -358,6 +358,21 @@ func TestOtherOriginsCannotOpenTunnels(t *testing.T) {
 	if res == nil || res.StatusCode != http.StatusForbidden || s.Connected(tunnelID) {
 		t.Fatalf("handshake: %v", err)
 	}
+	// A malformed handshake, a POST asking for an upgrade: the API's error
+	// shape, no tunnel.
+	for _, tc := range []struct {
+		method string
+		header http.Header
+		status int
+		typ    string
+	}{
+		{"GET", http.Header{"Connection": {"Upgrade"}, "Upgrade": {"websocket"}}, 400, "InvalidPayload"},
+		{"GET", http.Header{"Connection": {"Upgrade"}, "Upgrade": {"websocket"}, "Sec-Websocket-Version": {"8"}, "Sec-Websocket-Key": {"dGhlIHNhbXBsZSBub25jZQ=="}}, 400, "InvalidPayload"},
+		{"GET", http.Header{"Connection": {"Upgrade"}, "Upgrade": {"websocket"}, "Sec-Websocket-Version": {"13"}, "Sec-Websocket-Key": {"dGhlIHNhbXBsZSBub25jZQ=="}, "Origin": {"http://evil.example"}}, 403, "Forbidden"},
+		{"POST", http.Header{"Connection": {"Upgrade"}, "Upgrade": {"websocket"}}, 502, "BadGateway"}, // relayed: no tail
+	} {
+		apiError(t, wait(t, call(ts, tc.method, "/"+tunnelID, tc.header, "")), tc.status, tc.typ, "")
+	}
 }
 
 func TestTunnelIDConflict(t *testing.T) {
