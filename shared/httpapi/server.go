@@ -247,6 +247,13 @@ func (s *server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	writeJSON(w, e.Code, e)
 }
 
+// WriteError answers err in the API's error shape with its status, for
+// handlers outside the route tables (the local platform's tunnel,
+// shared/tunnel).
+func WriteError(w http.ResponseWriter, r *http.Request, err error) {
+	(&server{Config: Config{Logger: slog.Default()}}).writeError(w, r, err)
+}
+
 func writeJSON(w http.ResponseWriter, status int, v any) {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)

@@ -60,6 +60,12 @@ func (l Limits) at(n int64) time.Duration {
 // otherwise read up to 256 KiB of the rest of the body, at the client's
 // pace, to reuse the connection. So no body is read for a call that was
 // refused.
+//
+// A WebSocket handshake (a `bp dev` tunnel, shared/tunnel) has no body and,
+// once accepted, leaves HTTP (hijacked) for as long as the tunnel lives:
+// nothing here touches it afterwards, and the tunnel clears the deadlines
+// left on its connection and drops a silent client itself
+// (TestTunnelOutlivesConnectionLimits).
 func guard(l Limits, h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		rc := http.NewResponseController(w)

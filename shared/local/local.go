@@ -39,6 +39,7 @@ import (
 	"github.com/botforge/platform/shared/runtime"
 	"github.com/botforge/platform/shared/s3store"
 	"github.com/botforge/platform/shared/scheduler"
+	"github.com/botforge/platform/shared/tunnel"
 )
 
 // DefaultAddr is where the local platform listens unless told otherwise:
@@ -95,6 +96,9 @@ type Platform struct {
 	logDelivery delivery.Observer
 	// Sweeper finishes pending deletions in the background (dynamo.Sweeper).
 	Sweeper *dynamo.Sweeper
+	// Tunnels serves the tunnel protocol of `bp dev --tunnelUrl <platform
+	// url>` (shared/tunnel, docs/runtime.md).
+	Tunnels *tunnel.Server
 }
 
 // OnDelivery sets a function receiving the result of every delivery of a
@@ -292,7 +296,16 @@ func Open(ctx context.Context, dataDir, baseURL string, log *slog.Logger) (*Plat
 	if err != nil {
 		return nil, fmt.Errorf("PLATFORM_CORS_ORIGINS: %w", err)
 	}
+	// `bp dev --tunnelUrl <this server>`: a WebSocket on /<tunnelId> (the
+	// CLI) and requests to /<tunnelId>/... relayed to it; the API's own
+	// first path segments are never tunnel ids.
+	p.Tunnels = tunnel.New(tunnel.Options{Reserved: []string{"v1", "webhooks", strings.TrimPrefix(S3Prefix, "/")}, Logger: log})
+	p.closers = append(p.closers, p.Tunnels.Close)
 	p.Handler = httpapi.RequestLog(log, httpapi.CORS(origins, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if p.Tunnels.Claims(r) {
+			p.Tunnels.ServeHTTP(w, r)
+			return
+		}
 		if s3Handler != nil && isS3Path(r.URL.EscapedPath()) {
 			httpapi.SetCaller(r.Context(), "s3")
 			s3Handler.ServeHTTP(w, r)
