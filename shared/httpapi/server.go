@@ -97,6 +97,10 @@ func New(cfg Config, areas ...Area) http.Handler {
 		for _, rr := range s.rawRoutes(a) {
 			mux.Handle(rr.pattern, s.rawHandler(rr))
 		}
+		if a == AreaAdmin {
+			// Integrations' iconUrl and readmeUrl: no token (admin_code.go).
+			mux.HandleFunc("GET /v1/admin/integrations/{id}/assets/{name}", s.serveAsset)
+		}
 		if a == AreaChat {
 			// Webhook ingress: no token, the webhook id is the secret (webhooks.go).
 			for pattern, h := range s.webhookRoutes() {

@@ -171,8 +171,8 @@ func Open(ctx context.Context, dataDir, baseURL string, log *slog.Logger) (*Plat
 			AccessKeyID: sec.S3AccessKey, SecretAccessKey: sec.S3SecretKey,
 			PathPrefix: S3Prefix,
 			OnPut: func(ctx context.Context, obj locals3.PutObject) error {
-				if obj.Bucket != env.Bucket {
-					return nil
+				if obj.Bucket != env.Bucket || strings.HasPrefix(obj.Key, httpapi.CodeKeyPrefix) {
+					return nil // deployed code is no upload to complete
 				}
 				return completer.ObjectCreated(context.WithoutCancel(ctx), obj.Key)
 			},

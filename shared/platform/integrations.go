@@ -71,7 +71,15 @@ type Integration struct {
 	WorkspaceID  string            `json:"-"`
 	SecretValues map[string]string `json:"-"`
 	InstallCount int64             `json:"-"`
+	// The objects of the file storage holding the deployed code, the icon
+	// and the readme (code/integrations/<id>/...); iconUrl and readmeUrl
+	// serve the latter two.
+	CodeKey, IconKey, ReadmeKey string `json:"-"`
 }
+
+// HasCode reports whether the bot has deployed code (run by the platform
+// when it has no url).
+func (b Bot) HasCode() bool { return b.CodeKey != "" || b.Code != "" }
 
 // VisibleTo reports whether workspace ws may see the integration: its own
 // workspace always, others only when it is public or unlisted.
