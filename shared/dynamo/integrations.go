@@ -341,7 +341,7 @@ func (s *Store) UpdateIntegration(ctx context.Context, ws, id string, change fun
 			return err
 		}
 		b, _ := json.Marshal(integrationDoc{Integration: i, StoredWorkspace: i.WorkspaceID, StoredSecrets: i.SecretValues,
-		StoredCode: i.CodeKey, StoredIcon: i.IconKey, StoredReadme: i.ReadmeKey})
+			StoredCode: i.CodeKey, StoredIcon: i.IconKey, StoredReadme: i.ReadmeKey})
 		names := map[string]string{"#doc": attrDoc, "#ver": attrVer, "#sum": attrSummary, "#g2pk": attrGSI2PK, "#g2sk": attrGSI2SK}
 		vals := item{":doc": str(string(b)), ":next": num(rec.ver + 1), ":ver": num(rec.ver), ":sum": newIt[attrSummary]}
 		expr := "SET #doc = :doc, #ver = :next, #sum = :sum"
