@@ -947,6 +947,7 @@ func (s *server) callFor(c *call, operation string, b platform.Bot, in platform.
 // runCalls runs committed operations in parallel, each once, and records
 // registration outcomes on the instances.
 func (s *server) runCalls(ctx context.Context, calls []integrationCall) {
+	s.resolveCalls(ctx, calls)
 	client := s.Outbound
 	if client == nil {
 		client = delivery.Client(false)

@@ -183,16 +183,35 @@ func (s *server) serveAsset(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// ReadCode reads deployed code from the file storage: the worker manager's
-// source of bundles (key from a record's CodeKey).
-func ReadCode(ctx context.Context, files platform.FileStorage, key string) ([]byte, error) {
-	if !strings.HasPrefix(key, CodeKeyPrefix) {
-		return nil, errors.New("not a code key: " + key)
-	}
-	rc, _, err := files.Open(ctx, key, "")
+// codeTarget is where a call to integration i goes: its url, or its
+// deployed code's address (s.Code). Errors are in the API's terms (502
+// with the reason).
+func (s *server) codeTarget(ctx context.Context, i platform.Integration) (string, error) {
+	u, err := platform.IntegrationTarget(ctx, s.Code, i)
 	if err != nil {
-		return nil, err
+		var pe *platform.Error
+		if !errors.As(err, &pe) {
+			err = platform.Errorf(platform.ErrBadGateway, "integration %q: its deployed code cannot be reached: %v", i.Name, err)
+		}
 	}
-	defer rc.Close()
-	return io.ReadAll(rc)
+	return u, err
+}
+
+// resolveCalls points calls to integrations without a url at their
+// deployed code (registration, unregistration); a call that cannot reach
+// it fails with the reason.
+func (s *server) resolveCalls(ctx context.Context, calls []integrationCall) {
+	for n := range calls {
+		c := &calls[n].call
+		if c.URL != "" {
+			continue
+		}
+		rec, err := s.Store.GetIntegration(ctx, c.IntegrationID)
+		if err != nil || !rec.HasCode() {
+			continue
+		}
+		if c.URL, err = s.codeTarget(ctx, rec.Integration); err != nil {
+			c.NoURL = err.(*platform.Error).Message
+		}
+	}
 }

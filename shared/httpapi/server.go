@@ -41,6 +41,10 @@ type Config struct {
 	// Outbound makes the calls to integrations (registration); nil: a
 	// client refusing private and loopback addresses (delivery.Client).
 	Outbound *http.Client
+	// Code runs deployed code: calls to a bot or integration with code and
+	// no url go to it (locally the worker manager; nil: none, and such
+	// calls fail saying so).
+	Code platform.CodeRunner
 	// OnDelivery, when set, receives the result of every call made to an
 	// integration (registration, unregistration).
 	OnDelivery delivery.Observer

@@ -77,10 +77,6 @@ type Integration struct {
 	CodeKey, IconKey, ReadmeKey string `json:"-"`
 }
 
-// HasCode reports whether the bot has deployed code (run by the platform
-// when it has no url).
-func (b Bot) HasCode() bool { return b.CodeKey != "" || b.Code != "" }
-
 // VisibleTo reports whether workspace ws may see the integration: its own
 // workspace always, others only when it is public or unlisted.
 func (i Integration) VisibleTo(ws string) bool {
