@@ -2,6 +2,8 @@ package httpapi_test
 
 import (
 	"fmt"
+	"io"
+	"net/http"
 	"os/exec"
 	"strings"
 	"testing"
@@ -41,6 +43,7 @@ module.exports = { default: { start(port) {
         (rr) => { rr.resume(); rr.on('end', () => { res.writeHead(rr.statusCode < 300 ? 200 : 500); res.end('{}') }) })
       r.on('error', (e) => { console.error('reply failed: ' + e.message); res.writeHead(500); res.end('{}') })
       r.end(data)
+      if (ev.payload.message.payload.text === 'die') res.on('finish', () => { console.error('dying on purpose'); process.exit(7) })
     })
   }).listen(port, '127.0.0.1')
 } } }
@@ -184,6 +187,35 @@ func TestDeployedBotAnswers(t *testing.T) {
 	}
 }
 
+// TestWorkerLifecycle: a worker that exits is started again by the next
+// event; an idle worker is stopped, and started again when needed.
+func TestWorkerLifecycle(t *testing.T) {
+	needNode(t)
+	d := newDeployedFixture(t, echoBundle("v1", ""), nil)
+	d.say("die")
+	d.waitReply(t, "v1 (bp_bak_): die")
+	eventually(t, "the worker exits", func() bool { return len(d.Platform.Workers.Running()) == 0 })
+	d.say("back")
+	d.waitReply(t, "v1 (bp_bak_): back")
+	q := logsQuery("timeStart", iso(time.Now().Add(-time.Hour)), "timeEnd", iso(time.Now().Add(time.Minute)), "level", "warn")
+	eventually(t, "the exit in the bot's logs", func() bool {
+		for _, m := range d.logMessages(t, d.AdminToken, "/v1/admin/bots/"+d.botID+"/logs", q) {
+			if strings.Contains(m, "exit status 7") {
+				return true
+			}
+		}
+		return false
+	})
+
+	d2 := newDeployedFixture(t, echoBundle("idle", ""), nil)
+	d2.Platform.Workers.Idle = 300 * time.Millisecond // before its first worker
+	d2.say("one")
+	d2.waitReply(t, "idle (bp_bak_): one")
+	eventually(t, "the idle worker stops", func() bool { return len(d2.Platform.Workers.Running()) == 0 })
+	d2.say("two")
+	d2.waitReply(t, "idle (bp_bak_): two")
+}
+
 // TestDeployedCodeFailures: code that throws at load, and code that never
 // answers, fail their events with a clear reason, within the bot's
 // maxExecutionTime and the retries; the platform stays healthy and a good
@@ -247,4 +279,65 @@ func TestDeployedCodeWithoutNode(t *testing.T) {
 
 func reqOf(method, path, token string, h map[string]string, body any) apitest.Req {
 	return apitest.Req{Method: method, Path: path, Token: token, Headers: h, Body: body}
+}
+
+// integrationBundle is an integration's deployed code (start(port), as
+// the SDK's integration): it registers, and answers its webhook with what
+// it runs as.
+const integrationBundle = `'use strict'
+const http = require('http')
+module.exports = { default: { start(port) {
+  http.createServer((req, res) => {
+    let body = ''
+    req.on('data', (c) => { body += c })
+    req.on('end', () => {
+      const op = req.headers['x-bp-operation']
+      if (op === 'register') { console.log('registered at ' + JSON.parse(body).webhookUrl); res.end('{}'); return }
+      if (op === 'webhook_received') {
+        const r = JSON.parse(body).req
+        res.writeHead(200, { 'content-type': 'text/plain' })
+        res.end('hook ' + process.env.BP_TOKEN.slice(0, 7) + ' ' + process.env.SECRET_API_KEY + ' ' + (process.env.BP_WEBHOOK_URL ? 'webhook-url' : '') + ' ' + r.body)
+        return
+      }
+      res.end('{}')
+    })
+  }).listen(port, '127.0.0.1')
+} } }
+`
+
+// TestDeployedIntegration: an integration deployed with code (no url) is
+// installed, registers through its worker (with an integration API key,
+// its secrets and BP_WEBHOOK_URL) and answers its webhook; its output is
+// the integration's log.
+func TestDeployedIntegration(t *testing.T) {
+	needNode(t)
+	f := newFixture(t)
+	intID := f.createIntegration(f.AdminToken, map[string]any{
+		"name": "coded", "version": "1.0.0", "code": integrationBundle, "secrets": map[string]any{"API_KEY": "s3cr3t"},
+	}).Str("integration.id")
+	bot := f.createBot(f.AdminToken, map[string]any{"name": "uses-coded"})
+	f.updateBot(f.AdminToken, bot, map[string]any{"integrations": map[string]any{"coded": map[string]any{"integrationId": intID, "enabled": true}}})
+	b := f.getBot(bot, "x-multiple-integrations", "true")
+	inst := b["integrations"].(map[string]any)["coded"].(map[string]any)
+	if inst["status"] != "registered" {
+		t.Fatalf("installation: %v", inst)
+	}
+	res, err := http.Post(inst["webhookUrl"].(string), "text/plain", strings.NewReader("ping"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	if res.StatusCode != 200 || string(got) != "hook bp_iak_ s3cr3t webhook-url ping" {
+		t.Fatalf("webhook: %d %q", res.StatusCode, got)
+	}
+	q := logsQuery("timeStart", iso(time.Now().Add(-time.Hour)), "timeEnd", iso(time.Now().Add(time.Minute)))
+	eventually(t, "the worker's output in getIntegrationLogs", func() bool {
+		for _, m := range f.logMessages(t, f.AdminToken, "/v1/admin/integrations/"+intID+"/logs", q) {
+			if strings.HasPrefix(m, "registered at http") {
+				return true
+			}
+		}
+		return false
+	})
 }
