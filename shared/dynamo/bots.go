@@ -93,6 +93,9 @@ func (s *Store) CreateBot(ctx context.Context, b platform.Bot) error {
 	if err != nil {
 		return err
 	}
+	if n := len(getS(it, attrDoc)); n > maxItemBytes {
+		return platform.Errorf(platform.ErrPayloadTooLarge, "the bot definition is too large (%d bytes of at most %d)", n, maxItemBytes)
+	}
 	return s.transact(ctx, []types.TransactWriteItem{
 		putNew(it),
 		addCounter(workspacePK(b.WorkspaceID), skWorkspace, attrBots, 1, 0),
