@@ -6,9 +6,11 @@ import (
 	"path/filepath"
 )
 
+// The files are .cjs: CommonJS whatever package.json encloses the data
+// directory says ("type": "module" would make a .js file an ES module).
 const (
-	bundleFile = "bundle.js"
-	shimFile   = "shim.js"
+	bundleFile = "bundle.cjs"
+	shimFile   = "shim.cjs"
 )
 
 // shim runs a bundle the way the CLI's bp dev does: the default export's
