@@ -251,10 +251,11 @@ func (m *Manager) launch(p *proc, src platform.LogSource, prep prepare) {
 		cmd.Env = append(cmd.Env, "BP_BOT_ID="+src.ID)
 	}
 	setProcAttrs(cmd)
-	out := &logSink{m: m, src: src}
+	out := newLogSink(m, src)
 	stdout, _ := cmd.StdoutPipe()
 	stderr, _ := cmd.StderrPipe()
 	if err := cmd.Start(); err != nil {
+		out.flush()
 		close(p.exited)
 		m.release(p)
 		fail(fmt.Errorf("start node: %w", err))
@@ -448,12 +449,40 @@ func (m *Manager) Close() error {
 	return nil
 }
 
-// logSink turns a worker's output into log lines of its bot or integration.
+// logSink turns a worker's output into log lines of its bot or
+// integration, written in batches (each write of the log store is durable,
+// so one per line would hold a chatty worker back).
 type logSink struct {
-	m    *Manager
-	src  platform.LogSource
-	mu   sync.Mutex
-	last []string // the last lines, for a start failure's reason
+	m     *Manager
+	src   platform.LogSource
+	mu    sync.Mutex
+	last  []string // the last lines, for a start failure's reason
+	lines chan platform.LogLine
+	done  chan struct{}
+}
+
+func newLogSink(m *Manager, src platform.LogSource) *logSink {
+	s := &logSink{m: m, src: src, lines: make(chan platform.LogLine, 1024), done: make(chan struct{})}
+	go func() {
+		defer close(s.done)
+		for l := range s.lines {
+			batch := []platform.LogLine{l}
+		drain:
+			for len(batch) < 256 {
+				select {
+				case l, ok := <-s.lines:
+					if !ok {
+						break drain
+					}
+					batch = append(batch, l)
+				default:
+					break drain
+				}
+			}
+			s.m.write(batch...)
+		}
+	}()
+	return s
 }
 
 func (s *logSink) read(r io.Reader, level string) {
@@ -470,12 +499,16 @@ func (s *logSink) read(r io.Reader, level string) {
 			s.last = s.last[1:]
 		}
 		s.mu.Unlock()
-		s.m.write(platform.LogLine{Source: s.src, Level: level, Message: line})
+		s.lines <- platform.LogLine{Source: s.src, Level: level, Message: line, Time: time.Now()}
 	}
 	_, _ = io.Copy(io.Discard, r)
 }
 
-func (s *logSink) flush() {}
+// flush writes what is left, once both pipes are read to their end.
+func (s *logSink) flush() {
+	close(s.lines)
+	<-s.done
+}
 
 // tail is the end of the worker's output, to quote in a failure.
 func (s *logSink) tail() string {
@@ -491,12 +524,12 @@ func (s *logSink) tail() string {
 	return ": " + t
 }
 
-func (m *Manager) write(l platform.LogLine) {
-	if m.Logs == nil {
+func (m *Manager) write(lines ...platform.LogLine) {
+	if m.Logs == nil || len(lines) == 0 {
 		return
 	}
-	if err := m.Logs.Write(context.Background(), l); err != nil && m.Log != nil {
-		m.Log.Warn("worker log line not written", "source", l.Source.ID, "err", err)
+	if err := m.Logs.Write(context.Background(), lines...); err != nil && m.Log != nil {
+		m.Log.Warn("worker log lines not written", "source", lines[0].Source.ID, "err", err)
 	}
 }
 
