@@ -322,14 +322,24 @@ func TestDeployedIntegration(t *testing.T) {
 	if inst["status"] != "registered" {
 		t.Fatalf("installation: %v", inst)
 	}
-	res, err := http.Post(inst["webhookUrl"].(string), "text/plain", strings.NewReader("ping"))
-	if err != nil {
-		t.Fatal(err)
+	hook := func(want string) {
+		t.Helper()
+		res, err := http.Post(inst["webhookUrl"].(string), "text/plain", strings.NewReader("ping"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		if res.StatusCode != 200 || string(got) != want {
+			t.Fatalf("webhook: %d %q, want %q", res.StatusCode, got, want)
+		}
 	}
-	got, _ := io.ReadAll(res.Body)
-	res.Body.Close()
-	if res.StatusCode != 200 || string(got) != "hook bp_iak_ s3cr3t webhook-url ping" {
-		t.Fatalf("webhook: %d %q", res.StatusCode, got)
+	hook("hook bp_iak_ s3cr3t webhook-url ping")
+	// New secrets reach the code: the worker is replaced.
+	f.Check(f.ws_(f.AdminToken, "PUT", "/v1/admin/integrations/"+intID, map[string]any{"secrets": map[string]any{"API_KEY": "n3w"}}), 200, "updateIntegration")
+	hook("hook bp_iak_ n3w webhook-url ping")
+	if n := len(f.Platform.Workers.Running()); n != 1 {
+		t.Fatalf("%d workers after the secret changed", n)
 	}
 	q := logsQuery("timeStart", iso(time.Now().Add(-time.Hour)), "timeEnd", iso(time.Now().Add(time.Minute)))
 	eventually(t, "the worker's output in getIntegrationLogs", func() bool {

@@ -22,6 +22,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -76,7 +77,11 @@ var ErrNoNode = platform.Errorf(platform.ErrBadGateway, "deployed code cannot ru
 
 // proc is one worker: a process serving one version of one code.
 type proc struct {
-	key, version string
+	key     string
+	codeKey string
+	// version is what the worker runs: the code and the secrets given
+	// to it; a change of either replaces the worker.
+	version string
 	ready        chan struct{} // closed when started (or failed)
 	url          string
 	err          error // start failure
@@ -102,7 +107,7 @@ func (m *Manager) BotURL(ctx context.Context, b platform.Bot) (string, error) {
 	if b.CodeKey == "" {
 		return "", platform.Errorf(platform.ErrBadGateway, "the bot's code was deployed by an earlier version of the platform: deploy it again")
 	}
-	return m.url(ctx, "bot-"+b.ID, b.CodeKey, platform.LogSource{Kind: platform.LogBot, ID: b.ID},
+	return m.url(ctx, "bot-"+b.ID, b.CodeKey, versionOf(b.CodeKey, b.SecretValues), platform.LogSource{Kind: platform.LogBot, ID: b.ID},
 		func(ctx context.Context) (string, func(), map[string]string, error) {
 			tok, revoke, err := m.Source.BotToken(ctx, b)
 			return tok, revoke, secretsEnv(b.SecretValues), err
@@ -111,7 +116,7 @@ func (m *Manager) BotURL(ctx context.Context, b platform.Bot) (string, error) {
 
 // IntegrationURL is where the integration version's deployed code answers.
 func (m *Manager) IntegrationURL(ctx context.Context, i platform.Integration) (string, error) {
-	return m.url(ctx, "int-"+i.ID, i.CodeKey, platform.LogSource{Kind: platform.LogIntegration, ID: i.ID},
+	return m.url(ctx, "int-"+i.ID, i.CodeKey, versionOf(i.CodeKey, i.SecretValues), platform.LogSource{Kind: platform.LogIntegration, ID: i.ID},
 		func(ctx context.Context) (string, func(), map[string]string, error) {
 			tok, revoke, err := m.Source.IntegrationToken(ctx, i)
 			env := secretsEnv(i.SecretValues)
@@ -119,6 +124,20 @@ func (m *Manager) IntegrationURL(ctx context.Context, i platform.Integration) (s
 			env["BP_WEBHOOK_URL"] = strings.TrimRight(m.apiURL(), "/") + "/webhooks"
 			return tok, revoke, env, err
 		})
+}
+
+// versionOf names what a worker runs: its code and its secrets.
+func versionOf(codeKey string, secrets map[string]string) string {
+	names := make([]string, 0, len(secrets))
+	for k := range secrets {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	h := sha256.New()
+	for _, k := range names {
+		fmt.Fprintf(h, "%d:%s%d:%s", len(k), k, len(secrets[k]), secrets[k])
+	}
+	return codeKey + "#" + hex.EncodeToString(h.Sum(nil))
 }
 
 func secretsEnv(secrets map[string]string) map[string]string {
@@ -140,7 +159,7 @@ type prepare func(ctx context.Context) (token string, revoke func(), env map[str
 
 // url answers the address of the worker of key running version, starting
 // one (replacing another version's) when there is none alive.
-func (m *Manager) url(ctx context.Context, key, version string, src platform.LogSource, prep prepare) (string, error) {
+func (m *Manager) url(ctx context.Context, key, codeKey, version string, src platform.LogSource, prep prepare) (string, error) {
 	m.janOnce.Do(m.startJanitor)
 	m.mu.Lock()
 	if m.closed {
@@ -173,7 +192,7 @@ func (m *Manager) url(ctx context.Context, key, version string, src platform.Log
 		}
 	}
 	if p == nil {
-		p = &proc{key: key, version: version, ready: make(chan struct{}), exited: make(chan struct{})}
+		p = &proc{key: key, codeKey: codeKey, version: version, ready: make(chan struct{}), exited: make(chan struct{})}
 		m.workers[key] = p
 		go m.launch(p, src, prep)
 	}
@@ -210,7 +229,7 @@ func (m *Manager) launch(p *proc, src platform.LogSource, prep prepare) {
 		fail(err)
 		return
 	}
-	code, err := m.Source.Code(ctx, p.version)
+	code, err := m.Source.Code(ctx, p.codeKey)
 	if err != nil {
 		close(p.exited)
 		fail(fmt.Errorf("read the deployed code: %w", err))
