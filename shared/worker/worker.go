@@ -81,16 +81,16 @@ type proc struct {
 	codeKey string
 	// version is what the worker runs: the code and the secrets given
 	// to it; a change of either replaces the worker.
-	version string
-	ready        chan struct{} // closed when started (or failed)
-	url          string
-	err          error // start failure
-	failedAt     time.Time
-	cmd          *exec.Cmd
-	exited       chan struct{}
-	lastUsed     time.Time
-	revoke       func()
-	dir          string
+	version  string
+	ready    chan struct{} // closed when started (or failed)
+	url      string
+	err      error // start failure
+	failedAt time.Time
+	cmd      *exec.Cmd
+	exited   chan struct{}
+	lastUsed time.Time
+	revoke   func()
+	dir      string
 }
 
 func (p *proc) alive() bool {
