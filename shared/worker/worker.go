@@ -460,8 +460,11 @@ func (m *Manager) Close() error {
 		case <-p.ready:
 		case <-time.After(m.startTimeout()):
 		}
-		if p.cmd != nil {
-			killProc(p.cmd)
+		m.mu.Lock()
+		cmd := p.cmd
+		m.mu.Unlock()
+		if cmd != nil {
+			killProc(cmd)
 			<-p.exited
 		}
 	}
