@@ -351,3 +351,21 @@ func TestDeployedIntegration(t *testing.T) {
 		return false
 	})
 }
+
+// TestDeployedHandlerBundle: a bundle exporting only handler(req) (Lambda
+// style) runs too; callAction reaches it and answers its output.
+func TestDeployedHandlerBundle(t *testing.T) {
+	needNode(t)
+	f := newFixture(t)
+	code := `exports.handler = async (req) => {
+  if (req.headers['x-bp-operation'] !== 'action_triggered') return { status: 200, body: '{}' }
+  const { type, input } = JSON.parse(req.body)
+  return { status: 200, headers: { 'content-type': 'application/json' }, body: JSON.stringify({ output: { action: type, pong: input.x, path: req.path } }) }
+}`
+	bot := f.createBot(f.AdminToken, map[string]any{"name": "handler-only", "code": code})
+	r := f.Check(f.Do(reqOf("POST", "/v1/chat/actions", f.AdminToken, map[string]string{"x-bot-id": bot}, map[string]any{"type": "ping", "input": map[string]any{"x": 7}})), 200, "callAction")
+	out, _ := r.Body["output"].(map[string]any)
+	if out["action"] != "ping" || out["pong"] != float64(7) || out["path"] != "/" {
+		t.Fatalf("callAction: %s", r.Raw)
+	}
+}
