@@ -1,5 +1,5 @@
 # The two commands of README.md: `make run` and `make test`.
-.PHONY: run test vet unit conformance cli-e2e build infra lambda cfn-lint
+.PHONY: run test vet unit conformance cli-e2e deploy-e2e build infra lambda cfn-lint
 
 # Where `make run` listens: loopback only unless told otherwise
 # (make run ADDR=:8080 listens on every interface).
@@ -8,7 +8,7 @@ ADDR ?= 127.0.0.1:8080
 run:
 	go run ./functions/local --addr $(ADDR)
 
-test: vet unit infra conformance cli-e2e
+test: vet unit infra conformance cli-e2e deploy-e2e
 
 vet:
 	go vet ./...
@@ -24,6 +24,11 @@ conformance:
 # platform's own tunnel (about 15 s).
 cli-e2e:
 	bash scripts/cli-e2e/run.sh
+
+# bp deploy of the official CLI (0.8.59) against a fresh local platform:
+# deployed code answering through the runtime (scripts/deploy-e2e).
+deploy-e2e:
+	bash scripts/deploy-e2e/run.sh
 
 build:
 	go build ./...

@@ -258,6 +258,11 @@ func (s *builder) policies(id string) map[string]awsiam.PolicyDocument {
 				allow([]string{"logs:CreateLogStream", "logs:PutLogEvents", "logs:StartQuery"}, platformLogs...),
 				allow([]string{"logs:GetQueryResults", "logs:StopQuery"}, jsii.String("*")),
 			),
+			// Deployed code, icons and readmes: code/ keys only.
+			"bucket": policy(
+				allow([]string{"s3:GetObject", "s3:PutObject"}, s.bucket.ArnForObjects(jsii.String("code/*"))),
+				allow([]string{"s3:ListBucket"}, s.bucket.BucketArn()),
+			),
 		}
 	case "Chat":
 		return map[string]awsiam.PolicyDocument{"table": table, "platform-logs": writePlatformLogs}
@@ -331,6 +336,7 @@ func (s *builder) environment(id string) map[string]*string {
 		logs["PLATFORM_SCHEDULE_GROUP"] = s.scheduleGroup.Ref()
 		logs["PLATFORM_SCHEDULER_TARGET_ARN"] = s.fns["Scheduler"].FunctionArn()
 		logs["PLATFORM_SCHEDULER_ROLE_ARN"] = s.schedulerRole.RoleArn()
+		logs["PLATFORM_BUCKET"] = s.bucket.BucketName()
 		return logs
 	case "Chat":
 		logs["PLATFORM_PAGING_KEY"] = s.pagingKey.ValueAsString()

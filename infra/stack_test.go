@@ -215,7 +215,7 @@ func TestLeastPrivilege(t *testing.T) {
 func checkLeastPrivilege(t *testing.T, m stackModel) {
 	// Which roles may use which services (beyond the table and logs).
 	onlyFor := map[string][]string{
-		"s3:":                   {"FilesFunctionRole", "TablesFunctionRole", "UploadCompletionFunctionRole"},
+		"s3:":                   {"FilesFunctionRole", "TablesFunctionRole", "UploadCompletionFunctionRole", "AdminFunctionRole"},
 		"scheduler:":            {"AdminFunctionRole", "SchedulerFunctionRole"},
 		"iam:passrole":          {"AdminFunctionRole"},
 		"logs:startquery":       {"AdminFunctionRole"},
@@ -272,6 +272,13 @@ func checkLeastPrivilege(t *testing.T, m stackModel) {
 			}
 			if action == "iam:passrole" && (resource != "${SchedulerRole.Arn}" || !strings.Contains(st, `"iam:PassedToService":"scheduler.amazonaws.com"`)) {
 				t.Errorf("%s: PassRole beyond SchedulerRole to EventBridge Scheduler: %s", roleID, st)
+			}
+			// The admin function keeps deployed code, icons and readmes:
+			// the bucket's code/ keys, never the files of bots.
+			if roleID == "AdminFunctionRole" && strings.HasPrefix(action, "s3:") &&
+				!(resource == "${FilesBucket.Arn}/code/*" && (action == "s3:getobject" || action == "s3:putobject")) &&
+				!(resource == "${FilesBucket.Arn}" && action == "s3:listbucket") {
+				t.Errorf("%s: bucket access beyond code/ keys: %s", roleID, st)
 			}
 			if strings.HasPrefix(action, "logs:") && fn != "" && resource != "*" {
 				own := "${" + strings.TrimSuffix(fn, "Function") + "LogGroup.Arn}"

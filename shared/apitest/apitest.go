@@ -51,6 +51,7 @@ func Open(t testing.TB, dataDir string) *Env {
 		t.Fatalf("open platform: %v", err)
 	}
 	srv := httptest.NewServer(p.Handler)
+	p.SetBaseURL(srv.URL) // deployed code's BP_API_URL
 	e := &Env{T: t, URL: srv.URL, DataDir: dataDir, Platform: p, srv: srv}
 	tok, err := os.ReadFile(filepath.Join(dataDir, "admin-token"))
 	if err != nil {

@@ -33,6 +33,9 @@ type IntegrationCall struct {
 	Configuration     json.RawMessage
 	Body              any
 	Timeout           time.Duration
+	// NoURL says why URL is empty when the platform knows better than "no
+	// url" (deployed code that cannot run).
+	NoURL string
 }
 
 // Request is the signed POST of the call.
@@ -81,6 +84,9 @@ func RunOperation(ctx context.Context, ledger Ledger, client *http.Client, op pl
 	}
 	if call.URL == "" {
 		res := Response{Outcome: Failed, Err: "the integration has no url to call"}
+		if call.NoURL != "" {
+			res.Err = call.NoURL
+		}
 		op, err := ledger.FinishOperation(ctx, op.ID, platform.OperationFailed, nil, &platform.OperationError{Message: res.Err})
 		return op, res, err
 	}

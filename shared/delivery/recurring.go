@@ -56,6 +56,8 @@ type Recurring struct {
 	Client      *http.Client
 	Observer    Observer // nil: none
 	Log         *slog.Logger
+	// Code runs deployed code (a bot with code and no url); nil: none.
+	Code platform.CodeRunner
 	// Now is the clock (tests replace it).
 	Now func() time.Time
 }
@@ -161,6 +163,10 @@ func (r *Recurring) Handle(ctx context.Context, input json.RawMessage) error {
 
 // deliver posts the event to the bot's url, signed with its signing secret.
 func (r *Recurring) deliver(ctx context.Context, bot platform.Bot, ev platform.Event) Response {
+	var err error
+	if bot.URL, err = platform.BotTarget(ctx, r.Code, bot); err != nil {
+		return Response{Outcome: Failed, Err: err.Error()}
+	}
 	req, err := BotRequest(bot, "event_received", ev.Type, map[string]any{"event": ev})
 	if err != nil {
 		return Response{Outcome: Failed, Err: err.Error()}

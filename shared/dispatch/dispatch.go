@@ -24,6 +24,7 @@ package dispatch
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -73,7 +74,10 @@ type Dispatcher struct {
 	// WebhookBase is the public base of webhook URLs (".../webhooks").
 	WebhookBase string
 	Observer    delivery.Observer // nil: none
-	Log         *slog.Logger
+	// Code runs deployed code (bots and integrations with code and no
+	// url); nil: none runs here, their deliveries fail saying so.
+	Code platform.CodeRunner
+	Log  *slog.Logger
 	// MaxAttempts and FirstRetry override the defaults.
 	MaxAttempts int
 	FirstRetry  time.Duration
@@ -330,6 +334,11 @@ func (d *Dispatcher) sendEvent(ctx context.Context, dl platform.Delivery) outcom
 	if !subscribed(bot, ev.Type) {
 		return outcome{ignored: true}
 	}
+	if bot.URL, err = platform.BotTarget(ctx, d.Code, bot); err != nil {
+		out := codeFailure(err)
+		d.observe(ctx, delivery.Result{Kind: "event", BotID: bot.ID, WorkspaceID: bot.WorkspaceID, EventID: ev.ID, EventType: ev.Type}, delivery.Response{Outcome: delivery.Failed, Err: out.why})
+		return out
+	}
 	ev.Status = platform.EventPending
 	if ev.Type == platform.EventMessageCreated {
 		payload, out := d.messagePayload(ctx, dl)
@@ -429,6 +438,11 @@ func (d *Dispatcher) sendOutgoing(ctx context.Context, dl platform.Delivery) out
 	if integ == nil {
 		return outcome{final: true, why: fmt.Sprintf("the bot has no enabled integration %q for this conversation", conv.Integration)}
 	}
+	if integ.URL, err = platform.IntegrationTarget(ctx, d.Code, *integ); err != nil {
+		out := codeFailure(err)
+		d.observe(ctx, delivery.Result{Kind: "message_created", BotID: bot.ID, WorkspaceID: bot.WorkspaceID, IntegrationID: integ.ID, Name: inst.Alias}, delivery.Response{Outcome: delivery.Failed, Err: out.why})
+		return out
+	}
 	author := platform.User{ID: bot.ID, CreatedAt: bot.CreatedAt, UpdatedAt: bot.UpdatedAt, Tags: map[string]string{}}
 	// The integration sees its own tags without its alias.
 	var body map[string]any
@@ -486,6 +500,17 @@ func (d *Dispatcher) installation(ctx context.Context, bot platform.Bot, name st
 
 // judge maps an answer to the SDK's meaning: 2xx done, 4xx refused for
 // good, anything else transient.
+// codeFailure is the outcome of deployed code that cannot be reached: for
+// good when the platform says why (no Node.js, the code fails at load),
+// else (storage, a token) worth a retry.
+func codeFailure(err error) outcome {
+	var pe *platform.Error
+	if errors.As(err, &pe) {
+		return outcome{final: true, why: pe.Message}
+	}
+	return outcome{why: err.Error()}
+}
+
 func judge(res delivery.Response) outcome {
 	switch {
 	case res.Outcome == delivery.Delivered:

@@ -30,6 +30,7 @@ type botDoc struct {
 	platform.Bot
 	StoredURL     string                                  `json:"_url,omitempty"`
 	StoredCode    string                                  `json:"_code,omitempty"`
+	StoredCodeKey string                                  `json:"_codeKey,omitempty"`
 	StoredSecrets map[string]string                       `json:"_secrets,omitempty"`
 	StoredInstall map[string]platform.IntegrationInstance `json:"_installs,omitempty"`
 }
@@ -37,7 +38,7 @@ type botDoc struct {
 // storedBot is the doc of b: the wire field integrations is rendered from
 // the installs at read time, so it is not stored.
 func storedBot(b platform.Bot) botDoc {
-	d := botDoc{Bot: b, StoredURL: b.URL, StoredCode: b.Code, StoredSecrets: b.SecretValues, StoredInstall: b.Installs}
+	d := botDoc{Bot: b, StoredURL: b.URL, StoredCode: b.Code, StoredCodeKey: b.CodeKey, StoredSecrets: b.SecretValues, StoredInstall: b.Installs}
 	d.Integrations = map[string]json.RawMessage{}
 	return d
 }
@@ -79,7 +80,7 @@ func botFrom(it item) (BotRecord, error) {
 	}
 	b := d.Bot
 	b.WorkspaceID, b.URL, b.Code = getS(it, "workspaceId"), d.StoredURL, d.StoredCode
-	b.SecretValues, b.Installs = d.StoredSecrets, d.StoredInstall
+	b.SecretValues, b.Installs, b.CodeKey = d.StoredSecrets, d.StoredInstall, d.StoredCodeKey
 	if b.Installs == nil {
 		b.Installs = map[string]platform.IntegrationInstance{}
 	}
@@ -91,6 +92,9 @@ func (s *Store) CreateBot(ctx context.Context, b platform.Bot) error {
 	it, err := botItem(b)
 	if err != nil {
 		return err
+	}
+	if n := len(getS(it, attrDoc)); n > maxItemBytes {
+		return platform.Errorf(platform.ErrPayloadTooLarge, "the bot definition is too large (%d bytes of at most %d)", n, maxItemBytes)
 	}
 	return s.transact(ctx, []types.TransactWriteItem{
 		putNew(it),

@@ -37,6 +37,9 @@ type integrationDoc struct {
 	platform.Integration
 	StoredWorkspace string            `json:"_ws"`
 	StoredSecrets   map[string]string `json:"_secrets,omitempty"`
+	StoredCode      string            `json:"_codeKey,omitempty"`
+	StoredIcon      string            `json:"_iconKey,omitempty"`
+	StoredReadme    string            `json:"_readmeKey,omitempty"`
 }
 
 // IntegrationRecord is an integration version with the version its doc was
@@ -102,7 +105,8 @@ func shared(i platform.Integration) bool {
 }
 
 func integrationItem(i platform.Integration) (item, error) {
-	it, err := docItem(intPK(i.ID), skInt, integrationDoc{Integration: i, StoredWorkspace: i.WorkspaceID, StoredSecrets: i.SecretValues})
+	it, err := docItem(intPK(i.ID), skInt, integrationDoc{Integration: i, StoredWorkspace: i.WorkspaceID, StoredSecrets: i.SecretValues,
+		StoredCode: i.CodeKey, StoredIcon: i.IconKey, StoredReadme: i.ReadmeKey})
 	if err != nil {
 		return nil, err
 	}
@@ -138,6 +142,7 @@ func integrationFrom(it item) (IntegrationRecord, error) {
 	}
 	i := d.Integration
 	i.WorkspaceID, i.SecretValues = d.StoredWorkspace, d.StoredSecrets
+	i.CodeKey, i.IconKey, i.ReadmeKey = d.StoredCode, d.StoredIcon, d.StoredReadme
 	i.InstallCount = getN(it, attrInstalls)
 	return IntegrationRecord{Integration: i, ver: getN(it, attrVer)}, nil
 }
@@ -317,7 +322,8 @@ func (s *Store) UpdateIntegration(ctx context.Context, ws, id string, change fun
 		if err != nil {
 			return err
 		}
-		b, _ := json.Marshal(integrationDoc{Integration: i, StoredWorkspace: i.WorkspaceID, StoredSecrets: i.SecretValues})
+		b, _ := json.Marshal(integrationDoc{Integration: i, StoredWorkspace: i.WorkspaceID, StoredSecrets: i.SecretValues,
+			StoredCode: i.CodeKey, StoredIcon: i.IconKey, StoredReadme: i.ReadmeKey})
 		names := map[string]string{"#doc": attrDoc, "#ver": attrVer, "#sum": attrSummary, "#g2pk": attrGSI2PK, "#g2sk": attrGSI2SK}
 		vals := item{":doc": str(string(b)), ":next": num(rec.ver + 1), ":ver": num(rec.ver), ":sum": newIt[attrSummary]}
 		expr := "SET #doc = :doc, #ver = :next, #sum = :sum"

@@ -45,7 +45,7 @@ func (s *server) adminRoutes() []route {
 		{pattern: "DELETE /v1/admin/workspace-members/{id}", op: "deleteWorkspaceMember", scope: scopeWorkspace, role: viewer, handle: s.deleteMember},
 
 		// Bots.
-		{pattern: "POST /v1/admin/bots", op: "createBot", scope: scopeWorkspace, role: developer, handle: s.createBot},
+		{pattern: "POST /v1/admin/bots", op: "createBot", scope: scopeWorkspace, role: developer, maxBody: maxDeployBody, handle: s.createBot},
 		{pattern: "GET /v1/admin/bots", op: "listBots", scope: scopeWorkspace, role: viewer, handle: s.listBots},
 		{pattern: "GET /v1/admin/bots/{id}", op: "getBot", scope: scopeWorkspace, role: viewer, botSelf: true, handle: s.getBot},
 		{pattern: "DELETE /v1/admin/bots/{id}", op: "deleteBot", scope: scopeWorkspace, role: developer, handle: s.deleteBot},
@@ -58,18 +58,18 @@ func (s *server) adminRoutes() []route {
 		// Bot definition (updateBot), integrations, integration API keys,
 		// integration operations (handlers in admin_bots.go, admin_integrations.go).
 		// -- begin bots-and-integrations routes --
-		{pattern: "PUT /v1/admin/bots/{id}", op: "updateBot", scope: scopeWorkspace, role: developer, handle: s.updateBot},
+		{pattern: "PUT /v1/admin/bots/{id}", op: "updateBot", scope: scopeWorkspace, role: developer, maxBody: maxDeployBody, handle: s.updateBot},
 
 		// Integrations: the catalogue and versions.
-		{pattern: "POST /v1/admin/integrations", op: "createIntegration", scope: scopeWorkspace, role: developer, handle: s.createIntegration},
+		{pattern: "POST /v1/admin/integrations", op: "createIntegration", scope: scopeWorkspace, role: developer, maxBody: maxDeployBody, handle: s.createIntegration},
 		{pattern: "GET /v1/admin/integrations", op: "listIntegrations", scope: scopeWorkspace, role: viewer, handle: s.listIntegrations},
 		{pattern: "GET /v1/admin/integrations/{id}", op: "getIntegration", scope: scopeWorkspace, role: viewer, integrationSelf: true, handle: s.getIntegration},
-		{pattern: "PUT /v1/admin/integrations/{id}", op: "updateIntegration", scope: scopeWorkspace, role: developer, integrationSelf: true, handle: s.updateIntegration},
+		{pattern: "PUT /v1/admin/integrations/{id}", op: "updateIntegration", scope: scopeWorkspace, role: developer, integrationSelf: true, maxBody: maxDeployBody, handle: s.updateIntegration},
 		{pattern: "DELETE /v1/admin/integrations/{id}", op: "deleteIntegration", scope: scopeWorkspace, role: developer, handle: s.deleteIntegration},
 		{pattern: "GET /v1/admin/integrations/{name}/{version}", op: "getIntegrationByName", scope: scopeWorkspace, role: viewer, handle: s.getIntegrationByName},
 		// Dry runs of create and update (bp deploy --dryRun): same checks and roles, no write.
-		{pattern: "POST /v1/admin/integrations/validate", op: "validateIntegrationCreation", scope: scopeWorkspace, role: developer, handle: s.validateIntegrationCreation},
-		{pattern: "PUT /v1/admin/integrations/{id}/validate", op: "validateIntegrationUpdate", scope: scopeWorkspace, role: developer, integrationSelf: true, handle: s.validateIntegrationUpdate},
+		{pattern: "POST /v1/admin/integrations/validate", op: "validateIntegrationCreation", scope: scopeWorkspace, role: developer, maxBody: maxDeployBody, handle: s.validateIntegrationCreation},
+		{pattern: "PUT /v1/admin/integrations/{id}/validate", op: "validateIntegrationUpdate", scope: scopeWorkspace, role: developer, integrationSelf: true, maxBody: maxDeployBody, handle: s.validateIntegrationUpdate},
 		{pattern: "POST /v1/admin/integrations/request-verification", op: "requestIntegrationVerification", scope: scopeWorkspace, role: developer, handle: s.requestIntegrationVerification},
 
 		// The hub: every workspace's public integrations (admin_hub.go).

@@ -119,7 +119,13 @@ func (s *server) createBot(c *call) (any, error) {
 		b.URL = *in.URL
 	}
 	if in.Code != nil {
-		b.Code = *in.Code
+		var err error
+		if b.CodeKey, err = s.storeBotCode(c.ctx, b.ID, *in.Code); err != nil {
+			return nil, err
+		}
+		if b.CodeKey != "" {
+			b.DeployedAt = now
+		}
 	}
 	// Schedules first: a committed definition always has its schedules (a
 	// schedule without its definition deletes itself when it fires).
@@ -429,6 +435,9 @@ type updateBotBody struct {
 	ShouldMergePlugins *bool                      `json:"shouldMergePlugins"`
 	Secrets            map[string]*string         `json:"secrets"`
 	Dev                *bool                      `json:"dev"`
+
+	// codeKey is where code was stored (admin_code.go), before the update.
+	codeKey string
 }
 
 type botConfigPatch struct {
@@ -481,6 +490,20 @@ func (s *server) updateBot(c *call) (any, error) {
 	}
 	if err := checkUpdateBot(&in); err != nil {
 		return nil, err
+	}
+	if in.Code != nil && *in.Code != "" {
+		// The code goes to the file storage first (the record names it),
+		// for a bot the caller may change.
+		if rec, err := s.Store.GetBot(c.ctx, c.PathValue("id")); err != nil || rec.WorkspaceID != c.workspaceID {
+			if err == nil {
+				err = platform.NotFound("bot", c.PathValue("id"))
+			}
+			return nil, err
+		}
+		var err error
+		if in.codeKey, err = s.storeBotCode(c.ctx, c.PathValue("id"), *in.Code); err != nil {
+			return nil, err
+		}
 	}
 	var ch botChange
 	var ints map[string]platform.Integration
@@ -543,7 +566,7 @@ func (s *server) applyBotPatch(c *call, b *platform.Bot, in *updateBotBody, fx *
 		b.Description = *in.Description
 	}
 	if in.Code != nil {
-		b.Code = *in.Code
+		b.Code, b.CodeKey = "", in.codeKey
 		b.DeployedAt = platform.Now() // new code is a deployment
 	}
 	if len(in.URL) > 0 {
@@ -924,6 +947,7 @@ func (s *server) callFor(c *call, operation string, b platform.Bot, in platform.
 // runCalls runs committed operations in parallel, each once, and records
 // registration outcomes on the instances.
 func (s *server) runCalls(ctx context.Context, calls []integrationCall) {
+	s.resolveCalls(ctx, calls)
 	client := s.Outbound
 	if client == nil {
 		client = delivery.Client(false)

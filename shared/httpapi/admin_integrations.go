@@ -258,7 +258,7 @@ func integrationView(c *call, i platform.Integration) platform.Integration {
 }
 
 func (s *server) createIntegration(c *call) (any, error) {
-	i, err := s.newIntegration(c)
+	i, err := s.newIntegration(c, true)
 	if err != nil {
 		return nil, err
 	}
@@ -269,8 +269,9 @@ func (s *server) createIntegration(c *call) (any, error) {
 }
 
 // newIntegration is the version a createIntegration (or its validation)
-// body describes, checked, its interfaces named from the catalogue.
-func (s *server) newIntegration(c *call) (platform.Integration, error) {
+// body describes, checked, its interfaces named from the catalogue; with
+// store, its code, icon and readme are written to the file storage.
+func (s *server) newIntegration(c *call, store bool) (platform.Integration, error) {
 	var in integrationBody
 	if err := c.decode(&in); err != nil {
 		return platform.Integration{}, err
@@ -295,7 +296,17 @@ func (s *server) newIntegration(c *call) (platform.Integration, error) {
 	if err := applyIntegrationBody(&i, &in); err != nil {
 		return i, err
 	}
-	return i, s.resolveInterfaces(c, &i)
+	assets, err := decodeAssets(&in)
+	if err != nil {
+		return i, err
+	}
+	if err := s.resolveInterfaces(c, &i); err != nil {
+		return i, err
+	}
+	if store {
+		err = s.storeAssets(c, &i, assets)
+	}
+	return i, err
 }
 
 func deref(p *string) string {
@@ -350,14 +361,42 @@ func (s *server) getIntegrationByName(c *call) (any, error) {
 
 // integrationChange is the change an updateIntegration (or its
 // validation) body describes.
-func (s *server) integrationChange(c *call) (func(*platform.Integration) error, error) {
+// With store, its code, icon and readme are written to the file storage
+// (once, though the change may be applied again on a conflict).
+func (s *server) integrationChange(c *call, store bool) (func(*platform.Integration) error, error) {
 	var in integrationBody
 	if err := c.decode(&in); err != nil {
 		return nil, err
 	}
+	assets, err := decodeAssets(&in)
+	if err != nil {
+		return nil, err
+	}
+	var stored *platform.Integration
 	return func(i *platform.Integration) error {
 		if err := applyIntegrationBody(i, &in); err != nil {
 			return err
+		}
+		if store {
+			if stored == nil {
+				stored = &platform.Integration{ID: i.ID, CodeKey: i.CodeKey, IconKey: i.IconKey, ReadmeKey: i.ReadmeKey, IconURL: i.IconURL, ReadmeURL: i.ReadmeURL}
+				if err := s.storeAssets(c, stored, assets); err != nil {
+					stored = nil
+					return err
+				}
+			}
+			for n, given := range assets.given {
+				if given {
+					switch n {
+					case 0:
+						i.CodeKey = stored.CodeKey
+					case 1:
+						i.IconKey, i.IconURL = stored.IconKey, stored.IconURL
+					case 2:
+						i.ReadmeKey, i.ReadmeURL = stored.ReadmeKey, stored.ReadmeURL
+					}
+				}
+			}
 		}
 		if len(in.Interfaces) == 0 {
 			return nil
@@ -367,7 +406,7 @@ func (s *server) integrationChange(c *call) (func(*platform.Integration) error, 
 }
 
 func (s *server) updateIntegration(c *call) (any, error) {
-	change, err := s.integrationChange(c)
+	change, err := s.integrationChange(c, true)
 	if err != nil {
 		return nil, err
 	}
@@ -382,7 +421,7 @@ func (s *server) updateIntegration(c *call) (any, error) {
 // checks, the store's included (a version slot taken, a name published by
 // another workspace, the size), and writes nothing.
 func (s *server) validateIntegrationCreation(c *call) (any, error) {
-	i, err := s.newIntegration(c)
+	i, err := s.newIntegration(c, false)
 	if err != nil {
 		return nil, err
 	}
@@ -391,7 +430,7 @@ func (s *server) validateIntegrationCreation(c *call) (any, error) {
 
 // validateIntegrationUpdate runs updateIntegration's checks and writes nothing.
 func (s *server) validateIntegrationUpdate(c *call) (any, error) {
-	change, err := s.integrationChange(c)
+	change, err := s.integrationChange(c, false)
 	if err != nil {
 		return nil, err
 	}

@@ -262,7 +262,8 @@ func TestBadInputIsRefusedAndWritesNothing(t *testing.T) {
 	f := newFixture(t)
 	tok := f.AdminToken
 	hdr := map[string]string{"x-workspace-id": f.ws}
-	big := `{"name":"` + strings.Repeat("x", 2<<20) + `"}`
+	big := `{"code":"` + strings.Repeat("x", 10<<20) + `"}`
+	bigDef := `{"name":"` + strings.Repeat("x", 2<<20) + `"}`
 	for _, tc := range []struct {
 		name   string
 		req    apitest.Req
@@ -281,6 +282,7 @@ func TestBadInputIsRefusedAndWritesNothing(t *testing.T) {
 		{"bad email", apitest.Req{Method: "POST", Path: "/v1/admin/workspace-members", Body: `{"email": "nope", "role": "viewer"}`}, 400, `"email"`},
 		{"missing body", apitest.Req{Method: "POST", Path: "/v1/admin/bots/baks"}, 400, "botId"},
 		{"oversize body", apitest.Req{Method: "POST", Path: "/v1/admin/bots", Body: big}, 413, "exceeds"},
+		{"oversize definition", apitest.Req{Method: "POST", Path: "/v1/admin/bots", Body: bigDef}, 413, "too large"},
 		{"pageSize 0", apitest.Req{Method: "GET", Path: "/v1/admin/bots?pageSize=0"}, 400, "pageSize"},
 		{"pageSize 101", apitest.Req{Method: "GET", Path: "/v1/admin/bots?pageSize=101"}, 400, "pageSize"},
 		{"pageSize text", apitest.Req{Method: "GET", Path: "/v1/admin/bots?pageSize=ten"}, 400, "pageSize"},

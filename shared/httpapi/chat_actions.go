@@ -63,6 +63,9 @@ func (s *server) callAction(c *call) (any, error) {
 		return nil, err
 	}
 	call := s.callFor(c, "action_triggered", c.bot.Bot, inst, i)
+	if call.URL, err = s.codeTarget(c.ctx, i); err != nil {
+		return nil, err
+	}
 	call.Body = map[string]any{"type": action, "input": in.Input}
 	call.Timeout = min(call.Timeout, delivery.BotTimeout(c.bot.Bot))
 	res, err := s.sendToIntegration(c.ctx, call)
@@ -89,6 +92,10 @@ func (s *server) callBotAction(c *call, action string, input json.RawMessage) (a
 		if err := checkActionInput(def, input); err != nil {
 			return nil, err
 		}
+	}
+	var err error
+	if b.URL, err = platform.BotTarget(c.ctx, s.Code, b); err != nil {
+		return nil, err
 	}
 	if b.URL == "" {
 		return nil, platform.Errorf(platform.ErrBadGateway, "bot %q has no url to call its action %q on", b.ID, action)

@@ -41,6 +41,10 @@ type Config struct {
 	// Outbound makes the calls to integrations (registration); nil: a
 	// client refusing private and loopback addresses (delivery.Client).
 	Outbound *http.Client
+	// Code runs deployed code: calls to a bot or integration with code and
+	// no url go to it (locally the worker manager; nil: none, and such
+	// calls fail saying so).
+	Code platform.CodeRunner
 	// OnDelivery, when set, receives the result of every call made to an
 	// integration (registration, unregistration).
 	OnDelivery delivery.Observer
@@ -96,6 +100,10 @@ func New(cfg Config, areas ...Area) http.Handler {
 		}
 		for _, rr := range s.rawRoutes(a) {
 			mux.Handle(rr.pattern, s.rawHandler(rr))
+		}
+		if a == AreaAdmin {
+			// Integrations' iconUrl and readmeUrl: no token (admin_code.go).
+			mux.HandleFunc("GET /v1/admin/integrations/{id}/assets/{name}", s.serveAsset)
 		}
 		if a == AreaChat {
 			// Webhook ingress: no token, the webhook id is the secret (webhooks.go).

@@ -110,6 +110,9 @@ func (s *server) relayWebhook(w http.ResponseWriter, r *http.Request) error {
 		return platform.Invalid("could not read the request body: %v", err)
 	}
 	call := s.callFor(&call{Request: r}, webhookOp, target.Bot, target.Install, i)
+	if call.URL, err = s.codeTarget(r.Context(), i); err != nil {
+		return err
+	}
 	call.Body = map[string]any{"req": map[string]any{
 		"method": r.Method, "path": path, "query": r.URL.RawQuery,
 		"headers": webhookHeaders(r.Header), "body": string(body),

@@ -40,6 +40,7 @@ import (
 	"github.com/botforge/platform/shared/s3store"
 	"github.com/botforge/platform/shared/scheduler"
 	"github.com/botforge/platform/shared/tunnel"
+	"github.com/botforge/platform/shared/worker"
 )
 
 // DefaultAddr is where the local platform listens unless told otherwise:
@@ -99,7 +100,15 @@ type Platform struct {
 	// Tunnels serves the tunnel protocol of `bp dev --tunnelUrl <platform
 	// url>` (shared/tunnel, docs/runtime.md).
 	Tunnels *tunnel.Server
+	// Workers run deployed code: one Node.js process per bot and per
+	// integration version with code and no url (<data-dir>/workers).
+	Workers *worker.Manager
+	apiURL  atomic.Pointer[string]
 }
+
+// SetBaseURL sets where deployed code reaches the API (BP_API_URL), when
+// Open did not know it (tests serving the handler on a port of their own).
+func (p *Platform) SetBaseURL(u string) { p.apiURL.Store(&u) }
 
 // OnDelivery sets a function receiving the result of every delivery of a
 // recurring event and every call made to an integration (logs, bot issues
@@ -175,8 +184,8 @@ func Open(ctx context.Context, dataDir, baseURL string, log *slog.Logger) (*Plat
 			AccessKeyID: sec.S3AccessKey, SecretAccessKey: sec.S3SecretKey,
 			PathPrefix: S3Prefix,
 			OnPut: func(ctx context.Context, obj locals3.PutObject) error {
-				if obj.Bucket != env.Bucket {
-					return nil
+				if obj.Bucket != env.Bucket || strings.HasPrefix(obj.Key, httpapi.CodeKeyPrefix) {
+					return nil // deployed code is no upload to complete
 				}
 				return completer.ObjectCreated(context.WithoutCancel(ctx), obj.Key)
 			},
@@ -224,7 +233,26 @@ func Open(ctx context.Context, dataDir, baseURL string, log *slog.Logger) (*Plat
 	// function's code. Locally, bots and integrations may live on this
 	// machine, so deliveries may reach private addresses.
 	outbound := delivery.Client(true)
-	recurring := &delivery.Recurring{Bots: p.Store, Client: outbound, Log: log, Observer: p.observeDelivery}
+	// Deployed code runs in Node.js workers on this machine, calling the
+	// API at baseURL (a wildcard address is reached on loopback).
+	if u, err := url.Parse(baseURL); err == nil {
+		if ip := net.ParseIP(u.Hostname()); ip != nil && ip.IsUnspecified() {
+			u.Host = net.JoinHostPort("127.0.0.1", u.Port())
+			baseURL = u.String()
+		}
+	}
+	p.SetBaseURL(baseURL)
+	workDir := filepath.Join(dataDir, "workers")
+	_ = os.RemoveAll(workDir) // a killed platform's workers' files
+	p.Workers = &worker.Manager{
+		Dir: workDir, Source: worker.StoreSource{Store: p.Store, Files: fileStore}, Logs: logs, Log: log,
+		APIURL: func() string { return *p.apiURL.Load() },
+	}
+	p.closers = append(p.closers, p.Workers.Close)
+	if err := p.Workers.NodeAvailable(); err != nil {
+		log.Warn("bots and integrations deployed with code (and no url) will not run", "reason", err.Error())
+	}
+	recurring := &delivery.Recurring{Bots: p.Store, Client: outbound, Log: log, Observer: p.observeDelivery, Code: p.Workers}
 	if ev, ok := any(p.Store).(delivery.EventRecorder); ok {
 		recurring.Events = ev
 	}
@@ -278,6 +306,7 @@ func Open(ctx context.Context, dataDir, baseURL string, log *slog.Logger) (*Plat
 		Logs:       logs,
 		Outbound:   outbound,
 		OnDelivery: p.observeDelivery,
+		Code:       p.Workers,
 		Files:      fileStore,
 		TableFiles: &files.TableFiles{Store: p.Store, Objects: fileStore, Log: log},
 		// The local process outlives its requests: large table duplicates
@@ -322,7 +351,7 @@ func Open(ctx context.Context, dataDir, baseURL string, log *slog.Logger) (*Plat
 	// bots' messages to integrations), woken by each commit that queued a
 	// delivery, and every second for retries and scheduled events; what
 	// was pending before a crash goes out now.
-	p.Dispatcher = &dispatch.Dispatcher{Store: p.Store, Client: outbound, Log: log, Observer: p.observeDelivery}
+	p.Dispatcher = &dispatch.Dispatcher{Store: p.Store, Client: outbound, Log: log, Observer: p.observeDelivery, Code: p.Workers}
 	// This process alone holds the data directory: a lease found now is a
 	// dead process's, and would hold its delivery back for minutes.
 	if n, err := p.Store.ReleaseLeases(ctx); err != nil {

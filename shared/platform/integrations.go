@@ -71,6 +71,10 @@ type Integration struct {
 	WorkspaceID  string            `json:"-"`
 	SecretValues map[string]string `json:"-"`
 	InstallCount int64             `json:"-"`
+	// The objects of the file storage holding the deployed code, the icon
+	// and the readme (code/integrations/<id>/...); iconUrl and readmeUrl
+	// serve the latter two.
+	CodeKey, IconKey, ReadmeKey string `json:"-"`
 }
 
 // VisibleTo reports whether workspace ws may see the integration: its own

@@ -104,7 +104,12 @@ type Bot struct {
 	// but kept: the workspace owning the bot, and the bot's url and code.
 	WorkspaceID string `json:"-"`
 	URL         string `json:"-"`
-	Code        string `json:"-"`
+	// Code is deployed code kept inline by earlier versions of the
+	// platform; CodeKey names the object holding the code in the file
+	// storage (code/bots/<id>/<sha256>.js), as bp deploy's bundles are far
+	// larger than a DynamoDB item.
+	Code    string `json:"-"`
+	CodeKey string `json:"-"`
 
 	// Secrets lists the names of the bot's secrets (the spec's Bot.secrets);
 	// SecretValues holds their values, never answered.

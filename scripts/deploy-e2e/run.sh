@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# bp deploy end to end: the official CLI (@botpress/cli 0.8.59, with the
+# SDK 0.10.10 its templates use) against a fresh local platform, as a user
+# would run it (deploy.test.mjs says what is checked). Deployed code runs
+# in the platform's Node.js workers (docs/runtime.md, "Deployed code").
+#   1. npm ci when node_modules is missing or stale;
+#   2. builds and starts the local platform on a free port, fresh data;
+#   3. runs node --test deploy.test.mjs;
+# The server is stopped and the temporary directory removed on exit.
+# Needs Go and Node.js 20+ with npm. KEEP_WORK=1 keeps the work directory.
+set -euo pipefail
+
+HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+ROOT="$(cd "$HERE/../.." && pwd)"
+log() { printf '==> %s\n' "$*" >&2; }
+die() { printf 'deploy-e2e: %s\n' "$*" >&2; exit 1; }
+for tool in go node npm; do
+  command -v "$tool" >/dev/null 2>&1 || die "$tool is required but not installed"
+done
+unset BP_TOKEN BP_API_URL BP_WORKSPACE_ID BP_BOT_ID BP_INTEGRATION_ID
+
+# The projects live under $HERE/.work so that their imports of
+# @botpress/sdk resolve to this package's node_modules (no npm install per
+# project, no network during the test).
+mkdir -p "$HERE/.work"
+WORK="$(mktemp -d "$HERE/.work/run.XXXXXX")"
+SERVER_PID=""
+cleanup() {
+  local rc=$?
+  trap - EXIT INT TERM
+  if [[ -n "$SERVER_PID" ]] && kill -0 "$SERVER_PID" 2>/dev/null; then
+    kill -INT "$SERVER_PID" 2>/dev/null || true
+    wait "$SERVER_PID" 2>/dev/null || true
+  fi
+  if [[ "${KEEP_WORK:-}" == 1 || $rc != 0 ]]; then
+    log "kept $WORK (server log: $WORK/server.log)"
+  else
+    rm -rf "$WORK"
+  fi
+  exit "$rc"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+lock_hash="$(cd "$HERE" && cat package.json package-lock.json | sha256sum | cut -d' ' -f1)"
+stamp="$HERE/node_modules/.deploy-e2e-installed"
+if [[ ! -d "$HERE/node_modules" || ! -f "$stamp" || "$(cat "$stamp")" != "$lock_hash" ]]; then
+  log "installing npm dependencies (npm ci)"
+  (cd "$HERE" && npm ci --no-audit --no-fund --loglevel=error) >&2
+  printf '%s\n' "$lock_hash" >"$stamp"
+fi
+
+log "building ./functions/local"
+(cd "$ROOT" && go build -o "$WORK/local" ./functions/local)
+PORT="$(node -e '
+  const s = require("node:net").createServer()
+  s.listen(0, "127.0.0.1", () => { console.log(s.address().port); s.close() })')"
+export API_URL="http://127.0.0.1:$PORT" DATA_DIR="$WORK/data" WORK_DIR="$WORK"
+"$WORK/local" --addr "127.0.0.1:$PORT" --data-dir "$DATA_DIR" >>"$WORK/server.log" 2>&1 &
+SERVER_PID=$!
+node "$ROOT/scripts/conformance/lib/wait-ready.mjs" "$API_URL" "$DATA_DIR" "$SERVER_PID" 60 || die "the local platform did not start"
+
+log "bp deploy end to end against $API_URL"
+node --test --test-reporter=spec "$HERE/deploy.test.mjs"

@@ -1,0 +1,217 @@
+package httpapi
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"io"
+	"net/http"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"github.com/botforge/platform/shared/platform"
+)
+
+// Deployed code, integration icons and readmes live in the file storage
+// (S3, the embedded S3 locally), not in the DynamoDB items: bp deploy's
+// bundles (~600 KB for the echo bot template) are larger than an item may
+// be. Objects are content-addressed under their owner,
+//
+//	code/bots/<botId>/<sha256>.js
+//	code/integrations/<intId>/<sha256>.js
+//	code/integrations/<intId>/icon-<sha256>.svg, readme-<sha256>.md
+//
+// written before the record that names them, so a record never names a
+// missing object (a failed write leaves at most an unnamed object). The
+// records keep the key (platform.Bot.CodeKey, Integration.CodeKey ...).
+
+// maxDeployBody caps the bodies that carry code (updateBot, createBot,
+// create/updateIntegration and their dry runs): API Gateway's limit for a
+// request body.
+const maxDeployBody = 10 << 20
+
+// CodeKeyPrefix is where the file storage keeps deployed code and assets.
+const CodeKeyPrefix = "code/"
+
+func contentHash(b []byte) string {
+	h := sha256.Sum256(b)
+	return hex.EncodeToString(h[:])
+}
+
+// putObject stores data at key (idempotent: the key names the content).
+func (s *server) putObject(ctx context.Context, key, contentType string, data []byte) error {
+	if s.Files == nil {
+		return errors.New("no file storage configured for deployed code")
+	}
+	return s.Files.Put(ctx, key, contentType, bytes.NewReader(data), int64(len(data)))
+}
+
+// storeBotCode stores a bot's code and returns its key; empty code
+// removes the code ("" key).
+func (s *server) storeBotCode(ctx context.Context, botID, code string) (string, error) {
+	if code == "" {
+		return "", nil
+	}
+	key := CodeKeyPrefix + "bots/" + botID + "/" + contentHash([]byte(code)) + ".js"
+	return key, s.putObject(ctx, key, "application/javascript", []byte(code))
+}
+
+// integrationAssets are the decoded code, icon and readme of an
+// integration body (nil: not given; empty: removed).
+type integrationAssets struct {
+	code, icon, readme []byte
+	given              [3]bool
+}
+
+// decodeAssets checks and decodes the code, icon and readme of a body:
+// the CLI sends the icon (SVG) and the readme (Markdown) base64-encoded.
+func decodeAssets(in *integrationBody) (integrationAssets, error) {
+	var a integrationAssets
+	if in.Code != nil {
+		a.code, a.given[0] = []byte(*in.Code), true
+	}
+	for n, f := range []struct {
+		name string
+		v    *string
+		dst  *[]byte
+	}{{"icon", in.Icon, &a.icon}, {"readme", in.Readme, &a.readme}} {
+		if f.v == nil {
+			continue
+		}
+		b, err := base64.StdEncoding.DecodeString(strings.TrimSpace(*f.v))
+		if err != nil {
+			return a, platform.Invalid("invalid body: field %q: must be base64 (the file's bytes, as bp deploy sends them)", f.name)
+		}
+		*f.dst, a.given[n+1] = b, true
+	}
+	if a.given[1] && len(a.icon) > 0 && !bytes.Contains(a.icon[:min(len(a.icon), 4096)], []byte("<svg")) {
+		return a, platform.Invalid("invalid body: field \"icon\": must be an SVG image (base64)")
+	}
+	return a, nil
+}
+
+// store writes the given assets of integration i and points i at them.
+func (s *server) storeAssets(c *call, i *platform.Integration, a integrationAssets) error {
+	base := CodeKeyPrefix + "integrations/" + i.ID + "/"
+	origin := strings.TrimSuffix(webhookBase(c), "/webhooks")
+	for n, f := range []struct {
+		data        []byte
+		name, ctype string
+		key, url    *string
+	}{
+		{a.code, "%s.js", "application/javascript", &i.CodeKey, nil},
+		{a.icon, "icon-%s.svg", "image/svg+xml", &i.IconKey, &i.IconURL},
+		{a.readme, "readme-%s.md", "text/markdown; charset=utf-8", &i.ReadmeKey, &i.ReadmeURL},
+	} {
+		if !a.given[n] {
+			continue
+		}
+		if len(f.data) == 0 {
+			*f.key = ""
+			if f.url != nil {
+				*f.url = ""
+			}
+			continue
+		}
+		name := strings.Replace(f.name, "%s", contentHash(f.data), 1)
+		if err := s.putObject(c.ctx, base+name, f.ctype, f.data); err != nil {
+			return err
+		}
+		*f.key = base + name
+		if f.url != nil {
+			*f.url = origin + "/v1/admin/integrations/" + i.ID + "/assets/" + name
+		}
+	}
+	return nil
+}
+
+// assetName is an icon or readme object's name: its content's hash makes
+// the URL a capability (it cannot be guessed without the content).
+var assetName = regexp.MustCompile(`^(icon-[0-9a-f]{64}\.svg|readme-[0-9a-f]{64}\.md)$`)
+
+// serveAsset answers GET /v1/admin/integrations/{id}/assets/{name}, the
+// iconUrl and readmeUrl of an integration. No token: an <img> cannot send
+// one; the URL names the content's hash, and only the integration's
+// current icon or readme is served. The bytes stream through the API (no
+// storage address is given out), cacheable for good (the URL changes with
+// the content).
+func (s *server) serveAsset(w http.ResponseWriter, r *http.Request) {
+	id, name := r.PathValue("id"), r.PathValue("name")
+	notFound := platform.NotFound("integration asset", id+"/"+name)
+	if !assetName.MatchString(name) {
+		s.writeError(w, r, notFound)
+		return
+	}
+	rec, err := s.Store.GetIntegration(r.Context(), id)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	key := CodeKeyPrefix + "integrations/" + id + "/" + name
+	if key != rec.IconKey && key != rec.ReadmeKey || s.Files == nil {
+		s.writeError(w, r, notFound)
+		return
+	}
+	body, info, err := s.Files.Open(r.Context(), key, "")
+	if errors.Is(err, platform.ErrNoObject) {
+		s.writeError(w, r, notFound)
+		return
+	}
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	defer body.Close()
+	ctype := "image/svg+xml"
+	if strings.HasSuffix(name, ".md") {
+		ctype = "text/markdown; charset=utf-8"
+	}
+	h := w.Header()
+	h.Set("Content-Type", ctype)
+	h.Set("Content-Length", strconv.FormatInt(info.Size, 10))
+	h.Set("Cache-Control", "public, max-age=31536000, immutable")
+	// An SVG may hold scripts: never run them in the API's origin.
+	h.Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; sandbox")
+	h.Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(http.StatusOK)
+	if r.Method != http.MethodHead {
+		_, _ = io.Copy(w, body)
+	}
+}
+
+// codeTarget is where a call to integration i goes: its url, or its
+// deployed code's address (s.Code). Errors are in the API's terms (502
+// with the reason).
+func (s *server) codeTarget(ctx context.Context, i platform.Integration) (string, error) {
+	u, err := platform.IntegrationTarget(ctx, s.Code, i)
+	if err != nil {
+		var pe *platform.Error
+		if !errors.As(err, &pe) {
+			err = platform.Errorf(platform.ErrBadGateway, "integration %q: its deployed code cannot be reached: %v", i.Name, err)
+		}
+	}
+	return u, err
+}
+
+// resolveCalls points calls to integrations without a url at their
+// deployed code (registration, unregistration); a call that cannot reach
+// it fails with the reason.
+func (s *server) resolveCalls(ctx context.Context, calls []integrationCall) {
+	for n := range calls {
+		c := &calls[n].call
+		if c.URL != "" {
+			continue
+		}
+		rec, err := s.Store.GetIntegration(ctx, c.IntegrationID)
+		if err != nil || !rec.HasCode() {
+			continue
+		}
+		if c.URL, err = s.codeTarget(ctx, rec.Integration); err != nil {
+			c.NoURL = err.(*platform.Error).Message
+		}
+	}
+}
