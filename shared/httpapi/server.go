@@ -129,7 +129,7 @@ func newServer(cfg Config) *server {
 func (s *server) routes(a Area) []route {
 	switch a {
 	case AreaAdmin:
-		return s.adminRoutes()
+		return append(s.adminRoutes(), s.referenceAdminRoutes()...)
 	case AreaChat:
 		return s.chatRoutes()
 	case AreaTables:
