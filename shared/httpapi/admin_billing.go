@@ -13,6 +13,7 @@ func (s *server) referenceAdminRoutes() []route {
 	var rs []route
 	rs = append(rs, s.helperRoutes()...)
 	rs = append(rs, s.billingRoutes()...)
+	rs = append(rs, s.accountRoutes()...)
 	return rs
 }
 

@@ -1,4 +1,4 @@
-// The rest of the reference (issue 15): introspect, runVrl, billing.
+// The rest of the reference (issue 15): introspect, runVrl, billing, account and workspace settings.
 import assert from 'node:assert/strict'
 import { describe, test } from 'node:test'
 import { expectValid } from '../lib/schema.mjs'
@@ -40,5 +40,45 @@ describe('billing', () => {
     assert.equal(got.spendingLimit, 42)
     const { token } = await newAccount(api, 'viewer')
     await expectApiError(client({ token, workspaceId: ws.id }).changeAISpendQuota({ monthlySpendingLimit: 1 }), 403, 'Forbidden')
+  })
+})
+
+describe('account and workspace settings', () => {
+  test('updateAccount, preferences, deleteAccount', async () => {
+    const { api } = await newWorkspace()
+    const { token } = await newAccount(api, 'developer')
+    const me = client({ token })
+    const up = expectValid('updateAccount', await me.updateAccount({ displayName: 'Conformance' }))
+    assert.equal(up.account.displayName, 'Conformance')
+    expectValid('setAccountPreference', await me.setAccountPreference({ key: 'theme', value: { dark: true } }))
+    assert.deepEqual(expectValid('getAccountPreference', await me.getAccountPreference({ key: 'theme' })).value, { dark: true })
+    await expectApiError(me.getAccountPreference({ key: 'unset' }), 404, 'ResourceNotFound')
+    expectValid('deleteAccount', await me.deleteAccount({}))
+    await expectApiError(me.getAccount(), 401, 'Unauthorized')
+  })
+
+  test('deleteAccount of a last owner is refused', async () => {
+    const { api } = await newWorkspace()
+    const { token } = await newAccount(api, 'viewer')
+    await newWorkspace(token)
+    await expectApiError(client({ token }).deleteAccount({}), 403, 'Forbidden')
+    expectValid('getAccount', await client({ token }).getAccount())
+  })
+
+  test('workspace preferences', async () => {
+    const { api } = await newWorkspace()
+    expectValid('setWorkspacePreference', await api.setWorkspacePreference({ key: 'layout', value: 'grid' }))
+    assert.equal(expectValid('getWorkspacePreference', await api.getWorkspacePreference({ key: 'layout' })).value, 'grid')
+  })
+
+  test('public workspaces', async () => {
+    const { ws } = await newWorkspace()
+    await expectApiError(client().getPublicWorkspace({ id: ws.id }), 404, 'ResourceNotFound')
+    expectValid('updateWorkspace', await client().updateWorkspace({ id: ws.id, isPublic: true }))
+    const pub = expectValid('getPublicWorkspace', await client().getPublicWorkspace({ id: ws.id }))
+    assert.equal(pub.id, ws.id)
+    const listed = expectValid('listPublicWorkspaces', await client().listPublicWorkspaces({ workspaceIds: [ws.id] }))
+    assert.deepEqual(listed.workspaces.map((w) => w.id), [ws.id])
+    expectValid('listPublicWorkspaces', await client().listPublicWorkspaces({}))
   })
 })
