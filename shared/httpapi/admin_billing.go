@@ -14,6 +14,7 @@ func (s *server) referenceAdminRoutes() []route {
 	rs = append(rs, s.helperRoutes()...)
 	rs = append(rs, s.billingRoutes()...)
 	rs = append(rs, s.accountRoutes()...)
+	rs = append(rs, s.usageRoutes()...)
 	return rs
 }
 

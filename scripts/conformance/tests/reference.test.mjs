@@ -1,4 +1,4 @@
-// The rest of the reference (issue 15): introspect, runVrl, billing, account and workspace settings.
+// The rest of the reference (issue 15): introspect, runVrl, billing, account and workspace settings, usage and quotas.
 import assert from 'node:assert/strict'
 import { describe, test } from 'node:test'
 import { expectValid } from '../lib/schema.mjs'
@@ -80,5 +80,30 @@ describe('account and workspace settings', () => {
     const listed = expectValid('listPublicWorkspaces', await client().listPublicWorkspaces({ workspaceIds: [ws.id] }))
     assert.deepEqual(listed.workspaces.map((w) => w.id), [ws.id])
     expectValid('listPublicWorkspaces', await client().listPublicWorkspaces({}))
+  })
+})
+
+describe('usage and quotas', () => {
+  test('usages from the platform counters, quotas, history', async () => {
+    const { ws, api } = await newWorkspace()
+    const { bot } = expectValid('createBot', await api.createBot({}))
+    const u = expectValid('getUsage', await api.getUsage({ id: ws.id, type: 'bot_count' }))
+    assert.equal(u.usage.value, 1)
+    const m = expectValid('getMultipleUsages', await api.getMultipleUsages({ ids: [ws.id], types: ['bot_count', 'workspace_member_count'] }))
+    assert.equal(m.usages.length, 2)
+    expectValid('listUsageHistory', await api.listUsageHistory({ id: ws.id, type: 'bot_count' }))
+    expectValid('listUsageActivity', await api.listUsageActivity({ id: bot.id, type: 'invocation_calls' }))
+    expectValid('listUsageActivityDaily', await api.listUsageActivityDaily({ id: bot.id, type: 'invocation_calls' }))
+    expectValid('getWorkspaceQuota', await api.getWorkspaceQuota({ id: ws.id, type: 'bot_count' }))
+    expectValid('listWorkspaceQuotas', await api.listWorkspaceQuotas({ id: ws.id }))
+    const per = expectValid('listWorkspaceUsages', await api.listWorkspaceUsages({ id: ws.id, type: 'table_row_count' }))
+    assert.deepEqual(per.usages.map((x) => x.id), [bot.id])
+    const by = expectValid('breakDownWorkspaceUsageByBot', await api.breakDownWorkspaceUsageByBot({ id: ws.id, type: 'table_row_count' }))
+    assert.deepEqual(by.data, [{ botId: bot.id, value: 0 }])
+    const c = expectValid('getAllWorkspaceQuotaCompletion', await client().getAllWorkspaceQuotaCompletion({}))
+    assert.ok(c[ws.id])
+    const other = await newWorkspace()
+    const { token } = await newAccount(other.api, 'owner')
+    await expectApiError(client({ token }).getUsage({ id: ws.id, type: 'bot_count' }), 404, 'ResourceNotFound')
   })
 })
