@@ -15,6 +15,7 @@ func (s *server) referenceAdminRoutes() []route {
 	rs = append(rs, s.billingRoutes()...)
 	rs = append(rs, s.accountRoutes()...)
 	rs = append(rs, s.usageRoutes()...)
+	rs = append(rs, s.analyticsRoutes()...)
 	return rs
 }
 

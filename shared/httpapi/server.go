@@ -131,7 +131,7 @@ func (s *server) routes(a Area) []route {
 	case AreaAdmin:
 		return append(s.adminRoutes(), s.referenceAdminRoutes()...)
 	case AreaChat:
-		return s.chatRoutes()
+		return append(s.chatRoutes(), s.referenceChatRoutes()...)
 	case AreaTables:
 		return s.tablesRoutes()
 	case AreaFiles:

@@ -1,4 +1,4 @@
-// The rest of the reference (issue 15): introspect, runVrl, billing, account and workspace settings, usage and quotas.
+// The rest of the reference (issue 15): introspect, runVrl, billing, account and workspace settings, usage and quotas, bot analytics and webchat.
 import assert from 'node:assert/strict'
 import { describe, test } from 'node:test'
 import { expectValid } from '../lib/schema.mjs'
@@ -105,5 +105,22 @@ describe('usage and quotas', () => {
     const other = await newWorkspace()
     const { token } = await newAccount(other.api, 'owner')
     await expectApiError(client({ token }).getUsage({ id: ws.id, type: 'bot_count' }), 404, 'ResourceNotFound')
+  })
+})
+
+describe('bot analytics and webchat', () => {
+  test('trackAnalytics counts, getBotAnalytics answers them per day', async () => {
+    const { ws, api } = await newWorkspace()
+    const { bot } = expectValid('createBot', await api.createBot({}))
+    const asBot = client({ botId: bot.id })
+    expectValid('trackAnalytics', await asBot.trackAnalytics({ name: 'signup', count: 2 }))
+    expectValid('trackAnalytics', await asBot.trackAnalytics({ name: 'signup', count: 3 }))
+    const now = new Date()
+    const day = (d) => d.toISOString().slice(0, 10)
+    const res = expectValid('getBotAnalytics', await api.getBotAnalytics({ id: bot.id, startDate: day(new Date(now.getTime() - 86400000)), endDate: day(new Date(now.getTime() + 86400000)) }))
+    const total = res.records.reduce((n, r) => n + (r.customEvents.signup || 0), 0)
+    assert.equal(total, 5)
+    await expectApiError(api.getBotWebchat({ id: bot.id, type: 'preconfigured' }), 403, 'Forbidden')
+    assert.ok(ws.id)
   })
 })
