@@ -2,7 +2,7 @@
 import assert from 'node:assert/strict'
 import { describe, test } from 'node:test'
 import { expectValid } from '../lib/schema.mjs'
-import { client, expectApiError, newAccount, newWorkspace } from '../lib/env.mjs'
+import { Client, adminToken, apiUrl, client, expectApiError, newAccount, newWorkspace } from '../lib/env.mjs'
 
 describe('helpers', () => {
   test('introspect names the bot, its workspace and the caller', async () => {
@@ -112,7 +112,7 @@ describe('bot analytics and webchat', () => {
   test('trackAnalytics counts, getBotAnalytics answers them per day', async () => {
     const { ws, api } = await newWorkspace()
     const { bot } = expectValid('createBot', await api.createBot({}))
-    const asBot = client({ botId: bot.id })
+    const asBot = new Client({ apiUrl, token: adminToken(), botId: bot.id })
     expectValid('trackAnalytics', await asBot.trackAnalytics({ name: 'signup', count: 2 }))
     expectValid('trackAnalytics', await asBot.trackAnalytics({ name: 'signup', count: 3 }))
     const now = new Date()
