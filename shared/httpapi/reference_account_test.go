@@ -139,6 +139,9 @@ func TestPreferences(t *testing.T) {
 			t.Fatalf("%s: %d %s, want %d", bad.name, bad.r.Status, bad.r.Raw, bad.status)
 		}
 		checkError(t, bad.r)
+		if bad.status == 405 && bad.r.Str("type") != "MethodNotFound" {
+			t.Fatalf("%s: %s, want MethodNotFound", bad.name, bad.r.Raw)
+		}
 	}
 	if r := f.Check(acct(f.AdminToken, "GET", "ui.settings", nil), 200, "getAccountPreference"); !strings.Contains(string(r.Raw), `"theme":"dark"`) {
 		t.Fatalf("refused writes changed the preference: %s", r.Raw)

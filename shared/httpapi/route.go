@@ -77,6 +77,7 @@ type call struct {
 func (s *server) handler(rt route) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if rt.only != nil && !rt.only(r) {
+			w.Header().Set("Allow", "") // as the fallback's 405: no method has an operation here
 			s.writeError(w, r, platform.Errorf(platform.ErrMethodNotFound, "no operation %s %s: the operation does not exist", r.Method, r.URL.Path))
 			return
 		}
