@@ -208,3 +208,24 @@ func TestPublicWorkspaces(t *testing.T) {
 		t.Fatalf("forged nextToken: %d %s", r.Status, r.Raw)
 	}
 }
+
+// TestDeleteAccountMany: an account with more items than one transaction
+// holds (60 tokens: 120 items) is deleted in several, every token with it.
+func TestDeleteAccountMany(t *testing.T) {
+	f := newFixture(t)
+	tok, memberID := f.invite("many@example.com", "developer")
+	accountID := f.Check(f.Do(apitest.Req{Method: "GET", Path: "/v1/admin/account/me", Token: tok}), 200, "getAccount").Str("account.id")
+	var tokens []string
+	for i := 0; i < 60; i++ {
+		tokens = append(tokens, f.Check(f.Do(apitest.Req{Method: "POST", Path: "/v1/admin/account/pats", Token: tok, Body: map[string]any{"note": "n"}}), 200, "createPersonalAccessToken").Str("pat.value"))
+	}
+	f.Check(f.Do(apitest.Req{Method: "POST", Path: "/v1/admin/account/me", Token: tok, Body: map[string]any{}}), 200, "deleteAccount")
+	for _, v := range append(tokens, tok) {
+		if r := f.Do(apitest.Req{Method: "GET", Path: "/v1/admin/account/me", Token: v}); r.Status != 401 {
+			t.Fatalf("a token of the deleted account: %d %s", r.Status, r.Raw)
+		}
+	}
+	if left := f.ItemsHolding(memberID, accountID); len(left) != 0 {
+		t.Fatalf("the deleted account left items: %v", left)
+	}
+}
