@@ -184,7 +184,11 @@ func (s *Store) UpdateWorkspace(ctx context.Context, id string, p WorkspacePatch
 			w.IsPublic = *p.IsPublic
 		}
 		w.UpdatedAt = platform.Now()
-		upd, err := replaceDoc(workspacePK(id), skWorkspace, w, rec.ver, nil)
+		var index map[string]types.AttributeValue
+		if w.IsPublic || rec.IsPublic {
+			index = publicWorkspaceIndex(w) // listPublicWorkspaces (account_settings.go)
+		}
+		upd, err := replaceDoc(workspacePK(id), skWorkspace, w, rec.ver, index)
 		if err != nil {
 			return err
 		}

@@ -50,7 +50,13 @@ type route struct {
 	// maxBody, when set, caps this operation's request body instead of
 	// Config.MaxBodyBytes (e.g. 1000 table rows need more than 1 MiB).
 	maxBody int64
-	handle  func(*call) (any, error)
+	// only, when set, narrows the pattern: a request it refuses is an
+	// unknown operation (405), as if the pattern did not match. It lets a
+	// literal segment stand where ServeMux needs a wildcard (two patterns
+	// that overlap without one being more specific cannot both be
+	// registered).
+	only   func(*http.Request) bool
+	handle func(*call) (any, error)
 }
 
 // call is one authenticated, authorized API call being handled.
@@ -70,6 +76,11 @@ type call struct {
 
 func (s *server) handler(rt route) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if rt.only != nil && !rt.only(r) {
+			w.Header().Set("Allow", "") // as the fallback's 405: no method has an operation here
+			s.writeError(w, r, platform.Errorf(platform.ErrMethodNotFound, "no operation %s %s: the operation does not exist", r.Method, r.URL.Path))
+			return
+		}
 		ctx, usage := dynamo.WithUsage(r.Context())
 		c := &call{Request: r.WithContext(ctx), ctx: ctx, s: s, op: rt.op}
 		out, err := s.serve(w, c, rt)

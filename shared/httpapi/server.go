@@ -137,9 +137,9 @@ func newServer(cfg Config) *server {
 func (s *server) routes(a Area) []route {
 	switch a {
 	case AreaAdmin:
-		return s.adminRoutes()
+		return append(s.adminRoutes(), s.referenceAdminRoutes()...)
 	case AreaChat:
-		return s.chatRoutes()
+		return append(s.chatRoutes(), s.referenceChatRoutes()...)
 	case AreaTables:
 		return s.tablesRoutes()
 	case AreaFiles:
