@@ -4,7 +4,8 @@
 // the bot answers a message through the runtime (its code runs in the
 // platform's worker); a redeploy changes what it says; bots ls / rm. An
 // integration deployed with code, icon and readme is installed, registers
-// and answers its webhook; integrations ls lists it.
+// and answers its webhook; integrations ls lists it; interfaces ls lists an
+// interface of the workspace.
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { execFile } from 'node:child_process'
@@ -139,4 +140,14 @@ test('integration: deploy with code, icon and readme; install, register, webhook
   const res = await fetch(inst.webhookUrl, { method: 'POST', body: 'ping' })
   assert.equal(res.status, 200)
   assert.equal(await res.text(), 'hook says ping')
+})
+
+test('interfaces ls lists the workspace\'s interfaces', async () => {
+  await api('POST', '/v1/admin/interfaces', {
+    name: 'creatable', version: '1.0.0',
+    entities: { item: { title: 'Item', schema: { type: 'object' } } },
+    actions: { create: { input: { schema: {} }, output: { schema: {} } } },
+    events: {}, channels: {},
+  }, ws)
+  assert.match(await bp(work, 'interfaces', 'ls'), /creatable/)
 })
