@@ -82,6 +82,11 @@ func decodeAssets(in *integrationBody) (integrationAssets, error) {
 		if f.v == nil {
 			continue
 		}
+		// bp dev (CLI 0.8.59) sends the definition's file path ("icon.svg",
+		// "hub.md") instead of the file: nothing to store.
+		if v := strings.ToLower(strings.TrimSpace(*f.v)); strings.HasSuffix(v, ".svg") || strings.HasSuffix(v, ".md") {
+			continue
+		}
 		b, err := base64.StdEncoding.DecodeString(strings.TrimSpace(*f.v))
 		if err != nil {
 			return a, platform.Invalid("invalid body: field %q: must be base64 (the file's bytes, as bp deploy sends them)", f.name)

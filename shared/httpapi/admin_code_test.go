@@ -130,4 +130,9 @@ func TestIntegrationIconAndReadme(t *testing.T) {
 			t.Fatalf("%v: %d %s", bad, r.Status, r.Raw)
 		}
 	}
+	// bp dev sends the definition's file paths: nothing is stored.
+	dev := f.ws_(f.AdminToken, "POST", "/v1/admin/integrations", map[string]any{"name": "devpaths", "version": "1.0.0", "dev": true, "icon": "icon.svg", "readme": "hub.md"})
+	if dev.Status != 200 || dev.Str("integration.iconUrl") != "" || dev.Str("integration.readmeUrl") != "" {
+		t.Fatalf("file paths of bp dev: %d %s", dev.Status, dev.Raw)
+	}
 }
