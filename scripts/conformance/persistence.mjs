@@ -86,8 +86,15 @@ async function verify() {
   const ws = expectValid('getWorkspace', await admin.getWorkspace({ id: state.workspace.id }))
   assert.equal(ws.name, state.workspace.name)
   assert.equal(ws.botCount, state.bots.length, 'botCount counts every bot created')
-  const wsList = expectValid('listWorkspaces', await admin.listWorkspaces({ pageSize: 100 }))
-  assert.ok(wsList.workspaces.some((w) => w.id === ws.id), 'the workspace is listed')
+  // Every page: a backend kept across runs (moto) holds more than one.
+  const workspaces = []
+  let next
+  do {
+    const page = expectValid('listWorkspaces', await admin.listWorkspaces({ pageSize: 100, nextToken: next }))
+    workspaces.push(...page.workspaces)
+    next = page.meta.nextToken
+  } while (next)
+  assert.ok(workspaces.some((w) => w.id === ws.id), 'the workspace is listed')
 
   const api = client({ workspaceId: ws.id })
   for (const b of state.bots) {
