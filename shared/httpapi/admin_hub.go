@@ -1,8 +1,6 @@
 package httpapi
 
 import (
-	"sort"
-
 	"github.com/botforge/platform/shared/dynamo"
 	"github.com/botforge/platform/shared/platform"
 )
@@ -75,18 +73,7 @@ func (s *server) listPublicIntegrations(c *call) (any, error) {
 		}
 	}
 	matched := filterIntegrations("", listed, f)
-	sortIntegrations(matched, f)
-	start := 0
-	if p.Start != nil {
-		after := listingFromKey(p.Start)
-		start = sort.Search(len(matched), func(i int) bool { return lessIntegration(after, matched[i], f) })
-	}
-	end := min(start+int(p.Limit), len(matched))
-	page := matched[start:end]
-	var next map[string]string
-	if end < len(matched) && len(page) > 0 {
-		next = keyOfListing(page[len(page)-1])
-	}
+	page, next := listingPage(matched, f, p)
 	sums, err := s.hubSummaries(c, page, f.Search != "")
 	return out{Integrations: sums, Meta: c.meta(list, next)}, err
 }

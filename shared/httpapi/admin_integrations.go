@@ -215,19 +215,7 @@ func applyIntegrationBody(i *platform.Integration, in *integrationBody) error {
 		}
 		i.Identifier, _ = json.Marshal(id)
 	}
-	for k, v := range in.Attributes {
-		if i.Attributes == nil {
-			i.Attributes = map[string]string{}
-		}
-		if v == nil {
-			delete(i.Attributes, k)
-		} else {
-			i.Attributes[k] = *v
-		}
-	}
-	if len(i.Attributes) == 0 {
-		i.Attributes = nil
-	}
+	i.Attributes = patchAttributes(i.Attributes, in.Attributes)
 	for k, v := range in.Secrets {
 		if !secretName.MatchString(k) {
 			return platform.Invalid("invalid body: field %q: secret names are SCREAMING_SNAKE_CASE", "secrets."+k)
@@ -557,18 +545,7 @@ func (s *server) listIntegrations(c *call) (any, error) {
 		return nil, err
 	}
 	matched := filterIntegrations(c.workspaceID, cands, f)
-	sortIntegrations(matched, f)
-	start := 0
-	if p.Start != nil {
-		after := listingFromKey(p.Start)
-		start = sort.Search(len(matched), func(i int) bool { return lessIntegration(after, matched[i], f) })
-	}
-	end := min(start+int(p.Limit), len(matched))
-	page := matched[start:end]
-	var next map[string]string
-	if end < len(matched) && len(page) > 0 {
-		next = keyOfListing(page[len(page)-1])
-	}
+	page, next := listingPage(matched, f, p)
 	owners := make([]string, 0, len(page))
 	for _, l := range page {
 		owners = append(owners, l.WorkspaceID)
@@ -881,4 +858,41 @@ func decodeOwnBody(c *call, v any) error {
 	}
 	c.body = raw
 	return c.decode(v)
+}
+
+// listingPage sorts the listings that matched and cuts page p of them,
+// with the key of the next page (nil at the end).
+func listingPage(matched []dynamo.IntegrationListing, f integrationQuery, p dynamo.Page) ([]dynamo.IntegrationListing, map[string]string) {
+	sortIntegrations(matched, f)
+	start := 0
+	if p.Start != nil {
+		after := listingFromKey(p.Start)
+		start = sort.Search(len(matched), func(i int) bool { return lessIntegration(after, matched[i], f) })
+	}
+	end := min(start+int(p.Limit), len(matched))
+	page := matched[start:end]
+	var next map[string]string
+	if end < len(matched) && len(page) > 0 {
+		next = keyOfListing(page[len(page)-1])
+	}
+	return page, next
+}
+
+// patchAttributes applies a body's attributes to an integration's or an
+// interface's: a null removes one; none left is nil.
+func patchAttributes(cur map[string]string, patch map[string]*string) map[string]string {
+	for k, v := range patch {
+		if cur == nil {
+			cur = map[string]string{}
+		}
+		if v == nil {
+			delete(cur, k)
+		} else {
+			cur[k] = *v
+		}
+	}
+	if len(cur) == 0 {
+		return nil
+	}
+	return cur
 }

@@ -45,19 +45,7 @@ func applyInterfaceBody(i *platform.Interface, in *interfaceBody) {
 			i.NameTemplate = stripNulls(in.NameTemplate)
 		}
 	}
-	for k, v := range in.Attributes {
-		if i.Attributes == nil {
-			i.Attributes = map[string]string{}
-		}
-		if v == nil {
-			delete(i.Attributes, k)
-		} else {
-			i.Attributes[k] = *v
-		}
-	}
-	if len(i.Attributes) == 0 {
-		i.Attributes = nil
-	}
+	i.Attributes = patchAttributes(i.Attributes, in.Attributes)
 	if in.Title != nil {
 		i.Title = *in.Title
 	}
