@@ -223,6 +223,20 @@ func (s *Server) createTable(body []byte) (any, error) {
 	return map[string]any{"TableDescription": t.describe("ACTIVE")}, nil
 }
 
+// replaceTable durably stores a table's new definition and uses it.
+func (s *Server) replaceTable(t *tableDef) error {
+	b := s.db.NewBatch()
+	defer b.Close()
+	if err := s.saveTable(b, t); err != nil {
+		return err
+	}
+	if err := s.commit(b, 0); err != nil {
+		return err
+	}
+	s.tables[t.Name] = t
+	return nil
+}
+
 func (s *Server) saveTable(b *pebble.Batch, t *tableDef) error {
 	raw, err := json.Marshal(t)
 	if err != nil {
@@ -385,15 +399,9 @@ func (s *Server) updateTable(body []byte) (any, error) {
 			return nil, err
 		}
 	}
-	b := s.db.NewBatch()
-	defer b.Close()
-	if err := s.saveTable(b, &t); err != nil {
+	if err := s.replaceTable(&t); err != nil {
 		return nil, err
 	}
-	if err := s.commit(b, 0); err != nil {
-		return nil, err
-	}
-	s.tables[t.Name] = &t
 	for _, ix := range dropped {
 		p := binary.BigEndian.AppendUint16(tablePrefix(prefixIndex, t.ID), ix.No)
 		if err := s.db.DeleteRange(p, prefixEnd(p), pebble.Sync); err != nil {
@@ -567,15 +575,9 @@ func (s *Server) updateTimeToLive(body []byte) (any, error) {
 			return nil, err
 		}
 	}
-	b := s.db.NewBatch()
-	defer b.Close()
-	if err := s.saveTable(b, &next); err != nil {
+	if err := s.replaceTable(&next); err != nil {
 		return nil, err
 	}
-	if err := s.commit(b, 0); err != nil {
-		return nil, err
-	}
-	s.tables[t.Name] = &next
 	return map[string]any{"TimeToLiveSpecification": map[string]any{"AttributeName": spec.AttributeName, "Enabled": *spec.Enabled}}, nil
 }
 
