@@ -117,6 +117,22 @@ func RunOperation(ctx context.Context, ledger Ledger, client *http.Client, op pl
 	return op, res, err
 }
 
+// RegistrationStatus is the installation status a register() operation
+// leaves, with its reason.
+func RegistrationStatus(op platform.Operation, res Response) (string, *string) {
+	switch res.Outcome {
+	case Failed:
+		r := "registration failed: " + res.Err
+		return platform.InstallRegistrationFailed, &r
+	case OutcomeUnknown:
+		// Left pending: nobody knows whether the integration registered;
+		// an operator reconciles the operation.
+		r := "registration outcome unknown (operation " + op.ID + "): " + res.Err
+		return platform.InstallRegistrationPending, &r
+	}
+	return platform.InstallRegistered, nil
+}
+
 // asJSON is an answer as a JSON result: itself when it is JSON, else a
 // JSON string; nothing for an empty answer.
 func asJSON(b []byte) json.RawMessage {

@@ -55,6 +55,12 @@ type Store interface {
 	ExpiredState(ctx context.Context, k platform.StateKey, expiresAt string) (platform.State, bool, error)
 	EmitEvent(ctx context.Context, bot string, e platform.Event) error
 	TimeOutWorkflow(ctx context.Context, bot, id, timeoutAt string, now time.Time) (bool, error)
+
+	// Periodic register() calls (configureIntegration's scheduleRegisterCall).
+	delivery.Ledger
+	StartScheduledRegister(ctx context.Context, botID, alias, ticket string, op platform.Operation) (bool, error)
+	SetInstallStatus(ctx context.Context, botID, alias, opID, status string, reason *string) error
+	FinishAndQueue(ctx context.Context, d, next platform.Delivery) error
 }
 
 // Defaults of a Dispatcher.
@@ -85,7 +91,7 @@ type Dispatcher struct {
 
 	wake chan struct{}
 	once sync.Once
-	mu   sync.Mutex // guards MaxAttempts and FirstRetry once running
+	mu   sync.Mutex // guards MaxAttempts, FirstRetry and Now once running
 }
 
 // SetRetry changes the retry policy of a running dispatcher (tests).
@@ -94,6 +100,21 @@ func (d *Dispatcher) SetRetry(first time.Duration, attempts int) {
 	d.mu.Lock()
 	d.FirstRetry, d.MaxAttempts = first, attempts
 	d.mu.Unlock()
+}
+
+// SetClock replaces the clock of a running dispatcher (tests: a schedule
+// a day away comes due at once).
+func (d *Dispatcher) SetClock(now func() time.Time) {
+	d.init()
+	d.mu.Lock()
+	d.Now = now
+	d.mu.Unlock()
+}
+
+func (d *Dispatcher) now() time.Time {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.Now()
 }
 
 func (d *Dispatcher) retryPolicy() (time.Duration, int) {
@@ -164,14 +185,14 @@ func (d *Dispatcher) RunOnce(ctx context.Context) (int, error) {
 	d.init()
 	// What waited (scheduled events, states' expiries) and is due now
 	// joins the head of the outbox.
-	if _, err := d.Store.PromoteDue(ctx, d.Now(), batch); err != nil {
+	if _, err := d.Store.PromoteDue(ctx, d.now(), batch); err != nil {
 		return 0, err
 	}
 	ds, leases, err := d.Store.PendingDeliveries(ctx, batch)
 	if err != nil {
 		return 0, err
 	}
-	now := d.Now()
+	now := d.now()
 	// One queue per conversation, in outbox order; a conversation whose
 	// first entry is not due (or leased elsewhere) waits whole.
 	var order []string
@@ -256,12 +277,15 @@ func subscribed(bot platform.Bot, typ string) bool {
 // deliver makes one attempt at dl and records its outcome; finished is
 // false when it was put back for a retry (or is leased elsewhere).
 func (d *Dispatcher) deliver(ctx context.Context, dl platform.Delivery) (finished bool, err error) {
-	now := d.Now()
+	now := d.now()
 	ok, err := d.Store.LeaseDelivery(ctx, dl, now, now.Add(delivery.MaxBotTimeout+time.Minute))
 	if err != nil || !ok {
 		return false, err
 	}
-	var out outcome
+	var (
+		out  outcome
+		next *platform.Delivery // a periodic delivery's next run
+	)
 	switch dl.Kind {
 	case platform.DeliverEvent:
 		out = d.sendEvent(ctx, dl)
@@ -271,19 +295,21 @@ func (d *Dispatcher) deliver(ctx context.Context, dl platform.Delivery) (finishe
 		out = d.expireState(ctx, dl)
 	case platform.DeliverWorkflowTimeout:
 		// Its workflow_timedout event is queued in the same transaction.
-		_, err := d.Store.TimeOutWorkflow(ctx, dl.BotID, dl.WorkflowID, dl.ExpiresAt, d.Now())
+		_, err := d.Store.TimeOutWorkflow(ctx, dl.BotID, dl.WorkflowID, dl.ExpiresAt, d.now())
 		if o := failed(err, skipped); o != nil {
 			out = *o
 		} else {
 			out = outcome{ok: true}
 		}
+	case platform.DeliverRegister:
+		out, next = d.register(ctx, dl)
 	default:
 		out = outcome{final: true, why: fmt.Sprintf("unknown delivery kind %q", dl.Kind)}
 	}
 	first, attempts := d.retryPolicy()
 	if !out.ok && !out.final && !out.skip && !out.ignored && dl.Attempts+1 < attempts {
 		backoff := first << dl.Attempts
-		return false, d.Store.RetryDelivery(ctx, dl, d.Now().Add(backoff), out.why)
+		return false, d.Store.RetryDelivery(ctx, dl, d.now().Add(backoff), out.why)
 	}
 	if dl.EventID != "" && !out.skip {
 		status, reason := platform.EventProcessed, (*string)(nil)
@@ -297,7 +323,82 @@ func (d *Dispatcher) deliver(ctx context.Context, dl platform.Delivery) (finishe
 			return false, err
 		}
 	}
+	if next != nil {
+		return true, d.Store.FinishAndQueue(ctx, dl, *next)
+	}
 	return true, d.Store.FinishDelivery(ctx, dl)
+}
+
+// register calls register() on an installation whose integration asked
+// for it on a schedule, records the result on the installation as the
+// install's own registration does, and returns the schedule's next run.
+// Like every register() it is sent once (an operation in the ledger);
+// whatever the outcome, the schedule goes on. A stale entry (the schedule
+// changed, the installation or bot is gone) ends the run.
+func (d *Dispatcher) register(ctx context.Context, dl platform.Delivery) (outcome, *platform.Delivery) {
+	bot, err := d.Store.BotByID(ctx, dl.BotID)
+	if o := failed(err, skipped); o != nil {
+		return *o, nil
+	}
+	inst, ok := bot.Installs[dl.Alias]
+	if !ok || inst.RegisterTicket != dl.Ticket {
+		return skipped, nil
+	}
+	now := d.now()
+	if !inst.Enabled {
+		// Nothing to call while disabled; the schedule resumes with it.
+		return skipped, d.nextRegister(dl, inst, now)
+	}
+	integ, err := d.Store.IntegrationByID(ctx, inst.IntegrationID)
+	if o := failed(err, skipped); o != nil {
+		return *o, nil
+	}
+	timeout := delivery.BotTimeout(platform.Bot{MaxExecutionTime: integ.MaxExecutionTime})
+	op := platform.Operation{
+		ID: platform.NewID(platform.PrefixOperation), Type: platform.OperationRegister, Status: platform.OperationPending,
+		BotID: bot.ID, IntegrationID: integ.ID, Alias: inst.Alias, WorkspaceID: bot.WorkspaceID,
+		CreatedAt: platform.FormatTime(now), UpdatedAt: platform.FormatTime(now),
+		Deadline: platform.FormatTime(now.Add(timeout + time.Minute)),
+	}
+	current, err := d.Store.StartScheduledRegister(ctx, bot.ID, inst.Alias, dl.Ticket, op)
+	if err != nil {
+		return outcome{why: err.Error()}, nil
+	}
+	if !current {
+		return skipped, nil
+	}
+	call := delivery.IntegrationCall{
+		Operation: "register", Secret: integ.SigningSecret,
+		BotID: bot.ID, Alias: inst.Alias, IntegrationID: integ.ID, WebhookID: inst.WebhookID,
+		ConfigurationType: inst.ConfigurationType, Configuration: inst.Configuration,
+		Body: map[string]any{"webhookUrl": dl.WebhookURL}, Timeout: timeout,
+	}
+	if call.URL, err = platform.IntegrationTarget(ctx, d.Code, integ); err != nil {
+		call.NoURL = codeFailure(err).why
+	}
+	op, res, err := delivery.RunOperation(ctx, d.Store, d.Client, op, call)
+	if err != nil {
+		d.Log.Error("dispatch: recording a scheduled register", "operation", op.ID, "err", err)
+	}
+	status, reason := delivery.RegistrationStatus(op, res)
+	if err := d.Store.SetInstallStatus(ctx, bot.ID, inst.Alias, op.ID, status, reason); err != nil {
+		return outcome{why: err.Error()}, nil
+	}
+	d.observe(ctx, delivery.Result{Kind: platform.OperationRegister, BotID: bot.ID, WorkspaceID: bot.WorkspaceID,
+		IntegrationID: integ.ID, Name: inst.Alias, OperationID: op.ID, URL: call.URL}, res)
+	return outcome{ok: res.Outcome == delivery.Delivered, final: true, why: res.Err}, d.nextRegister(dl, inst, now)
+}
+
+// nextRegister is the next run of a periodic register() entry, one period
+// of the installation's schedule after now.
+func (d *Dispatcher) nextRegister(dl platform.Delivery, inst platform.IntegrationInstance, now time.Time) *platform.Delivery {
+	due, ok := platform.NextRegister(inst.RegisterSchedule, now)
+	if !ok {
+		return nil
+	}
+	n := dl
+	n.ID, n.CreatedAt, n.DueAt, n.Attempts, n.LastError = platform.NewID("dlv_"), platform.FormatTime(now), platform.FormatTime(due), 0, ""
+	return &n
 }
 
 // gone reports a record that no longer exists: nothing to deliver.
@@ -375,7 +476,7 @@ func (d *Dispatcher) expireState(ctx context.Context, dl platform.Delivery) outc
 		return outcome{final: true, why: err.Error()}
 	}
 	ev := platform.Event{
-		ID: platform.PrefixEvent + strings.TrimPrefix(dl.ID, "dlv_"), CreatedAt: platform.FormatTime(d.Now()),
+		ID: platform.PrefixEvent + strings.TrimPrefix(dl.ID, "dlv_"), CreatedAt: platform.FormatTime(d.now()),
 		Type: platform.EventStateExpired, Payload: payload, Status: platform.EventPending,
 		ConversationID: st.ConversationID, UserID: st.UserID,
 	}
@@ -526,6 +627,6 @@ func (d *Dispatcher) observe(ctx context.Context, r delivery.Result, res deliver
 	if d.Observer == nil {
 		return
 	}
-	r.Outcome, r.StatusCode, r.Error, r.At, r.Duration = res.Outcome, res.StatusCode, res.Err, d.Now(), res.Duration
+	r.Outcome, r.StatusCode, r.Error, r.At, r.Duration = res.Outcome, res.StatusCode, res.Err, d.now(), res.Duration
 	d.Observer(ctx, r)
 }

@@ -409,6 +409,15 @@ func botUpdate(b platform.Bot, ver int64) (types.TransactWriteItem, error) {
 // bookkeeping (recurring-event outcomes, registration results) is not a
 // change of the definition. fix returns false when there is nothing to write.
 func (s *Store) touchBot(ctx context.Context, id string, fix func(*platform.Bot) (bool, error)) error {
+	return s.touchBotWith(ctx, id, func(b *platform.Bot) ([]types.TransactWriteItem, bool, error) {
+		changed, err := fix(b)
+		return nil, changed, err
+	})
+}
+
+// touchBotWith is touchBot whose fix may also name items to write in the
+// same transaction (an outbox entry, an operation record).
+func (s *Store) touchBotWith(ctx context.Context, id string, fix func(*platform.Bot) ([]types.TransactWriteItem, bool, error)) error {
 	for attempt := 0; attempt < maxAttempts; attempt++ {
 		if attempt > 0 {
 			if err := pause(ctx, attempt); err != nil {
@@ -420,7 +429,7 @@ func (s *Store) touchBot(ctx context.Context, id string, fix func(*platform.Bot)
 			return err
 		}
 		b := rec.Bot
-		changed, err := fix(&b)
+		extra, changed, err := fix(&b)
 		if err != nil || !changed {
 			return err
 		}
@@ -428,7 +437,7 @@ func (s *Store) touchBot(ctx context.Context, id string, fix func(*platform.Bot)
 		if err != nil {
 			return err
 		}
-		err = s.transact(ctx, []types.TransactWriteItem{upd}, func(int) error { return errRetry })
+		err = s.transact(ctx, append([]types.TransactWriteItem{upd}, extra...), func(int) error { return errRetry })
 		if err == errRetry {
 			continue
 		}

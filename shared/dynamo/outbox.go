@@ -193,6 +193,24 @@ func (s *Store) RetryDelivery(ctx context.Context, d platform.Delivery, due time
 	return err
 }
 
+// FinishAndQueue removes d from the outbox and queues next, in one
+// transaction (a periodic delivery's next run); when d is gone meanwhile
+// (its bot deleted), nothing is queued.
+func (s *Store) FinishAndQueue(ctx context.Context, d, next platform.Delivery) error {
+	put, err := outboxPut(next)
+	if err != nil {
+		return err
+	}
+	err = s.txWrite(ctx, []types.TransactWriteItem{
+		{Delete: &types.Delete{Key: key(pkOutbox, d.ID), ConditionExpression: aws.String("attribute_exists(pk)")}},
+		put,
+	})
+	if failedAt(err) == 0 {
+		return nil
+	}
+	return err
+}
+
 // FinishDelivery removes d from the outbox.
 func (s *Store) FinishDelivery(ctx context.Context, d platform.Delivery) error {
 	_, err := s.db.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: &s.table, Key: key(pkOutbox, d.ID)})

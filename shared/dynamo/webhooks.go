@@ -112,23 +112,70 @@ func (s *Store) deleteWebhooks(ctx context.Context, b platform.Bot) error {
 // (the one under alias, while it still has webhookID): identifier when not
 // nil ("" clears it), the register schedule when not nil. A conditional
 // rewrite of the bot that leaves its updatedAt alone.
-func (s *Store) ConfigureInstall(ctx context.Context, botID, alias, webhookID string, identifier, schedule *string) error {
-	return s.touchBot(ctx, botID, func(b *platform.Bot) (bool, error) {
+func (s *Store) ConfigureInstall(ctx context.Context, botID, alias, webhookID string, identifier, schedule *string, webhookURL string) error {
+	return s.touchBotWith(ctx, botID, func(b *platform.Bot) ([]types.TransactWriteItem, bool, error) {
 		in, ok := b.Installs[alias]
 		if !ok || in.WebhookID != webhookID {
-			return false, platform.Errorf(platform.ErrResourceNotFound, "no integration is installed under the alias %q on bot %q", alias, botID)
+			return nil, false, platform.Errorf(platform.ErrResourceNotFound, "no integration is installed under the alias %q on bot %q", alias, botID)
 		}
 		changed := false
+		var extra []types.TransactWriteItem
 		if identifier != nil && in.Identifier != *identifier {
 			in.Identifier, changed = *identifier, true
 		}
 		if schedule != nil && in.RegisterSchedule != *schedule {
-			in.RegisterSchedule, changed = *schedule, true
+			// A new schedule: a new ticket, and its first register() due
+			// one period from now, queued with the change. Entries of the
+			// old ticket find it replaced and end.
+			in.RegisterSchedule, in.RegisterTicket, changed = *schedule, "", true
+			if *schedule != "" {
+				now := platform.Clock()
+				due, ok := platform.NextRegister(*schedule, now)
+				if !ok {
+					return nil, false, platform.Invalid("invalid body: field \"scheduleRegisterCall\": unknown schedule %q", *schedule)
+				}
+				in.RegisterTicket = platform.NewID("rsch_")
+				put, err := outboxPut(platform.Delivery{
+					ID: platform.NewID(PrefixDelivery), Kind: platform.DeliverRegister, BotID: botID,
+					CreatedAt: platform.FormatTime(now), DueAt: platform.FormatTime(due),
+					Alias: alias, Ticket: in.RegisterTicket, WebhookURL: webhookURL,
+				})
+				if err != nil {
+					return nil, false, err
+				}
+				extra = append(extra, put)
+			}
 		}
 		if changed {
 			in.UpdatedAt = platform.Now()
 			b.Installs[alias] = in
 		}
-		return changed, nil
+		return extra, changed, nil
 	})
+}
+
+// StartScheduledRegister records operation op, a periodic register() of
+// the installation alias, and names it on the installation (so its result
+// is recorded there), in one transaction; false when the schedule ticket
+// is no longer the installation's (the schedule changed, the integration
+// was removed or disabled, the bot deleted): nothing to call.
+func (s *Store) StartScheduledRegister(ctx context.Context, botID, alias, ticket string, op platform.Operation) (bool, error) {
+	current := false
+	err := s.touchBotWith(ctx, botID, func(b *platform.Bot) ([]types.TransactWriteItem, bool, error) {
+		in, ok := b.Installs[alias]
+		if current = ok && in.Enabled && in.RegisterTicket == ticket; !current {
+			return nil, false, nil
+		}
+		put, err := putOperation(op)
+		if err != nil {
+			return nil, false, err
+		}
+		in.OperationID = op.ID
+		b.Installs[alias] = in
+		return []types.TransactWriteItem{put}, true, nil
+	})
+	if platform.TypeOf(err) == platform.ErrResourceNotFound {
+		return false, nil
+	}
+	return current && err == nil, err
 }

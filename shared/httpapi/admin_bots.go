@@ -963,19 +963,7 @@ func (s *server) runCalls(ctx context.Context, calls []integrationCall) {
 				s.Logger.Error("recording an integration operation", "operation", ic.op.ID, "err", err)
 			}
 			if ic.op.Type == platform.OperationRegister {
-				status, reason := platform.InstallRegistered, (*string)(nil)
-				switch res.Outcome {
-				case delivery.Failed:
-					status = platform.InstallRegistrationFailed
-					r := "registration failed: " + res.Err
-					reason = &r
-				case delivery.OutcomeUnknown:
-					// Left pending: nobody knows whether the integration
-					// registered; an operator reconciles the operation.
-					status = platform.InstallRegistrationPending
-					r := "registration outcome unknown (operation " + op.ID + "): " + res.Err
-					reason = &r
-				}
+				status, reason := delivery.RegistrationStatus(op, res)
 				if err := s.Store.SetInstallStatus(ctx, ic.op.BotID, ic.alias, ic.op.ID, status, reason); err != nil {
 					s.Logger.Error("recording a registration result", "operation", ic.op.ID, "err", err)
 				}

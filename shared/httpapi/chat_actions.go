@@ -178,8 +178,8 @@ func actingInstall(c *call) (platform.IntegrationInstance, error) {
 
 // configureIntegration records what an integration says of its
 // installation: its identifier (shown on the bot's integrations; null
-// clears it) and the schedule on which it wants register() called again,
-// which is stored but not acted on (docs/runtime.md). sandboxIdentifiers
+// clears it) and the schedule on which it wants register() called again
+// (the runtime's dispatcher calls it, docs/runtime.md). sandboxIdentifiers
 // is accepted and ignored.
 func (s *server) configureIntegration(c *call) (any, error) {
 	var in struct {
@@ -204,7 +204,8 @@ func (s *server) configureIntegration(c *call) (any, error) {
 		}
 		identifier = &id
 	}
-	err = s.Store.ConfigureInstall(c.ctx, c.bot.ID, inst.Alias, inst.WebhookID, identifier, in.ScheduleRegisterCall)
+	webhookURL := webhookBase(c) + "/" + inst.WebhookID
+	err = s.Store.ConfigureInstall(c.ctx, c.bot.ID, inst.Alias, inst.WebhookID, identifier, in.ScheduleRegisterCall, webhookURL)
 	return struct{}{}, err
 }
 

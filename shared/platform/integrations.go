@@ -168,8 +168,12 @@ type IntegrationInstance struct {
 	WebhookID         string          `json:"webhookId"`
 	Identifier        string          `json:"identifier,omitempty"`
 	// RegisterSchedule is the configureIntegration scheduleRegisterCall
-	// (hourly ... yearly): recorded, not yet acted on.
+	// (hourly ... yearly) on which register() is called again;
+	// RegisterTicket names the schedule's current run of DeliverRegister
+	// entries (a new schedule starts a new ticket, leaving older entries
+	// stale).
 	RegisterSchedule string `json:"scheduleRegisterCall,omitempty"`
+	RegisterTicket   string `json:"registerTicket,omitempty"`
 	CreatedAt        string `json:"createdAt"`
 	UpdatedAt        string `json:"updatedAt"`
 	// OperationID is the registration in flight or last run: a result

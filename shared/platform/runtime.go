@@ -1,6 +1,9 @@
 package platform
 
-import "encoding/json"
+import (
+	"encoding/json"
+	"time"
+)
 
 // The runtime: what the platform delivers to bots and integrations, and
 // how each delivery's life is recorded (docs/runtime.md).
@@ -25,6 +28,10 @@ const (
 	// DeliverStateExpiry checks, when a state with an expiry runs out, that
 	// it was not renewed since, and then emits a state_expired event.
 	DeliverStateExpiry = "state_expiry"
+	// DeliverRegister calls register on an installation again, on the
+	// schedule its integration asked for (configureIntegration's
+	// scheduleRegisterCall), then queues the next call.
+	DeliverRegister = "register"
 )
 
 // EventStateExpired is the event of a state whose expiry ran out.
@@ -52,6 +59,12 @@ type Delivery struct {
 	WorkflowID string    `json:"workflowId,omitempty"`
 	State      *StateKey `json:"state,omitempty"`
 	ExpiresAt  string    `json:"expiresAt,omitempty"`
+	// Alias, Ticket and WebhookURL: the installation of a DeliverRegister,
+	// the schedule ticket it was queued under (a changed schedule makes
+	// the entry stale) and the webhookUrl register() is given.
+	Alias      string `json:"alias,omitempty"`
+	Ticket     string `json:"ticket,omitempty"`
+	WebhookURL string `json:"webhookUrl,omitempty"`
 }
 
 // PrefixWorkflow starts workflow ids.
@@ -102,4 +115,27 @@ type Workflow struct {
 	FailureReason    string            `json:"failureReason,omitempty"`
 	TimeoutAt        string            `json:"timeoutAt"`
 	Tags             map[string]string `json:"tags"`
+}
+
+// RegisterSchedules are configureIntegration's scheduleRegisterCall values
+// (the reference's enumeration), each with its period in months or days.
+var RegisterSchedules = map[string]struct{ Months, Days, Hours int }{
+	"hourly":     {Hours: 1},
+	"daily":      {Days: 1},
+	"weekly":     {Days: 7},
+	"bi-weekly":  {Days: 14},
+	"monthly":    {Months: 1},
+	"bi-monthly": {Months: 2},
+	"quarterly":  {Months: 3},
+	"yearly":     {Months: 12},
+}
+
+// NextRegister is when a register() on schedule s is next due after from,
+// false for an unknown schedule.
+func NextRegister(s string, from time.Time) (time.Time, bool) {
+	p, ok := RegisterSchedules[s]
+	if !ok {
+		return time.Time{}, false
+	}
+	return from.AddDate(0, p.Months, p.Days).Add(time.Duration(p.Hours) * time.Hour), true
 }
