@@ -38,21 +38,11 @@ func workflowItem(bot string, w platform.Workflow) (item, error) {
 func workflowEffects(bot string, w platform.Workflow, updateType string, checkTimeout bool) ([]types.TransactWriteItem, error) {
 	var out []types.TransactWriteItem
 	if updateType != "" {
-		payload, err := json.Marshal(map[string]any{"type": updateType, "workflow": w})
+		ev, err := workflowUpdate(bot, updateType, w, nil, w.UpdatedAt)
 		if err != nil {
 			return nil, err
 		}
-		e := platform.Event{ID: platform.NewID(platform.PrefixEvent), CreatedAt: w.UpdatedAt, Type: platform.EventWorkflowUpdate,
-			Payload: payload, ConversationID: w.ConversationID, UserID: w.UserID, Status: platform.EventPending, WorkflowID: w.ID}
-		it, err := eventItem(bot, e)
-		if err != nil {
-			return nil, err
-		}
-		d, err := eventDelivery(bot, e)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, putNew(it), d)
+		out = append(out, ev...)
 	}
 	if checkTimeout && !platform.WorkflowDone(w.Status) && w.TimeoutAt != "" {
 		d := newDelivery(platform.DeliverWorkflowTimeout, bot, "", w.TimeoutAt)
@@ -64,6 +54,47 @@ func workflowEffects(bot string, w platform.Workflow, updateType string, checkTi
 		out = append(out, put)
 	}
 	return out, nil
+}
+
+// workflowUpdate is a workflow_update event of workflow w (payload
+// {type, workflow, childWorkflow?}) and its delivery.
+func workflowUpdate(bot, updateType string, w platform.Workflow, child *platform.Workflow, at string) ([]types.TransactWriteItem, error) {
+	body := map[string]any{"type": updateType, "workflow": w}
+	if child != nil {
+		body["childWorkflow"] = child
+	}
+	payload, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	e := platform.Event{ID: platform.NewID(platform.PrefixEvent), CreatedAt: at, Type: platform.EventWorkflowUpdate,
+		Payload: payload, ConversationID: w.ConversationID, UserID: w.UserID, Status: platform.EventPending, WorkflowID: w.ID}
+	it, err := eventItem(bot, e)
+	if err != nil {
+		return nil, err
+	}
+	d, err := eventDelivery(bot, e)
+	if err != nil {
+		return nil, err
+	}
+	return []types.TransactWriteItem{putNew(it), d}, nil
+}
+
+// childUpdate is the workflow_update event a parent workflow gets when its
+// child w finished or was deleted (updateType child_workflow_finished or
+// child_workflow_deleted); none when w has no parent or the parent is gone.
+func (s *Store) childUpdate(ctx context.Context, bot, updateType string, w platform.Workflow) ([]types.TransactWriteItem, error) {
+	if w.ParentWorkflowID == "" {
+		return nil, nil
+	}
+	parent, _, err := s.getWorkflow(ctx, bot, w.ParentWorkflowID)
+	if platform.TypeOf(err) == platform.ErrResourceNotFound {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return workflowUpdate(bot, updateType, parent, &w, platform.Now())
 }
 
 // workflowRefs checks what a new workflow names: its conversation, user
@@ -168,7 +199,7 @@ func (s *Store) UpdateWorkflow(ctx context.Context, bot, id string, change Workf
 		if err != nil {
 			return err
 		}
-		before := w.TimeoutAt
+		before, wasDone := w.TimeoutAt, platform.WorkflowDone(w.Status)
 		typ, err := change(&w)
 		if err != nil {
 			return err
@@ -180,6 +211,14 @@ func (s *Store) UpdateWorkflow(ctx context.Context, bot, id string, change Workf
 		fx, err := workflowEffects(bot, w, typ, w.TimeoutAt != before)
 		if err != nil {
 			return err
+		}
+		if !wasDone && platform.WorkflowDone(w.Status) {
+			// Its parent hears that it finished, in the same transaction.
+			child, err := s.childUpdate(ctx, bot, "child_workflow_finished", w)
+			if err != nil {
+				return err
+			}
+			fx = append(fx, child...)
 		}
 		upd := types.TransactWriteItem{Update: &types.Update{
 			Key:                       key(workflowPK(bot, id), skWorkflow),
@@ -229,13 +268,24 @@ func (s *Store) TimeOutWorkflow(ctx context.Context, bot, id, timeoutAt string, 
 var errNothing = platform.Errorf(platform.ErrInternal, "nothing to change")
 
 // DeleteWorkflow deletes a workflow and its states.
+// A child workflow's parent then gets child_workflow_deleted (after the
+// purge: an event is never sent for a workflow still there).
 func (s *Store) DeleteWorkflow(ctx context.Context, bot, id string) error {
-	if _, _, err := s.getWorkflow(ctx, bot, id); err != nil {
+	w, _, err := s.getWorkflow(ctx, bot, id)
+	if err != nil {
 		return err
 	}
 	if err := s.purge(ctx, workflowPK(bot, id)); err != nil {
 		return err
 	}
+	ev, err := s.childUpdate(ctx, bot, "child_workflow_deleted", w)
+	if err != nil || len(ev) == 0 {
+		return err
+	}
+	if err := s.txWrite(ctx, ev); err != nil {
+		return err
+	}
+	s.notifyOutbox()
 	return nil
 }
 

@@ -489,3 +489,65 @@ func TestRuntimeIntegrationTagView(t *testing.T) {
 		t.Fatalf("what the integration got: %v", tags)
 	}
 }
+
+// Child workflows: when a child ends (completed, failed, cancelled, timed
+// out) its parent hears child_workflow_finished, and child_workflow_deleted
+// when it is deleted; the payload names the parent as workflow and the
+// child as childWorkflow.
+func TestRuntimeChildWorkflows(t *testing.T) {
+	f := newRuntimeFixture(t, nil)
+	wf := func(method, path string, body any, status int) apitest.Response {
+		return f.Check(f.Do(apitest.Req{Method: method, Path: path, Token: f.AdminToken, Headers: map[string]string{"x-bot-id": f.botID}, Body: body}), status, "")
+	}
+	parent := wf("POST", "/v1/chat/workflows", map[string]any{"name": "parent", "status": "listening"}, 201).Str("workflow.id")
+	child := func(name string, extra map[string]any) string {
+		b := map[string]any{"name": name, "status": "listening", "parentWorkflowId": parent}
+		for k, v := range extra {
+			b[k] = v
+		}
+		return wf("POST", "/v1/chat/workflows", b, 201).Str("workflow.id")
+	}
+	heard := func(kind, childID string) []map[string]any {
+		var out []map[string]any
+		for _, c := range f.bot.of("event_received", "workflow_update") {
+			ev := c.Body["event"].(map[string]any)
+			p := ev["payload"].(map[string]any)
+			cw, _ := p["childWorkflow"].(map[string]any)
+			if p["type"] == kind && cw != nil && cw["id"] == childID {
+				if w := p["workflow"].(map[string]any); w["id"] != parent {
+					t.Fatalf("%s names %v, not the parent", kind, w["id"])
+				}
+				out = append(out, p)
+			}
+		}
+		return out
+	}
+	done := child("done", nil)
+	wf("PUT", "/v1/chat/workflows/"+done, map[string]any{"status": "completed", "output": map[string]any{"n": 1}}, 200)
+	eventually(t, "child_workflow_finished (completed)", func() bool { return len(heard("child_workflow_finished", done)) == 1 })
+	if cw := heard("child_workflow_finished", done)[0]["childWorkflow"].(map[string]any); cw["status"] != "completed" {
+		t.Fatalf("child: %v", cw)
+	}
+	// An update of a child that already ended says nothing more.
+	wf("PUT", "/v1/chat/workflows/"+done, map[string]any{"tags": map[string]string{"k": "v"}}, 200)
+
+	quick := child("quick", map[string]any{"timeoutAt": time.Now().Add(200 * time.Millisecond).UTC().Format(time.RFC3339Nano)})
+	eventually(t, "child_workflow_finished (timed out)", func() bool { return len(heard("child_workflow_finished", quick)) == 1 })
+
+	wf("DELETE", "/v1/chat/workflows/"+done, nil, 200)
+	eventually(t, "child_workflow_deleted", func() bool { return len(heard("child_workflow_deleted", done)) == 1 })
+
+	// A workflow without a parent tells nobody; a child whose parent is gone neither.
+	lone := wf("POST", "/v1/chat/workflows", map[string]any{"name": "lone", "status": "listening"}, 201).Str("workflow.id")
+	orphan := child("orphan", nil)
+	wf("DELETE", "/v1/chat/workflows/"+parent, nil, 200)
+	wf("PUT", "/v1/chat/workflows/"+lone, map[string]any{"status": "failed", "failureReason": "x"}, 200)
+	wf("PUT", "/v1/chat/workflows/"+orphan, map[string]any{"status": "cancelled"}, 200)
+	time.Sleep(300 * time.Millisecond)
+	if n := len(heard("child_workflow_finished", done)); n != 1 {
+		t.Fatalf("child_workflow_finished of %s heard %d times", done, n)
+	}
+	if n := len(heard("child_workflow_finished", orphan)); n != 0 {
+		t.Fatalf("an orphan's end was told %d times", n)
+	}
+}
