@@ -285,12 +285,22 @@ func (s *standIns) recurringBot(t *testing.T) (botID string, received *receivedE
 type receivedEvents struct {
 	mu    sync.Mutex
 	types []string
+	// failOnce: event types answered 500 the first time they come.
+	failOnce map[string]bool
 }
 
 func (r *receivedEvents) ServeHTTP(w http.ResponseWriter, req *http.Request) {
+	typ := req.Header.Get(delivery.HeaderType)
 	r.mu.Lock()
-	r.types = append(r.types, req.Header.Get(delivery.HeaderType))
+	r.types = append(r.types, typ)
+	fail := r.failOnce[typ]
+	delete(r.failOnce, typ)
 	r.mu.Unlock()
+	if fail {
+		w.WriteHeader(500)
+		_, _ = w.Write([]byte(`{"message":"not now"}`))
+		return
+	}
 	w.WriteHeader(200)
 	_, _ = w.Write([]byte(`{}`))
 }
@@ -763,6 +773,37 @@ func TestDispatcherKeepsItsReserve(t *testing.T) {
 	}
 	if got := received.got(); !containsType(got, "late") || s.eventStatus(t, botID, id) != "processed" {
 		t.Fatalf("with time enough, the bot received %v", got)
+	}
+}
+
+// TestDispatcherWaitsForASoonRetry: a delivery answered 500 is retried
+// after its backoff within the same invocation, not a minute later at the
+// next scheduled run.
+func TestDispatcherWaitsForASoonRetry(t *testing.T) {
+	s := newStandIns(t)
+	botID, received := s.recurringBot(t)
+	received.mu.Lock()
+	received.failOnce = map[string]bool{"flaky": true}
+	received.mu.Unlock()
+	id := s.queueEvent(t, botID, "flaky")
+	handle := dispatcherHandler(t)
+	ctx, cancel := context.WithDeadline(context.Background(), time.Now().Add(runtime.DispatchReserve+time.Minute))
+	defer cancel()
+	start := time.Now()
+	if err := handle(ctx, sampleEvent(t, "dispatcher-stream.json", nil)); err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, typ := range received.got() {
+		if typ == "flaky" {
+			n++
+		}
+	}
+	if n != 2 || s.eventStatus(t, botID, id) != "processed" {
+		t.Fatalf("after one invocation: %d deliveries, status %s; want 2, processed", n, s.eventStatus(t, botID, id))
+	}
+	if took := time.Since(start); took > runtime.RetryWait {
+		t.Fatalf("the invocation took %s", took)
 	}
 }
 

@@ -91,7 +91,9 @@ type Dispatcher struct {
 
 	wake chan struct{}
 	once sync.Once
-	mu   sync.Mutex // guards MaxAttempts, FirstRetry and Now once running
+	mu   sync.Mutex // guards MaxAttempts, FirstRetry, Now and nextDue once running
+
+	nextDue time.Time
 }
 
 // SetRetry changes the retry policy of a running dispatcher (tests).
@@ -193,6 +195,9 @@ func (d *Dispatcher) RunOnce(ctx context.Context) (int, error) {
 		return 0, err
 	}
 	now := d.now()
+	d.mu.Lock()
+	d.nextDue = time.Time{}
+	d.mu.Unlock()
 	// One queue per conversation, in outbox order; a conversation whose
 	// first entry is not due (or leased elsewhere) waits whole.
 	var order []string
@@ -208,6 +213,9 @@ func (d *Dispatcher) RunOnce(ctx context.Context) (int, error) {
 		}
 		due, _ := time.Parse(platform.TimeFormat, dl.DueAt)
 		if due.After(now) || leases[i] > now.UnixMilli() {
+			if leases[i] <= now.UnixMilli() {
+				d.noteDue(due) // a retry's backoff
+			}
 			blocked[q] = true
 			continue
 		}
@@ -244,6 +252,24 @@ func (d *Dispatcher) RunOnce(ctx context.Context) (int, error) {
 	}
 	wg.Wait()
 	return done, nil
+}
+
+// noteDue records an entry left waiting until due, for NextDue.
+func (d *Dispatcher) noteDue(due time.Time) {
+	d.mu.Lock()
+	if d.nextDue.IsZero() || due.Before(d.nextDue) {
+		d.nextDue = due
+	}
+	d.mu.Unlock()
+}
+
+// NextDue is when the soonest entry the last pass left waiting (a retry's
+// backoff, set by that pass or an earlier one) comes due; zero for none. Entries due later than a few seconds
+// (scheduled events) wait in their own partition and are not counted.
+func (d *Dispatcher) NextDue() time.Time {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.nextDue
 }
 
 // outcome is how one attempt ended.
@@ -308,8 +334,9 @@ func (d *Dispatcher) deliver(ctx context.Context, dl platform.Delivery) (finishe
 	}
 	first, attempts := d.retryPolicy()
 	if !out.ok && !out.final && !out.skip && !out.ignored && dl.Attempts+1 < attempts {
-		backoff := first << dl.Attempts
-		return false, d.Store.RetryDelivery(ctx, dl, d.now().Add(backoff), out.why)
+		due := d.now().Add(first << dl.Attempts)
+		d.noteDue(due)
+		return false, d.Store.RetryDelivery(ctx, dl, due, out.why)
 	}
 	if dl.EventID != "" && !out.skip {
 		status, reason := platform.EventProcessed, (*string)(nil)

@@ -42,13 +42,19 @@ func Dispatcher(cfg aws.Config, env Env, client *http.Client) *dispatch.Dispatch
 // deliver twice.
 const DispatchReserve = delivery.MaxBotTimeout + 30*time.Second
 
+// RetryWait is how long a dispatcher function waits, after a pass that
+// left a retry in backoff, for that retry to come due rather than leave it
+// to the next minute's run (retries back off 1, 2, 4 and 8 s).
+const RetryWait = 20 * time.Second
+
 // DrainOutbox is the dispatcher function's handler. Whatever invoked it (a
 // batch of the table's stream showing new outbox entries, or the one-minute
 // schedule for retries and scheduled events: the records themselves are not
 // needed, the outbox is the truth), it makes passes over the outbox until
-// one delivers nothing or the invocation's time runs short
-// (DispatchReserve). A failed pass fails the invocation: Lambda retries a
-// stream batch, and the next scheduled run comes a minute later anyway.
+// one delivers nothing and no retry comes due within RetryWait, or the
+// invocation's time runs short (DispatchReserve). A failed pass fails the
+// invocation: Lambda retries a stream batch, and the next scheduled run
+// comes a minute later anyway.
 func DrainOutbox(d *dispatch.Dispatcher) func(ctx context.Context, event json.RawMessage) error {
 	return func(ctx context.Context, _ json.RawMessage) error {
 		for first := true; ; first = false {
@@ -62,8 +68,23 @@ func DrainOutbox(d *dispatch.Dispatcher) func(ctx context.Context, event json.Ra
 			if err != nil {
 				return err
 			}
-			if n == 0 {
-				return nil // nothing more due now
+			if n > 0 {
+				continue
+			}
+			// Nothing more due now: wait for a retry due soon, if the
+			// invocation has the time for the wait and a pass after it.
+			next := d.NextDue()
+			wait := time.Until(next)
+			if next.IsZero() || wait > RetryWait {
+				return nil
+			}
+			if deadline, ok := ctx.Deadline(); ok && time.Until(deadline)-wait < DispatchReserve {
+				return nil
+			}
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-time.After(max(wait, 0) + 10*time.Millisecond):
 			}
 		}
 	}
