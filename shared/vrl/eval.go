@@ -555,7 +555,7 @@ func (r *runner) arith(n *binNode, l, rv any) (any, error) {
 				s, k = rs, li
 			}
 			if k < 0 {
-				return nil, errAt(n.p, "can't repeat a string a negative number of times")
+				k = 0 // VRL repeats a negative number of times as zero
 			}
 			if k > 0 && int64(len(s)) > int64(MaxAlloc)/k {
 				return nil, stop(n.p, "program exceeds the memory limit (%d bytes)", MaxAlloc)

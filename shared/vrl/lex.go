@@ -166,6 +166,10 @@ func lex(src string) ([]token, error) {
 			}
 			tok.text = src[start:l.i]
 			tok.kind = tIdent
+			if tok.text == "_" {
+				tok.kind = tOp
+				break
+			}
 			if l.i < len(src) && src[l.i] == '(' {
 				tok.kind = tCall
 			} else if l.i+1 < len(src) && src[l.i] == '!' && src[l.i+1] == '(' {

@@ -551,6 +551,9 @@ func (p *parser) parseTerm() (node, error) {
 				segs = append([]pathSeg{first}, segs...)
 				return &pathNode{p: t.pos, base: &eventNode{p: t.pos}, segs: segs}, nil
 			}
+			if !nt.space && nt.kind == tOp && nt.text == "(" {
+				return nil, errAt(nt.pos, "coalescing path segments are not supported")
+			}
 			if !nt.space && nt.kind == tOp && nt.text == "[" {
 				segs, err := p.parseSegments()
 				if err != nil {
