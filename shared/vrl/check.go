@@ -556,7 +556,11 @@ func (c *checker) call(n *callNode) (typ, error) {
 		}
 		before := c.snapshot()
 		c.vars[n.closure.params[0]] = t(keyK)
-		c.vars[n.closure.params[1]] = t(vt.inner)
+		inner := vt.inner
+		if inner == 0 {
+			inner = kAny
+		}
+		c.vars[n.closure.params[1]] = t(inner)
 		delete(c.vars, "")
 		if _, err := c.block(n.closure.body); err != nil {
 			return out, err

@@ -7,6 +7,7 @@ import (
 	"math"
 	"reflect"
 	"sort"
+	"strconv"
 	"strings"
 )
 
@@ -15,7 +16,7 @@ const (
 	MaxSourceLen = 64 << 10 // bytes of source
 	MaxDepth     = 64       // syntactic nesting
 	MaxSteps     = 200_000  // expression evaluations per run
-	MaxAlloc     = 32 << 20 // bytes of values built per run (approximate)
+	MaxAlloc     = 64 << 20 // bytes of values built per run (approximate; parse_json counts twice its input)
 )
 
 // Program is a compiled VRL program. It is safe for concurrent use.
@@ -756,13 +757,12 @@ func normalize(v any, depth int) (any, error) {
 
 func numberValue(s string) (any, error) {
 	if !strings.ContainsAny(s, ".eE") {
-		var n int64
-		if _, err := fmt.Sscan(s, &n); err == nil {
+		if n, err := strconv.ParseInt(s, 10, 64); err == nil {
 			return n, nil
 		}
 	}
-	var f float64
-	if _, err := fmt.Sscan(s, &f); err != nil {
+	f, err := strconv.ParseFloat(s, 64)
+	if err != nil || math.IsInf(f, 0) || math.IsNaN(f) {
 		return nil, fmt.Errorf("invalid number %q", s)
 	}
 	return f, nil

@@ -197,10 +197,14 @@ func (p *parser) leave() { p.depth-- }
 var keywords = map[string]bool{"if": true, "else": true, "null": true, "true": true, "false": true, "abort": true}
 
 // reserved identifiers VRL refuses as variable names.
-var reserved = map[string]bool{
-	"for": true, "while": true, "loop": true, "return": true, "break": true, "continue": true,
-	"let": true, "in": true, "this": true, "self": true, "std": true, "then": true, "use": true, "module": true,
-}
+var reserved = func() map[string]bool {
+	m := map[string]bool{}
+	for _, w := range strings.Fields(`array bool boolean break continue do emit float for forall foreach all each any
+		try undefined int integer iter object regex return string traverse timestamp duration unless walk while loop`) {
+		m[w] = true
+	}
+	return m
+}()
 
 // parseProgram: NL* (Expr (EOE Expr)*)? EOE? EOF
 func parseProgram(toks []token) ([]node, error) {

@@ -414,6 +414,8 @@ func TestCompileErrors(t *testing.T) {
 		{`if .x { 1 }`, "non-boolean predicate"},
 		{`if "a" { 1 }`, "non-boolean predicate"},
 		{`y`, `undefined variable "y"`},
+		{"if true { z = 1 }\nz", `2:1: call to undefined variable "z"`}, // block scoping
+		{`for_each([1]) -> |_k, v| { w = v }; w`, `undefined variable "w"`},
 		{`"hi {{ who }}"`, `undefined variable "who"`},
 		{`x = .a; "hi {{ x }}"`, "unhandled fallible expression"},
 		{`"{{ a.b }}"`, "invalid template variable"},
@@ -432,6 +434,7 @@ func TestCompileErrors(t *testing.T) {
 		{`_`, `"_" can only be an assignment target`},
 		{`if = 1`, "syntax error"},
 		{`return = 1`, "reserved identifier"},
+		{`x = string`, "reserved identifier"},
 		{`{"a": 1} | [1]`, "only objects can be merged"},
 		{`x |= {}`, "not supported"},
 		{`%foo`, "not supported"},
@@ -559,6 +562,9 @@ func FuzzCompileRun(f *testing.F) {
 			var e *Error
 			if !errors.As(err, &e) {
 				t.Fatalf("error %T is not *Error: %v", err, err)
+			}
+			if strings.Contains(e.Msg, "internal error") {
+				t.Fatalf("panic: %v", err)
 			}
 		}
 	})
