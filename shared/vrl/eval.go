@@ -14,7 +14,7 @@ import (
 // Limits applied to every program.
 const (
 	MaxSourceLen = 64 << 10 // bytes of source
-	MaxDepth     = 64       // syntactic nesting
+	MaxDepth     = 100      // syntactic nesting (expressions, terms, "!")
 	MaxSteps     = 200_000  // expression evaluations per run
 	MaxAlloc     = 64 << 20 // bytes of values built per run (approximate; parse_json counts twice its input)
 )

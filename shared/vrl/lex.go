@@ -12,16 +12,15 @@ type tokKind int
 const (
 	tEOF tokKind = iota
 	tNewline
-	tIdent    // identifier or keyword
-	tCall     // identifier immediately followed by "(" or "!("
-	tString   // "..." (segments hold the template)
-	tRawStr   // s'...'
-	tInt      // integer literal
-	tFloat    // float literal
-	tOp       // operators and punctuation
-	tField    // path field after "." that is not an identifier (e.g. digits)
-	tInvalid  // unexpected character
-	tKeywords // unused marker
+	tIdent   // identifier or keyword
+	tCall    // identifier immediately followed by "(" or "!("
+	tString  // "..." (segments hold the template)
+	tRawStr  // s'...'
+	tInt     // integer literal
+	tFloat   // float literal
+	tOp      // operators and punctuation
+	tField   // path field after "." that is not an identifier (e.g. digits)
+	tInvalid // unexpected character
 )
 
 // segment is one part of a string literal: literal text or a {{ variable }}.

@@ -358,7 +358,13 @@ func (p *parser) parseIf() (node, error) {
 		return nil, err
 	}
 	n := &ifNode{p: t.pos, cond: cond, then: then}
-	if nt := p.peek(); nt.kind == tIdent && nt.text == "else" {
+	// "else" may follow on a later line ("else" can't start an expression).
+	j := p.i
+	for p.toks[j].kind == tNewline {
+		j++
+	}
+	if nt := p.toks[j]; nt.kind == tIdent && nt.text == "else" {
+		p.i = j
 		p.next()
 		p.skipNewlines()
 		if nt2 := p.peek(); nt2.kind == tIdent && nt2.text == "if" {
@@ -425,10 +431,6 @@ func (p *parser) parseLevel(level int) (node, error) {
 	if level == len(levels) {
 		return p.parseNot()
 	}
-	if err := p.enter(); err != nil {
-		return nil, err
-	}
-	defer p.leave()
 	lhs, err := p.parseLevel(level + 1)
 	if err != nil {
 		return nil, err

@@ -280,6 +280,8 @@ func TestExpressions(t *testing.T) {
 		{`"set" || "fallback"`, "set"},
 		{`null && true`, false},
 		{`{"a": 1} | {"b": 2}`, map[string]any{"a": int64(1), "b": int64(2)}},
+		{strings.Repeat("[", 40) + strings.Repeat("]", 40) + " == []", false},
+		{strings.Repeat("{ ", 30) + "1" + strings.Repeat(" }", 30), int64(1)},
 		{`to_int("x") ?? 5`, int64(5)},
 		{`to_int("12") ?? 5`, int64(12)},
 		{`"n: " + to_string(.n) ?? "bad"`, "n: 7"}, // "??" binds loosest
@@ -292,6 +294,7 @@ func TestExpressions(t *testing.T) {
 		{`"ab" * -1`, ""},
 		{`if .n == 1 { "one" } else if .n == 7 { "seven" } else { "other" }`, "seven"},
 		{`if false { 1 }`, nil},
+		{"if false {\n  1\n}\nelse {\n  2\n}", int64(2)},
 		{`x = if true { 1 } else { 2 }; x`, int64(1)},
 		{`x = { a = 2; a * 3 }; x`, int64(6)},
 		{"x = 1\nif true {\n  x = 2\n  y = 5\n}\nx", int64(2)},
@@ -440,6 +443,7 @@ func TestCompileErrors(t *testing.T) {
 		{`%foo`, "not supported"},
 		{`.(a|b)`, "not supported"},
 		{strings.Repeat("[", 100) + strings.Repeat("]", 100), "nesting exceeds"},
+		{strings.Repeat("{ ", 60) + "1" + strings.Repeat(" }", 60), "nesting exceeds"},
 		{strings.Repeat("!", 200) + "true", "nesting exceeds"},
 		{strings.Repeat("x", MaxSourceLen+1), "more than the"},
 	}
