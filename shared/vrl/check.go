@@ -504,6 +504,9 @@ func (c *checker) call(n *callNode) (typ, error) {
 			}
 			continue
 		}
+		if p.enum != nil && !constIn(a, p.enum...) {
+			return typ{}, errAt(a.position(), "invalid argument %q for %q: must be one of %s", p.name, n.name, strings.Join(p.enum, ", "))
+		}
 		if p.query {
 			switch a := a.(type) {
 			case *pathNode:

@@ -24,7 +24,8 @@ type param struct {
 	name     string
 	kind     kind
 	required bool
-	query    bool // the argument is a path, passed unevaluated
+	query    bool     // the argument is a path, passed unevaluated
+	enum     []string // the argument must be one of these string literals
 }
 
 type funcDef struct {
@@ -42,6 +43,8 @@ var absent = absentT{}
 
 func req(name string, k kind) param { return param{name: name, kind: k, required: true} }
 func opt(name string, k kind) param { return param{name: name, kind: k} }
+
+func optEnum(name string, vals ...string) param { return param{name: name, kind: kString, enum: vals} }
 
 func always([]typ, []node) bool { return true }
 
@@ -157,9 +160,9 @@ func init() {
 					}
 					return int64(v), nil
 				case string:
-					n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+					n, err := strconv.ParseInt(v, 10, 64)
 					if err != nil {
-						return nil, fmt.Errorf("unable to coerce %q into integer", v)
+						return nil, fmt.Errorf("Invalid integer %q", v)
 					}
 					return n, nil
 				}
@@ -180,9 +183,9 @@ func init() {
 				case float64:
 					return v, nil
 				case string:
-					f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+					f, err := strconv.ParseFloat(v, 64)
 					if err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
-						return nil, fmt.Errorf("unable to coerce %q into float", v)
+						return nil, fmt.Errorf("Invalid floating point number %q", v)
 					}
 					return f, nil
 				}
@@ -323,8 +326,7 @@ func init() {
 				}
 				return out, nil
 			}},
-		"join": {params: []param{req("value", kArray), opt("separator", kString)}, ret: kString,
-			fallible: func(args []typ, _ []node) bool { return args[0].inner&^kString != 0 },
+		"join": {params: []param{req("value", kArray), opt("separator", kString)}, ret: kString, fallible: always,
 			call: func(r *runner, c *callNode, a []any) (any, error) {
 				sep, _ := a[1].(string)
 				items := a[0].([]any)
@@ -353,8 +355,7 @@ func init() {
 				}
 				return b.String(), nil
 			}},
-		"encode_base64": {params: []param{req("value", kString), opt("padding", kBool), opt("charset", kString)}, ret: kString,
-			fallible: func(args []typ, nodes []node) bool { return !constIn(nodes[2], "standard", "url_safe") },
+		"encode_base64": {params: []param{req("value", kString), opt("padding", kBool), optEnum("charset", "standard", "url_safe")}, ret: kString,
 			call: func(r *runner, c *callNode, a []any) (any, error) {
 				enc, err := b64(a[2], a[1] != false)
 				if err != nil {
@@ -366,7 +367,7 @@ func init() {
 				}
 				return enc.EncodeToString([]byte(s)), nil
 			}},
-		"decode_base64": {params: []param{req("value", kString), opt("charset", kString)}, ret: kString, fallible: always,
+		"decode_base64": {params: []param{req("value", kString), optEnum("charset", "standard", "url_safe")}, ret: kString, fallible: always,
 			call: func(r *runner, c *callNode, a []any) (any, error) {
 				enc, err := b64(a[1], false)
 				if err != nil {
@@ -395,10 +396,7 @@ func init() {
 				}
 				return string(out), nil
 			}},
-		"encode_percent": {params: []param{req("value", kString), opt("ascii_set", kString)}, ret: kString,
-			fallible: func(args []typ, nodes []node) bool {
-				return nodes[1] != nil && !constIn(nodes[1], asciiSetNames()...)
-			},
+		"encode_percent": {params: []param{req("value", kString), optEnum("ascii_set", asciiSetNames()...)}, ret: kString,
 			call: func(r *runner, c *callNode, a []any) (any, error) {
 				set := "NON_ALPHANUMERIC"
 				if s, ok := a[1].(string); ok {
@@ -436,12 +434,12 @@ func init() {
 			}},
 		"hmac": {params: []param{req("value", kString), req("key", kString), opt("algorithm", kString)}, ret: kString,
 			fallible: func(args []typ, nodes []node) bool {
-				return nodes[2] != nil && !constIn(nodes[2], "SHA1", "SHA-224", "SHA-256", "SHA-384", "SHA-512")
+				return nodes[2] != nil && !constIn(upper(nodes[2]), "SHA1", "SHA-224", "SHA-256", "SHA-384", "SHA-512")
 			},
 			call: func(r *runner, c *callNode, a []any) (any, error) {
 				alg := "SHA-256"
 				if s, ok := a[2].(string); ok {
-					alg = s
+					alg = strings.ToUpper(s)
 				}
 				var h func() hash.Hash
 				switch alg {
@@ -456,7 +454,7 @@ func init() {
 				case "SHA-512":
 					h = sha512.New
 				default:
-					return nil, fmt.Errorf("invalid algorithm %q", alg)
+					return nil, fmt.Errorf("Invalid algorithm: %s", alg)
 				}
 				m := hmac.New(h, []byte(a[1].(string)))
 				io.WriteString(m, a[0].(string))
@@ -464,10 +462,7 @@ func init() {
 			}},
 		"sha1": digest(sha1.New),
 		"md5":  digest(md5.New),
-		"sha2": {params: []param{req("value", kString), opt("variant", kString)}, ret: kString,
-			fallible: func(args []typ, nodes []node) bool {
-				return nodes[1] != nil && !constIn(nodes[1], "SHA-224", "SHA-256", "SHA-384", "SHA-512", "SHA-512/224", "SHA-512/256")
-			},
+		"sha2": {params: []param{req("value", kString), optEnum("variant", "SHA-224", "SHA-256", "SHA-384", "SHA-512", "SHA-512/224", "SHA-512/256")}, ret: kString,
 			call: func(r *runner, c *callNode, a []any) (any, error) {
 				v := "SHA-512/256"
 				if s, ok := a[1].(string); ok {
@@ -609,6 +604,16 @@ func constIn(n node, vals ...string) bool {
 		}
 	}
 	return false
+}
+
+// upper returns a string literal node upper-cased (other nodes unchanged).
+func upper(n node) node {
+	if l, ok := n.(*litNode); ok {
+		if s, ok := l.v.(string); ok {
+			return &litNode{p: l.p, v: strings.ToUpper(s)}
+		}
+	}
+	return n
 }
 
 func lengthOf(v any) int {
