@@ -16,7 +16,7 @@ const (
 	MaxSourceLen = 64 << 10 // bytes of source
 	MaxDepth     = 100      // syntactic nesting (expressions, terms, "!")
 	MaxSteps     = 200_000  // expression evaluations per run
-	MaxAlloc     = 64 << 20 // bytes of values built per run (approximate; parse_json counts twice its input)
+	MaxAlloc     = 64 << 20 // bytes of values built or scanned per run (approximate; parse_json counts twice its input)
 )
 
 // Program is a compiled VRL program. It is safe for concurrent use.
@@ -472,11 +472,19 @@ func (r *runner) binary(n *binNode) (any, error) {
 		return nil, err
 	}
 	switch n.op {
-	case "==":
-		return equalLossy(l, rv), nil
-	case "!=":
-		return !equalLossy(l, rv), nil
+	case "==", "!=":
+		if err := r.charge(n.p, cost(l)+cost(rv)); err != nil {
+			return nil, err
+		}
+		eq := equalLossy(l, rv)
+		if n.op == "!=" {
+			return !eq, nil
+		}
+		return eq, nil
 	case "<", "<=", ">", ">=":
+		if err := r.charge(n.p, cost(l)+cost(rv)); err != nil {
+			return nil, err
+		}
 		c, ok := compare(l, rv)
 		if !ok {
 			return nil, errAt(n.p, "can't compare %s %s %s", typeName(l), n.op, typeName(rv))
@@ -659,6 +667,41 @@ func deepEqual(a, b any) bool {
 		return ok && a == bf
 	}
 	return a == b
+}
+
+// cost estimates the work of scanning or building v: string bytes plus a
+// fixed amount per array element and object field, over the whole value.
+func cost(v any) int {
+	switch v := v.(type) {
+	case string:
+		return len(v)
+	case []any:
+		n := 16 * len(v)
+		for _, e := range v {
+			n += cost(e)
+		}
+		return n
+	case map[string]any:
+		n := 48 * len(v)
+		for k, e := range v {
+			n += len(k) + cost(e)
+		}
+		return n
+	}
+	return 8
+}
+
+// shallowCost is cost without descending into containers.
+func shallowCost(v any) int {
+	switch v := v.(type) {
+	case string:
+		return len(v)
+	case []any:
+		return 16 * len(v)
+	case map[string]any:
+		return 48 * len(v)
+	}
+	return 8
 }
 
 func typeName(v any) string {

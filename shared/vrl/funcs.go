@@ -349,6 +349,9 @@ func init() {
 			call: func(r *runner, c *callNode, a []any) (any, error) { return int64(lengthOf(a[0])), nil }},
 		"encode_json": {params: []param{req("value", kAny), opt("pretty", kBool)}, ret: kString,
 			call: func(r *runner, c *callNode, a []any) (any, error) {
+				if err := r.charge(c.p, cost(a[0])); err != nil {
+					return nil, err
+				}
 				var b bytes.Buffer
 				if err := encodeJSON(&b, a[0], a[1] == true, "", r, c.p); err != nil {
 					return nil, err
@@ -661,6 +664,11 @@ func (r *runner) call(c *callNode) (any, error) {
 		if err != nil {
 			return nil, err
 		}
+		if s, ok := v.(string); ok {
+			if err := r.charge(c.p, len(s)); err != nil {
+				return nil, err
+			}
+		}
 		if kindOf(v)&p.kind == 0 {
 			e := errAt(c.p, "function call error for %q: expected %s for argument %q, got %s", c.name, p.kind, p.name, typeName(v))
 			if c.bang {
@@ -682,7 +690,7 @@ func (r *runner) call(c *callNode) (any, error) {
 		}
 		return nil, e
 	}
-	return v, nil
+	return v, r.charge(c.p, shallowCost(v))
 }
 
 func parseJSON(s string) (any, error) {
@@ -806,9 +814,6 @@ func encodeJSON(b *bytes.Buffer, v any, pretty bool, indent string, r *runner, p
 		}
 		nl(indent)
 		b.WriteByte('}')
-	}
-	if r != nil {
-		return nil
 	}
 	return nil
 }

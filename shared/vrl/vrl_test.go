@@ -517,6 +517,10 @@ n`, "step limit"},
 		{"string doubling", "x = \"abcdefghijklmnop\"\n" + strings.Repeat("x = x + x\n", 30) + "x", "memory limit"},
 		{"string repeat", `"abc" * 100000000000`, "memory limit"},
 		{"array index", `x = []; x[100000000] = 1`, "out of range"},
+		{"comparisons of big values", `a = split("x" * 1000000, "")
+for_each(a) -> |_i, _v| { a == a }`, "memory limit"},
+		{"scanning a big string", `s = "x" * 1000000
+for_each(split(s, "", limit: 100000)) -> |_i, _v| { contains(s, "y") }`, "memory limit"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
