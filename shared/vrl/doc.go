@@ -29,11 +29,26 @@
 // int32, json.Number and the other Go integer types in the event. Results may
 // share structure with the event; the event itself is never modified.
 //
-// Not supported: regex and timestamp literals, metadata paths ("%"),
-// coalescing path segments (".(a|b)"), dynamic index expressions (not VRL
-// either), multi-expression predicates, "|=" merge assignment, return,
-// break, continue and the rest of the VRL standard library (see funcs.go for
-// the functions implemented).
+// Functions: parse_json, parse_query_string, to_string, to_int, to_float,
+// to_bool, string, int, float, bool, object, array, is_string, is_null,
+// is_object, is_array, is_boolean, is_integer, is_float, is_nullish,
+// is_empty, exists, del, get, contains, starts_with, ends_with, upcase,
+// downcase, strip_whitespace, split (string patterns), join, length, keys,
+// values, push, append, merge, replace (string patterns), encode_json,
+// encode_base64, decode_base64, encode_base16, decode_base16,
+// encode_percent, decode_percent, hmac, sha1, sha2, md5, assert and
+// for_each. Any other name is a compile error naming the function.
+//
+// Not supported: regex and timestamp literals, metadata paths ("%"), the
+// "%" operator, coalescing path segments (".(a|b)"), dynamic index
+// expressions (VRL has none either), multi-expression predicates, "|="
+// merge assignment, return, break, continue, and the rest of the VRL
+// standard library.
+//
+// Like VRL, this rejects a few scripts found in Botpress integrations:
+// "if message.is_echo { ... }" (a predicate that is not known to be a
+// boolean), "parts[length(parts) - 1]" (an index that is not an integer
+// literal) and a script reading a variable it never assigns.
 //
 // Programs are bounded: source length (MaxSourceLen), nesting depth
 // (MaxDepth), evaluation steps (MaxSteps) and bytes allocated by values the

@@ -582,3 +582,31 @@ func FuzzCompileRun(f *testing.F) {
 		}
 	})
 }
+
+func TestConcurrentRun(t *testing.T) {
+	p, err := Compile(fixture(t, "whatsapp_extract.vrl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error)
+	for i := 0; i < 8; i++ {
+		go func() {
+			for j := 0; j < 50; j++ {
+				got, err := p.Run(webhook("GET", "code=abc&state=wh_42", "", nil))
+				if err == nil && got != "wh_42" {
+					err = errors.New("wrong result")
+				}
+				if err != nil {
+					done <- err
+					return
+				}
+			}
+			done <- nil
+		}()
+	}
+	for i := 0; i < 8; i++ {
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	}
+}
