@@ -112,7 +112,7 @@ func (s *Store) deleteWebhooks(ctx context.Context, b platform.Bot) error {
 // (the one under alias, while it still has webhookID): identifier when not
 // nil ("" clears it), the register schedule when not nil. A conditional
 // rewrite of the bot that leaves its updatedAt alone.
-func (s *Store) ConfigureInstall(ctx context.Context, botID, alias, webhookID string, identifier, schedule *string, webhookURL string) error {
+func (s *Store) ConfigureInstall(ctx context.Context, botID, alias, webhookID string, scope IdentityScope, identifier, schedule *string, webhookURL string) error {
 	return s.touchBotWith(ctx, botID, func(b *platform.Bot) ([]types.TransactWriteItem, bool, error) {
 		in, ok := b.Installs[alias]
 		if !ok || in.WebhookID != webhookID {
@@ -121,6 +121,7 @@ func (s *Store) ConfigureInstall(ctx context.Context, botID, alias, webhookID st
 		changed := false
 		var extra []types.TransactWriteItem
 		if identifier != nil && in.Identifier != *identifier {
+			extra = append(extra, identWrites(scope, botID, alias, in.Identifier, *identifier)...)
 			in.Identifier, changed = *identifier, true
 		}
 		if schedule != nil && in.RegisterSchedule != *schedule {

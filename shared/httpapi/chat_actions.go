@@ -2,12 +2,14 @@ package httpapi
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
 
 	"github.com/botforge/platform/shared/delivery"
+	"github.com/botforge/platform/shared/dynamo"
 	"github.com/botforge/platform/shared/openapi"
 	"github.com/botforge/platform/shared/platform"
 )
@@ -204,9 +206,23 @@ func (s *server) configureIntegration(c *call) (any, error) {
 		}
 		identifier = &id
 	}
+	scope, err := s.identityScope(c.ctx, inst)
+	if err != nil {
+		return nil, err
+	}
 	webhookURL := webhookBase(c) + "/" + inst.WebhookID
-	err = s.Store.ConfigureInstall(c.ctx, c.bot.ID, inst.Alias, inst.WebhookID, identifier, in.ScheduleRegisterCall, webhookURL)
+	err = s.Store.ConfigureInstall(c.ctx, c.bot.ID, inst.Alias, inst.WebhookID, scope, identifier, in.ScheduleRegisterCall, webhookURL)
 	return struct{}{}, err
+}
+
+// identityScope is the integration an installation's identifier belongs
+// to (its publisher and name: the integration-level webhook's scope).
+func (s *server) identityScope(ctx context.Context, inst platform.IntegrationInstance) (dynamo.IdentityScope, error) {
+	rec, err := s.Store.GetIntegration(ctx, inst.IntegrationID)
+	if err != nil {
+		return dynamo.IdentityScope{}, err
+	}
+	return dynamo.IdentityScope{WorkspaceID: rec.Integration.WorkspaceID, Name: rec.Integration.Name}, nil
 }
 
 // initializeIncomingMessage gets or creates, in one call, the user and the

@@ -1,7 +1,11 @@
 package httpapi
 
 import (
+	"bytes"
+	"encoding/json"
+
 	"github.com/botforge/platform/shared/platform"
+	"github.com/botforge/platform/shared/vrl"
 )
 
 // helperRoutes are the reference's helper operations: introspect (who is
@@ -55,18 +59,37 @@ func (s *server) introspect(c *call) (any, error) {
 	return map[string]any{"workspaceId": bot.WorkspaceID, "botId": bot.ID, "userId": userID}, nil
 }
 
-// errNoVRL: VRL (Vector Remap Language) has one implementation, in Rust;
-// no maintained evaluator exists for Go, so the platform refuses rather
-// than run a script with different semantics.
-var errNoVRL = platform.Forbidden("runVrl is not available on this self-hosted platform: no maintained VRL evaluator exists for Go (see docs/account.md)")
-
+// runVrl runs a VRL script on data with the platform's VRL interpreter
+// (shared/vrl: the subset Botpress integrations use, docs/account.md) and
+// answers data as the script left it and the script's value. A script that
+// does not compile or fails is the caller's bad input (400, with the
+// position and reason).
 func (s *server) runVrl(c *call) (any, error) {
 	var in struct {
-		Data   map[string]any `json:"data"`
-		Script string         `json:"script"`
+		Data   json.RawMessage `json:"data"`
+		Script string          `json:"script"`
 	}
 	if err := c.decode(&in); err != nil {
 		return nil, err
 	}
-	return nil, errNoVRL
+	// Integers stay integers (VRL tells them from floats).
+	var data map[string]any
+	dec := json.NewDecoder(bytes.NewReader(in.Data))
+	dec.UseNumber()
+	if err := dec.Decode(&data); err != nil || data == nil {
+		return nil, platform.Invalid("invalid body: field \"data\": must be an object")
+	}
+	p, err := vrl.Compile(in.Script)
+	if err != nil {
+		return nil, platform.Invalid("invalid body: field \"script\": %v", err)
+	}
+	result, target, err := p.Transform(data)
+	if err != nil {
+		return nil, platform.Invalid("the script failed: %v", err)
+	}
+	out, ok := target.(map[string]any)
+	if !ok {
+		return nil, platform.Invalid("the script failed: it left \".\" a %T, not an object", target)
+	}
+	return map[string]any{"data": out, "result": result}, nil
 }

@@ -1,6 +1,7 @@
 package httpapi_test
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/botforge/platform/shared/apitest"
@@ -51,24 +52,42 @@ func TestIntrospect(t *testing.T) {
 	}
 }
 
-// TestRunVrlRefused: runVrl is a documented refusal (no VRL evaluator for
-// Go), in the error shape; bad input is still a 400.
-func TestRunVrlRefused(t *testing.T) {
+// TestRunVrl: runVrl runs the script on data (the platform's VRL subset)
+// and answers data as the script left it with the script's value; a script
+// that does not compile or fails, and bad input, are 400 in the error shape.
+func TestRunVrl(t *testing.T) {
 	f := newFixture(t)
+	run := func(body any) apitest.Response {
+		return f.Do(apitest.Req{Method: "POST", Path: "/v1/admin/helper/vrl", Token: f.AdminToken, Body: body})
+	}
+	r := f.Check(run(map[string]any{"data": map[string]any{"a": 1, "s": "x"}, "script": "b = to_int!(.a) + 1\n.b = b\n.s = upcase!(.s)\nb * 2"}), 200, "runVrl")
+	if r.Body["result"] != float64(4) || r.Body["data"].(map[string]any)["b"] != float64(2) || r.Body["data"].(map[string]any)["s"] != "X" {
+		t.Fatalf("runVrl: %s", r.Raw)
+	}
+	// A Botpress extractScript (messenger), as the platform runs it on a webhook.
+	r = f.Check(run(map[string]any{"data": map[string]any{"body": `{"object":"page","entry":[{"id":"P1"}]}`},
+		"script": ". = parse_json!(.body)\npageId = null\nif .object == \"page\" {\n  pageId = .entry[0].id\n}\npageId"}), 200, "runVrl")
+	if r.Body["result"] != "P1" || r.Body["data"].(map[string]any)["object"] != "page" {
+		t.Fatalf("extractScript: %s", r.Raw)
+	}
 	for _, tc := range []struct {
-		name   string
-		body   any
-		status int
-		typ    string
+		name, want string
+		body       any
 	}{
-		{"script", map[string]any{"data": map[string]any{"a": 1}, "script": ".b = .a"}, 403, "Forbidden"},
-		{"no script", map[string]any{"data": map[string]any{}}, 400, "InvalidPayload"},
-		{"data not an object", map[string]any{"data": "x", "script": "."}, 400, "InvalidPayload"},
+		{"no script", "script", map[string]any{"data": map[string]any{}}},
+		{"data not an object", "data", map[string]any{"data": "x", "script": "."}},
+		{"syntax error", "1:6", map[string]any{"data": map[string]any{}, "script": ".a = = 1"}},
+		{"unknown function", "nope", map[string]any{"data": map[string]any{}, "script": "nope(1)"}},
+		{"unhandled error", "fallible", map[string]any{"data": map[string]any{}, "script": "parse_json(.a)"}},
+		{"failing call", "failed", map[string]any{"data": map[string]any{"a": "{"}, "script": "parse_json!(.a)"}},
+		{"abort", "failed", map[string]any{"data": map[string]any{}, "script": "abort"}},
+		{"root not an object", "object", map[string]any{"data": map[string]any{}, "script": ". = 5"}},
+		{"runaway", "memory limit", map[string]any{"data": map[string]any{}, "script": "\"abc\" * 100000000000"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			r := f.Do(apitest.Req{Method: "POST", Path: "/v1/admin/helper/vrl", Token: f.AdminToken, Body: tc.body})
-			if r.Status != tc.status || r.Str("type") != tc.typ {
-				t.Fatalf("runVrl: %d %s, want %d %s", r.Status, r.Raw, tc.status, tc.typ)
+			r := run(tc.body)
+			if r.Status != 400 || r.Str("type") != "InvalidPayload" || !strings.Contains(r.Str("message"), tc.want) {
+				t.Fatalf("runVrl: %d %s, want 400 InvalidPayload mentioning %q", r.Status, r.Raw, tc.want)
 			}
 			checkError(t, r)
 		})

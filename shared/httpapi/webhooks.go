@@ -43,6 +43,11 @@ func (s *server) webhookRoutes() map[string]http.Handler {
 		"/webhooks/{webhookId}":           h,
 		"/webhooks/{webhookId}/{rest...}": h,
 		"/webhooks/oauth/{rest...}":       h,
+		// Integration-level webhooks (webhooks_identifier.go).
+		"/webhooks/integration/global/{name}":           http.HandlerFunc(s.serveIntegrationWebhook),
+		"/webhooks/integration/global/{name}/{rest...}": http.HandlerFunc(s.serveIntegrationWebhook),
+		"/webhooks/integration/id/{id}":                 http.HandlerFunc(s.serveIntegrationWebhook),
+		"/webhooks/integration/id/{id}/{rest...}":       http.HandlerFunc(s.serveIntegrationWebhook),
 	}
 }
 
@@ -100,16 +105,36 @@ func (s *server) relayWebhook(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	i := rec.Integration
+	body, err := readWebhookBody(w, r)
+	if err != nil {
+		return err
+	}
+	return s.relayTo(w, r, target, rec.Integration, path, body, "webhook "+id)
+}
+
+// readWebhookBody reads a webhook request's body, within maxWebhookBody.
+func readWebhookBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxWebhookBody))
 	if err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
-			return platform.Errorf(platform.ErrPayloadTooLarge, "a webhook request body may not exceed %d bytes", maxWebhookBody)
+			return nil, platform.Errorf(platform.ErrPayloadTooLarge, "a webhook request body may not exceed %d bytes", maxWebhookBody)
 		}
-		return platform.Invalid("could not read the request body: %v", err)
+		return nil, platform.Invalid("could not read the request body: %v", err)
 	}
+	return body, nil
+}
+
+// headerIdentifier is the answer header by which an integration names its
+// installation's identifier (the OAuth round trip): recorded as
+// configureIntegration's identifier would be, and not relayed.
+const headerIdentifier = "X-Bp-Integration-Identifier"
+
+// relayTo sends a webhook request to installation target of integration i
+// as webhook_received and writes the integration's answer verbatim.
+func (s *server) relayTo(w http.ResponseWriter, r *http.Request, target dynamo.WebhookInstall, i platform.Integration, path string, body []byte, what string) error {
 	call := s.callFor(&call{Request: r}, webhookOp, target.Bot, target.Install, i)
+	var err error
 	if call.URL, err = s.codeTarget(r.Context(), i); err != nil {
 		return err
 	}
@@ -122,9 +147,17 @@ func (s *server) relayWebhook(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	s.observe(r.Context(), webhookOp, target.Bot, i, target.Install.Alias, call.URL, res)
-	if err := answerError(fmt.Sprintf("integration %q (webhook %s)", target.Install.Alias, id), res, true); err != nil {
+	if err := answerError(fmt.Sprintf("integration %q (%s)", target.Install.Alias, what), res, true); err != nil {
 		return err
 	}
+	if ids := res.Header.Values(headerIdentifier); len(ids) == 1 && res.StatusCode/100 != 5 {
+		scope := dynamo.IdentityScope{WorkspaceID: i.WorkspaceID, Name: i.Name}
+		if err := s.Store.ConfigureInstall(r.Context(), target.Bot.ID, target.Install.Alias, target.Install.WebhookID, scope, &ids[0], nil, ""); err != nil {
+			// The integration has acted: its answer still goes back.
+			s.Logger.Warn("recording an installation's identifier", "bot", target.Bot.ID, "alias", target.Install.Alias, "err", err)
+		}
+	}
+	res.Header.Del(headerIdentifier)
 	for k, vs := range res.Header {
 		if hopByHop[http.CanonicalHeaderKey(k)] {
 			continue

@@ -49,25 +49,33 @@ func Compile(src string) (*Program, error) {
 // last expression. A failure (a "!" call that fails, abort, assert, or a
 // limit) is returned as an error.
 func (p *Program) Run(event any) (result any, err error) {
+	result, _, err = p.Transform(event)
+	return result, err
+}
+
+// Transform evaluates the program as Run does and also returns "." as the
+// program left it (the event after its assignments), as Vector's remap
+// transform emits it.
+func (p *Program) Transform(event any) (result, target any, err error) {
 	r := &runner{}
 	ev, err := normalize(event, 0)
 	if err != nil {
-		return nil, &Error{Msg: "event: " + err.Error()}
+		return nil, nil, &Error{Msg: "event: " + err.Error()}
 	}
 	r.event = ev
 	r.frames = []map[string]any{{}}
 	defer func() {
 		if rec := recover(); rec != nil {
-			result, err = nil, &Error{Msg: fmt.Sprintf("internal error: %v", rec)}
+			result, target, err = nil, nil, &Error{Msg: fmt.Sprintf("internal error: %v", rec)}
 		}
 	}()
 	var v any
 	for _, e := range p.exprs {
 		if v, err = r.eval(e); err != nil {
-			return nil, unwrapStop(err)
+			return nil, nil, unwrapStop(err)
 		}
 	}
-	return v, nil
+	return v, r.event, nil
 }
 
 // stopError ends the program: "??" and "ok, err =" don't catch it.

@@ -16,8 +16,10 @@ describe('helpers', () => {
     await expectApiError(client({ token }).introspect({ botId: bot.id }), 404, 'ResourceNotFound')
   })
 
-  test('runVrl is refused in the error shape', async () => {
-    await expectApiError(client().runVrl({ data: { a: 1 }, script: '.b = .a' }), 403, 'Forbidden')
+  test('runVrl runs a script on data', async () => {
+    const res = expectValid('runVrl', await client().runVrl({ data: { body: '{"installation":{"id":42}}' }, script: 'to_string!(parse_json!(.body).installation.id)' }))
+    assert.deepEqual(res, { data: { body: '{"installation":{"id":42}}' }, result: '42' })
+    await expectApiError(client().runVrl({ data: { a: 1 }, script: '.b = = .a' }), 400, 'InvalidPayload')
   })
 })
 
