@@ -194,6 +194,11 @@ func TestTransferBot(t *testing.T) {
 		t.Fatalf("private integration: %d %s", r.Status, r.Raw)
 	}
 	f.updateBot(tok, bot, map[string]any{"integrations": map[string]any{"p": nil}})
+	ops := f.Check(f.ws_(tok, "GET", "/v1/admin/bots/"+bot+"/integration-operations", nil), 200, "").List("operations")
+	if len(ops) == 0 {
+		t.Fatal("no operation recorded for the install")
+	}
+	opID := ops[0].(map[string]any)["id"].(string)
 	if i, _ := f.stored(); i < items {
 		t.Fatalf("items lost: %d -> %d", items, i)
 	}
@@ -246,6 +251,9 @@ func TestTransferBot(t *testing.T) {
 			t.Errorf("target %s: %d %s", path, r.Status, r.Raw)
 		}
 	}
+	// The ledger's operations are read through the bot's workspace now.
+	f.Check(f.ws_(tok, "GET", "/v1/admin/integration-operations/"+opID, nil), 404, "")
+	now.Check(now.ws_(tok, "GET", "/v1/admin/integration-operations/"+opID, nil), 200, "")
 	if vs := now.Check(now.ws_(tok, "GET", "/v1/admin/bots/"+bot+"/versions", nil), 200, "listBotVersions").List("versions"); len(vs) != 1 {
 		t.Fatalf("versions after transfer: %v", vs)
 	}

@@ -534,7 +534,7 @@ func (s *server) dereferencedPlugin(c *call, p platform.Plugin, ws string) (any,
 		if !ok || !(ws != "" && i.WorkspaceID == ws || shared) {
 			return nil, platform.Errorf(platform.ErrReferenceNotFound, "query parameter \"interfaces.%s\": integration %q not found", alias, mapping[alias])
 		}
-		impl, ok := implementation(i, dep)
+		impl, _, ok := implementationOf(i, dep, "")
 		if !ok {
 			return nil, platform.Errorf(platform.ErrReferenceNotFound, "query parameter \"interfaces.%s\": integration %s %s does not implement interface %s %s", alias, i.Name, i.Version, dep.Name, dep.Version)
 		}
@@ -599,28 +599,6 @@ type interfaceImpl struct {
 	Entities map[string]struct {
 		Name string `json:"name"`
 	} `json:"entities"`
-}
-
-// implementation finds integration i's implementation of interface dep
-// (by id, else by name).
-func implementation(i platform.Integration, dep platform.PluginDependency) (interfaceImpl, bool) {
-	var byName *interfaceImpl
-	for _, k := range keysOf(i.Interfaces) {
-		var im interfaceImpl
-		if json.Unmarshal(i.Interfaces[k], &im) != nil {
-			continue
-		}
-		if im.ID != "" && im.ID == dep.ID {
-			return im, true
-		}
-		if byName == nil && (im.Name == dep.Name || (im.Name == "" && k == dep.Name)) {
-			byName = &im
-		}
-	}
-	if byName != nil {
-		return *byName, true
-	}
-	return interfaceImpl{}, false
 }
 
 // replaceRefs replaces, anywhere in v, an object {"$ref": "interface:..."}
