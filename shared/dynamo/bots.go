@@ -202,6 +202,9 @@ func (s *Store) DeleteBot(ctx context.Context, workspaceID, id string) (platform
 		for intID, n := range installCounts(b.Installs) {
 			items = append(items, addCounter(intPK(intID), skInt, attrInstalls, -n, 0))
 		}
+		for pid, n := range PluginCounts(b.Plugins) {
+			items = append(items, addCounter(pluginPK(pid), skPlugin, attrInstalls, -n, 0))
+		}
 		// The bot's data (chat, files, tables, issues) is deleted after
 		// this, by the Sweeper, from this marker.
 		items = append(items, deletionMarker(deletionBot, id, id, item{attrStateOwners: stateOwners(b.Bot)}))
@@ -249,6 +252,20 @@ func stateOwners(b platform.Bot) types.AttributeValue {
 		}
 	}
 	return l
+}
+
+// PluginCounts counts a bot's plugin instances per plugin version.
+func PluginCounts(plugins map[string]json.RawMessage) map[string]int64 {
+	n := map[string]int64{}
+	for _, raw := range plugins {
+		var p struct {
+			ID string `json:"id"`
+		}
+		if json.Unmarshal(raw, &p) == nil && p.ID != "" {
+			n[p.ID]++
+		}
+	}
+	return n
 }
 
 // installCounts counts a bot's installs per integration version.
@@ -312,6 +329,7 @@ func (s *Store) BotByID(ctx context.Context, id string) (platform.Bot, error) {
 // by (un)installs, and the operations (registrations) the change starts.
 type BotEffects struct {
 	Installs   map[string]int64 // integration version id -> delta
+	Plugins    map[string]int64 // plugin version id -> delta
 	Operations []platform.Operation
 }
 
@@ -347,10 +365,16 @@ func (s *Store) UpdateBot(ctx context.Context, ws, id string, change func(*platf
 		}
 		items := []types.TransactWriteItem{upd}
 		var refs []string
-		for intID, n := range fx.Installs {
-			if n != 0 {
+		for _, intID := range sortedInt64Keys(fx.Installs) {
+			if n := fx.Installs[intID]; n != 0 {
 				items = append(items, addCounter(intPK(intID), skInt, attrInstalls, n, 0))
-				refs = append(refs, intID)
+				refs = append(refs, "integration "+strconv.Quote(intID))
+			}
+		}
+		for _, pid := range sortedInt64Keys(fx.Plugins) {
+			if n := fx.Plugins[pid]; n != 0 {
+				items = append(items, addCounter(pluginPK(pid), skPlugin, attrInstalls, n, 0))
+				refs = append(refs, "plugin "+strconv.Quote(pid))
 			}
 		}
 		for _, op := range fx.Operations {
@@ -366,7 +390,7 @@ func (s *Store) UpdateBot(ctx context.Context, ws, id string, change func(*platf
 		}
 		err = s.transact(ctx, items, func(i int) error {
 			if i >= 1 && i <= len(refs) {
-				return platform.Errorf(platform.ErrReferenceNotFound, "integration %q no longer exists", refs[i-1])
+				return platform.Errorf(platform.ErrReferenceNotFound, "%s no longer exists", refs[i-1])
 			}
 			return errRetry
 		})
@@ -509,3 +533,12 @@ func (s *Store) SetInstallStatus(ctx context.Context, botID, alias, opID, status
 
 // maxAttempts bounds the optimistic retries of a read-modify-write.
 const maxAttempts = 16
+
+func sortedInt64Keys(m map[string]int64) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}

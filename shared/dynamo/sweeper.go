@@ -294,6 +294,9 @@ func (s *Store) purgeBot(ctx context.Context, bot string, owners []string, objec
 	if err := s.purge(ctx, botStatsPK(bot)); err != nil { // analytics.go
 		return err
 	}
+	if err := s.purgeBotExtras(ctx, bot); err != nil { // bot_extras.go
+		return err
+	}
 	// The lists are GSIs, read eventually consistently: a record written
 	// just before the bot was deleted may have been missed. The marker is
 	// kept (and the purge run again by the next sweep) until they are empty.

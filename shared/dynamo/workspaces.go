@@ -238,6 +238,9 @@ func (s *Store) DeleteWorkspace(ctx context.Context, id string) error {
 	if err := s.checkNoInterfaces(ctx, id); err != nil {
 		return err
 	}
+	if err := s.checkNoPlugins(ctx, id); err != nil {
+		return err
+	}
 	_, err = s.db.DeleteItem(ctx, &dynamodb.DeleteItemInput{
 		TableName:                           &s.table,
 		Key:                                 key(workspacePK(id), skWorkspace),

@@ -99,6 +99,40 @@ func (s *server) adminRoutes() []route {
 		{pattern: "GET /v1/admin/bots/{id}/integration-operations", op: "listBotIntegrationOperations", scope: scopeWorkspace, role: viewer, handle: s.listBotIntegrationOperations},
 		// -- end bots-and-integrations routes --
 
+		// Plugins (admin_plugins.go) and the hub's public ones.
+		{pattern: "POST /v1/admin/plugins", op: "createPlugin", scope: scopeWorkspace, role: developer, maxBody: maxDeployBody, handle: s.createPlugin},
+		{pattern: "GET /v1/admin/plugins", op: "listPlugins", scope: scopeWorkspace, role: viewer, handle: s.listPlugins},
+		{pattern: "GET /v1/admin/plugins/{id}", op: "getPlugin", scope: scopeWorkspace, role: viewer, handle: s.getPlugin},
+		{pattern: "PUT /v1/admin/plugins/{id}", op: "updatePlugin", scope: scopeWorkspace, role: developer, maxBody: maxDeployBody, handle: s.updatePlugin},
+		{pattern: "DELETE /v1/admin/plugins/{id}", op: "deletePlugin", scope: scopeWorkspace, role: developer, handle: s.deletePlugin},
+		// More specific than {name}/{version}: ServeMux prefers the literal.
+		{pattern: "GET /v1/admin/plugins/{id}/dereferenced", op: "getDereferencedPlugin", scope: scopeWorkspace, role: viewer, handle: s.getDereferencedPlugin},
+		{pattern: "GET /v1/admin/plugins/{name}/{version}", op: "getPluginByName", scope: scopeWorkspace, role: viewer, handle: s.getPluginByName},
+		{pattern: "GET /v1/admin/plugins/{id}/code/{platform}", op: "getPluginCode", scope: scopeWorkspace, role: viewer, handle: s.getPluginCode},
+		{pattern: "GET /v1/admin/hub/plugins", op: "listPublicPlugins", scope: scopeAnyone, handle: s.listPublicPlugins},
+		{pattern: "GET /v1/admin/hub/plugins/{id}", op: "getPublicPluginById", scope: scopeAnyone, handle: s.getPublicPluginByID},
+		{pattern: "GET /v1/admin/hub/plugins/{id}/dereferenced", op: "getDereferencedPublicPluginById", scope: scopeAnyone, handle: s.getDereferencedPublicPluginByID},
+		{pattern: "GET /v1/admin/hub/plugins/{name}/{version}", op: "getPublicPlugin", scope: scopeAnyone, handle: s.getPublicPlugin},
+		{pattern: "GET /v1/admin/hub/plugins/{id}/code/{platform}", op: "getPublicPluginCode", scope: scopeAnyone, handle: s.getPublicPluginCode},
+
+		// Bot versions, bot JSON, transfer, allowlist, shareable ids, action
+		// runs (admin_bot_extras.go).
+		{pattern: "POST /v1/admin/bots/{id}/versions", op: "createBotVersion", scope: scopeWorkspace, role: developer, handle: s.createBotVersion},
+		{pattern: "GET /v1/admin/bots/{id}/versions", op: "listBotVersions", scope: scopeWorkspace, role: viewer, handle: s.listBotVersions},
+		{pattern: "GET /v1/admin/bots/{id}/versions/{versionId}", op: "getBotVersion", scope: scopeWorkspace, role: viewer, handle: s.getBotVersion},
+		{pattern: "POST /v1/admin/bots/{id}/versions/deploy", op: "deployBotVersion", scope: scopeWorkspace, role: developer, handle: s.deployBotVersion},
+		{pattern: "GET /v1/admin/bots/{id}/bot-json", op: "getBotJson", scope: scopeWorkspace, role: developer, handle: s.getBotJSON},
+		{pattern: "POST /v1/admin/bots/{id}/publish-from-bot-json", op: "publishFromBotJson", scope: scopeWorkspace, role: developer, maxBody: maxDeployBody, handle: s.publishFromBotJSON},
+		// Administrator of the bot's workspace here; of the target's, in the handler.
+		{pattern: "POST /v1/admin/bots/{id}/transfer", op: "transferBot", scope: scopeWorkspace, role: admin, handle: s.transferBot},
+		{pattern: "GET /v1/admin/bots/{botId}/allowlist", op: "getBotAllowlist", scope: scopeWorkspace, role: viewer, handle: s.getBotAllowlist},
+		{pattern: "PUT /v1/admin/bots/{botId}/allowlist", op: "updateBotAllowlist", scope: scopeWorkspace, role: admin, handle: s.updateBotAllowlist},
+		{pattern: "POST /v1/admin/bots/{botId}/integrations/{integrationId}/shareable-id", op: "createIntegrationShareableId", scope: scopeWorkspace, role: developer, handle: s.createIntegrationShareableID},
+		{pattern: "GET /v1/admin/bots/{botId}/integrations/{integrationId}/shareable-id", op: "getIntegrationShareableId", scope: scopeWorkspace, role: viewer, handle: s.getIntegrationShareableID},
+		{pattern: "DELETE /v1/admin/bots/{botId}/integrations/{integrationId}/shareable-id", op: "deleteIntegrationShareableId", scope: scopeWorkspace, role: developer, handle: s.deleteIntegrationShareableID},
+		{pattern: "DELETE /v1/admin/bots/{botId}/integrations/{integrationId}/sandboxed-conversations", op: "unlinkSandboxedConversations", scope: scopeWorkspace, role: developer, handle: s.unlinkSandboxedConversations},
+		{pattern: "GET /v1/admin/bots/{id}/action-runs", op: "listActionRuns", scope: scopeWorkspace, role: viewer, handle: s.listActionRuns},
+
 		// Bot and integration logs, bot issues (handlers in admin_logs.go).
 		// -- begin logs-and-issues routes --
 		{pattern: "GET /v1/admin/bots/{id}/logs", op: "getBotLogs", scope: scopeWorkspace, role: viewer, botSelf: true, handle: s.getBotLogs},

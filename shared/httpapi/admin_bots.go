@@ -438,6 +438,9 @@ type updateBotBody struct {
 
 	// codeKey is where code was stored (admin_code.go), before the update.
 	codeKey string
+	// replace makes the body the bot's whole definition (bot JSON): what
+	// it leaves out is removed (withRemovals).
+	replace bool
 }
 
 type botConfigPatch struct {
@@ -488,30 +491,41 @@ func (s *server) updateBot(c *call) (any, error) {
 	if err := c.decode(&in); err != nil {
 		return nil, err
 	}
-	if err := checkUpdateBot(&in); err != nil {
+	return s.updateBotWith(c, c.PathValue("id"), &in)
+}
+
+// updateBotWith applies an updateBot body to bot id of the caller's
+// workspace (updateBot; publishFromBotJson and deployBotVersion, which
+// replace the definition) and answers the bot.
+func (s *server) updateBotWith(c *call, id string, in *updateBotBody) (any, error) {
+	if err := checkUpdateBot(in); err != nil {
 		return nil, err
 	}
 	if in.Code != nil && *in.Code != "" {
 		// The code goes to the file storage first (the record names it),
 		// for a bot the caller may change.
-		if rec, err := s.Store.GetBot(c.ctx, c.PathValue("id")); err != nil || rec.WorkspaceID != c.workspaceID {
+		if rec, err := s.Store.GetBot(c.ctx, id); err != nil || rec.WorkspaceID != c.workspaceID {
 			if err == nil {
-				err = platform.NotFound("bot", c.PathValue("id"))
+				err = platform.NotFound("bot", id)
 			}
 			return nil, err
 		}
 		var err error
-		if in.codeKey, err = s.storeBotCode(c.ctx, c.PathValue("id"), *in.Code); err != nil {
+		if in.codeKey, err = s.storeBotCode(c.ctx, id, *in.Code); err != nil {
 			return nil, err
 		}
 	}
 	var ch botChange
 	var ints map[string]platform.Integration
-	b, err := s.Store.UpdateBot(c.ctx, c.workspaceID, c.PathValue("id"), func(b *platform.Bot) (dynamo.BotEffects, error) {
+	b, err := s.Store.UpdateBot(c.ctx, c.workspaceID, id, func(b *platform.Bot) (dynamo.BotEffects, error) {
 		ch = botChange{}
-		fx := dynamo.BotEffects{Installs: map[string]int64{}}
+		fx := dynamo.BotEffects{Installs: map[string]int64{}, Plugins: map[string]int64{}}
+		body := *in
+		if in.replace {
+			body = withRemovals(in, b)
+		}
 		var err error
-		ints, err = s.applyBotPatch(c, b, &in, &fx, &ch)
+		ints, err = s.applyBotPatch(c, b, &body, &fx, &ch)
 		return fx, err
 	})
 	if err != nil {
@@ -653,7 +667,7 @@ func (s *server) applyBotPatch(c *call, b *platform.Bot, in *updateBotBody, fx *
 	if err != nil {
 		return nil, err
 	}
-	if err := patchPlugins(b, in.Plugins, ints); err != nil {
+	if err := s.patchPlugins(c, b, in.Plugins, ints, fx); err != nil {
 		return nil, err
 	}
 	return ints, nil
@@ -982,14 +996,11 @@ func (s *server) runCalls(ctx context.Context, calls []integrationCall) {
 
 // pluginPatch is an entry of updateBot's plugins.
 type pluginPatch struct {
-	ID            string                     `json:"id"`
-	Enabled       *bool                      `json:"enabled"`
-	Configuration json.RawMessage            `json:"configuration"`
-	Interfaces    map[string]pluginInterface `json:"interfaces"`
-	Integrations  map[string]struct {
-		IntegrationID    string `json:"integrationId"`
-		IntegrationAlias string `json:"integrationAlias"`
-	} `json:"integrations"`
+	ID            string                       `json:"id"`
+	Enabled       *bool                        `json:"enabled"`
+	Configuration json.RawMessage              `json:"configuration"`
+	Interfaces    map[string]pluginInterface   `json:"interfaces"`
+	Integrations  map[string]pluginIntegration `json:"integrations"`
 }
 
 type pluginInterface struct {
@@ -999,82 +1010,214 @@ type pluginInterface struct {
 	InterfaceID               string `json:"interfaceId"`
 }
 
-// patchPlugins applies the plugins patch. A plugin's interfaces and
-// integrations must name integrations installed on the bot; the platform
-// has no plugin catalogue, so a plugin is described by its alias.
-func patchPlugins(b *platform.Bot, patch map[string]json.RawMessage, ints map[string]platform.Integration) error {
+type pluginIntegration struct {
+	IntegrationID    string `json:"integrationId"`
+	IntegrationAlias string `json:"integrationAlias"`
+}
+
+// pluginInstance is a plugin as a bot stores and answers it (the
+// reference's shape): the catalogue version's description, as of when the
+// entry was last written, and how the bot backs its dependencies.
+type pluginInstance struct {
+	Enabled         bool                         `json:"enabled"`
+	Name            string                       `json:"name"`
+	Version         string                       `json:"version"`
+	Configuration   json.RawMessage              `json:"configuration"`
+	Interfaces      map[string]pluginInterface   `json:"interfaces"`
+	Integrations    map[string]pluginIntegration `json:"integrations"`
+	ID              string                       `json:"id"`
+	CreatedAt       string                       `json:"createdAt"`
+	UpdatedAt       string                       `json:"updatedAt"`
+	Title           string                       `json:"title"`
+	Description     string                       `json:"description"`
+	IconURL         string                       `json:"iconUrl"`
+	ReadmeURL       string                       `json:"readmeUrl"`
+	Public          bool                         `json:"public"`
+	Visibility      string                       `json:"visibility"`
+	LifecycleStatus string                       `json:"lifecycleStatus"`
+}
+
+// patchPlugins applies the plugins patch: each entry names a plugin version
+// of the catalogue the bot's workspace may read (its own or a shared one),
+// its configuration is checked against the version's configuration schema,
+// and each of the version's interface and integration dependencies must be
+// backed by an integration installed on the bot (implementing that
+// interface, or of that integration's name). A missing plugin, version or
+// backing is a 400 naming the entry. Entries not in the patch are checked
+// again (an integration they rely on may just have been removed). Install
+// counts of plugin versions move in fx.
+func (s *server) patchPlugins(c *call, b *platform.Bot, patch map[string]json.RawMessage, ints map[string]platform.Integration, fx *dynamo.BotEffects) error {
 	if b.Plugins == nil {
 		b.Plugins = map[string]json.RawMessage{}
 	}
-	now := platform.Now()
+	if fx.Plugins == nil {
+		fx.Plugins = map[string]int64{}
+	}
+	ids := []string{}
+	patches := map[string]pluginPatch{}
 	for _, alias := range keysOf(patch) {
-		field := "plugins." + alias
 		if isNull(patch[alias]) {
-			delete(b.Plugins, alias)
 			continue
 		}
 		var p pluginPatch
 		if err := json.Unmarshal(patch[alias], &p); err != nil {
-			return platform.Invalid("invalid body: field %q: %v", field, err)
+			return platform.Invalid("invalid body: field %q: %v", "plugins."+alias, err)
 		}
-		if len(p.ID) < 28 || len(p.ID) > 36 {
-			return platform.Invalid("invalid body: field %q: a plugin id has 28 to 36 characters", field+".id")
+		patches[alias] = p
+		ids = append(ids, p.ID)
+	}
+	if len(patch) == 0 {
+		return s.checkPluginBackings(b, ints)
+	}
+	found, err := s.Store.PluginsByID(c.ctx, ids)
+	if err != nil {
+		return err
+	}
+	now := platform.Now()
+	for _, alias := range keysOf(patch) {
+		field := "plugins." + alias
+		var old pluginInstance
+		hadOld := json.Unmarshal(b.Plugins[alias], &old) == nil && old.ID != ""
+		if isNull(patch[alias]) {
+			if hadOld {
+				fx.Plugins[old.ID]--
+			}
+			delete(b.Plugins, alias)
+			continue
 		}
-		var old map[string]json.RawMessage
-		_ = json.Unmarshal(b.Plugins[alias], &old)
-		created := now
-		if v, ok := old["createdAt"]; ok {
-			_ = json.Unmarshal(v, &created)
+		p := patches[alias]
+		pv, ok := found[p.ID]
+		if !ok || !pv.VisibleTo(b.WorkspaceID) {
+			return platform.Errorf(platform.ErrReferenceNotFound, "invalid body: field %q: plugin %q not found", field+".id", p.ID)
 		}
-		enabled := true
+		same := hadOld && old.ID == p.ID
+		if !same && pv.LifecycleStatus == "deprecated" {
+			return platform.Invalid("invalid body: field %q: plugin %s %s is deprecated and cannot be added", field+".id", pv.Name, pv.Version)
+		}
+		inst := pluginInstance{
+			Enabled: true, Name: pv.Name, Version: pv.Version, Configuration: json.RawMessage(`{}`),
+			Interfaces: map[string]pluginInterface{}, Integrations: map[string]pluginIntegration{},
+			ID: pv.ID, CreatedAt: now, UpdatedAt: now, Title: pv.Title, Description: pv.Description,
+			IconURL: pv.IconURL, ReadmeURL: pv.ReadmeURL, Public: pv.Public, Visibility: pv.Visibility, LifecycleStatus: pv.LifecycleStatus,
+		}
+		if same {
+			inst.CreatedAt, inst.Enabled, inst.Configuration = old.CreatedAt, old.Enabled, old.Configuration
+			inst.Interfaces, inst.Integrations = orEmpty(old.Interfaces), orEmpty(old.Integrations)
+		}
 		if p.Enabled != nil {
-			enabled = *p.Enabled
+			inst.Enabled = *p.Enabled
 		}
-		cfg := p.Configuration
-		if len(cfg) == 0 {
-			cfg = json.RawMessage(`{}`)
+		if len(p.Configuration) > 0 && !isNull(p.Configuration) {
+			inst.Configuration = p.Configuration
 		}
-		ifaces := map[string]pluginInterface{}
-		for name, pi := range p.Interfaces {
-			f := field + ".interfaces." + name
-			inst, ok := installFor(b, pi.IntegrationID, pi.IntegrationAlias)
-			if !ok {
-				return platform.Errorf(platform.ErrReferenceNotFound, "invalid body: field %q: integration %q is not installed on the bot", f, pi.IntegrationID)
-			}
-			ifAlias := pi.IntegrationInterfaceAlias
-			if ifAlias == "" {
-				ifAlias = name
-			}
-			var decl struct {
-				ID string `json:"id"`
-			}
-			_ = json.Unmarshal(ints[inst.IntegrationID].Interfaces[ifAlias], &decl)
-			if decl.ID == "" {
-				return platform.Errorf(platform.ErrReferenceNotFound, "invalid body: field %q: integration %q implements no interface %q", f, pi.IntegrationID, ifAlias)
-			}
-			pi.IntegrationAlias, pi.InterfaceID = inst.Alias, decl.ID
-			ifaces[name] = pi
+		var cfg struct {
+			Schema json.RawMessage `json:"schema"`
 		}
-		intsOut := map[string]any{}
-		for name, pi := range p.Integrations {
-			inst, ok := installFor(b, pi.IntegrationID, pi.IntegrationAlias)
-			if !ok || inst.Alias != pi.IntegrationAlias {
-				return platform.Errorf(platform.ErrReferenceNotFound, "invalid body: field %q: no integration %q is installed under the alias %q", field+".integrations."+name, pi.IntegrationID, pi.IntegrationAlias)
-			}
-			intsOut[name] = pi
+		_ = json.Unmarshal(pv.Configuration, &cfg)
+		if err := validateJSON(field+".configuration", cfg.Schema, inst.Configuration); err != nil {
+			return err
 		}
-		raw, err := json.Marshal(map[string]any{
-			"enabled": enabled, "name": alias, "version": "", "configuration": cfg,
-			"interfaces": ifaces, "integrations": intsOut,
-			"id": p.ID, "createdAt": created, "updatedAt": now, "title": alias, "description": "",
-			"iconUrl": "", "readmeUrl": "", "public": false, "visibility": platform.VisibilityPrivate, "lifecycleStatus": "published",
-		})
+		if p.Interfaces != nil {
+			inst.Interfaces = map[string]pluginInterface{}
+			for _, name := range keysOf(p.Interfaces) {
+				pi := p.Interfaces[name]
+				f := field + ".interfaces." + name
+				dep, ok := pv.Dependencies.Interfaces[name]
+				if !ok {
+					return platform.Invalid("invalid body: field %q: plugin %s %s has no interface %q", f, pv.Name, pv.Version, name)
+				}
+				in, ok := installFor(b, pi.IntegrationID, pi.IntegrationAlias)
+				if !ok {
+					return platform.Errorf(platform.ErrReferenceNotFound, "invalid body: field %q: integration %q is not installed on the bot", f, pi.IntegrationID)
+				}
+				i := ints[in.IntegrationID]
+				impl, ifAlias, ok := implementationOf(i, dep, pi.IntegrationInterfaceAlias)
+				if !ok {
+					return platform.Errorf(platform.ErrReferenceNotFound, "invalid body: field %q: integration %s %s does not implement interface %s %s", f, i.Name, i.Version, dep.Name, dep.Version)
+				}
+				_ = impl
+				inst.Interfaces[name] = pluginInterface{IntegrationID: in.IntegrationID, IntegrationAlias: in.Alias, IntegrationInterfaceAlias: ifAlias, InterfaceID: dep.ID}
+			}
+		}
+		if p.Integrations != nil {
+			inst.Integrations = map[string]pluginIntegration{}
+			for _, name := range keysOf(p.Integrations) {
+				pi := p.Integrations[name]
+				f := field + ".integrations." + name
+				dep, ok := pv.Dependencies.Integrations[name]
+				if !ok {
+					return platform.Invalid("invalid body: field %q: plugin %s %s has no integration %q", f, pv.Name, pv.Version, name)
+				}
+				in, ok := b.Installs[pi.IntegrationAlias]
+				if !ok || in.IntegrationID != pi.IntegrationID {
+					return platform.Errorf(platform.ErrReferenceNotFound, "invalid body: field %q: no integration %q is installed under the alias %q", f, pi.IntegrationID, pi.IntegrationAlias)
+				}
+				if i := ints[in.IntegrationID]; i.Name != dep.Name {
+					return platform.Errorf(platform.ErrReferenceNotFound, "invalid body: field %q: the plugin needs integration %s, not %s", f, dep.Name, i.Name)
+				}
+				inst.Integrations[name] = pi
+			}
+		}
+		raw, err := json.Marshal(inst)
 		if err != nil {
 			return err
 		}
 		b.Plugins[alias] = raw
+		if !same {
+			if hadOld {
+				fx.Plugins[old.ID]--
+			}
+			fx.Plugins[pv.ID]++
+		}
+	}
+	return s.checkPluginBackings(b, ints)
+}
+
+// checkPluginBackings checks that every plugin of b is backed: each
+// dependency the version declared when the entry was written has an
+// installed integration (a removed integration is refused while a plugin
+// relies on it).
+func (s *server) checkPluginBackings(b *platform.Bot, ints map[string]platform.Integration) error {
+	for _, alias := range keysOf(b.Plugins) {
+		var inst pluginInstance
+		if json.Unmarshal(b.Plugins[alias], &inst) != nil || inst.ID == "" {
+			continue
+		}
+		for name, pi := range inst.Interfaces {
+			if in, ok := b.Installs[pi.IntegrationAlias]; !ok || in.IntegrationID != pi.IntegrationID {
+				return platform.Invalid("invalid body: field %q: plugin %q relies on the integration installed as %q for its interface %q: change the plugin first", "plugins."+alias, alias, pi.IntegrationAlias, name)
+			}
+		}
+		for name, pi := range inst.Integrations {
+			if in, ok := b.Installs[pi.IntegrationAlias]; !ok || in.IntegrationID != pi.IntegrationID {
+				return platform.Invalid("invalid body: field %q: plugin %q relies on the integration installed as %q (its %q): change the plugin first", "plugins."+alias, alias, pi.IntegrationAlias, name)
+			}
+		}
 	}
 	return nil
+}
+
+// implementationOf finds integration i's implementation of interface dep:
+// under ifAlias when given, else any (by interface id, else name). It
+// returns the alias the integration declares it under.
+func implementationOf(i platform.Integration, dep platform.PluginDependency, ifAlias string) (interfaceImpl, string, bool) {
+	match := func(k string) (interfaceImpl, bool) {
+		var im interfaceImpl
+		if json.Unmarshal(i.Interfaces[k], &im) != nil {
+			return im, false
+		}
+		return im, (im.ID != "" && im.ID == dep.ID) || im.Name == dep.Name || (im.Name == "" && k == dep.Name)
+	}
+	if ifAlias != "" {
+		im, ok := match(ifAlias)
+		return im, ifAlias, ok
+	}
+	for _, k := range keysOf(i.Interfaces) {
+		if im, ok := match(k); ok {
+			return im, k, true
+		}
+	}
+	return interfaceImpl{}, "", false
 }
 
 // installFor finds the instance of integration id (under alias, when given).

@@ -204,7 +204,7 @@ func TestUpdateBotRefusals(t *testing.T) {
 		{"required configuration", map[string]any{"integrations": map[string]any{"s": map[string]any{"integrationId": intID, "configurationType": "oauth", "configuration": map[string]any{}}}}, 400, "clientId"},
 		{"unknown channel", map[string]any{"integrations": map[string]any{"s": map[string]any{"integrationId": intID, "disabledChannels": []string{"fax"}}}}, 400, "fax"},
 		{"bad plugin id", map[string]any{"plugins": map[string]any{"p": map[string]any{"id": "short"}}}, 400, "plugins.p.id"},
-		{"plugin on a missing integration", map[string]any{"plugins": map[string]any{"p": map[string]any{"id": "plugin_01JAAAAAAAAAAAAAAAAAAAAAAA", "interfaces": map[string]any{"creatable": map[string]any{"integrationId": intID}}}}}, 400, "not installed"},
+		{"unknown plugin", map[string]any{"plugins": map[string]any{"p": map[string]any{"id": "intver_01JZZZZZZZZZZZZZZZZZZZZZZZ", "interfaces": map[string]any{"creatable": map[string]any{"integrationId": intID}}}}}, 400, "not found"},
 		{"malformed", `{"name":`, 400, "malformed"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -392,14 +392,19 @@ func TestInstallByIDAndConcurrency(t *testing.T) {
 		t.Fatal("the alias of an install by id is the integration's name")
 	}
 	// Plugins refer to installed integrations and their interfaces.
+	ifaceID := f.Check(f.ws_(tok, "POST", "/v1/admin/interfaces", interfaceDef("creatable", "1.0.0", nil)), 200, "createInterface").Str("interface.id")
+	pluginID := f.createPlugin(tok, pluginDef("reminders", "1.0.0", map[string]any{"dependencies": map[string]any{
+		"interfaces":   map[string]any{"creatable": map[string]any{"id": ifaceID}},
+		"integrations": map[string]any{"chat": map[string]any{"name": "plain", "version": "1.0.0"}},
+	}})).Str("plugin.id")
 	u = f.updateBot(tok, bot, map[string]any{"plugins": map[string]any{"reminders": map[string]any{
-		"id": "plugin_01JAAAAAAAAAAAAAAAAAAAAAAA", "configuration": map[string]any{"every": "day"},
+		"id": pluginID, "configuration": map[string]any{"every": "day"},
 		"interfaces":   map[string]any{"creatable": map[string]any{"integrationId": intID}},
 		"integrations": map[string]any{"chat": map[string]any{"integrationId": intID, "integrationAlias": "plain"}},
 	}}})
 	p := u.Body["bot"].(map[string]any)["plugins"].(map[string]any)["reminders"].(map[string]any)
 	ifc := p["interfaces"].(map[string]any)["creatable"].(map[string]any)
-	if p["enabled"] != true || ifc["interfaceId"] != "intver_01JAAAAAAAAAAAAAAAAAAAAAAA" || ifc["integrationAlias"] != "plain" {
+	if p["enabled"] != true || ifc["interfaceId"] != ifaceID || ifc["integrationAlias"] != "plain" || p["name"] != "reminders" || p["version"] != "1.0.0" {
 		t.Fatalf("plugin: %v", p)
 	}
 

@@ -145,19 +145,37 @@ var assetName = regexp.MustCompile(`^(icon-[0-9a-f]{64}\.svg|readme-[0-9a-f]{64}
 // storage address is given out), cacheable for good (the URL changes with
 // the content).
 func (s *server) serveAsset(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	s.serveAssetOf(w, r, "integration asset", "integrations/", func() (string, string, error) {
+		rec, err := s.Store.GetIntegration(r.Context(), id)
+		return rec.IconKey, rec.ReadmeKey, err
+	})
+}
+
+// servePluginAsset answers GET /v1/admin/plugins/{id}/assets/{name}, the
+// iconUrl and readmeUrl of a plugin version, as serveAsset does.
+func (s *server) servePluginAsset(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	s.serveAssetOf(w, r, "plugin asset", "plugins/", func() (string, string, error) {
+		rec, err := s.Store.GetPlugin(r.Context(), id)
+		return rec.IconKey, rec.ReadmeKey, err
+	})
+}
+
+func (s *server) serveAssetOf(w http.ResponseWriter, r *http.Request, what, dir string, current func() (icon, readme string, err error)) {
 	id, name := r.PathValue("id"), r.PathValue("name")
-	notFound := platform.NotFound("integration asset", id+"/"+name)
+	notFound := platform.NotFound(what, id+"/"+name)
 	if !assetName.MatchString(name) {
 		s.writeError(w, r, notFound)
 		return
 	}
-	rec, err := s.Store.GetIntegration(r.Context(), id)
+	iconKey, readmeKey, err := current()
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	key := CodeKeyPrefix + "integrations/" + id + "/" + name
-	if key != rec.IconKey && key != rec.ReadmeKey || s.Files == nil {
+	key := CodeKeyPrefix + dir + id + "/" + name
+	if key != iconKey && key != readmeKey || s.Files == nil {
 		s.writeError(w, r, notFound)
 		return
 	}

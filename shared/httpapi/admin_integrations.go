@@ -769,10 +769,21 @@ func (s *server) deleteIntegrationAPIKey(c *call) (any, error) {
 func (s *server) workspaceOperation(c *call) (platform.Operation, error) {
 	id := c.PathValue("id")
 	r, err := s.Store.GetOperation(c.ctx, id)
-	if err == nil && r.WorkspaceID != c.workspaceID {
-		err = platform.NotFound("operation", id)
+	if err != nil {
+		return r.Operation, err
 	}
-	return r.Operation, err
+	// The bot's workspace now (it may have been transferred since), else
+	// the one recorded (a deleted bot's).
+	ws := r.WorkspaceID
+	if b, err := s.Store.GetBot(c.ctx, r.BotID); err == nil {
+		ws = b.WorkspaceID
+	} else if platform.TypeOf(err) != platform.ErrResourceNotFound {
+		return r.Operation, err
+	}
+	if ws != c.workspaceID {
+		return r.Operation, platform.NotFound("operation", id)
+	}
+	return r.Operation, nil
 }
 
 // getIntegrationOperation answers an operation as of now: one left pending

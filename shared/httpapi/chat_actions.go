@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/botforge/platform/shared/delivery"
 	"github.com/botforge/platform/shared/dynamo"
@@ -64,18 +65,24 @@ func (s *server) callAction(c *call) (any, error) {
 	if err := checkActionInput(def, in.Input); err != nil {
 		return nil, err
 	}
+	// From here on, each call is recorded (listActionRuns), failed or not.
+	started := time.Now()
 	call := s.callFor(c, "action_triggered", c.bot.Bot, inst, i)
 	if call.URL, err = s.codeTarget(c.ctx, i); err != nil {
+		s.recordActionRun(c, alias, action, in.Input, nil, err, started, time.Since(started))
 		return nil, err
 	}
 	call.Body = map[string]any{"type": action, "input": in.Input}
 	call.Timeout = min(call.Timeout, delivery.BotTimeout(c.bot.Bot))
 	res, err := s.sendToIntegration(c.ctx, call)
 	if err != nil {
+		s.recordActionRun(c, alias, action, in.Input, nil, err, started, time.Since(started))
 		return nil, err
 	}
 	s.observe(c.ctx, "action_triggered", c.bot.Bot, i, alias, call.URL, res)
-	return actionAnswer(fmt.Sprintf("integration %q, action %q,", alias, action), res)
+	out, err := actionAnswer(fmt.Sprintf("integration %q, action %q,", alias, action), res)
+	s.recordActionRun(c, alias, action, in.Input, out, err, started, res.Duration)
+	return out, err
 }
 
 // callBotAction sends an unprefixed action to the bot itself. A bot that

@@ -104,6 +104,7 @@ func New(cfg Config, areas ...Area) http.Handler {
 		if a == AreaAdmin {
 			// Integrations' iconUrl and readmeUrl: no token (admin_code.go).
 			mux.HandleFunc("GET /v1/admin/integrations/{id}/assets/{name}", s.serveAsset)
+			mux.HandleFunc("GET /v1/admin/plugins/{id}/assets/{name}", s.servePluginAsset)
 		}
 		if a == AreaChat {
 			// Webhook ingress: no token, the webhook id is the secret (webhooks.go).
