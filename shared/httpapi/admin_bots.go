@@ -135,6 +135,9 @@ func (s *server) createBot(c *call) (any, error) {
 	if err := s.Store.CreateBot(c.ctx, b); err != nil {
 		return nil, err
 	}
+	if err := s.deployBot(c, b); err != nil {
+		return nil, err
+	}
 	return map[string]any{"bot": s.botView(c, b, nil)}, nil
 }
 
@@ -376,6 +379,7 @@ func (s *server) deleteBot(c *call) (any, error) {
 		return nil, err
 	}
 	s.deleteSchedules(c.ctx, b.ID, keysOf(b.RecurringEvents))
+	s.removeCode(c, "bot", b.ID)
 	// The bot's data (conversations, messages, users, states, events,
 	// files, tables, issues) is the sweeper's, from the marker DeleteBot
 	// wrote.
@@ -518,6 +522,9 @@ func (s *server) updateBot(c *call) (any, error) {
 		return nil, err
 	}
 	s.deleteSchedules(c.ctx, b.ID, ch.removedSchedules)
+	if err := s.deployBot(c, b); err != nil {
+		return nil, err
+	}
 	if len(ch.calls) > 0 {
 		s.runCalls(c.ctx, ch.calls)
 		// The registrations moved the instances: answer their outcome.

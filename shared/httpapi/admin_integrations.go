@@ -253,6 +253,9 @@ func (s *server) createIntegration(c *call) (any, error) {
 	if err := s.Store.CreateIntegration(c.ctx, i); err != nil {
 		return nil, err
 	}
+	if err := s.deployIntegration(c, i); err != nil {
+		return nil, err
+	}
 	return map[string]any{"integration": integrationView(c, i)}, nil
 }
 
@@ -402,6 +405,9 @@ func (s *server) updateIntegration(c *call) (any, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := s.deployIntegration(c, i); err != nil {
+		return nil, err
+	}
 	return map[string]any{"integration": integrationView(c, i)}, nil
 }
 
@@ -426,7 +432,11 @@ func (s *server) validateIntegrationUpdate(c *call) (any, error) {
 }
 
 func (s *server) deleteIntegration(c *call) (any, error) {
-	return nil, s.Store.DeleteIntegration(c.ctx, c.workspaceID, c.PathValue("id"))
+	if err := s.Store.DeleteIntegration(c.ctx, c.workspaceID, c.PathValue("id")); err != nil {
+		return nil, err
+	}
+	s.removeCode(c, "integration", c.PathValue("id"))
+	return nil, nil
 }
 
 func (s *server) requestIntegrationVerification(c *call) (any, error) {
