@@ -200,7 +200,9 @@ func (r *Runner) DeployIntegration(ctx context.Context, i platform.Integration, 
 }
 
 // RemoveBot deletes the bot's function and role (none: nothing to do).
-func (r *Runner) RemoveBot(ctx context.Context, botID string) error { return r.remove(ctx, "bot", botID) }
+func (r *Runner) RemoveBot(ctx context.Context, botID string) error {
+	return r.remove(ctx, "bot", botID)
+}
 
 // RemoveIntegration deletes the integration version's function and role.
 func (r *Runner) RemoveIntegration(ctx context.Context, id string) error {

@@ -140,4 +140,3 @@ func (s CodeSource) IntegrationToken(ctx context.Context, i platform.Integration
 		}
 	}, nil
 }
-
