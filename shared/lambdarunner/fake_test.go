@@ -1,0 +1,288 @@
+package lambdarunner_test
+
+import (
+	"archive/zip"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// fakeAWS is a Lambda and IAM endpoint recording every call: Lambda's
+// REST-JSON API (functions kept in memory; Invoke runs the function's zip
+// with the machine's node, as Lambda's Node.js runtime calls index.handler)
+// and IAM's query API.
+type fakeAWS struct {
+	t   *testing.T
+	srv *httptest.Server
+
+	mu    sync.Mutex
+	calls []string // "Lambda.CreateFunction name", "IAM.CreateRole name", ...
+	// bodies of the calls, by call
+	bodies    map[string][]map[string]any
+	functions map[string]*fakeFunction
+	roles     map[string]url.Values
+	policies  map[string]string
+	// faults: the next n CreateFunction calls answer "role cannot be
+	// assumed"; the next n GetFunction calls after a change answer Pending
+	// / InProgress; every Invoke answers TooManyRequests.
+	roleNotReady int
+	pendingPolls int
+	throttle     bool
+	logs         []string // the functions' stdout lines
+}
+
+type fakeFunction struct {
+	config  map[string]any
+	zip     []byte
+	pending int
+}
+
+func newFakeAWS(t *testing.T) *fakeAWS {
+	f := &fakeAWS{t: t, bodies: map[string][]map[string]any{}, functions: map[string]*fakeFunction{}, roles: map[string]url.Values{}, policies: map[string]string{}}
+	f.srv = httptest.NewServer(http.HandlerFunc(f.serve))
+	t.Cleanup(f.srv.Close)
+	return f
+}
+
+func (f *fakeAWS) record(call string, body map[string]any) {
+	f.calls = append(f.calls, call)
+	f.bodies[strings.Fields(call)[0]] = append(f.bodies[strings.Fields(call)[0]], body)
+}
+
+func (f *fakeAWS) Calls() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := f.calls
+	f.calls = nil
+	return out
+}
+
+func lambdaError(w http.ResponseWriter, status int, typ, msg string) {
+	w.Header().Set("X-Amzn-ErrorType", typ)
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(map[string]string{"Type": "User", "message": msg})
+}
+
+func (f *fakeAWS) serve(w http.ResponseWriter, r *http.Request) {
+	body, _ := io.ReadAll(r.Body)
+	if strings.HasPrefix(r.URL.Path, "/2015-03-31/functions") {
+		f.serveLambda(w, r, body)
+		return
+	}
+	f.serveIAM(w, r, body)
+}
+
+func (f *fakeAWS) serveLambda(w http.ResponseWriter, r *http.Request, body []byte) {
+	rest := strings.TrimPrefix(r.URL.Path, "/2015-03-31/functions")
+	parts := strings.Split(strings.Trim(rest, "/"), "/")
+	var in map[string]any
+	_ = json.Unmarshal(body, &in)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	name := parts[0]
+	fn := f.functions[name]
+	conf := func() map[string]any {
+		c := map[string]any{}
+		for k, v := range fn.config {
+			c[k] = v
+		}
+		if fn.pending > 0 {
+			fn.pending--
+			c["State"], c["LastUpdateStatus"] = "Active", "InProgress"
+			if _, ok := c["_new"]; ok {
+				c["State"] = "Pending"
+			}
+		} else {
+			c["State"], c["LastUpdateStatus"] = "Active", "Successful"
+			delete(fn.config, "_new")
+		}
+		delete(c, "_new")
+		return c
+	}
+	switch {
+	case r.Method == http.MethodPost && name == "":
+		name = in["FunctionName"].(string)
+		f.record("Lambda.CreateFunction "+name, in)
+		if f.roleNotReady > 0 {
+			f.roleNotReady--
+			lambdaError(w, 400, "InvalidParameterValueException", "The role defined for the function cannot be assumed by Lambda.")
+			return
+		}
+		if f.functions[name] != nil {
+			lambdaError(w, 409, "ResourceConflictException", "Function already exist: "+name)
+			return
+		}
+		code := in["Code"].(map[string]any)
+		zipped, _ := base64Decode(code["ZipFile"].(string))
+		cfg := map[string]any{"_new": true}
+		for k, v := range in {
+			if k != "Code" {
+				cfg[k] = v
+			}
+		}
+		fn = &fakeFunction{config: cfg, zip: zipped, pending: f.pendingPolls}
+		f.functions[name] = fn
+		w.WriteHeader(201)
+		_ = json.NewEncoder(w).Encode(conf())
+	case fn == nil:
+		f.record("Lambda."+map[string]string{"GET": "GetFunction", "DELETE": "DeleteFunction", "POST": "Invoke", "PUT": "Update"}[r.Method]+" "+name, in)
+		lambdaError(w, 404, "ResourceNotFoundException", "Function not found: "+name)
+	case r.Method == http.MethodGet && len(parts) == 1:
+		f.record("Lambda.GetFunction "+name, nil)
+		_ = json.NewEncoder(w).Encode(map[string]any{"Configuration": conf(), "Code": map[string]any{"RepositoryType": "S3"}})
+	case r.Method == http.MethodDelete:
+		f.record("Lambda.DeleteFunction "+name, nil)
+		delete(f.functions, name)
+		w.WriteHeader(204)
+	case r.Method == http.MethodPut && parts[1] == "code":
+		f.record("Lambda.UpdateFunctionCode "+name, in)
+		fn.zip, _ = base64Decode(in["ZipFile"].(string))
+		fn.pending = f.pendingPolls
+		_ = json.NewEncoder(w).Encode(conf())
+	case r.Method == http.MethodPut && parts[1] == "configuration":
+		f.record("Lambda.UpdateFunctionConfiguration "+name, in)
+		for k, v := range in {
+			fn.config[k] = v
+		}
+		fn.pending = f.pendingPolls
+		_ = json.NewEncoder(w).Encode(conf())
+	case r.Method == http.MethodPost && parts[1] == "invocations":
+		f.record("Lambda.Invoke "+name, map[string]any{"payload": string(body)})
+		if f.throttle {
+			lambdaError(w, 429, "TooManyRequestsException", "Rate exceeded")
+			return
+		}
+		out, fnErr, logs := runFunction(f.t, fn, body)
+		f.logs = append(f.logs, logs...)
+		if fnErr {
+			w.Header().Set("X-Amz-Function-Error", "Unhandled")
+		}
+		w.Header().Set("X-Amz-Executed-Version", "$LATEST")
+		_, _ = w.Write(out)
+	default:
+		lambdaError(w, 400, "InvalidRequestContentException", "unexpected call "+r.Method+" "+r.URL.Path)
+	}
+}
+
+func (f *fakeAWS) serveIAM(w http.ResponseWriter, r *http.Request, body []byte) {
+	q, _ := url.ParseQuery(string(body))
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	action, name := q.Get("Action"), q.Get("RoleName")
+	rec := map[string]any{}
+	for k := range q {
+		rec[k] = q.Get(k)
+	}
+	f.record("IAM."+action+" "+name, rec)
+	iamErr := func(status int, code string) {
+		w.WriteHeader(status)
+		fmt.Fprintf(w, `<ErrorResponse><Error><Type>Sender</Type><Code>%s</Code><Message>%s</Message></Error><RequestId>1</RequestId></ErrorResponse>`, code, code)
+	}
+	role := func(v url.Values) string {
+		return fmt.Sprintf(`<Role><Path>%s</Path><RoleName>%s</RoleName><RoleId>AROAFAKE</RoleId><Arn>arn:aws:iam::123456789012:role%s%s</Arn><CreateDate>2026-01-01T00:00:00Z</CreateDate></Role>`,
+			v.Get("Path"), v.Get("RoleName"), v.Get("Path"), v.Get("RoleName"))
+	}
+	switch action {
+	case "CreateRole":
+		if f.roles[name] != nil {
+			iamErr(409, "EntityAlreadyExists")
+			return
+		}
+		f.roles[name] = q
+		fmt.Fprintf(w, `<CreateRoleResponse><CreateRoleResult>%s</CreateRoleResult><ResponseMetadata><RequestId>1</RequestId></ResponseMetadata></CreateRoleResponse>`, role(q))
+	case "GetRole":
+		if f.roles[name] == nil {
+			iamErr(404, "NoSuchEntity")
+			return
+		}
+		fmt.Fprintf(w, `<GetRoleResponse><GetRoleResult>%s</GetRoleResult><ResponseMetadata><RequestId>1</RequestId></ResponseMetadata></GetRoleResponse>`, role(f.roles[name]))
+	case "PutRolePolicy":
+		f.policies[name] = q.Get("PolicyDocument")
+		fmt.Fprint(w, `<PutRolePolicyResponse><ResponseMetadata><RequestId>1</RequestId></ResponseMetadata></PutRolePolicyResponse>`)
+	case "DeleteRolePolicy":
+		if _, ok := f.policies[name]; !ok {
+			iamErr(404, "NoSuchEntity")
+			return
+		}
+		delete(f.policies, name)
+		fmt.Fprint(w, `<DeleteRolePolicyResponse><ResponseMetadata><RequestId>1</RequestId></ResponseMetadata></DeleteRolePolicyResponse>`)
+	case "DeleteRole":
+		if f.roles[name] == nil {
+			iamErr(404, "NoSuchEntity")
+			return
+		}
+		delete(f.roles, name)
+		fmt.Fprint(w, `<DeleteRoleResponse><ResponseMetadata><RequestId>1</RequestId></ResponseMetadata></DeleteRoleResponse>`)
+	default:
+		iamErr(400, "InvalidAction")
+	}
+}
+
+// runFunction runs one invocation of fn as Lambda's Node.js runtime does:
+// the zip unpacked, index.handler(event) called with the payload, its
+// result (or the error it throws) returned; the function's environment
+// is its configuration's.
+func runFunction(t *testing.T, fn *fakeFunction, payload []byte) (out []byte, fnErr bool, logs []string) {
+	dir := t.TempDir()
+	zr, err := zip.NewReader(bytes.NewReader(fn.zip), int64(len(fn.zip)))
+	if err != nil {
+		t.Errorf("the function's zip: %v", err)
+		return []byte(`{"errorMessage":"bad zip"}`), true, nil
+	}
+	for _, zf := range zr.File {
+		rc, _ := zf.Open()
+		b, _ := io.ReadAll(rc)
+		rc.Close()
+		if err := os.WriteFile(filepath.Join(dir, zf.Name), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	handler, _ := fn.config["Handler"].(string)
+	if handler != "index.handler" {
+		t.Errorf("handler %q", handler)
+	}
+	resultFile := filepath.Join(dir, "result.json")
+	script := `const fs = require('fs')
+const event = JSON.parse(fs.readFileSync(0, 'utf8'))
+require(process.argv[1] + '/index.cjs').handler(event).then(
+  (r) => { fs.writeFileSync(process.argv[2], JSON.stringify(r)); process.exit(0) },
+  (e) => { fs.writeFileSync(process.argv[2], JSON.stringify({errorType: 'Error', errorMessage: e.message, _failed: true})); process.exit(0) })`
+	cmd := exec.Command("node", "-e", script, dir, resultFile)
+	cmd.Stdin = bytes.NewReader(payload)
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH")}
+	if env, ok := fn.config["Environment"].(map[string]any); ok {
+		for k, v := range env["Variables"].(map[string]any) {
+			cmd.Env = append(cmd.Env, k+"="+v.(string))
+		}
+	}
+	cmd.Env = append(cmd.Env, "PORT="+freePort(t))
+	var stdout bytes.Buffer
+	cmd.Stdout = &stdout
+	cmd.Stderr = os.Stderr
+	_ = cmd.Run() // an exit status: the result file says (or its absence)
+	for _, l := range strings.Split(stdout.String(), "\n") {
+		if l != "" {
+			logs = append(logs, l)
+		}
+	}
+	res, err := os.ReadFile(resultFile)
+	if err != nil {
+		return []byte(`{"errorType":"Runtime.ExitError","errorMessage":"the runtime exited"}`), true, logs
+	}
+	var failed struct {
+		Failed bool `json:"_failed"`
+	}
+	_ = json.Unmarshal(res, &failed)
+	return res, failed.Failed, logs
+}
