@@ -256,7 +256,7 @@ func TestIntegrationAndFailures(t *testing.T) {
 	needNode(t)
 	f := newFakeAWS(t)
 	src := &fakeSource{code: map[string][]byte{
-		"ok.js": []byte(`exports.handler = async (req) => { console.warn('webhook', req.headers['x-bp-operation']); return { status: 202, body: JSON.stringify({ hook: process.env.BP_WEBHOOK_URL, id: process.env.BP_INTEGRATION_ID, token: process.env.BP_TOKEN, method: req.method }) } }`),
+		"ok.js":    []byte(`exports.handler = async (req) => { console.warn('webhook', req.headers['x-bp-operation']); return { status: 202, body: JSON.stringify({ hook: process.env.BP_WEBHOOK_URL, id: process.env.BP_INTEGRATION_ID, token: process.env.BP_TOKEN, method: req.method }) } }`),
 		"load.js":  []byte(`throw new Error('boom at load')`),
 		"crash.js": []byte(`exports.handler = async () => { process.exit(7) }`),
 		"throw.js": []byte(`exports.handler = async () => { throw new Error('bad input') }`),
