@@ -69,7 +69,7 @@ func TestDeployOnMoto(t *testing.T) {
 		t.Fatal(err)
 	}
 	get := func() *types.FunctionConfiguration {
-		out, err := r.Lambda.GetFunction(ctx, &lambda.GetFunctionInput{FunctionName: aws.String("st-code-bot-bot_1")})
+		out, err := r.Lambda.GetFunction(ctx, &lambda.GetFunctionInput{FunctionName: aws.String("st-code-bot_1")})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -77,7 +77,7 @@ func TestDeployOnMoto(t *testing.T) {
 	}
 	c := get()
 	if c.Runtime != types.RuntimeNodejs22x || c.Handler == nil || *c.Handler != "index.handler" || len(c.Architectures) != 1 || c.Architectures[0] != types.ArchitectureArm64 ||
-		!strings.HasSuffix(aws.ToString(c.Role), ":role/st-code/st-code-bot-bot_1") || c.Environment.Variables["SECRET_K"] != "v" ||
+		!strings.HasSuffix(aws.ToString(c.Role), ":role/st-code/st-code-bot_1") || c.Environment.Variables["SECRET_K"] != "v" ||
 		c.Environment.Variables["BP_TOKEN"] != "bp_bak_test1" || !strings.Contains(aws.ToString(c.Description), lambdarunner.Version(b.CodeKey, b.SecretValues)) {
 		t.Fatalf("function on moto: %+v", c)
 	}
@@ -100,7 +100,7 @@ func TestDeployOnMoto(t *testing.T) {
 	if err := r.RemoveBot(ctx, b.ID); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := r.Lambda.GetFunction(ctx, &lambda.GetFunctionInput{FunctionName: aws.String("st-code-bot-bot_1")}); err == nil {
+	if _, err := r.Lambda.GetFunction(ctx, &lambda.GetFunctionInput{FunctionName: aws.String("st-code-bot_1")}); err == nil {
 		t.Fatal("the function is still there")
 	}
 	// Its role is gone: deploying again creates both.

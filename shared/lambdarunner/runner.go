@@ -116,14 +116,21 @@ type Runner struct {
 	Poll, Wait, RoleWait time.Duration
 }
 
-// FunctionName is the name of the function of a bot ("bot") or an
-// integration version ("int").
+// FunctionName is the name of the function (and of its role) of a bot
+// ("bot") or an integration version ("int"): the prefix and the id (which
+// says its kind: bot_..., intver_...), or, where that is longer than
+// Lambda and IAM allow (64), the prefix, the kind's letter and as much of
+// the id's SHA-256 as fits.
 func (r *Runner) FunctionName(kind, id string) (string, error) {
-	name := r.Prefix + kind + "-" + id
-	if len(name) > 64 {
-		return "", fmt.Errorf("the function name %q is longer than Lambda allows (64): shorten PLATFORM_CODE_PREFIX", name)
+	if name := r.Prefix + id; len(name) <= 64 {
+		return name, nil
 	}
-	return name, nil
+	room := 64 - len(r.Prefix) - 1
+	if room < 20 {
+		return "", fmt.Errorf("PLATFORM_CODE_PREFIX %q is too long to name functions (at most 43 characters)", r.Prefix)
+	}
+	h := sha256.Sum256([]byte(id))
+	return r.Prefix + kind[:1] + hex.EncodeToString(h[:])[:room], nil
 }
 
 // Version names what a function runs: its code and its secrets.

@@ -116,9 +116,9 @@ func TestDeployInvokeRemove(t *testing.T) {
 	if err := r.DeployBot(ctx, b, "https://api.example.com"); err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"Lambda.GetFunction st-code-bot-bot_1", "IAM.CreateRole st-code-bot-bot_1", "IAM.PutRolePolicy st-code-bot-bot_1",
-		"Lambda.CreateFunction st-code-bot-bot_1", "Lambda.CreateFunction st-code-bot-bot_1", "Lambda.CreateFunction st-code-bot-bot_1",
-		"Lambda.GetFunction st-code-bot-bot_1", "Lambda.GetFunction st-code-bot-bot_1"}
+	want := []string{"Lambda.GetFunction st-code-bot_1", "IAM.CreateRole st-code-bot_1", "IAM.PutRolePolicy st-code-bot_1",
+		"Lambda.CreateFunction st-code-bot_1", "Lambda.CreateFunction st-code-bot_1", "Lambda.CreateFunction st-code-bot_1",
+		"Lambda.GetFunction st-code-bot_1", "Lambda.GetFunction st-code-bot_1"}
 	if got := f.Calls(); !reflect.DeepEqual(got, want) {
 		t.Fatalf("calls:\n got %q\nwant %q", got, want)
 	}
@@ -132,15 +132,15 @@ func TestDeployInvokeRemove(t *testing.T) {
 			Resource string
 		}
 	}
-	if err := json.Unmarshal([]byte(f.policies["st-code-bot-bot_1"]), &pol); err != nil || len(pol.Statement) != 1 ||
+	if err := json.Unmarshal([]byte(f.policies["st-code-bot_1"]), &pol); err != nil || len(pol.Statement) != 1 ||
 		!reflect.DeepEqual(pol.Statement[0].Action, []string{"logs:CreateLogStream", "logs:PutLogEvents"}) ||
-		pol.Statement[0].Resource != "arn:aws:logs:eu-west-1:123456789012:log-group:/platform/st/bots:log-stream:*/st-code-bot-bot_1[*" {
-		t.Fatalf("role policy: %s", f.policies["st-code-bot-bot_1"])
+		pol.Statement[0].Resource != "arn:aws:logs:eu-west-1:123456789012:log-group:/platform/st/bots:log-stream:*/st-code-bot_1[*" {
+		t.Fatalf("role policy: %s", f.policies["st-code-bot_1"])
 	}
 	created := f.bodies["Lambda.CreateFunction"][2]
 	env := created["Environment"].(map[string]any)["Variables"].(map[string]any)
 	if created["Runtime"] != "nodejs22.x" || !reflect.DeepEqual(created["Architectures"], []any{"arm64"}) || created["Handler"] != "index.handler" ||
-		created["Role"] != "arn:aws:iam::123456789012:role/st-code/st-code-bot-bot_1" ||
+		created["Role"] != "arn:aws:iam::123456789012:role/st-code/st-code-bot_1" ||
 		created["LoggingConfig"].(map[string]any)["LogGroup"] != "/platform/st/bots" {
 		t.Fatalf("created: %v", created)
 	}
@@ -156,7 +156,7 @@ func TestDeployInvokeRemove(t *testing.T) {
 	if err := r.DeployBot(ctx, b, "https://api.example.com"); err != nil {
 		t.Fatal(err)
 	}
-	if got := f.Calls(); !reflect.DeepEqual(got, []string{"Lambda.GetFunction st-code-bot-bot_1"}) {
+	if got := f.Calls(); !reflect.DeepEqual(got, []string{"Lambda.GetFunction st-code-bot_1"}) {
 		t.Fatalf("calls of a deployment of what runs: %q", got)
 	}
 
@@ -201,9 +201,9 @@ func TestDeployInvokeRemove(t *testing.T) {
 		t.Fatal(err)
 	}
 	calls := f.Calls()
-	if calls[0] != "Lambda.GetFunction st-code-bot-bot_1" || !contains(calls, "Lambda.UpdateFunctionCode st-code-bot-bot_1") ||
-		!contains(calls, "Lambda.UpdateFunctionConfiguration st-code-bot-bot_1") || contains(calls, "IAM.CreateRole st-code-bot-bot_1") ||
-		index(calls, "Lambda.UpdateFunctionCode st-code-bot-bot_1") > index(calls, "Lambda.UpdateFunctionConfiguration st-code-bot-bot_1") {
+	if calls[0] != "Lambda.GetFunction st-code-bot_1" || !contains(calls, "Lambda.UpdateFunctionCode st-code-bot_1") ||
+		!contains(calls, "Lambda.UpdateFunctionConfiguration st-code-bot_1") || contains(calls, "IAM.CreateRole st-code-bot_1") ||
+		index(calls, "Lambda.UpdateFunctionCode st-code-bot_1") > index(calls, "Lambda.UpdateFunctionConfiguration st-code-bot_1") {
 		t.Fatalf("calls of an update: %q", calls)
 	}
 	upd := f.bodies["Lambda.UpdateFunctionConfiguration"][0]
@@ -229,7 +229,7 @@ func TestDeployInvokeRemove(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if got := f.Calls(); !reflect.DeepEqual(got[:3], []string{"Lambda.DeleteFunction st-code-bot-bot_1", "IAM.DeleteRolePolicy st-code-bot-bot_1", "IAM.DeleteRole st-code-bot-bot_1"}) {
+	if got := f.Calls(); !reflect.DeepEqual(got[:3], []string{"Lambda.DeleteFunction st-code-bot_1", "IAM.DeleteRolePolicy st-code-bot_1", "IAM.DeleteRole st-code-bot_1"}) {
 		t.Fatalf("removal: %q", got)
 	}
 	// A call to a removed function: a retryable answer saying so.
@@ -280,7 +280,7 @@ func TestIntegrationAndFailures(t *testing.T) {
 		string(res.Body) != `{"hook":"https://api.example.com/webhooks","id":"intver_1","token":"bp_iak_test1","method":"POST"}` {
 		t.Fatalf("integration: %+v %s", res, res.Body)
 	}
-	if c := f.bodies["Lambda.CreateFunction"][0]; c["LoggingConfig"].(map[string]any)["LogGroup"] != "/platform/st/integrations" || c["FunctionName"] != "st-code-int-intver_1" {
+	if c := f.bodies["Lambda.CreateFunction"][0]; c["LoggingConfig"].(map[string]any)["LogGroup"] != "/platform/st/integrations" || c["FunctionName"] != "st-code-intver_1" {
 		t.Fatalf("integration function: %v", c)
 	}
 	var line map[string]string
@@ -291,7 +291,7 @@ func TestIntegrationAndFailures(t *testing.T) {
 	for _, c := range []struct {
 		key, outcome, reason string
 	}{
-		{"load.js", string(delivery.OutcomeUnknown), "sent, then Post \"http://lambda.invalid/st-code-int-intver_1/"},
+		{"load.js", string(delivery.OutcomeUnknown), "sent, then Post \"http://lambda.invalid/st-code-intver_1/"},
 		{"crash.js", string(delivery.OutcomeUnknown), "the deployed code failed: the runtime exited"},
 		{"throw.js", string(delivery.Failed), "answered 500"},
 	} {
@@ -310,11 +310,16 @@ func TestIntegrationAndFailures(t *testing.T) {
 }
 
 func TestFunctionNames(t *testing.T) {
-	r := &lambdarunner.Runner{Prefix: "a-very-long-stack-name-code-"}
-	if _, err := r.FunctionName("bot", "bot_01JDB2N0Q0QXWZ8V8J5D3M2XKQAAAAAA"); err == nil {
-		t.Fatal("a name longer than 64 characters was accepted")
+	r := &lambdarunner.Runner{Prefix: "a-long-stack-name-for-a-platform-code-"}
+	long, err := r.FunctionName("int", "intver_01JDB2N0Q0QXWZ8V8J5D3M2XKQ")
+	if err != nil || len(long) != 64 || !strings.HasPrefix(long, r.Prefix+"i") {
+		t.Fatalf("a long name: %q %v", long, err)
 	}
-	if _, err := r.BotURL(context.Background(), platform.Bot{ID: "bot_01JDB2N0Q0QXWZ8V8J5D3M2XKQAAAAAA", CodeKey: "k"}); err == nil {
+	if other, _ := r.FunctionName("int", "intver_01JDB2N0Q0QXWZ8V8J5D3M2XKR"); other == long {
+		t.Fatal("two ids, one name")
+	}
+	r.Prefix = "an-extremely-long-stack-name-of-this-platform-code-"
+	if _, err := r.BotURL(context.Background(), platform.Bot{ID: "bot_01JDB2N0Q0QXWZ8V8J5D3M2XKQ", CodeKey: "k"}); err == nil {
 		t.Fatal("an address of a function that cannot exist")
 	}
 	// The address changes with the code and with the secrets, not with
