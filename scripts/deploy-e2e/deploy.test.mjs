@@ -159,8 +159,9 @@ http.createServer((req, res) => {
       return messages.some((m) => m.userId === bot.id && m.payload.text === 'You said: lambda')
     })
     // The bundle's console output: log lines in the platform's shape.
-    const lines = out.split('\n').filter(Boolean).map((l) => JSON.parse(l))
-    assert.ok(lines.some((l) => l.botId === bot.id && /^log_[0-9A-Z]{26}$/.test(l.id) && l.level && l.message.includes('text message sent')), out)
+    const lines = () => out.split('\n').filter(Boolean).map((l) => JSON.parse(l))
+    await eventually('the log line of the reply', async () => lines().some((l) => l.message.includes('text message sent')))
+    assert.ok(lines().every((l) => l.botId === bot.id && /^log_[0-9A-Z]{26}$/.test(l.id) && ['info', 'debug', 'warn', 'error'].includes(l.level)), out)
   } finally {
     child.kill()
   }

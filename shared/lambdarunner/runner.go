@@ -110,9 +110,11 @@ type Runner struct {
 	Memory, Timeout                           int32
 	Architecture                              types.Architecture // default arm64
 	// Poll is the interval of the waits for a function to be Active or
-	// updated (default 1 s); Wait bounds them (default 60 s); RoleWait
+	// updated (default 1 s); Wait bounds them (default 20 s); RoleWait
 	// bounds the retries while a new role is not yet assumable (IAM is
-	// eventually consistent; default 30 s).
+	// eventually consistent; default 15 s). The admin function answers
+	// within API Gateway's 30 s: a deployment cut short is finished by the
+	// next (every step is idempotent).
 	Poll, Wait, RoleWait time.Duration
 }
 
@@ -350,7 +352,7 @@ func (r *Runner) poll() time.Duration {
 func (r *Runner) create(ctx context.Context, s spec, roleARN, desc string, env map[string]string, zipped []byte) error {
 	roleWait := r.RoleWait
 	if roleWait <= 0 {
-		roleWait = 30 * time.Second
+		roleWait = 15 * time.Second
 	}
 	deadline := time.Now().Add(roleWait)
 	in := &lambda.CreateFunctionInput{
@@ -387,7 +389,7 @@ func (r *Runner) create(ctx context.Context, s spec, roleARN, desc string, env m
 func (r *Runner) wait(ctx context.Context, name string, done func(*types.FunctionConfiguration) (bool, error)) error {
 	limit := r.Wait
 	if limit <= 0 {
-		limit = 60 * time.Second
+		limit = 20 * time.Second
 	}
 	ctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
