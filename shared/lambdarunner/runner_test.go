@@ -2,9 +2,7 @@ package lambdarunner_test
 
 import (
 	"context"
-	"encoding/base64"
 	"encoding/json"
-	"net"
 	"net/http"
 	"os/exec"
 	"reflect"
@@ -21,19 +19,9 @@ import (
 
 	"github.com/botforge/platform/shared/delivery"
 	"github.com/botforge/platform/shared/lambdarunner"
+	"github.com/botforge/platform/shared/lambdarunner/lambdatest"
 	"github.com/botforge/platform/shared/platform"
 )
-
-func base64Decode(s string) ([]byte, error) { return base64.StdEncoding.DecodeString(s) }
-
-func freePort(t *testing.T) string {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
-}
 
 func needNode(t *testing.T) {
 	if _, err := exec.LookPath("node"); err != nil {
@@ -101,13 +89,13 @@ exports.default = { start (port) {
 
 func TestDeployInvokeRemove(t *testing.T) {
 	needNode(t)
-	f := newFakeAWS(t)
-	f.roleNotReady, f.pendingPolls = 2, 2
+	f := lambdatest.New(t)
+	f.RoleNotReady, f.PendingPolls = 2, 2
 	src := &fakeSource{code: map[string][]byte{
 		"code/bots/bot_1/aaa.js": []byte(strings.ReplaceAll(sdkBundle, "VERSION", "v1")),
 		"code/bots/bot_1/bbb.js": []byte(strings.ReplaceAll(sdkBundle, "VERSION", "v2")),
 	}}
-	r := newRunner(t, f.srv.URL, src)
+	r := newRunner(t, f.URL, src)
 	ctx := context.Background()
 	b := platform.Bot{ID: "bot_1", WorkspaceID: "wkspace_1", CodeKey: "code/bots/bot_1/aaa.js", SecretValues: map[string]string{"API_KEY": "s3cret"}}
 
@@ -122,7 +110,7 @@ func TestDeployInvokeRemove(t *testing.T) {
 	if got := f.Calls(); !reflect.DeepEqual(got, want) {
 		t.Fatalf("calls:\n got %q\nwant %q", got, want)
 	}
-	role := f.bodies["IAM.CreateRole"][0]
+	role := f.Bodies("IAM.CreateRole")[0]
 	if role["Path"] != "/st-code/" || role["PermissionsBoundary"] != r.BoundaryARN || !strings.Contains(role["AssumeRolePolicyDocument"].(string), `"Service":"lambda.amazonaws.com"`) {
 		t.Fatalf("role: %v", role)
 	}
@@ -132,12 +120,12 @@ func TestDeployInvokeRemove(t *testing.T) {
 			Resource string
 		}
 	}
-	if err := json.Unmarshal([]byte(f.policies["st-code-bot_1"]), &pol); err != nil || len(pol.Statement) != 1 ||
+	if err := json.Unmarshal([]byte(f.Policy("st-code-bot_1")), &pol); err != nil || len(pol.Statement) != 1 ||
 		!reflect.DeepEqual(pol.Statement[0].Action, []string{"logs:CreateLogStream", "logs:PutLogEvents"}) ||
 		pol.Statement[0].Resource != "arn:aws:logs:eu-west-1:123456789012:log-group:/platform/st/bots:log-stream:*/st-code-bot_1[*" {
-		t.Fatalf("role policy: %s", f.policies["st-code-bot_1"])
+		t.Fatalf("role policy: %s", f.Policy("st-code-bot_1"))
 	}
-	created := f.bodies["Lambda.CreateFunction"][2]
+	created := f.Bodies("Lambda.CreateFunction")[2]
 	env := created["Environment"].(map[string]any)["Variables"].(map[string]any)
 	if created["Runtime"] != "nodejs22.x" || !reflect.DeepEqual(created["Architectures"], []any{"arm64"}) || created["Handler"] != "index.handler" ||
 		created["Role"] != "arn:aws:iam::123456789012:role/st-code/st-code-bot_1" ||
@@ -182,9 +170,9 @@ func TestDeployInvokeRemove(t *testing.T) {
 	// Its console output: log lines of the bot, in the shape the log
 	// queries read.
 	var line map[string]string
-	if len(f.logs) == 0 || json.Unmarshal([]byte(f.logs[len(f.logs)-1]), &line) != nil ||
+	if len(f.Logs()) == 0 || json.Unmarshal([]byte(f.Logs()[len(f.Logs())-1]), &line) != nil ||
 		line["botId"] != "bot_1" || line["level"] != "info" || line["message"] != "got event_received for bot_1" || !strings.HasPrefix(line["id"], "log_") || len(line["id"]) != 30 {
-		t.Fatalf("logs: %q", f.logs)
+		t.Fatalf("logs: %q", f.Logs())
 	}
 	f.Calls()
 
@@ -206,7 +194,7 @@ func TestDeployInvokeRemove(t *testing.T) {
 		index(calls, "Lambda.UpdateFunctionCode st-code-bot_1") > index(calls, "Lambda.UpdateFunctionConfiguration st-code-bot_1") {
 		t.Fatalf("calls of an update: %q", calls)
 	}
-	upd := f.bodies["Lambda.UpdateFunctionConfiguration"][0]
+	upd := f.Bodies("Lambda.UpdateFunctionConfiguration")[0]
 	env = upd["Environment"].(map[string]any)["Variables"].(map[string]any)
 	if env["BP_TOKEN"] != "bp_bak_test1" || env["SECRET_API_KEY"] != "other" || len(src.minted) != 1 {
 		t.Fatalf("updated env: %v (minted %v)", env, src.minted)
@@ -216,11 +204,11 @@ func TestDeployInvokeRemove(t *testing.T) {
 	}
 
 	// Throttled (its concurrency used up): a retryable 429.
-	f.throttle = true
+	f.SetThrottle(true)
 	if res := send(b2); res.StatusCode != 429 || res.Outcome != delivery.Failed {
 		t.Fatalf("throttled: %+v", res)
 	}
-	f.throttle = false
+	f.SetThrottle(false)
 	f.Calls()
 
 	// Removal: function, policy, role; again: nothing to remove, no error.
@@ -254,14 +242,14 @@ func index(s []string, v string) int {
 // worker's (an answer; a failure saying why; a call sent and not answered).
 func TestIntegrationAndFailures(t *testing.T) {
 	needNode(t)
-	f := newFakeAWS(t)
+	f := lambdatest.New(t)
 	src := &fakeSource{code: map[string][]byte{
 		"ok.js":    []byte(`exports.handler = async (req) => { console.warn('webhook', req.headers['x-bp-operation']); return { status: 202, body: JSON.stringify({ hook: process.env.BP_WEBHOOK_URL, id: process.env.BP_INTEGRATION_ID, token: process.env.BP_TOKEN, method: req.method }) } }`),
 		"load.js":  []byte(`throw new Error('boom at load')`),
 		"crash.js": []byte(`exports.handler = async () => { process.exit(7) }`),
 		"throw.js": []byte(`exports.handler = async () => { throw new Error('bad input') }`),
 	}}
-	r := newRunner(t, f.srv.URL, src)
+	r := newRunner(t, f.URL, src)
 	ctx := context.Background()
 	client := r.Client(delivery.Client(false))
 	call := func(i platform.Integration) delivery.Response {
@@ -280,12 +268,12 @@ func TestIntegrationAndFailures(t *testing.T) {
 		string(res.Body) != `{"hook":"https://api.example.com/webhooks","id":"intver_1","token":"bp_iak_test1","method":"POST"}` {
 		t.Fatalf("integration: %+v %s", res, res.Body)
 	}
-	if c := f.bodies["Lambda.CreateFunction"][0]; c["LoggingConfig"].(map[string]any)["LogGroup"] != "/platform/st/integrations" || c["FunctionName"] != "st-code-intver_1" {
+	if c := f.Bodies("Lambda.CreateFunction")[0]; c["LoggingConfig"].(map[string]any)["LogGroup"] != "/platform/st/integrations" || c["FunctionName"] != "st-code-intver_1" {
 		t.Fatalf("integration function: %v", c)
 	}
 	var line map[string]string
-	if json.Unmarshal([]byte(f.logs[len(f.logs)-1]), &line) != nil || line["integrationId"] != "intver_1" || line["level"] != "warn" || line["message"] != "webhook webhook_received" {
-		t.Fatalf("integration logs: %q", f.logs)
+	if json.Unmarshal([]byte(f.Logs()[len(f.Logs())-1]), &line) != nil || line["integrationId"] != "intver_1" || line["level"] != "warn" || line["message"] != "webhook webhook_received" {
+		t.Fatalf("integration logs: %q", f.Logs())
 	}
 
 	for _, c := range []struct {

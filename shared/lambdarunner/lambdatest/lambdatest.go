@@ -1,65 +1,77 @@
-package lambdarunner_test
+// Package lambdatest is a Lambda and IAM endpoint for tests (httptest):
+// it records every call and its body, keeps functions and roles in memory
+// and runs an invocation as Lambda's Node.js runtime does, with the
+// machine's node (the function's zip unpacked, index.handler(payload)).
+package lambdatest
 
 import (
 	"archive/zip"
 	"bytes"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
 )
 
-// fakeAWS is a Lambda and IAM endpoint recording every call: Lambda's
+// Server is a Lambda and IAM endpoint recording every call: Lambda's
 // REST-JSON API (functions kept in memory; Invoke runs the function's zip
 // with the machine's node, as Lambda's Node.js runtime calls index.handler)
 // and IAM's query API.
-type fakeAWS struct {
-	t   *testing.T
+type Server struct {
+	t   testing.TB
 	srv *httptest.Server
+	// URL is the endpoint (LAMBDA_ENDPOINT and IAM_ENDPOINT).
+	URL string
 
 	mu    sync.Mutex
 	calls []string // "Lambda.CreateFunction name", "IAM.CreateRole name", ...
 	// bodies of the calls, by call
 	bodies    map[string][]map[string]any
-	functions map[string]*fakeFunction
+	functions map[string]*function
 	roles     map[string]url.Values
 	policies  map[string]string
 	// faults: the next n CreateFunction calls answer "role cannot be
 	// assumed"; the next n GetFunction calls after a change answer Pending
 	// / InProgress; every Invoke answers TooManyRequests.
-	roleNotReady int
-	pendingPolls int
-	throttle     bool
+	RoleNotReady int
+	PendingPolls int
+	Throttle     bool
 	logs         []string // the functions' stdout lines
 }
 
-type fakeFunction struct {
+type function struct {
 	config  map[string]any
 	zip     []byte
 	pending int
 }
 
-func newFakeAWS(t *testing.T) *fakeAWS {
-	f := &fakeAWS{t: t, bodies: map[string][]map[string]any{}, functions: map[string]*fakeFunction{}, roles: map[string]url.Values{}, policies: map[string]string{}}
+func New(t testing.TB) *Server {
+	f := &Server{t: t, bodies: map[string][]map[string]any{}, functions: map[string]*function{}, roles: map[string]url.Values{}, policies: map[string]string{}}
 	f.srv = httptest.NewServer(http.HandlerFunc(f.serve))
+	f.URL = f.srv.URL
 	t.Cleanup(f.srv.Close)
 	return f
 }
 
-func (f *fakeAWS) record(call string, body map[string]any) {
+func (f *Server) record(call string, body map[string]any) {
 	f.calls = append(f.calls, call)
 	f.bodies[strings.Fields(call)[0]] = append(f.bodies[strings.Fields(call)[0]], body)
 }
 
-func (f *fakeAWS) Calls() []string {
+// Calls returns the calls made since the last Calls ("Lambda.CreateFunction
+// <name>", "IAM.CreateRole <name>", ...).
+func (f *Server) Calls() []string {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	out := f.calls
@@ -74,7 +86,7 @@ func lambdaError(w http.ResponseWriter, status int, typ, msg string) {
 	_ = json.NewEncoder(w).Encode(map[string]string{"Type": "User", "message": msg})
 }
 
-func (f *fakeAWS) serve(w http.ResponseWriter, r *http.Request) {
+func (f *Server) serve(w http.ResponseWriter, r *http.Request) {
 	body, _ := io.ReadAll(r.Body)
 	if strings.HasPrefix(r.URL.Path, "/2015-03-31/functions") {
 		f.serveLambda(w, r, body)
@@ -83,7 +95,7 @@ func (f *fakeAWS) serve(w http.ResponseWriter, r *http.Request) {
 	f.serveIAM(w, r, body)
 }
 
-func (f *fakeAWS) serveLambda(w http.ResponseWriter, r *http.Request, body []byte) {
+func (f *Server) serveLambda(w http.ResponseWriter, r *http.Request, body []byte) {
 	rest := strings.TrimPrefix(r.URL.Path, "/2015-03-31/functions")
 	parts := strings.Split(strings.Trim(rest, "/"), "/")
 	var in map[string]any
@@ -114,8 +126,8 @@ func (f *fakeAWS) serveLambda(w http.ResponseWriter, r *http.Request, body []byt
 	case r.Method == http.MethodPost && name == "":
 		name = in["FunctionName"].(string)
 		f.record("Lambda.CreateFunction "+name, in)
-		if f.roleNotReady > 0 {
-			f.roleNotReady--
+		if f.RoleNotReady > 0 {
+			f.RoleNotReady--
 			lambdaError(w, 400, "InvalidParameterValueException", "The role defined for the function cannot be assumed by Lambda.")
 			return
 		}
@@ -131,7 +143,7 @@ func (f *fakeAWS) serveLambda(w http.ResponseWriter, r *http.Request, body []byt
 				cfg[k] = v
 			}
 		}
-		fn = &fakeFunction{config: cfg, zip: zipped, pending: f.pendingPolls}
+		fn = &function{config: cfg, zip: zipped, pending: f.PendingPolls}
 		f.functions[name] = fn
 		w.WriteHeader(201)
 		_ = json.NewEncoder(w).Encode(conf())
@@ -148,18 +160,18 @@ func (f *fakeAWS) serveLambda(w http.ResponseWriter, r *http.Request, body []byt
 	case r.Method == http.MethodPut && parts[1] == "code":
 		f.record("Lambda.UpdateFunctionCode "+name, in)
 		fn.zip, _ = base64Decode(in["ZipFile"].(string))
-		fn.pending = f.pendingPolls
+		fn.pending = f.PendingPolls
 		_ = json.NewEncoder(w).Encode(conf())
 	case r.Method == http.MethodPut && parts[1] == "configuration":
 		f.record("Lambda.UpdateFunctionConfiguration "+name, in)
 		for k, v := range in {
 			fn.config[k] = v
 		}
-		fn.pending = f.pendingPolls
+		fn.pending = f.PendingPolls
 		_ = json.NewEncoder(w).Encode(conf())
 	case r.Method == http.MethodPost && parts[1] == "invocations":
 		f.record("Lambda.Invoke "+name, map[string]any{"payload": string(body)})
-		if f.throttle {
+		if f.Throttle {
 			lambdaError(w, 429, "TooManyRequestsException", "Rate exceeded")
 			return
 		}
@@ -175,7 +187,7 @@ func (f *fakeAWS) serveLambda(w http.ResponseWriter, r *http.Request, body []byt
 	}
 }
 
-func (f *fakeAWS) serveIAM(w http.ResponseWriter, r *http.Request, body []byte) {
+func (f *Server) serveIAM(w http.ResponseWriter, r *http.Request, body []byte) {
 	q, _ := url.ParseQuery(string(body))
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -233,7 +245,7 @@ func (f *fakeAWS) serveIAM(w http.ResponseWriter, r *http.Request, body []byte) 
 // the zip unpacked, index.handler(event) called with the payload, its
 // result (or the error it throws) returned; the function's environment
 // is its configuration's.
-func runFunction(t *testing.T, fn *fakeFunction, payload []byte) (out []byte, fnErr bool, logs []string) {
+func runFunction(t testing.TB, fn *function, payload []byte) (out []byte, fnErr bool, logs []string) {
 	dir := t.TempDir()
 	zr, err := zip.NewReader(bytes.NewReader(fn.zip), int64(len(fn.zip)))
 	if err != nil {
@@ -285,4 +297,50 @@ require(process.argv[1] + '/index.cjs').handler(event).then(
 	}
 	_ = json.Unmarshal(res, &failed)
 	return res, failed.Failed, logs
+}
+
+// Bodies are the bodies of every call of an action ("Lambda.CreateFunction").
+func (f *Server) Bodies(action string) []map[string]any {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]map[string]any(nil), f.bodies[action]...)
+}
+
+// Policy is the inline policy of a role.
+func (f *Server) Policy(role string) string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.policies[role]
+}
+
+// Logs are the lines the functions wrote on stdout.
+func (f *Server) Logs() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]string(nil), f.logs...)
+}
+
+// Function reports whether a function exists.
+func (f *Server) Function(name string) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.functions[name] != nil
+}
+
+// SetThrottle makes every Invoke answer TooManyRequests (or not).
+func (f *Server) SetThrottle(on bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.Throttle = on
+}
+
+func base64Decode(s string) ([]byte, error) { return base64.StdEncoding.DecodeString(s) }
+
+func freePort(t testing.TB) string {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
 }
