@@ -380,6 +380,7 @@ func (s *server) deleteBot(c *call) (any, error) {
 	}
 	s.deleteSchedules(c.ctx, b.ID, keysOf(b.RecurringEvents))
 	s.removeCode(c, "bot", b.ID)
+	s.dropReplaced(c.ctx, []string{b.CodeKey}, nil, nil)
 	// The bot's data (conversations, messages, users, states, events,
 	// files, tables, issues) is the sweeper's, from the marker DeleteBot
 	// wrote.
@@ -511,8 +512,10 @@ func (s *server) updateBot(c *call) (any, error) {
 	}
 	var ch botChange
 	var ints map[string]platform.Integration
+	var oldCode string
 	b, err := s.Store.UpdateBot(c.ctx, c.workspaceID, c.PathValue("id"), func(b *platform.Bot) (dynamo.BotEffects, error) {
 		ch = botChange{}
+		oldCode = b.CodeKey
 		fx := dynamo.BotEffects{Installs: map[string]int64{}}
 		var err error
 		ints, err = s.applyBotPatch(c, b, &in, &fx, &ch)
@@ -522,6 +525,7 @@ func (s *server) updateBot(c *call) (any, error) {
 		return nil, err
 	}
 	s.deleteSchedules(c.ctx, b.ID, ch.removedSchedules)
+	s.dropReplaced(c.ctx, []string{oldCode}, []string{b.CodeKey}, s.botKeysNow(b.ID))
 	if err := s.deployBot(c, b); err != nil {
 		return nil, err
 	}
