@@ -274,7 +274,9 @@ func (s *server) dropReplaced(ctx context.Context, before, after []string, curre
 	}
 }
 
-func integrationKeys(i platform.Integration) []string { return []string{i.CodeKey, i.IconKey, i.ReadmeKey} }
+func integrationKeys(i platform.Integration) []string {
+	return []string{i.CodeKey, i.IconKey, i.ReadmeKey}
+}
 
 func (s *server) botKeysNow(id string) func(context.Context) ([]string, error) {
 	return func(ctx context.Context) ([]string, error) {

@@ -104,8 +104,8 @@ type Platform struct {
 	// integration version with code and no url (<data-dir>/workers).
 	Workers *worker.Manager
 	// Files is the file storage (file contents, deployed code).
-	Files platform.FileStorage
-	apiURL  atomic.Pointer[string]
+	Files  platform.FileStorage
+	apiURL atomic.Pointer[string]
 }
 
 // SetBaseURL sets where deployed code reaches the API (BP_API_URL), when
