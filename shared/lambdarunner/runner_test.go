@@ -203,9 +203,9 @@ func TestDeployInvokeRemove(t *testing.T) {
 		t.Fatalf("call after the update: %+v %s", res, res.Body)
 	}
 
-	// Throttled (its concurrency used up): a retryable 429.
+	// Throttled (its concurrency used up): a retryable 503.
 	f.SetThrottle(true)
-	if res := send(b2); res.StatusCode != 429 || res.Outcome != delivery.Failed {
+	if res := send(b2); res.StatusCode != 503 || res.Outcome != delivery.Failed || !strings.Contains(string(res.Body), "concurrency limit") {
 		t.Fatalf("throttled: %+v", res)
 	}
 	f.SetThrottle(false)

@@ -92,9 +92,10 @@ func (r *Runner) invoke(req *http.Request) (*http.Response, error) {
 	if err != nil {
 		var throttled *types.TooManyRequestsException
 		if errors.As(err, &throttled) {
-			// Its concurrency is used up: a retryable answer, as a worker
-			// at its maxConcurrency gives.
-			return answer(req, http.StatusTooManyRequests, "the deployed code is at its concurrency limit: retry later"), nil
+			// Its concurrency is used up: a retryable answer (503: callers
+			// take a 4xx as the code's final word), as a local worker at its
+			// maxConcurrency gives.
+			return answer(req, http.StatusServiceUnavailable, "the deployed code is at its concurrency limit: retry later"), nil
 		}
 		var nf *types.ResourceNotFoundException
 		if errors.As(err, &nf) {
