@@ -142,6 +142,7 @@ http.createServer((req, res) => {
   const free = () => new Promise((resolve) => { const s = net.createServer(); s.listen(0, '127.0.0.1', () => { const p = s.address().port; s.close(() => resolve(p)) }) })
   const relayPort = await free()
   const { bot } = await api('POST', '/v1/admin/bots', { name: 'echo-lambda', url: `http://127.0.0.1:${relayPort}` }, ws)
+  const t0 = Date.now()
   const child = spawn(process.execPath, [path.join(fn, 'relay.cjs')], {
     cwd: fn,
     env: { PATH: process.env.PATH, RELAY_PORT: String(relayPort), PORT: String(await free()), BP_API_URL: apiUrl, BP_TOKEN: token, BP_BOT_ID: bot.id, BP_CODE_VERSION: 'v1' },
@@ -150,14 +151,22 @@ http.createServer((req, res) => {
   child.stdout.on('data', (c) => { out += c })
   try {
     await new Promise((resolve, reject) => { child.stderr.once('data', resolve); child.once('exit', reject) })
+    const loaded = Date.now() - t0
     const chat = { 'x-bot-id': bot.id }
     const { conversation } = await api('POST', '/v1/chat/conversations', { channel: 'web', tags: {} }, chat)
     const { user } = await api('POST', '/v1/chat/users', { tags: {} }, chat)
-    await api('POST', '/v1/chat/messages', { conversationId: conversation.id, userId: user.id, type: 'text', payload: { text: 'lambda' }, tags: {} }, chat)
-    await eventually('the reply through the function entry', async () => {
-      const { messages } = await api('GET', `/v1/chat/messages?conversationId=${conversation.id}`, undefined, chat)
-      return messages.some((m) => m.userId === bot.id && m.payload.text === 'You said: lambda')
-    })
+    const say = async (text) => {
+      const t = Date.now()
+      await api('POST', '/v1/chat/messages', { conversationId: conversation.id, userId: user.id, type: 'text', payload: { text }, tags: {} }, chat)
+      await eventually('the reply through the function entry', async () => {
+        const { messages } = await api('GET', `/v1/chat/messages?conversationId=${conversation.id}`, undefined, chat)
+        return messages.some((m) => m.userId === bot.id && m.payload.text === `You said: ${text}`)
+      })
+      return Date.now() - t
+    }
+    const first = await say('lambda')
+    const next = await say('again')
+    console.log(`lambda entry: node start + entry + bundle load ${loaded} ms; first reply ${first} ms; next reply ${next} ms`)
     // The bundle's console output: log lines in the platform's shape.
     const lines = () => out.split('\n').filter(Boolean).map((l) => JSON.parse(l))
     await eventually('the log line of the reply', async () => lines().some((l) => l.message.includes('text message sent')))
