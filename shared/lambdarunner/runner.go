@@ -73,12 +73,20 @@ type IAMAPI interface {
 
 // Source is what a deployment needs from the platform: the bundle's bytes
 // and a key scoped to the bot or the integration the code acts as (never
-// an account's), with revokeOthers revoking the keys earlier deployments
-// of it minted (called once the function holds the new key).
+// an account's).
 type Source interface {
 	Code(ctx context.Context, key string) ([]byte, error)
-	BotToken(ctx context.Context, b platform.Bot) (token string, revokeOthers func(), err error)
-	IntegrationToken(ctx context.Context, i platform.Integration) (token string, revokeOthers func(), err error)
+	BotToken(ctx context.Context, b platform.Bot) (Key, error)
+	IntegrationToken(ctx context.Context, i platform.Integration) (Key, error)
+}
+
+// Key is a key minted for a function: RevokeOthers revokes the keys
+// earlier deployments of the same bot or integration minted (called once
+// the function holds this one), Revoke this one (the function was not
+// made with it).
+type Key struct {
+	Token                string
+	RevokeOthers, Revoke func()
 }
 
 // Defaults of a Runner.
@@ -175,7 +183,7 @@ func (r *Runner) IntegrationURL(_ context.Context, i platform.Integration) (stri
 type spec struct {
 	name, version, codeKey, logGroup string
 	env                              map[string]string
-	token                            func(ctx context.Context) (string, func(), error)
+	token                            func(ctx context.Context) (Key, error)
 }
 
 // DeployBot makes the bot's function run its code and secrets
@@ -190,7 +198,7 @@ func (r *Runner) DeployBot(ctx context.Context, b platform.Bot, apiURL string) e
 	env["BP_BOT_ID"] = b.ID
 	env["BP_API_URL"] = apiURL
 	return r.deploy(ctx, spec{name: name, version: Version(b.CodeKey, b.SecretValues), codeKey: b.CodeKey, logGroup: r.BotLogGroup, env: env,
-		token: func(ctx context.Context) (string, func(), error) { return r.Source.BotToken(ctx, b) }})
+		token: func(ctx context.Context) (Key, error) { return r.Source.BotToken(ctx, b) }})
 }
 
 // DeployIntegration makes the integration version's function run its code
@@ -205,7 +213,7 @@ func (r *Runner) DeployIntegration(ctx context.Context, i platform.Integration, 
 	env["BP_API_URL"] = apiURL
 	env["BP_WEBHOOK_URL"] = strings.TrimRight(apiURL, "/") + "/webhooks"
 	return r.deploy(ctx, spec{name: name, version: Version(i.CodeKey, i.SecretValues), codeKey: i.CodeKey, logGroup: r.IntegrationLogGroup, env: env,
-		token: func(ctx context.Context) (string, func(), error) { return r.Source.IntegrationToken(ctx, i) }})
+		token: func(ctx context.Context) (Key, error) { return r.Source.IntegrationToken(ctx, i) }})
 }
 
 // RemoveBot deletes the bot's function and role (none: nothing to do).
@@ -260,18 +268,22 @@ func (r *Runner) deploy(ctx context.Context, s spec) error {
 		if err != nil {
 			return err
 		}
-		token, revokeOthers, err := s.token(ctx)
+		key, err := s.token(ctx)
 		if err != nil {
 			return fmt.Errorf("a key for the deployed code: %w", err)
 		}
-		env["BP_TOKEN"] = token
-		if err := r.create(ctx, s, roleARN, desc, env, zipped); err != nil {
-			return err
+		env["BP_TOKEN"] = key.Token
+		created, err := r.create(ctx, s, roleARN, desc, env, zipped)
+		switch {
+		case !created:
+			// Made by none, or by a concurrent deployment with its own key.
+			if key.Revoke != nil {
+				key.Revoke()
+			}
+		case key.RevokeOthers != nil:
+			key.RevokeOthers()
 		}
-		if revokeOthers != nil {
-			revokeOthers()
-		}
-		return nil
+		return err
 	}
 	// An update keeps the function's key (it acts as the same bot or
 	// integration); one missing (a function made otherwise) is minted.
@@ -279,11 +291,11 @@ func (r *Runner) deploy(ctx context.Context, s spec) error {
 	if tok := envOf(cur.Configuration)["BP_TOKEN"]; tok != "" {
 		env["BP_TOKEN"] = tok
 	} else {
-		token, revoke, err := s.token(ctx)
+		key, err := s.token(ctx)
 		if err != nil {
 			return fmt.Errorf("a key for the deployed code: %w", err)
 		}
-		env["BP_TOKEN"], revokeOthers = token, revoke
+		env["BP_TOKEN"], revokeOthers = key.Token, key.RevokeOthers
 	}
 	if err := r.waitUpdated(ctx, s.name); err != nil {
 		return err
@@ -348,8 +360,9 @@ func (r *Runner) poll() time.Duration {
 }
 
 // create creates the function, retrying while its new role cannot be
-// assumed yet, and waits until it is Active.
-func (r *Runner) create(ctx context.Context, s spec, roleARN, desc string, env map[string]string, zipped []byte) error {
+// assumed yet, and waits until it is Active; created tells whether this
+// call made it (with env's key).
+func (r *Runner) create(ctx context.Context, s spec, roleARN, desc string, env map[string]string, zipped []byte) (created bool, err error) {
 	roleWait := r.RoleWait
 	if roleWait <= 0 {
 		roleWait = 15 * time.Second
@@ -368,21 +381,21 @@ func (r *Runner) create(ctx context.Context, s spec, roleARN, desc string, env m
 		if err != nil && errors.As(err, &inv) && strings.Contains(aws.ToString(inv.Message), "cannot be assumed") && time.Now().Before(deadline) {
 			select {
 			case <-ctx.Done():
-				return ctx.Err()
+				return false, ctx.Err()
 			case <-time.After(r.poll()):
 			}
 			continue
 		}
 		var conflict *types.ResourceConflictException
 		if errors.As(err, &conflict) {
-			// Created concurrently (another deployment of the same bot):
-			// that one's version stands until the next deployment.
-			return r.waitActive(ctx, s.name)
+			// Created concurrently (another deployment of the same bot,
+			// with its own key): that one stands; deploying again updates it.
+			return false, fmt.Errorf("function %s is being created by another deployment: deploy again", s.name)
 		}
 		if err != nil {
-			return fmt.Errorf("create function %s: %w", s.name, err)
+			return false, fmt.Errorf("create function %s: %w", s.name, err)
 		}
-		return r.waitActive(ctx, s.name)
+		return true, r.waitActive(ctx, s.name)
 	}
 }
 

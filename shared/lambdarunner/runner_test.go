@@ -34,26 +34,29 @@ type fakeSource struct {
 	mu      sync.Mutex
 	code    map[string][]byte
 	minted  []string
-	revoked int
+	revoked int      // RevokeOthers calls
+	dropped []string // keys revoked themselves
 }
 
 func (s *fakeSource) Code(_ context.Context, key string) ([]byte, error) {
 	return s.code[key], nil
 }
 
-func (s *fakeSource) mint(kind string) (string, func(), error) {
+func (s *fakeSource) mint(kind string) (lambdarunner.Key, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	tok := kind + strconv.Itoa(len(s.minted)+1)
 	s.minted = append(s.minted, tok)
-	return tok, func() { s.mu.Lock(); s.revoked++; s.mu.Unlock() }, nil
+	return lambdarunner.Key{Token: tok,
+		RevokeOthers: func() { s.mu.Lock(); s.revoked++; s.mu.Unlock() },
+		Revoke:       func() { s.mu.Lock(); s.dropped = append(s.dropped, tok); s.mu.Unlock() }}, nil
 }
 
-func (s *fakeSource) BotToken(context.Context, platform.Bot) (string, func(), error) {
+func (s *fakeSource) BotToken(context.Context, platform.Bot) (lambdarunner.Key, error) {
 	return s.mint("bp_bak_test")
 }
 
-func (s *fakeSource) IntegrationToken(context.Context, platform.Integration) (string, func(), error) {
+func (s *fakeSource) IntegrationToken(context.Context, platform.Integration) (lambdarunner.Key, error) {
 	return s.mint("bp_iak_test")
 }
 
@@ -223,6 +226,23 @@ func TestDeployInvokeRemove(t *testing.T) {
 	// A call to a removed function: a retryable answer saying so.
 	if res := send(b2); res.StatusCode != 503 || !strings.Contains(string(res.Body), "no function") {
 		t.Fatalf("call of a removed function: %+v %s", res, res.Body)
+	}
+}
+
+// A deployment racing another of the same bot (the function created in
+// between its read and its CreateFunction): it fails saying so and revokes
+// the key it minted, not the other's.
+func TestConcurrentCreation(t *testing.T) {
+	f := lambdatest.New(t)
+	f.Conflict = 1
+	src := &fakeSource{code: map[string][]byte{"k": []byte(`exports.handler = async () => ({})`)}}
+	r := newRunner(t, f.URL, src)
+	err := r.DeployBot(context.Background(), platform.Bot{ID: "bot_1", CodeKey: "k"}, "https://api.example.com")
+	if err == nil || !strings.Contains(err.Error(), "being created by another deployment") {
+		t.Fatalf("err %v", err)
+	}
+	if src.revoked != 0 || !reflect.DeepEqual(src.dropped, []string{"bp_bak_test1"}) {
+		t.Fatalf("revoked others %d times, dropped %v", src.revoked, src.dropped)
 	}
 }
 

@@ -104,39 +104,51 @@ func (s CodeSource) Code(ctx context.Context, key string) ([]byte, error) {
 }
 
 // BotToken mints a bot API key for the bot's function.
-func (s CodeSource) BotToken(ctx context.Context, b platform.Bot) (string, func(), error) {
+func (s CodeSource) BotToken(ctx context.Context, b platform.Bot) (lambdarunner.Key, error) {
 	t, err := s.Store.CreateBotAPIKey(ctx, b, codeKeyNote)
 	if err != nil {
-		return "", nil, err
+		return lambdarunner.Key{}, err
 	}
-	return t.Value, func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if old, err := s.Store.ListBotAPIKeys(ctx, b.ID); err == nil {
-			for _, k := range old {
-				if k.Note == codeKeyNote && k.ID != t.ID {
-					_ = s.Store.DeleteBotAPIKey(ctx, b.WorkspaceID, k.ID)
+	return lambdarunner.Key{Token: t.Value,
+		RevokeOthers: func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			if old, err := s.Store.ListBotAPIKeys(ctx, b.ID); err == nil {
+				for _, k := range old {
+					if k.Note == codeKeyNote && k.ID != t.ID {
+						_ = s.Store.DeleteBotAPIKey(ctx, b.WorkspaceID, k.ID)
+					}
 				}
 			}
-		}
-	}, nil
+		},
+		Revoke: func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			_ = s.Store.DeleteBotAPIKey(ctx, b.WorkspaceID, t.ID)
+		}}, nil
 }
 
 // IntegrationToken mints an integration API key for the version's function.
-func (s CodeSource) IntegrationToken(ctx context.Context, i platform.Integration) (string, func(), error) {
+func (s CodeSource) IntegrationToken(ctx context.Context, i platform.Integration) (lambdarunner.Key, error) {
 	t, err := s.Store.CreateIntegrationAPIKey(ctx, i, codeKeyNote)
 	if err != nil {
-		return "", nil, err
+		return lambdarunner.Key{}, err
 	}
-	return t.Value, func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if old, err := s.Store.ListIntegrationAPIKeys(ctx, i.ID); err == nil {
-			for _, k := range old {
-				if k.Note == codeKeyNote && k.ID != t.ID {
-					_ = s.Store.DeleteIntegrationAPIKey(ctx, i.WorkspaceID, k.ID)
+	return lambdarunner.Key{Token: t.Value,
+		RevokeOthers: func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			if old, err := s.Store.ListIntegrationAPIKeys(ctx, i.ID); err == nil {
+				for _, k := range old {
+					if k.Note == codeKeyNote && k.ID != t.ID {
+						_ = s.Store.DeleteIntegrationAPIKey(ctx, i.WorkspaceID, k.ID)
+					}
 				}
 			}
-		}
-	}, nil
+		},
+		Revoke: func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			_ = s.Store.DeleteIntegrationAPIKey(ctx, i.WorkspaceID, t.ID)
+		}}, nil
 }

@@ -45,6 +45,9 @@ type Server struct {
 	// assumed"; the next n GetFunction calls after a change answer Pending
 	// / InProgress; every Invoke answers TooManyRequests.
 	RoleNotReady int
+	// Conflict: the next n CreateFunction calls answer that the function
+	// exists (made concurrently).
+	Conflict     int
 	PendingPolls int
 	Throttle     bool
 	logs         []string // the functions' stdout lines
@@ -131,7 +134,10 @@ func (f *Server) serveLambda(w http.ResponseWriter, r *http.Request, body []byte
 			lambdaError(w, 400, "InvalidParameterValueException", "The role defined for the function cannot be assumed by Lambda.")
 			return
 		}
-		if f.functions[name] != nil {
+		if f.functions[name] != nil || f.Conflict > 0 {
+			if f.Conflict > 0 {
+				f.Conflict--
+			}
 			lambdaError(w, 409, "ResourceConflictException", "Function already exist: "+name)
 			return
 		}
