@@ -282,7 +282,9 @@ func (s *builder) policies(id string) map[string]awsiam.PolicyDocument {
 			// /<stack>-code/ made only with the boundary, passed to Lambda only.
 			"deployed-code": policy(
 				allow([]string{"lambda:CreateFunction", "lambda:UpdateFunctionCode", "lambda:UpdateFunctionConfiguration",
-					"lambda:GetFunction", "lambda:DeleteFunction", "lambda:InvokeFunction"}, awscdk.Fn_Sub(jsii.String(codeFunctionARN), nil)),
+					"lambda:GetFunction", "lambda:DeleteFunction", "lambda:InvokeFunction",
+					// An integration's maxConcurrency: the function's reserved concurrency.
+					"lambda:PutFunctionConcurrency", "lambda:DeleteFunctionConcurrency"}, awscdk.Fn_Sub(jsii.String(codeFunctionARN), nil)),
 				createRole,
 				allow([]string{"iam:GetRole", "iam:DeleteRolePolicy", "iam:DeleteRole"}, roles),
 				passCodeRole,

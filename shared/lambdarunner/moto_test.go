@@ -110,4 +110,14 @@ func TestDeployOnMoto(t *testing.T) {
 	if len(src.minted) != 2 {
 		t.Fatalf("keys minted: %v", src.minted)
 	}
+	// An integration's maxConcurrency: the function's reserved concurrency.
+	n := int64(4)
+	i := platform.Integration{ID: "intver_1", CodeKey: "a.js", MaxConcurrency: &n}
+	if err := r.DeployIntegration(ctx, i, "https://api.example.com"); err != nil {
+		t.Fatal(err)
+	}
+	out, err := r.Lambda.GetFunction(ctx, &lambda.GetFunctionInput{FunctionName: aws.String("st-code-intver_1")})
+	if err != nil || out.Concurrency == nil || aws.ToInt32(out.Concurrency.ReservedConcurrentExecutions) != 4 {
+		t.Fatalf("reserved concurrency on moto: %+v %v", out, err)
+	}
 }

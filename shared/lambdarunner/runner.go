@@ -58,6 +58,8 @@ type LambdaAPI interface {
 	UpdateFunctionCode(ctx context.Context, in *lambda.UpdateFunctionCodeInput, opts ...func(*lambda.Options)) (*lambda.UpdateFunctionCodeOutput, error)
 	UpdateFunctionConfiguration(ctx context.Context, in *lambda.UpdateFunctionConfigurationInput, opts ...func(*lambda.Options)) (*lambda.UpdateFunctionConfigurationOutput, error)
 	DeleteFunction(ctx context.Context, in *lambda.DeleteFunctionInput, opts ...func(*lambda.Options)) (*lambda.DeleteFunctionOutput, error)
+	PutFunctionConcurrency(ctx context.Context, in *lambda.PutFunctionConcurrencyInput, opts ...func(*lambda.Options)) (*lambda.PutFunctionConcurrencyOutput, error)
+	DeleteFunctionConcurrency(ctx context.Context, in *lambda.DeleteFunctionConcurrencyInput, opts ...func(*lambda.Options)) (*lambda.DeleteFunctionConcurrencyOutput, error)
 	Invoke(ctx context.Context, in *lambda.InvokeInput, opts ...func(*lambda.Options)) (*lambda.InvokeOutput, error)
 }
 
@@ -183,7 +185,10 @@ func (r *Runner) IntegrationURL(_ context.Context, i platform.Integration) (stri
 type spec struct {
 	name, version, codeKey, logGroup string
 	env                              map[string]string
-	token                            func(ctx context.Context) (Key, error)
+	// concurrency > 0: the function's reserved concurrency (an
+	// integration's maxConcurrency); 0: none.
+	concurrency int32
+	token       func(ctx context.Context) (Key, error)
 }
 
 // DeployBot makes the bot's function run its code and secrets
@@ -212,7 +217,11 @@ func (r *Runner) DeployIntegration(ctx context.Context, i platform.Integration, 
 	env["BP_INTEGRATION_ID"] = i.ID
 	env["BP_API_URL"] = apiURL
 	env["BP_WEBHOOK_URL"] = strings.TrimRight(apiURL, "/") + "/webhooks"
-	return r.deploy(ctx, spec{name: name, version: Version(i.CodeKey, i.SecretValues), codeKey: i.CodeKey, logGroup: r.IntegrationLogGroup, env: env,
+	var conc int32
+	if i.MaxConcurrency != nil && *i.MaxConcurrency > 0 {
+		conc = int32(min(*i.MaxConcurrency, 1<<20))
+	}
+	return r.deploy(ctx, spec{name: name, version: Version(i.CodeKey, i.SecretValues), codeKey: i.CodeKey, logGroup: r.IntegrationLogGroup, env: env, concurrency: conc,
 		token: func(ctx context.Context) (Key, error) { return r.Source.IntegrationToken(ctx, i) }})
 }
 
@@ -247,10 +256,42 @@ func (r *Runner) deploy(ctx context.Context, s spec) error {
 		return fmt.Errorf("get function %s: %w", s.name, err)
 	}
 	desc := descPrefix + s.version
-	if cur != nil && cur.Configuration != nil && aws.ToString(cur.Configuration.Description) == desc &&
-		envOf(cur.Configuration)["BP_API_URL"] == s.env["BP_API_URL"] && cur.Configuration.LastUpdateStatus != types.LastUpdateStatusFailed {
-		return nil // runs this version already
+	if cur == nil || cur.Configuration == nil || aws.ToString(cur.Configuration.Description) != desc ||
+		envOf(cur.Configuration)["BP_API_URL"] != s.env["BP_API_URL"] || cur.Configuration.LastUpdateStatus == types.LastUpdateStatusFailed {
+		if err := r.deployCode(ctx, s, cur, desc); err != nil {
+			return err
+		}
 	}
+	return r.applyConcurrency(ctx, s, cur)
+}
+
+// applyConcurrency makes the function's reserved concurrency the
+// integration's maxConcurrency (none without one): invocations beyond are
+// throttled, which callers get as a retryable 503. An account whose
+// unreserved concurrency cannot spare it refuses: the deployment fails
+// saying so (and the next one tries again).
+func (r *Runner) applyConcurrency(ctx context.Context, s spec, cur *lambda.GetFunctionOutput) error {
+	var have int32
+	if cur != nil && cur.Concurrency != nil {
+		have = aws.ToInt32(cur.Concurrency.ReservedConcurrentExecutions)
+	}
+	if have == s.concurrency {
+		return nil
+	}
+	if s.concurrency > 0 {
+		if _, err := r.Lambda.PutFunctionConcurrency(ctx, &lambda.PutFunctionConcurrencyInput{FunctionName: &s.name, ReservedConcurrentExecutions: aws.Int32(s.concurrency)}); err != nil {
+			return fmt.Errorf("maxConcurrency %d could not be applied as the reserved concurrency of %s: %w", s.concurrency, s.name, err)
+		}
+		return nil
+	}
+	if _, err := r.Lambda.DeleteFunctionConcurrency(ctx, &lambda.DeleteFunctionConcurrencyInput{FunctionName: &s.name}); err != nil {
+		return fmt.Errorf("remove the reserved concurrency of %s: %w", s.name, err)
+	}
+	return nil
+}
+
+// deployCode creates the function or updates its code and configuration.
+func (r *Runner) deployCode(ctx context.Context, s spec, cur *lambda.GetFunctionOutput, desc string) error {
 	code, err := r.Source.Code(ctx, s.codeKey)
 	if err != nil {
 		return fmt.Errorf("read the deployed code: %w", err)

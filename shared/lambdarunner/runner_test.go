@@ -246,6 +246,44 @@ func TestConcurrentCreation(t *testing.T) {
 	}
 }
 
+// An integration's maxConcurrency is its function's reserved concurrency:
+// set, changed, removed; an account that cannot spare it fails the
+// deployment saying so, and the next deployment tries again.
+func TestMaxConcurrencyOnAWS(t *testing.T) {
+	f := lambdatest.New(t)
+	src := &fakeSource{code: map[string][]byte{"k": []byte(`exports.handler = async () => ({})`)}}
+	r := newRunner(t, f.URL, src)
+	ctx := context.Background()
+	n := int64(3)
+	i := platform.Integration{ID: "intver_1", CodeKey: "k", MaxConcurrency: &n}
+	deploy := func() error { return r.DeployIntegration(ctx, i, "https://api.example.com") }
+	if err := deploy(); err != nil || f.Reserved("st-code-intver_1") != 3 {
+		t.Fatalf("err %v, reserved %d", err, f.Reserved("st-code-intver_1"))
+	}
+	f.Calls()
+	if err := deploy(); err != nil || !reflect.DeepEqual(f.Calls(), []string{"Lambda.GetFunction st-code-intver_1"}) {
+		t.Fatalf("a deployment of what runs: %v", err)
+	}
+	n = 5
+	if err := deploy(); err != nil || f.Reserved("st-code-intver_1") != 5 {
+		t.Fatalf("changed: err %v, reserved %d", err, f.Reserved("st-code-intver_1"))
+	}
+	i.MaxConcurrency = nil
+	if err := deploy(); err != nil || f.Reserved("st-code-intver_1") != 0 || !contains(f.Calls(), "Lambda.DeleteFunctionConcurrency st-code-intver_1") {
+		t.Fatalf("removed: err %v, reserved %d", err, f.Reserved("st-code-intver_1"))
+	}
+	f.RefuseConcurrency = true
+	i.MaxConcurrency = &n
+	if err := deploy(); err == nil || !strings.Contains(err.Error(), "maxConcurrency 5 could not be applied") {
+		t.Fatalf("refused: %v", err)
+	}
+	f.RefuseConcurrency = false
+	f.Calls()
+	if err := deploy(); err != nil || f.Reserved("st-code-intver_1") != 5 || !contains(f.Calls(), "Lambda.PutFunctionConcurrency st-code-intver_1") {
+		t.Fatalf("the next deployment: %v", err)
+	}
+}
+
 func contains(s []string, v string) bool { return index(s, v) >= 0 }
 
 func index(s []string, v string) int {

@@ -50,13 +50,61 @@ type Server struct {
 	Conflict     int
 	PendingPolls int
 	Throttle     bool
-	logs         []string // the functions' stdout lines
+	// RefuseConcurrency: PutFunctionConcurrency is refused (the account's
+	// unreserved concurrency cannot spare it).
+	RefuseConcurrency bool
+	logs              []string // the functions' stdout lines
 }
 
 type function struct {
 	config  map[string]any
 	zip     []byte
 	pending int
+	// reserved concurrency, 0: none
+	reserved int
+}
+
+// refuseConcurrencyMsg is what Lambda answers a PutFunctionConcurrency an
+// account's unreserved concurrency cannot spare.
+var refuseConcurrencyMsg = "Specified ReservedConcurrentExecutions for function decreases account's UnreservedConcurrentExecution below its minimum value of [100]."
+
+func (f *Server) serveConcurrency(w http.ResponseWriter, r *http.Request, body []byte) {
+	name := strings.TrimSuffix(strings.TrimPrefix(r.URL.Path, "/2017-10-31/functions/"), "/concurrency")
+	var in map[string]any
+	_ = json.Unmarshal(body, &in)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	fn := f.functions[name]
+	switch r.Method {
+	case http.MethodPut:
+		f.record("Lambda.PutFunctionConcurrency "+name, in)
+		if fn == nil {
+			lambdaError(w, 404, "ResourceNotFoundException", "Function not found: "+name)
+			return
+		}
+		if f.RefuseConcurrency {
+			lambdaError(w, 400, "InvalidParameterValueException", refuseConcurrencyMsg)
+			return
+		}
+		fn.reserved = int(in["ReservedConcurrentExecutions"].(float64))
+		_ = json.NewEncoder(w).Encode(map[string]any{"ReservedConcurrentExecutions": fn.reserved})
+	case http.MethodDelete:
+		f.record("Lambda.DeleteFunctionConcurrency "+name, nil)
+		if fn != nil {
+			fn.reserved = 0
+		}
+		w.WriteHeader(204)
+	}
+}
+
+// Reserved is a function's reserved concurrency (0: none).
+func (f *Server) Reserved(name string) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if fn := f.functions[name]; fn != nil {
+		return fn.reserved
+	}
+	return 0
 }
 
 func New(t testing.TB) *Server {
@@ -93,6 +141,10 @@ func (f *Server) serve(w http.ResponseWriter, r *http.Request) {
 	body, _ := io.ReadAll(r.Body)
 	if strings.HasPrefix(r.URL.Path, "/2015-03-31/functions") {
 		f.serveLambda(w, r, body)
+		return
+	}
+	if strings.HasPrefix(r.URL.Path, "/2017-10-31/functions/") && strings.HasSuffix(r.URL.Path, "/concurrency") {
+		f.serveConcurrency(w, r, body)
 		return
 	}
 	f.serveIAM(w, r, body)
@@ -158,7 +210,11 @@ func (f *Server) serveLambda(w http.ResponseWriter, r *http.Request, body []byte
 		lambdaError(w, 404, "ResourceNotFoundException", "Function not found: "+name)
 	case r.Method == http.MethodGet && len(parts) == 1:
 		f.record("Lambda.GetFunction "+name, nil)
-		_ = json.NewEncoder(w).Encode(map[string]any{"Configuration": conf(), "Code": map[string]any{"RepositoryType": "S3"}})
+		out := map[string]any{"Configuration": conf(), "Code": map[string]any{"RepositoryType": "S3"}}
+		if fn.reserved > 0 {
+			out["Concurrency"] = map[string]any{"ReservedConcurrentExecutions": fn.reserved}
+		}
+		_ = json.NewEncoder(w).Encode(out)
 	case r.Method == http.MethodDelete:
 		f.record("Lambda.DeleteFunction "+name, nil)
 		delete(f.functions, name)
