@@ -165,6 +165,11 @@ func checkURL(field, u string) error {
 	if err != nil || (p.Scheme != "http" && p.Scheme != "https") || p.Host == "" {
 		return platform.Invalid("invalid body: field %q: must be an http or https url", field)
 	}
+	// .invalid never resolves (RFC 6761); the platform's own addresses of
+	// deployed code use it (shared/lambdarunner), and are not a user's to set.
+	if h := strings.TrimSuffix(strings.ToLower(p.Hostname()), "."); h == "invalid" || strings.HasSuffix(h, ".invalid") {
+		return platform.Invalid("invalid body: field %q: a host under .invalid never resolves", field)
+	}
 	return nil
 }
 

@@ -112,3 +112,23 @@ func TestReplacedCodeObjectsDeleted(t *testing.T) {
 		t.Fatal("the other integration's code was deleted")
 	}
 }
+
+// TestInvalidHostRefused: a url under .invalid (where the platform's own
+// addresses of deployed code on AWS live) is refused, with nothing written.
+func TestInvalidHostRefused(t *testing.T) {
+	f := newFixture(t)
+	bot := f.createBot(f.AdminToken, nil)
+	for _, u := range []string{"http://lambda.invalid/x-code-bot_1/v/seal", "https://LAMBDA.INVALID", "http://lambda.invalid./x"} {
+		r := f.ws_(f.AdminToken, "PUT", "/v1/admin/bots/"+bot, map[string]any{"url": u})
+		if r.Status != 400 || r.Str("type") != "InvalidPayload" || !strings.Contains(r.Str("message"), ".invalid") {
+			t.Fatalf("%s: %d %s", u, r.Status, r.Raw)
+		}
+		r = f.ws_(f.AdminToken, "POST", "/v1/admin/integrations", map[string]any{"name": "inv", "version": "1.0.0", "url": u})
+		if r.Status != 400 || r.Str("type") != "InvalidPayload" {
+			t.Fatalf("integration %s: %d %s", u, r.Status, r.Raw)
+		}
+	}
+	if b := f.getBot(bot); b["url"] != "" && b["url"] != nil {
+		t.Fatalf("url written: %v", b["url"])
+	}
+}

@@ -6,7 +6,7 @@
 // implements platform.CodeRunner and platform.CodeDeployer.
 //
 // A call to deployed code is an ordinary delivery (shared/delivery) to an
-// address of the form http://lambda.invalid/<function>/<version>: the
+// address of the form http://lambda.invalid/<function>/<version>/<seal>: the
 // client's transport (Runner.Transport) turns a request to that host into
 // a Lambda Invoke of the function, whose entry (entry.cjs) hands it to the
 // bundle as the local worker does, and turns the function's answer back
@@ -23,6 +23,8 @@ import (
 	"archive/zip"
 	"bytes"
 	"context"
+	"crypto/hmac"
+	"crypto/rand"
 	"crypto/sha256"
 	_ "embed"
 	"encoding/hex"
@@ -31,6 +33,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -126,6 +129,9 @@ type Runner struct {
 	// within API Gateway's 30 s: a deployment cut short is finished by the
 	// next (every step is idempotent).
 	Poll, Wait, RoleWait time.Duration
+
+	keyOnce sync.Once
+	key     []byte // seals the addresses this runner issues
 }
 
 // FunctionName is the name of the function (and of its role) of a bot
@@ -165,7 +171,24 @@ func (r *Runner) address(kind, id, codeKey string, secrets map[string]string) (s
 	if err != nil {
 		return "", platform.Errorf(platform.ErrBadGateway, "%v", err)
 	}
-	return "http://" + Host + "/" + name + "/" + Version(codeKey, secrets), nil
+	v := Version(codeKey, secrets)
+	return "http://" + Host + "/" + name + "/" + v + "/" + r.seal(name, v), nil
+}
+
+// seal is the proof that this runner issued an address: an HMAC of the
+// function and version under a key of this process. The transport invokes
+// only sealed addresses, so a bot or integration whose url a user set to
+// http://lambda.invalid/<another tenant's function>/... invokes nothing.
+func (r *Runner) seal(name, version string) string {
+	r.keyOnce.Do(func() {
+		r.key = make([]byte, 32)
+		if _, err := rand.Read(r.key); err != nil {
+			panic(err)
+		}
+	})
+	m := hmac.New(sha256.New, r.key)
+	m.Write([]byte(name + "/" + version))
+	return hex.EncodeToString(m.Sum(nil))
 }
 
 // BotURL is the address of the bot's function (platform.CodeRunner).

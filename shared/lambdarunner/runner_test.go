@@ -214,6 +214,29 @@ func TestDeployInvokeRemove(t *testing.T) {
 	f.SetThrottle(false)
 	f.Calls()
 
+	// An address this runner did not issue (a url a user set to another
+	// tenant's function, or one of another process) invokes nothing.
+	f.Calls()
+	good, _ := r.BotURL(ctx, b2)
+	flip := "0"
+	if strings.HasSuffix(good, "0") {
+		flip = "1"
+	}
+	other := newRunner(t, f.URL, src)
+	forged, _ := other.BotURL(ctx, b2)
+	for _, u := range []string{
+		"http://lambda.invalid/st-code-bot_1/" + lambdarunner.Version(b2.CodeKey, b2.SecretValues),
+		good[:len(good)-1] + flip, forged, good + "/x",
+	} {
+		res := delivery.Send(ctx, client, delivery.Request{URL: u, Body: []byte(`{}`), Timeout: 5 * time.Second})
+		if res.Outcome != delivery.Failed || !strings.Contains(res.Err, "not an address of deployed code") {
+			t.Fatalf("%s: %+v", u, res)
+		}
+	}
+	if got := f.Calls(); len(got) != 0 {
+		t.Fatalf("forged addresses made calls: %q", got)
+	}
+
 	// Removal: function, policy, role; again: nothing to remove, no error.
 	for range 2 {
 		if err := r.RemoveBot(ctx, "bot_1"); err != nil {

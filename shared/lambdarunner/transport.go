@@ -2,6 +2,7 @@ package lambdarunner
 
 import (
 	"bytes"
+	"crypto/hmac"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -64,8 +65,10 @@ func (f roundTrip) RoundTrip(r *http.Request) (*http.Response, error) { return f
 
 func (r *Runner) invoke(req *http.Request) (*http.Response, error) {
 	parts := strings.Split(strings.Trim(req.URL.Path, "/"), "/")
-	if len(parts) != 2 || parts[0] == "" || !strings.HasPrefix(parts[0], r.Prefix) {
-		return nil, fmt.Errorf("not the address of deployed code: %s", req.URL)
+	if len(parts) != 3 || parts[0] == "" || !strings.HasPrefix(parts[0], r.Prefix) ||
+		!hmac.Equal([]byte(parts[2]), []byte(r.seal(parts[0], parts[1]))) {
+		// Not issued by this runner (e.g. a url a user set): invoke nothing.
+		return nil, fmt.Errorf("not an address of deployed code: %s", req.URL.Host)
 	}
 	var body []byte
 	if req.Body != nil {
