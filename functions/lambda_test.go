@@ -209,6 +209,37 @@ func TestFunctionBinaries(t *testing.T) {
 		})
 	}
 
+	// API Gateway's $default route (template.yaml's CatchAll): a path no
+	// route takes reaches the files function, which answers the platform's
+	// MethodNotFound, not a 404.
+	t.Run("catch-all", func(t *testing.T) {
+		var ev map[string]any
+		if err := json.Unmarshal(sampleEvent(t, "files-request.json", map[string]string{"<TOKEN>": s.Token, "<BOT_ID>": botID}), &ev); err != nil {
+			t.Fatal(err)
+		}
+		ev["routeKey"], ev["rawPath"], ev["rawQueryString"] = "$default", "/v2/nothing/here", ""
+		rc := ev["requestContext"].(map[string]any)
+		rc["routeKey"] = "$default"
+		rc["http"].(map[string]any)["path"], rc["http"].(map[string]any)["method"] = "/v2/nothing/here", "POST"
+		raw, _ := json.Marshal(ev)
+		inv := invoke(t, "files", s.Env, raw)
+		var res struct {
+			StatusCode int    `json:"statusCode"`
+			Body       string `json:"body"`
+		}
+		if err := json.Unmarshal(inv.Response, &res); err != nil || len(inv.Error) > 0 {
+			t.Fatalf("response %s (%v), error %s", inv.Response, err, inv.Error)
+		}
+		var body struct {
+			Code          int
+			Type, Message string
+		}
+		if err := json.Unmarshal([]byte(res.Body), &body); err != nil || res.StatusCode != 405 || body.Code != 405 || body.Type != "MethodNotFound" ||
+			!strings.Contains(body.Message, "the operation does not exist") {
+			t.Fatalf("unknown path: %d %s", res.StatusCode, res.Body)
+		}
+	})
+
 	t.Run("scheduler", func(t *testing.T) {
 		botID, received := s.recurringBot(t)
 		inv := invoke(t, "scheduler", s.Env, s.schedulerInput(t, botID, "ping", ""))

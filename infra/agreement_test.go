@@ -105,7 +105,7 @@ func TestSAMAndCDKAgree(t *testing.T) {
 	}
 
 	// The comparison is not vacuous: the model holds the whole stack.
-	if len(sam.Functions) != len(Functions) || len(sam.Routes) != 7 || len(sam.Tables) != 1 || len(sam.Buckets) != 1 ||
+	if len(sam.Functions) != len(Functions) || len(sam.Routes) != 8 || len(sam.Tables) != 1 || len(sam.Buckets) != 1 ||
 		len(sam.ScheduleGroups) != 1 || len(sam.LogGroups) != len(Functions)+2 || len(sam.Roles) != len(Functions)+1 || len(sam.Outputs) != 6 {
 		t.Fatalf("model misses parts of the stack: %d functions, %d routes, %d tables, %d buckets, %d schedule groups, %d log groups, %d roles, %d outputs",
 			len(sam.Functions), len(sam.Routes), len(sam.Tables), len(sam.Buckets), len(sam.ScheduleGroups), len(sam.LogGroups), len(sam.Roles), len(sam.Outputs))
@@ -123,6 +123,10 @@ func TestSAMAndCDKAgree(t *testing.T) {
 	}
 	if len(sam.Other) > 0 {
 		t.Fatalf("resources the model does not compare: %v", sam.Other)
+	}
+	// The catch-all route: the platform's MethodNotFound for unknown paths.
+	if r := sam.Routes["$default"]; r.Function != "FilesFunction" || len(sam.ManagedPolicies) != 1 {
+		t.Fatalf("the $default route: %+v; managed policies: %v", r, sam.ManagedPolicies)
 	}
 	if testing.Verbose() {
 		j, _ := json.MarshalIndent(sam, "", "  ")
@@ -226,6 +230,41 @@ func TestAgreementCatchesDrift(t *testing.T) {
 				delete(res["Table"].(map[string]any)["Properties"].(map[string]any), "StreamSpecification")
 			}), lambdaDir)
 		}, []string{"tables.Table.stream"}},
+		{"$default route removed from template.yaml", func(t *testing.T) (stackModel, stackModel) {
+			return samModel(t, mutatedSAM(t, "Resources", "FilesFunction", "Properties", "Events", "CatchAll")), cdk
+		}, []string{"routes.$default"}},
+		{"$default route removed from the CDK template", func(t *testing.T) (stackModel, stackModel) {
+			return sam, cdkModel(t, mutatedCDK(t, cdkJSON, func(res map[string]any) {
+				for id, r := range res {
+					if props, _ := r.(map[string]any)["Properties"].(map[string]any); props["RouteKey"] == "$default" {
+						delete(res, id)
+					}
+				}
+			}), lambdaDir)
+		}, []string{"routes.$default"}},
+		{"deployed code's prefix removed from template.yaml", func(t *testing.T) (stackModel, stackModel) {
+			return samModel(t, mutatedSAM(t, "Resources", "DispatcherFunction", "Properties", "Environment", "Variables", "PLATFORM_CODE_PREFIX")), cdk
+		}, []string{"functions.DispatcherFunction.env.PLATFORM_CODE_PREFIX"}},
+		{"boundary condition removed from the CDK template", func(t *testing.T) (stackModel, stackModel) {
+			return sam, cdkModel(t, mutatedCDK(t, cdkJSON, func(res map[string]any) {
+				for _, p := range res["AdminFunctionRole"].(map[string]any)["Properties"].(map[string]any)["Policies"].([]any) {
+					if p.(map[string]any)["PolicyName"] != "deployed-code" {
+						continue
+					}
+					for _, st := range p.(map[string]any)["PolicyDocument"].(map[string]any)["Statement"].([]any) {
+						if fmt.Sprint(st.(map[string]any)["Action"]) == "[iam:CreateRole iam:PutRolePolicy]" {
+							delete(st.(map[string]any), "Condition")
+						}
+					}
+				}
+			}), lambdaDir)
+		}, []string{"roles.AdminFunctionRole.statements"}},
+		{"boundary widened in the CDK template", func(t *testing.T) (stackModel, stackModel) {
+			return sam, cdkModel(t, mutatedCDK(t, cdkJSON, func(res map[string]any) {
+				doc := res["CodeBoundary"].(map[string]any)["Properties"].(map[string]any)["PolicyDocument"].(map[string]any)
+				doc["Statement"] = append(doc["Statement"].([]any), map[string]any{"Effect": "Allow", "Action": "dynamodb:GetItem", "Resource": "*"})
+			}), lambdaDir)
+		}, []string{"managedPolicies.CodeBoundary"}},
 		{"bucket notification removed from the CDK template", func(t *testing.T) (stackModel, stackModel) {
 			return sam, cdkModel(t, mutatedCDK(t, cdkJSON, func(res map[string]any) {
 				delete(res["FilesBucket"].(map[string]any)["Properties"].(map[string]any), "NotificationConfiguration")

@@ -49,9 +49,12 @@ type stackModel struct {
 	// rules with their permission), by "<function> <expression>".
 	FunctionSchedules map[string]functionSchedule `json:"functionSchedules"`
 	Roles             map[string]role             `json:"roles"`
-	LogGroups         map[string]logGroup         `json:"logGroups"`
-	Outputs           map[string]output           `json:"outputs"`
-	Other             map[string]otherResource    `json:"otherResources"` // any resource type the model does not know
+	// Managed policies (the permissions boundary of deployed code's
+	// roles), by logical id: their statements.
+	ManagedPolicies map[string][]string      `json:"managedPolicies"`
+	LogGroups       map[string]logGroup      `json:"logGroups"`
+	Outputs         map[string]output        `json:"outputs"`
+	Other           map[string]otherResource `json:"otherResources"` // any resource type the model does not know
 }
 
 type streamSource struct {
@@ -525,7 +528,7 @@ func modelOf(t *cloudformation.Template, packageOf func(id string) (string, erro
 		Parameters:  map[string]parameter{}, Functions: map[string]function{}, Routes: map[string]route{},
 		Tables: map[string]table{}, Buckets: map[string]bucket{}, ScheduleGroups: map[string]string{},
 		Schedules: map[string]string{}, Roles: map[string]role{}, LogGroups: map[string]logGroup{},
-		Outputs: map[string]output{}, Other: map[string]otherResource{},
+		Outputs: map[string]output{}, Other: map[string]otherResource{}, ManagedPolicies: map[string][]string{},
 		StreamSources: map[string]streamSource{}, FunctionSchedules: map[string]functionSchedule{},
 	}
 	for name, p := range t.Parameters {
@@ -632,6 +635,15 @@ func modelOf(t *cloudformation.Template, packageOf func(id string) (string, erro
 			m.Roles[id] = ro
 		case *iam.Policy:
 			standalonePolicies = append(standalonePolicies, r)
+		case *iam.ManagedPolicy:
+			if len(r.Roles) > 0 || len(r.Users) > 0 || len(r.Groups) > 0 {
+				fail("%s: a managed policy attached to a principal is not modelled (least privilege: inline policies only)", id)
+			}
+			st, err := statements(r.PolicyDocument)
+			if err != nil {
+				fail("%s: %v", id, err)
+			}
+			m.ManagedPolicies[id] = st
 		case *logs.LogGroup:
 			m.LogGroups[id] = logGroup{Name: deref(r.LogGroupName), Retention: numberRef(t, deref(r.RetentionInDays)),
 				DeletionPolicy: deletionPolicy(r.AWSCloudFormationDeletionPolicy)}
@@ -855,6 +867,9 @@ func samFunction(id string, r *serverless.Function, g global.Function, packageOf
 				pfv = "2.0" // SAM's default for HttpApi events
 			}
 			key := strings.ToUpper(deref(h.Method)) + " " + deref(h.Path)
+			if deref(h.Path) == "$default" {
+				key = "$default" // SAM's catch-all route: route key $default, any method
+			}
 			evs.routes = append(evs.routes, routeEvent{key: key, route: route{API: deref(h.ApiId), Function: id, PayloadFormatVersion: pfv}})
 			f.InvokedBy = uniq(append(f.InvokedBy, "apigateway.amazonaws.com"))
 		case "S3":

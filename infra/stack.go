@@ -37,7 +37,7 @@ type Function struct {
 	Description string
 	Timeout     float64  // seconds
 	MemorySize  float64  // MB
-	Routes      []string // HTTP API paths (method ANY) served by the function
+	Routes      []string // HTTP API paths (method ANY) served by the function; "$default": every path no route takes
 }
 
 // Functions are the stack's functions: the four API areas and the three
@@ -47,7 +47,7 @@ var Functions = []Function{
 	{ID: "Admin", Dir: "admin", Description: "Admin API (functions/admin)", Timeout: 29, MemorySize: 256, Routes: []string{"/v1/admin/{proxy+}"}},
 	{ID: "Chat", Dir: "chat", Description: "Chat API and webhook ingress (functions/chat)", Timeout: 29, MemorySize: 256, Routes: []string{"/v1/chat/{proxy+}", "/webhooks/{proxy+}"}},
 	{ID: "Tables", Dir: "tables", Description: "Tables API (functions/tables)", Timeout: 29, MemorySize: 256, Routes: []string{"/v1/tables/{proxy+}", "/v1/tables"}},
-	{ID: "Files", Dir: "files", Description: "Files API (functions/files)", Timeout: 29, MemorySize: 256, Routes: []string{"/v1/files/{proxy+}", "/v1/files"}},
+	{ID: "Files", Dir: "files", Description: "Files API (functions/files)", Timeout: 29, MemorySize: 256, Routes: []string{"/v1/files/{proxy+}", "/v1/files", "$default"}},
 	// Delivers a recurring event to its bot, which may take 2 minutes.
 	{ID: "Scheduler", Dir: "scheduler", Description: "Recurring events (functions/scheduler)", Timeout: 150, MemorySize: 256},
 	// Reads the object (SHA-256) and indexes up to 16 MiB of it.
@@ -102,6 +102,7 @@ type builder struct {
 	schedulerRole   awsiam.Role
 	botLogs         awslogs.CfnLogGroup
 	integrationLogs awslogs.CfnLogGroup
+	codeBoundary    awsiam.CfnManagedPolicy
 	api_            awsapigatewayv2.HttpApi
 	fns             map[string]awslambda.Function
 	roles           map[string]awsiam.Role
@@ -209,6 +210,28 @@ func (s *builder) logGroups() {
 	}
 	s.botLogs = group("BotLogGroup", "/platform/${AWS::StackName}/bots")
 	s.integrationLogs = group("IntegrationLogGroup", "/platform/${AWS::StackName}/integrations")
+	// The permissions boundary of the roles of deployed code's functions
+	// (shared/lambdarunner): writing log streams of the bot and integration
+	// log groups is the most any of them can do.
+	s.codeBoundary = awsiam.NewCfnManagedPolicy(s.stack, jsii.String("CodeBoundary"), &awsiam.CfnManagedPolicyProps{
+		Description: jsii.String("Boundary of the roles of deployed code's functions (own log streams only)"),
+		PolicyDocument: policy(allow([]string{"logs:CreateLogStream", "logs:PutLogEvents"},
+			s.botLogs.AttrArn(), s.integrationLogs.AttrArn())),
+	})
+	s.codeBoundary.OverrideLogicalId(jsii.String("CodeBoundary"))
+}
+
+// Deployed code's functions and their roles: named and placed by the
+// stack's name (template.yaml's PLATFORM_CODE_* and deployed-code policy).
+const (
+	codePrefix      = "${AWS::StackName}-code-"
+	codeFunctionARN = "arn:${AWS::Partition}:lambda:${AWS::Region}:${AWS::AccountId}:function:${AWS::StackName}-code-*"
+	codeRoleARN     = "arn:${AWS::Partition}:iam::${AWS::AccountId}:role/${AWS::StackName}-code/*"
+)
+
+// invokeCode is the policy of the functions that call deployed code.
+func invokeCode() awsiam.PolicyDocument {
+	return policy(allow([]string{"lambda:InvokeFunction"}, awscdk.Fn_Sub(jsii.String(codeFunctionARN), nil)))
 }
 
 // allow is an Allow statement.
@@ -248,8 +271,24 @@ func (s *builder) policies(id string) map[string]awsiam.PolicyDocument {
 	case "Admin":
 		passRole := allow([]string{"iam:PassRole"}, s.schedulerRole.RoleArn())
 		passRole.AddCondition(jsii.String("StringEquals"), map[string]any{"iam:PassedToService": "scheduler.amazonaws.com"})
+		roles := awscdk.Fn_Sub(jsii.String(codeRoleARN), nil)
+		createRole := allow([]string{"iam:CreateRole", "iam:PutRolePolicy"}, roles)
+		createRole.AddCondition(jsii.String("StringEquals"), map[string]any{"iam:PermissionsBoundary": s.codeBoundary.Ref()})
+		passCodeRole := allow([]string{"iam:PassRole"}, roles)
+		passCodeRole.AddCondition(jsii.String("StringEquals"), map[string]any{"iam:PassedToService": "lambda.amazonaws.com"})
 		return map[string]awsiam.PolicyDocument{
 			"table": table,
+			// Deployed code: functions <stack>-code-*, roles under
+			// /<stack>-code/ made only with the boundary, passed to Lambda only.
+			"deployed-code": policy(
+				allow([]string{"lambda:CreateFunction", "lambda:UpdateFunctionCode", "lambda:UpdateFunctionConfiguration",
+					"lambda:GetFunction", "lambda:DeleteFunction", "lambda:InvokeFunction",
+					// An integration's maxConcurrency: the function's reserved concurrency.
+					"lambda:PutFunctionConcurrency", "lambda:DeleteFunctionConcurrency"}, awscdk.Fn_Sub(jsii.String(codeFunctionARN), nil)),
+				createRole,
+				allow([]string{"iam:GetRole", "iam:DeleteRolePolicy", "iam:DeleteRole"}, roles),
+				passCodeRole,
+			),
 			"schedules": policy(
 				allow([]string{"scheduler:CreateSchedule", "scheduler:UpdateSchedule", "scheduler:DeleteSchedule", "scheduler:GetSchedule"}, schedules),
 				passRole,
@@ -260,15 +299,15 @@ func (s *builder) policies(id string) map[string]awsiam.PolicyDocument {
 			),
 			// Deployed code, icons and readmes: code/ keys only.
 			"bucket": policy(
-				allow([]string{"s3:GetObject", "s3:PutObject"}, s.bucket.ArnForObjects(jsii.String("code/*"))),
+				allow([]string{"s3:GetObject", "s3:PutObject", "s3:DeleteObject"}, s.bucket.ArnForObjects(jsii.String("code/*"))),
 				allow([]string{"s3:ListBucket"}, s.bucket.BucketArn()),
 			),
 		}
 	case "Chat":
-		return map[string]awsiam.PolicyDocument{"table": table, "platform-logs": writePlatformLogs}
+		return map[string]awsiam.PolicyDocument{"table": table, "platform-logs": writePlatformLogs, "invoke-deployed-code": invokeCode()}
 	case "Scheduler":
 		return map[string]awsiam.PolicyDocument{
-			"table": table, "platform-logs": writePlatformLogs,
+			"table": table, "platform-logs": writePlatformLogs, "invoke-deployed-code": invokeCode(),
 			// An orphan schedule (bot or recurring event gone) deletes itself.
 			"schedules": policy(allow([]string{"scheduler:DeleteSchedule"}, schedules)),
 		}
@@ -304,7 +343,8 @@ func (s *builder) policies(id string) map[string]awsiam.PolicyDocument {
 				// stream ARNs, no data).
 				allow([]string{"dynamodb:ListStreams"}, jsii.String("*")),
 			),
-			"platform-logs": writePlatformLogs,
+			"platform-logs":        writePlatformLogs,
+			"invoke-deployed-code": invokeCode(),
 		}
 	case "UploadCompletion":
 		bucketArn := awscdk.Fn_Join(jsii.String(""), &[]*string{jsii.String("arn:"), awscdk.Aws_PARTITION(), jsii.String(":s3:::"), s.bucketName})
@@ -337,15 +377,21 @@ func (s *builder) environment(id string) map[string]*string {
 		logs["PLATFORM_SCHEDULER_TARGET_ARN"] = s.fns["Scheduler"].FunctionArn()
 		logs["PLATFORM_SCHEDULER_ROLE_ARN"] = s.schedulerRole.RoleArn()
 		logs["PLATFORM_BUCKET"] = s.bucket.BucketName()
+		logs["PLATFORM_CODE_PREFIX"] = awscdk.Fn_Sub(jsii.String(codePrefix), nil)
+		logs["PLATFORM_CODE_ROLE_PATH"] = awscdk.Fn_Sub(jsii.String("/${AWS::StackName}-code/"), nil)
+		logs["PLATFORM_CODE_BOUNDARY_ARN"] = s.codeBoundary.Ref()
+		logs["PLATFORM_CODE_LOGS_ARN"] = awscdk.Fn_Sub(jsii.String("arn:${AWS::Partition}:logs:${AWS::Region}:${AWS::AccountId}:log-group:"), nil)
 		return logs
 	case "Chat":
 		logs["PLATFORM_PAGING_KEY"] = s.pagingKey.ValueAsString()
 		logs["PLATFORM_CORS_ORIGINS"] = cors
+		logs["PLATFORM_CODE_PREFIX"] = awscdk.Fn_Sub(jsii.String(codePrefix), nil)
 		return logs
 	case "Scheduler":
 		logs["PLATFORM_SCHEDULE_GROUP"] = s.scheduleGroup.Ref()
 		// Its own ARN, built from its name: a function cannot reference itself.
 		logs["PLATFORM_SCHEDULER_TARGET_ARN"] = awscdk.Fn_Sub(jsii.String("arn:${AWS::Partition}:lambda:${AWS::Region}:${AWS::AccountId}:function:${AWS::StackName}-scheduler"), nil)
+		logs["PLATFORM_CODE_PREFIX"] = awscdk.Fn_Sub(jsii.String(codePrefix), nil)
 		return logs
 	case "Tables":
 		// Table exports and imports are files of the bot (exportTable, importTable).
@@ -355,6 +401,7 @@ func (s *builder) environment(id string) map[string]*string {
 	case "UploadCompletion":
 		return map[string]*string{"PLATFORM_BUCKET": s.bucketName}
 	case "Dispatcher":
+		logs["PLATFORM_CODE_PREFIX"] = awscdk.Fn_Sub(jsii.String(codePrefix), nil)
 		return logs
 	}
 	panic("no environment for function " + id)
@@ -438,6 +485,13 @@ func (s *builder) api() {
 		integration := awsapigatewayv2integrations.NewHttpLambdaIntegration(jsii.String(f.ID+"Integration"), s.fns[f.ID],
 			&awsapigatewayv2integrations.HttpLambdaIntegrationProps{PayloadFormatVersion: awsapigatewayv2.PayloadFormatVersion_VERSION_2_0()})
 		for _, path := range f.Routes {
+			if path == "$default" {
+				// Every path no other route takes (template.yaml's CatchAll).
+				awsapigatewayv2.NewHttpRoute(s.stack, jsii.String("CatchAllRoute"), &awsapigatewayv2.HttpRouteProps{
+					HttpApi: s.api_, RouteKey: awsapigatewayv2.HttpRouteKey_DEFAULT(), Integration: integration,
+				})
+				continue
+			}
 			s.api_.AddRoutes(&awsapigatewayv2.AddRoutesOptions{
 				Path:        jsii.String(path),
 				Methods:     &[]awsapigatewayv2.HttpMethod{awsapigatewayv2.HttpMethod_ANY},

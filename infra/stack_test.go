@@ -41,7 +41,7 @@ func TestStackResources(t *testing.T) {
 		"AWS::Lambda::Function":           7, // no custom-resource functions
 		"AWS::ApiGatewayV2::Api":          1,
 		"AWS::ApiGatewayV2::Stage":        1,
-		"AWS::ApiGatewayV2::Route":        7,
+		"AWS::ApiGatewayV2::Route":        8, // 7 and the catch-all $default
 		"AWS::ApiGatewayV2::Integration":  4,
 		"AWS::DynamoDB::Table":            1,
 		"AWS::S3::Bucket":                 1,
@@ -51,6 +51,7 @@ func TestStackResources(t *testing.T) {
 		"AWS::Logs::LogGroup":             9,
 		"AWS::IAM::Role":                  8,
 		"AWS::IAM::Policy":                0, // inline policies only
+		"AWS::IAM::ManagedPolicy":         1, // the boundary of deployed code's roles, attached to none
 		"AWS::Lambda::EventSourceMapping": 1, // the dispatcher's stream trigger
 		"AWS::Events::Rule":               1, // the dispatcher's one-minute schedule
 	} {
@@ -97,6 +98,9 @@ func TestStackResources(t *testing.T) {
 			tmpl.HasResourceProperties(jsii.String("AWS::ApiGatewayV2::Route"), like(obj{"RouteKey": "ANY " + rk}))
 		})
 	}
+	check(t, "catch-all route", func() {
+		tmpl.HasResourceProperties(jsii.String("AWS::ApiGatewayV2::Route"), like(obj{"RouteKey": "$default"}))
+	})
 	check(t, "integrations", func() {
 		tmpl.AllResourcesProperties(jsii.String("AWS::ApiGatewayV2::Integration"), like(obj{"IntegrationType": "AWS_PROXY", "PayloadFormatVersion": "2.0"}))
 	})
@@ -217,11 +221,12 @@ func checkLeastPrivilege(t *testing.T, m stackModel) {
 	onlyFor := map[string][]string{
 		"s3:":                   {"FilesFunctionRole", "TablesFunctionRole", "UploadCompletionFunctionRole", "AdminFunctionRole"},
 		"scheduler:":            {"AdminFunctionRole", "SchedulerFunctionRole"},
-		"iam:passrole":          {"AdminFunctionRole"},
+		"iam:":                  {"AdminFunctionRole"},
 		"logs:startquery":       {"AdminFunctionRole"},
 		"logs:getqueryresults":  {"AdminFunctionRole"},
 		"logs:stopquery":        {"AdminFunctionRole"},
-		"lambda:invokefunction": {"SchedulerRole"},
+		"lambda:invokefunction": {"SchedulerRole", "AdminFunctionRole", "ChatFunctionRole", "SchedulerFunctionRole", "DispatcherFunctionRole"},
+		"lambda:":               {"SchedulerRole", "AdminFunctionRole", "ChatFunctionRole", "SchedulerFunctionRole", "DispatcherFunctionRole"},
 		// The table's stream: what the dispatcher's event source mapping reads.
 		"dynamodb:describestream":   {"DispatcherFunctionRole"},
 		"dynamodb:getrecords":       {"DispatcherFunctionRole"},
@@ -270,13 +275,43 @@ func checkLeastPrivilege(t *testing.T, m stackModel) {
 					t.Errorf("%s may not use %s: %s", roleID, prefix, st)
 				}
 			}
-			if action == "iam:passrole" && (resource != "${SchedulerRole.Arn}" || !strings.Contains(st, `"iam:PassedToService":"scheduler.amazonaws.com"`)) {
-				t.Errorf("%s: PassRole beyond SchedulerRole to EventBridge Scheduler: %s", roleID, st)
+			codeRoles := "arn:${AWS::Partition}:iam::${AWS::AccountId}:role/${AWS::StackName}-code/*"
+			codeFunctions := "arn:${AWS::Partition}:lambda:${AWS::Region}:${AWS::AccountId}:function:${AWS::StackName}-code-*"
+			if action == "iam:passrole" && !(resource == "${SchedulerRole.Arn}" && strings.Contains(st, `"iam:PassedToService":"scheduler.amazonaws.com"`)) &&
+				!(resource == codeRoles && strings.Contains(st, `"iam:PassedToService":"lambda.amazonaws.com"`)) {
+				t.Errorf("%s: PassRole beyond SchedulerRole to EventBridge Scheduler and deployed code's roles to Lambda: %s", roleID, st)
+			}
+			// Deployed code's roles: only under their path, created or
+			// given a policy only with the boundary.
+			if strings.HasPrefix(action, "iam:") && action != "iam:passrole" {
+				if resource != codeRoles {
+					t.Errorf("%s: IAM beyond deployed code's roles: %s", roleID, st)
+				}
+				switch action {
+				case "iam:createrole", "iam:putrolepolicy":
+					if !strings.Contains(st, `"iam:PermissionsBoundary":"${CodeBoundary}"`) {
+						t.Errorf("%s: a role made or changed without the boundary: %s", roleID, st)
+					}
+				case "iam:getrole", "iam:deleterolepolicy", "iam:deleterole":
+				default:
+					t.Errorf("%s: IAM action beyond making, reading and deleting deployed code's roles: %s", roleID, st)
+				}
+			}
+			// Lambda: only deployed code's functions (SchedulerRole: the
+			// scheduler function); only the admin function manages them.
+			if strings.HasPrefix(action, "lambda:") {
+				if roleID == "SchedulerRole" {
+					if resource != "${SchedulerFunction.Arn}" {
+						t.Errorf("%s: %s", roleID, st)
+					}
+				} else if resource != codeFunctions || (action != "lambda:invokefunction" && roleID != "AdminFunctionRole") {
+					t.Errorf("%s: Lambda beyond invoking deployed code's functions: %s", roleID, st)
+				}
 			}
 			// The admin function keeps deployed code, icons and readmes:
 			// the bucket's code/ keys, never the files of bots.
 			if roleID == "AdminFunctionRole" && strings.HasPrefix(action, "s3:") &&
-				!(resource == "${FilesBucket.Arn}/code/*" && (action == "s3:getobject" || action == "s3:putobject")) &&
+				!(resource == "${FilesBucket.Arn}/code/*" && (action == "s3:getobject" || action == "s3:putobject" || action == "s3:deleteobject")) &&
 				!(resource == "${FilesBucket.Arn}" && action == "s3:listbucket") {
 				t.Errorf("%s: bucket access beyond code/ keys: %s", roleID, st)
 			}
@@ -324,12 +359,17 @@ func checkLeastPrivilege(t *testing.T, m stackModel) {
 	for _, a := range []string{"describestream", "getrecords", "getsharditerator"} {
 		want = append(want, "Allow dynamodb:"+a+" on ${Table.StreamArn}")
 	}
-	want = append(want, "Allow dynamodb:liststreams on *")
+	want = append(want, "Allow dynamodb:liststreams on *",
+		"Allow lambda:invokefunction on arn:${AWS::Partition}:lambda:${AWS::Region}:${AWS::AccountId}:function:${AWS::StackName}-code-*")
 	for _, g := range []string{"DispatcherLogGroup", "BotLogGroup", "IntegrationLogGroup"} {
 		want = append(want, "Allow logs:createlogstream on ${"+g+".Arn}", "Allow logs:putlogevents on ${"+g+".Arn}")
 	}
 	if got := m.Roles["DispatcherFunctionRole"].Statements; fmt.Sprint(got) != fmt.Sprint(uniq(want)) {
 		t.Errorf("DispatcherFunctionRole:\n got  %v\n want %v", got, uniq(want))
+	}
+	// The boundary of deployed code's roles: their own log streams at most.
+	if b := m.ManagedPolicies["CodeBoundary"]; fmt.Sprint(b) != "[Allow logs:createlogstream on ${BotLogGroup.Arn} Allow logs:createlogstream on ${IntegrationLogGroup.Arn} Allow logs:putlogevents on ${BotLogGroup.Arn} Allow logs:putlogevents on ${IntegrationLogGroup.Arn}]" {
+		t.Errorf("CodeBoundary allows more than writing the bot and integration log groups: %v", b)
 	}
 	if s := m.Roles["SchedulerRole"]; fmt.Sprint(s.Statements) != "[Allow lambda:invokefunction on ${SchedulerFunction.Arn}]" {
 		t.Errorf("SchedulerRole may do more than invoke the scheduler function: %v", s.Statements)

@@ -8,7 +8,8 @@
 // interface of the workspace.
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
-import { execFile } from 'node:child_process'
+import { execFile, spawn } from 'node:child_process'
+import net from 'node:net'
 import fs from 'node:fs'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -107,6 +108,72 @@ test('bot: login, init, build, deploy, answers, redeploy, ls, rm', async () => {
   assert.match(await bp(work, 'bots', 'ls'), new RegExp(botId))
   await bp(work, 'bots', 'rm', botId)
   assert.doesNotMatch(await bp(work, 'bots', 'ls'), new RegExp(botId))
+})
+
+// On AWS a deployed bot runs in a Lambda function whose entry
+// (shared/lambdarunner/entry.cjs) hands each invocation to the bundle. Here
+// the entry runs the echo bot's real bundle under node, invoked as Lambda
+// invokes it (handler(payload) -> {status, headers, body}) by a small relay
+// the bot's url points at: the platform's own events reach it, its answer
+// comes back through the API, its console output is the platform's log
+// lines.
+test('lambda entry: the echo bot bundle answers through the function entry', async () => {
+  await bp(work, 'init', '-y', '--type', 'bot', '--name', 'echo-lambda')
+  const dir = path.join(work, 'echo-lambda')
+  await bp(dir, 'build')
+  const fn = path.join(work, 'function')
+  fs.mkdirSync(fn, { recursive: true })
+  fs.copyFileSync(path.join(here, '..', '..', 'shared', 'lambdarunner', 'entry.cjs'), path.join(fn, 'index.cjs'))
+  fs.copyFileSync(path.join(dir, '.botpress', 'dist', 'index.js'), path.join(fn, 'bundle.cjs'))
+  fs.writeFileSync(path.join(fn, 'relay.cjs'), `const http = require('http')
+const { handler } = require('./index.cjs')
+http.createServer((req, res) => {
+  const chunks = []
+  req.on('data', (c) => chunks.push(c))
+  req.on('end', () => {
+    const u = new URL(req.url, 'http://relay')
+    const headers = {}
+    for (const [k, v] of Object.entries(req.headers)) headers[k] = Array.isArray(v) ? v.join(', ') : v
+    handler({ version: process.env.BP_CODE_VERSION, method: req.method, path: u.pathname, query: u.search.slice(1), headers, body: Buffer.concat(chunks).toString() })
+      .then((out) => { res.writeHead(out.status, out.headers); res.end(out.body) }, (err) => { res.writeHead(502); res.end(String(err)) })
+  })
+}).listen(Number(process.env.RELAY_PORT), '127.0.0.1', () => process.stderr.write('ready\\n'))
+`)
+  const free = () => new Promise((resolve) => { const s = net.createServer(); s.listen(0, '127.0.0.1', () => { const p = s.address().port; s.close(() => resolve(p)) }) })
+  const relayPort = await free()
+  const { bot } = await api('POST', '/v1/admin/bots', { name: 'echo-lambda', url: `http://127.0.0.1:${relayPort}` }, ws)
+  const t0 = Date.now()
+  const child = spawn(process.execPath, [path.join(fn, 'relay.cjs')], {
+    cwd: fn,
+    env: { PATH: process.env.PATH, RELAY_PORT: String(relayPort), PORT: String(await free()), BP_API_URL: apiUrl, BP_TOKEN: token, BP_BOT_ID: bot.id, BP_CODE_VERSION: 'v1' },
+  })
+  let out = ''
+  child.stdout.on('data', (c) => { out += c })
+  try {
+    await new Promise((resolve, reject) => { child.stderr.once('data', resolve); child.once('exit', reject) })
+    const loaded = Date.now() - t0
+    const chat = { 'x-bot-id': bot.id }
+    const { conversation } = await api('POST', '/v1/chat/conversations', { channel: 'web', tags: {} }, chat)
+    const { user } = await api('POST', '/v1/chat/users', { tags: {} }, chat)
+    const say = async (text) => {
+      const t = Date.now()
+      await api('POST', '/v1/chat/messages', { conversationId: conversation.id, userId: user.id, type: 'text', payload: { text }, tags: {} }, chat)
+      await eventually('the reply through the function entry', async () => {
+        const { messages } = await api('GET', `/v1/chat/messages?conversationId=${conversation.id}`, undefined, chat)
+        return messages.some((m) => m.userId === bot.id && m.payload.text === `You said: ${text}`)
+      })
+      return Date.now() - t
+    }
+    const first = await say('lambda')
+    const next = await say('again')
+    console.log(`lambda entry: node start + entry + bundle load ${loaded} ms; first reply ${first} ms; next reply ${next} ms`)
+    // The bundle's console output: log lines in the platform's shape.
+    const lines = () => out.split('\n').filter(Boolean).map((l) => JSON.parse(l))
+    await eventually('the log line of the reply', async () => lines().some((l) => l.message.includes('text message sent')))
+    assert.ok(lines().every((l) => l.botId === bot.id && /^log_[0-9A-Z]{26}$/.test(l.id) && ['info', 'debug', 'warn', 'error'].includes(l.level)), out)
+  } finally {
+    child.kill()
+  }
 })
 
 test('integration: deploy with code, icon and readme; install, register, webhook; integrations ls', async () => {

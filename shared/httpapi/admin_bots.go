@@ -135,6 +135,9 @@ func (s *server) createBot(c *call) (any, error) {
 	if err := s.Store.CreateBot(c.ctx, b); err != nil {
 		return nil, err
 	}
+	if err := s.deployBot(c, b); err != nil {
+		return nil, err
+	}
 	return map[string]any{"bot": s.botView(c, b, nil)}, nil
 }
 
@@ -161,6 +164,11 @@ func checkURL(field, u string) error {
 	p, err := url.Parse(u)
 	if err != nil || (p.Scheme != "http" && p.Scheme != "https") || p.Host == "" {
 		return platform.Invalid("invalid body: field %q: must be an http or https url", field)
+	}
+	// .invalid never resolves (RFC 6761); the platform's own addresses of
+	// deployed code use it (shared/lambdarunner), and are not a user's to set.
+	if h := strings.TrimSuffix(strings.ToLower(p.Hostname()), "."); h == "invalid" || strings.HasSuffix(h, ".invalid") {
+		return platform.Invalid("invalid body: field %q: a host under .invalid never resolves", field)
 	}
 	return nil
 }
@@ -376,6 +384,8 @@ func (s *server) deleteBot(c *call) (any, error) {
 		return nil, err
 	}
 	s.deleteSchedules(c.ctx, b.ID, keysOf(b.RecurringEvents))
+	s.removeCode(c, "bot", b.ID)
+	s.dropReplaced(c.ctx, []string{b.CodeKey}, nil, nil)
 	// The bot's data (conversations, messages, users, states, events,
 	// files, tables, issues) is the sweeper's, from the marker DeleteBot
 	// wrote.
@@ -517,8 +527,10 @@ func (s *server) updateBotWith(c *call, id string, in *updateBotBody) (any, erro
 	}
 	var ch botChange
 	var ints map[string]platform.Integration
+	var oldCode string
 	b, err := s.Store.UpdateBot(c.ctx, c.workspaceID, id, func(b *platform.Bot) (dynamo.BotEffects, error) {
 		ch = botChange{}
+		oldCode = b.CodeKey
 		fx := dynamo.BotEffects{Installs: map[string]int64{}, Plugins: map[string]int64{}}
 		body := *in
 		if in.replace {
@@ -532,6 +544,10 @@ func (s *server) updateBotWith(c *call, id string, in *updateBotBody) (any, erro
 		return nil, err
 	}
 	s.deleteSchedules(c.ctx, b.ID, ch.removedSchedules)
+	s.dropReplaced(c.ctx, []string{oldCode}, []string{b.CodeKey}, s.botKeysNow(b.ID))
+	if err := s.deployBot(c, b); err != nil {
+		return nil, err
+	}
 	if len(ch.calls) > 0 {
 		s.runCalls(c.ctx, ch.calls)
 		// The registrations moved the instances: answer their outcome.

@@ -238,3 +238,74 @@ func (s *server) resolveCalls(ctx context.Context, calls []integrationCall) {
 		}
 	}
 }
+
+// dropReplaced deletes the objects of deployed code, icons and readmes a
+// record named before a change and names no longer (replaced, removed, or
+// the bot or integration deleted). Keys are per owner
+// (code/bots/<botId>/..., code/integrations/<id>/...), so only the owner's
+// record can name one: once it does not, nothing does, even where another
+// bot deployed the same content (its key is its own). current, when set,
+// re-reads the owner's keys just before the deletion, so an update made
+// meanwhile that named the old content again keeps it. A failed deletion
+// is logged: the object stays, unnamed.
+func (s *server) dropReplaced(ctx context.Context, before, after []string, current func(context.Context) ([]string, error)) {
+	if s.Files == nil {
+		return
+	}
+	keep := map[string]bool{"": true}
+	for _, k := range after {
+		keep[k] = true
+	}
+	var drop []string
+	for _, k := range before {
+		if !keep[k] && strings.HasPrefix(k, CodeKeyPrefix) {
+			drop = append(drop, k)
+			keep[k] = true // once
+		}
+	}
+	if len(drop) == 0 {
+		return
+	}
+	if current != nil {
+		now, err := current(ctx)
+		var pe *platform.Error
+		if err != nil && !(errors.As(err, &pe) && pe.Type == platform.ErrResourceNotFound) {
+			s.Logger.Warn("replaced code objects kept: the owner could not be read", "keys", drop, "err", err)
+			return
+		}
+		named := map[string]bool{}
+		for _, k := range now {
+			named[k] = true
+		}
+		kept := drop[:0]
+		for _, k := range drop {
+			if !named[k] {
+				kept = append(kept, k)
+			}
+		}
+		drop = kept
+	}
+	for _, k := range drop {
+		if err := s.Files.Delete(ctx, k); err != nil && !errors.Is(err, platform.ErrNoObject) {
+			s.Logger.Warn("a replaced code object was not deleted", "key", k, "err", err)
+		}
+	}
+}
+
+func integrationKeys(i platform.Integration) []string {
+	return []string{i.CodeKey, i.IconKey, i.ReadmeKey}
+}
+
+func (s *server) botKeysNow(id string) func(context.Context) ([]string, error) {
+	return func(ctx context.Context) ([]string, error) {
+		rec, err := s.Store.GetBot(ctx, id)
+		return []string{rec.CodeKey}, err
+	}
+}
+
+func (s *server) integrationKeysNow(id string) func(context.Context) ([]string, error) {
+	return func(ctx context.Context) ([]string, error) {
+		rec, err := s.Store.GetIntegration(ctx, id)
+		return integrationKeys(rec.Integration), err
+	}
+}

@@ -253,6 +253,9 @@ func (s *server) createIntegration(c *call) (any, error) {
 	if err := s.Store.CreateIntegration(c.ctx, i); err != nil {
 		return nil, err
 	}
+	if err := s.deployIntegration(c, i); err != nil {
+		return nil, err
+	}
 	return map[string]any{"integration": integrationView(c, i)}, nil
 }
 
@@ -398,8 +401,16 @@ func (s *server) updateIntegration(c *call) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	i, err := s.Store.UpdateIntegration(c.ctx, c.workspaceID, c.PathValue("id"), change)
+	var before []string
+	i, err := s.Store.UpdateIntegration(c.ctx, c.workspaceID, c.PathValue("id"), func(i *platform.Integration) error {
+		before = integrationKeys(*i)
+		return change(i)
+	})
 	if err != nil {
+		return nil, err
+	}
+	s.dropReplaced(c.ctx, before, integrationKeys(i), s.integrationKeysNow(i.ID))
+	if err := s.deployIntegration(c, i); err != nil {
 		return nil, err
 	}
 	return map[string]any{"integration": integrationView(c, i)}, nil
@@ -426,7 +437,17 @@ func (s *server) validateIntegrationUpdate(c *call) (any, error) {
 }
 
 func (s *server) deleteIntegration(c *call) (any, error) {
-	return nil, s.Store.DeleteIntegration(c.ctx, c.workspaceID, c.PathValue("id"))
+	// Its objects: every key of a version is its own (read before the
+	// deletion: whatever it named then is unreferenced after it).
+	rec, _ := s.Store.GetIntegration(c.ctx, c.PathValue("id"))
+	if err := s.Store.DeleteIntegration(c.ctx, c.workspaceID, c.PathValue("id")); err != nil {
+		return nil, err
+	}
+	s.removeCode(c, "integration", c.PathValue("id"))
+	if rec.ID == c.PathValue("id") {
+		s.dropReplaced(c.ctx, integrationKeys(rec.Integration), nil, nil)
+	}
+	return nil, nil
 }
 
 func (s *server) requestIntegrationVerification(c *call) (any, error) {

@@ -103,7 +103,9 @@ type Platform struct {
 	// Workers run deployed code: one Node.js process per bot and per
 	// integration version with code and no url (<data-dir>/workers).
 	Workers *worker.Manager
-	apiURL  atomic.Pointer[string]
+	// Files is the file storage (file contents, deployed code).
+	Files  platform.FileStorage
+	apiURL atomic.Pointer[string]
 }
 
 // SetBaseURL sets where deployed code reaches the API (BP_API_URL), when
@@ -212,6 +214,7 @@ func Open(ctx context.Context, dataDir, baseURL string, log *slog.Logger) (*Plat
 		fileStore = w
 	}
 	completer.Objects = fileStore
+	p.Files = fileStore
 
 	// Bot and integration logs: the embedded store (or CloudWatch Logs at
 	// LOGS_ENDPOINT); deliveries are logged and failed deliveries to bots

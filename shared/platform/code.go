@@ -6,10 +6,23 @@ import "context"
 // deployed with code (bp deploy) and have no url. It answers the address
 // at which the code takes the SDK's calls, starting it when needed.
 // Locally it is the worker manager (shared/worker: one Node.js process per
-// bot and per integration version); on AWS there is none yet.
+// bot and per integration version); on AWS it is shared/lambdarunner (one
+// Lambda function per bot and per integration version).
 type CodeRunner interface {
 	BotURL(ctx context.Context, b Bot) (string, error)
 	IntegrationURL(ctx context.Context, i Integration) (string, error)
+}
+
+// CodeDeployer is a CodeRunner that must be told when deployed code, its
+// secrets or its owner change (AWS: the functions are made ahead of the
+// calls; the local workers need not be told). apiURL is the platform's
+// base URL as the code reaches it (BP_API_URL). Deploy* are idempotent:
+// deploying what runs already does nothing.
+type CodeDeployer interface {
+	DeployBot(ctx context.Context, b Bot, apiURL string) error
+	DeployIntegration(ctx context.Context, i Integration, apiURL string) error
+	RemoveBot(ctx context.Context, botID string) error
+	RemoveIntegration(ctx context.Context, integrationID string) error
 }
 
 // HasCode reports whether the bot has deployed code (run by the platform

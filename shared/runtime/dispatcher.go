@@ -25,12 +25,17 @@ import (
 // loopback address.
 func Dispatcher(cfg aws.Config, env Env, client *http.Client) *dispatch.Dispatcher {
 	store := dynamo.New(DynamoClient(cfg, env, nil), env.Table)
-	return &dispatch.Dispatcher{
+	d := &dispatch.Dispatcher{
 		Store:    store,
 		Client:   client,
 		Observer: logstore.Observer(Logs(cfg, env), store, nil),
 		Log:      slog.Default(),
 	}
+	// Deployed code: Lambda functions, invoked through the client.
+	if code := CodeRunner(cfg, env, CodeEnvFromEnv(), nil, nil); code != nil {
+		d.Code, d.Client = code, WithCode(code, client)
+	}
+	return d
 }
 
 // DispatchReserve is the time a dispatcher function keeps in hand: a pass

@@ -167,9 +167,14 @@ func AreaHandler(ctx context.Context, area httpapi.Area) (http.Handler, error) {
 	if os.Getenv("PLATFORM_BUCKET") != "" {
 		sweeper.Objects = FileStorage(cfg, env)
 	}
-	api := httpapi.New(httpapi.Config{Store: store, PagingKey: key, Scheduler: Scheduler(cfg, env), Files: FileStorage(cfg, env),
+	hc := httpapi.Config{Store: store, PagingKey: key, Scheduler: Scheduler(cfg, env), Files: FileStorage(cfg, env),
 		TableFiles: &files.TableFiles{Store: store, Objects: FileStorage(cfg, env)},
-		Logs:       logs, OnDelivery: logstore.Observer(logs, store, nil), Logger: slog.Default(), Sweeper: sweeper}, area)
+		Logs:       logs, OnDelivery: logstore.Observer(logs, store, nil), Logger: slog.Default(), Sweeper: sweeper}
+	// Deployed code: Lambda functions, invoked through the outbound client.
+	if code := CodeRunner(cfg, env, CodeEnvFromEnv(), store, hc.Files); code != nil {
+		hc.Code, hc.Outbound = code, WithCode(code, delivery.Client(false))
+	}
+	api := httpapi.New(hc, area)
 	return httpapi.RequestLog(slog.Default(), httpapi.CORS(origins, api)), nil
 }
 
@@ -217,6 +222,9 @@ func StartScheduler() {
 	}
 	store := dynamo.New(DynamoClient(cfg, env, nil), env.Table)
 	r := &delivery.Recurring{Bots: store, Scheduler: Scheduler(cfg, env), Client: delivery.Client(false)}
+	if code := CodeRunner(cfg, env, CodeEnvFromEnv(), nil, nil); code != nil {
+		r.Code, r.Client = code, WithCode(code, r.Client)
+	}
 	r.Observer = logstore.Observer(Logs(cfg, env), store, nil) // deliveries logged, failures made bot issues
 	if ev, ok := any(store).(delivery.EventRecorder); ok {
 		r.Events = ev

@@ -16,9 +16,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log"
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -64,6 +67,9 @@ type Manager struct {
 	// Node is the node executable ("": looked up on PATH at first use).
 	Node        string
 	Idle, Start time.Duration
+	// QueueWait bounds how long a call waits for a free slot of a worker
+	// at its maxConcurrency (default 10 s); then it gets a retryable 503.
+	QueueWait time.Duration
 
 	mu      sync.Mutex
 	workers map[string]*proc
@@ -91,6 +97,10 @@ type proc struct {
 	lastUsed time.Time
 	revoke   func()
 	dir      string
+	// limit > 0: at most limit calls in flight (the integration's
+	// maxConcurrency), through a limiter in front of the process.
+	limit   int
+	limiter *http.Server
 }
 
 func (p *proc) alive() bool {
@@ -107,7 +117,7 @@ func (m *Manager) BotURL(ctx context.Context, b platform.Bot) (string, error) {
 	if b.CodeKey == "" {
 		return "", platform.Errorf(platform.ErrBadGateway, "the bot's code was deployed by an earlier version of the platform: deploy it again")
 	}
-	return m.url(ctx, "bot-"+b.ID, b.CodeKey, versionOf(b.CodeKey, b.SecretValues), platform.LogSource{Kind: platform.LogBot, ID: b.ID},
+	return m.url(ctx, "bot-"+b.ID, b.CodeKey, versionOf(b.CodeKey, b.SecretValues), 0, platform.LogSource{Kind: platform.LogBot, ID: b.ID},
 		func(ctx context.Context) (string, func(), map[string]string, error) {
 			tok, revoke, err := m.Source.BotToken(ctx, b)
 			return tok, revoke, secretsEnv(b.SecretValues), err
@@ -116,7 +126,12 @@ func (m *Manager) BotURL(ctx context.Context, b platform.Bot) (string, error) {
 
 // IntegrationURL is where the integration version's deployed code answers.
 func (m *Manager) IntegrationURL(ctx context.Context, i platform.Integration) (string, error) {
-	return m.url(ctx, "int-"+i.ID, i.CodeKey, versionOf(i.CodeKey, i.SecretValues), platform.LogSource{Kind: platform.LogIntegration, ID: i.ID},
+	limit := 0
+	if i.MaxConcurrency != nil && *i.MaxConcurrency > 0 {
+		limit = int(min(*i.MaxConcurrency, 1<<20))
+	}
+	version := versionOf(i.CodeKey, i.SecretValues) + "#" + strconv.Itoa(limit)
+	return m.url(ctx, "int-"+i.ID, i.CodeKey, version, limit, platform.LogSource{Kind: platform.LogIntegration, ID: i.ID},
 		func(ctx context.Context) (string, func(), map[string]string, error) {
 			tok, revoke, err := m.Source.IntegrationToken(ctx, i)
 			env := secretsEnv(i.SecretValues)
@@ -159,7 +174,7 @@ type prepare func(ctx context.Context) (token string, revoke func(), env map[str
 
 // url answers the address of the worker of key running version, starting
 // one (replacing another version's) when there is none alive.
-func (m *Manager) url(ctx context.Context, key, codeKey, version string, src platform.LogSource, prep prepare) (string, error) {
+func (m *Manager) url(ctx context.Context, key, codeKey, version string, limit int, src platform.LogSource, prep prepare) (string, error) {
 	m.janOnce.Do(m.startJanitor)
 	m.mu.Lock()
 	if m.closed {
@@ -192,7 +207,7 @@ func (m *Manager) url(ctx context.Context, key, codeKey, version string, src pla
 		}
 	}
 	if p == nil {
-		p = &proc{key: key, codeKey: codeKey, version: version, ready: make(chan struct{}), exited: make(chan struct{})}
+		p = &proc{key: key, codeKey: codeKey, version: version, limit: limit, ready: make(chan struct{}), exited: make(chan struct{})}
 		m.workers[key] = p
 		go m.launch(p, src, prep)
 	}
@@ -308,7 +323,63 @@ func (m *Manager) launch(p *proc, src platform.LogSource, prep prepare) {
 		fail(platform.Errorf(platform.ErrBadGateway, "deployed code failed to start: %v%s", err, out.tail()))
 		return
 	}
+	if p.limit > 0 {
+		u, err := m.startLimiter(p)
+		if err != nil {
+			killProc(cmd)
+			<-p.exited
+			fail(fmt.Errorf("deployed code's limiter: %w", err))
+			return
+		}
+		m.mu.Lock()
+		p.url = u
+		m.mu.Unlock()
+	}
 	close(p.ready)
+}
+
+// startLimiter puts a loopback proxy in front of p's process letting at
+// most p.limit calls in flight (an integration's maxConcurrency): a call
+// beyond waits for a slot up to QueueWait, then gets 503 in the API's
+// error shape (callers retry a 5xx; a 4xx would be the code's final
+// word). A call the process drops unanswered is dropped unanswered here
+// too, as without the limiter.
+func (m *Manager) startLimiter(p *proc) (string, error) {
+	target, err := url.Parse(p.url)
+	if err != nil {
+		return "", err
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	wait := m.QueueWait
+	if wait <= 0 {
+		wait = 10 * time.Second
+	}
+	proxy := httputil.NewSingleHostReverseProxy(target)
+	proxy.ErrorHandler = func(http.ResponseWriter, *http.Request, error) { panic(http.ErrAbortHandler) }
+	slots := make(chan struct{}, p.limit)
+	srv := &http.Server{ReadHeaderTimeout: 10 * time.Second, ErrorLog: log.New(io.Discard, "", 0),
+		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			t := time.NewTimer(wait)
+			defer t.Stop()
+			select {
+			case slots <- struct{}{}:
+				defer func() { <-slots }()
+				proxy.ServeHTTP(w, r)
+			case <-t.C:
+				w.Header().Set("Content-Type", "application/json")
+				w.WriteHeader(http.StatusServiceUnavailable)
+				fmt.Fprintf(w, `{"id":"err_worker","code":503,"type":"ServiceUnavailable","message":"the integration is at its maxConcurrency (%d calls in flight) for %s: retry later"}`, p.limit, wait)
+			case <-r.Context().Done():
+			}
+		})}
+	go func() { _ = srv.Serve(l) }()
+	m.mu.Lock()
+	p.limiter = srv
+	m.mu.Unlock()
+	return "http://" + l.Addr().String(), nil
 }
 
 // release revokes p's token and removes its files (once).
@@ -316,7 +387,12 @@ func (m *Manager) release(p *proc) {
 	m.mu.Lock()
 	revoke := p.revoke
 	p.revoke = nil
+	limiter := p.limiter
+	p.limiter = nil
 	m.mu.Unlock()
+	if limiter != nil {
+		_ = limiter.Close()
+	}
 	if revoke != nil {
 		revoke()
 	}

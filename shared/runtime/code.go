@@ -1,0 +1,154 @@
+package runtime
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"os"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/iam"
+	"github.com/aws/aws-sdk-go-v2/service/lambda"
+
+	"github.com/botforge/platform/shared/delivery"
+	"github.com/botforge/platform/shared/dynamo"
+	"github.com/botforge/platform/shared/lambdarunner"
+	"github.com/botforge/platform/shared/platform"
+)
+
+// CodeEnv configures the AWS code runner (deployed code: one Lambda
+// function per bot and per integration version; docs/runtime.md).
+type CodeEnv struct {
+	// Prefix (PLATFORM_CODE_PREFIX, "<stack>-code-") names the functions and
+	// their roles; without it deployed code cannot run on this deployment.
+	Prefix string
+	// RolePath (PLATFORM_CODE_ROLE_PATH) and BoundaryARN
+	// (PLATFORM_CODE_BOUNDARY_ARN) are the IAM path and permissions
+	// boundary of the functions' roles, LogsARN (PLATFORM_CODE_LOGS_ARN,
+	// "arn:aws:logs:<region>:<account>:log-group:") where their logs go.
+	// Set for the admin function only: it alone deploys.
+	RolePath, BoundaryARN, LogsARN string
+	LambdaEndpoint                 string // LAMBDA_ENDPOINT: a Lambda endpoint other than AWS's
+	IAMEndpoint                    string // IAM_ENDPOINT: an IAM endpoint other than AWS's
+}
+
+// CodeEnvFromEnv reads CodeEnv from the process environment.
+func CodeEnvFromEnv() CodeEnv {
+	return CodeEnv{
+		Prefix: os.Getenv("PLATFORM_CODE_PREFIX"), RolePath: os.Getenv("PLATFORM_CODE_ROLE_PATH"),
+		BoundaryARN: os.Getenv("PLATFORM_CODE_BOUNDARY_ARN"), LogsARN: os.Getenv("PLATFORM_CODE_LOGS_ARN"),
+		LambdaEndpoint: os.Getenv("LAMBDA_ENDPOINT"), IAMEndpoint: os.Getenv("IAM_ENDPOINT"),
+	}
+}
+
+// CodeRunner is the code runner of the environment, or nil when none is
+// configured. It deploys (creates and updates functions) only when the
+// role path and boundary are set and store and files are given.
+func CodeRunner(cfg aws.Config, env Env, ce CodeEnv, store *dynamo.Store, files platform.FileStorage) *lambdarunner.Runner {
+	if ce.Prefix == "" {
+		return nil
+	}
+	r := &lambdarunner.Runner{
+		Lambda: lambda.NewFromConfig(cfg, func(o *lambda.Options) {
+			if ce.LambdaEndpoint != "" {
+				o.BaseEndpoint = aws.String(ce.LambdaEndpoint)
+			}
+		}),
+		Prefix: ce.Prefix, RolePath: ce.RolePath, BoundaryARN: ce.BoundaryARN, LogsARN: ce.LogsARN,
+		BotLogGroup: env.BotLogGroup, IntegrationLogGroup: env.IntegrationLogGroup,
+	}
+	if ce.RolePath != "" && ce.BoundaryARN != "" && store != nil && files != nil {
+		r.IAM = iam.NewFromConfig(cfg, func(o *iam.Options) {
+			if ce.IAMEndpoint != "" {
+				o.BaseEndpoint = aws.String(ce.IAMEndpoint)
+			}
+		})
+		r.Source = CodeSource{Store: store, Files: files}
+	}
+	return r
+}
+
+// WithCode is client, able to call deployed code when r is not nil.
+func WithCode(r *lambdarunner.Runner, client *http.Client) *http.Client {
+	if r == nil {
+		return client
+	}
+	if client == nil {
+		client = delivery.Client(false)
+	}
+	return r.Client(client)
+}
+
+// codeKeyNote marks the API keys minted for deployed code's functions.
+const codeKeyNote = "deployed code (Lambda function)"
+
+// CodeSource is the deployments' source: bundles from the file storage, a
+// bot API key (bp_bak_) for a bot's function, an integration API key
+// (bp_iak_) for an integration's, never an account's token. The keys of
+// earlier functions of the same bot or integration are revoked once the
+// new function holds its key.
+type CodeSource struct {
+	Store *dynamo.Store
+	Files platform.FileStorage
+}
+
+// Code reads a bundle.
+func (s CodeSource) Code(ctx context.Context, key string) ([]byte, error) {
+	rc, _, err := s.Files.Open(ctx, key, "")
+	if err != nil {
+		return nil, err
+	}
+	defer rc.Close()
+	return io.ReadAll(rc)
+}
+
+// BotToken mints a bot API key for the bot's function.
+func (s CodeSource) BotToken(ctx context.Context, b platform.Bot) (lambdarunner.Key, error) {
+	t, err := s.Store.CreateBotAPIKey(ctx, b, codeKeyNote)
+	if err != nil {
+		return lambdarunner.Key{}, err
+	}
+	return lambdarunner.Key{Token: t.Value,
+		RevokeOthers: func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			if old, err := s.Store.ListBotAPIKeys(ctx, b.ID); err == nil {
+				for _, k := range old {
+					if k.Note == codeKeyNote && k.ID != t.ID {
+						_ = s.Store.DeleteBotAPIKey(ctx, b.WorkspaceID, k.ID)
+					}
+				}
+			}
+		},
+		Revoke: func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			_ = s.Store.DeleteBotAPIKey(ctx, b.WorkspaceID, t.ID)
+		}}, nil
+}
+
+// IntegrationToken mints an integration API key for the version's function.
+func (s CodeSource) IntegrationToken(ctx context.Context, i platform.Integration) (lambdarunner.Key, error) {
+	t, err := s.Store.CreateIntegrationAPIKey(ctx, i, codeKeyNote)
+	if err != nil {
+		return lambdarunner.Key{}, err
+	}
+	return lambdarunner.Key{Token: t.Value,
+		RevokeOthers: func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			if old, err := s.Store.ListIntegrationAPIKeys(ctx, i.ID); err == nil {
+				for _, k := range old {
+					if k.Note == codeKeyNote && k.ID != t.ID {
+						_ = s.Store.DeleteIntegrationAPIKey(ctx, i.WorkspaceID, k.ID)
+					}
+				}
+			}
+		},
+		Revoke: func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			_ = s.Store.DeleteIntegrationAPIKey(ctx, i.WorkspaceID, t.ID)
+		}}, nil
+}
