@@ -114,17 +114,40 @@ export function Tokens() {
     </tbody></table>`}</${Loaded}>`
 }
 
+// BotUrl sets where the platform delivers the bot's events (updateBot
+// {url}): a bot running on the developer's machine, for instance.
+function BotUrl({ ws, b }) {
+  const [url, setUrl] = useState('')
+  const [saved, setSaved] = useState(null)
+  const act = useAction()
+  const save = (e) => {
+    e.preventDefault()
+    act.run(async () => {
+      await call('PUT', `/v1/admin/bots/${b.id}`, { ws, body: { url: url.trim() || null } })
+      setSaved(url.trim())
+    })
+  }
+  return html`<h2>Endpoint</h2>
+    <p class="muted">Where the platform delivers this bot's events, for a bot running on your machine (the API does not show a bot's url back; deployed code needs none).</p>
+    <form class="row" onSubmit=${save} data-test="bot-url">
+      <input type="url" placeholder="http://127.0.0.1:8075" value=${url} onInput=${(e) => setUrl(e.target.value)} aria-label="Bot url" />
+      <button class="secondary" disabled=${act.busy}>Save url</button>
+    </form>
+    ${saved !== null && html`<div class="notice" data-test="bot-url-saved">${saved ? `Events now go to ${saved}.` : 'The url is cleared.'}</div>`}
+    <${ErrorBox} error=${act.error} />`
+}
+
 export function BotPage({ ws, bot }) {
   const st = useLoad(() => call('GET', `/v1/admin/bots/${bot}`, { ws }).then((r) => r.bot), [ws, bot])
-  const versions = useLoad(() => call('GET', `/v1/admin/bots/${bot}/versions`, { ws }).then((r) => r.versions).catch(() => []), [ws, bot])
   return html`<${Loaded} st=${st}>${(b) => html`
     <h1>${b.name || 'Bot'} <small><code>${b.id}</code></small></h1>
     <dl class="facts">
-      <dt>Url</dt><dd>${b.url || html`<span class="muted">none (deployed code, or no endpoint yet)</span>`}</dd>
+      <dt>Status</dt><dd><${Status} value=${b.status} /></dd>
       <dt>Dev</dt><dd>${String(!!b.dev)}</dd>
       <dt>Deployed</dt><dd>${fmtTime(b.deployedAt) || '—'}</dd>
       <dt>Updated</dt><dd>${fmtTime(b.updatedAt)}</dd>
     </dl>
+    <${BotUrl} ws=${ws} b=${b} />
     <p><a class="button" href=${`#/w/${ws}/b/${bot}/emulator`}>Open the emulator</a></p>
     <h2>Integrations</h2>
     ${Object.keys(b.integrations || {}).length === 0
@@ -138,8 +161,9 @@ export function BotPage({ ws, bot }) {
         ${Object.entries(b.recurringEvents).map(([k, r]) => html`<tr><td>${k}</td><td><code>${r.schedule?.cron}</code></td><td>${r.type}</td><td>${r.failedAttempts ?? 0}${r.lastFailureReason ? ': ' + r.lastFailureReason : ''}</td></tr>`)}
       </tbody></table>`}
     <h2>Deployments</h2>
-    <${Loaded} st=${versions}>${(vs) => vs.length === 0 ? html`<${Empty}>No saved version. ${b.deployedAt ? `Last deployed ${fmtTime(b.deployedAt)}.` : 'Deploy with the CLI: bp deploy --botId ' + b.id}</${Empty}>`
-      : html`<table class="list"><thead><tr><th>Version</th><th>Description</th><th>Id</th></tr></thead><tbody>${vs.map((v) => html`<tr><td>${v.name}</td><td>${v.description}</td><td><code>${v.id}</code></td></tr>`)}</tbody></table>`}</${Loaded}>
+    ${b.deployedAt
+      ? html`<p data-test="deployed">Code deployed ${fmtTime(b.deployedAt)} (the platform runs it when the bot has no url).</p>`
+      : html`<${Empty}>No code deployed. Deploy with the official CLI: <code>bp deploy --botId ${b.id}</code>, or set an endpoint above for a bot running elsewhere.</${Empty}>`}
     <details><summary>Definition (JSON)</summary><${Json} value=${b} /></details>
   `}</${Loaded}>`
 }
