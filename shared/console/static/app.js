@@ -113,4 +113,7 @@ function App() {
     <main class="page"><${Page} route=${route} key=${route.join('/')} /></main>`
 }
 
-render(html`<${App} />`, document.getElementById('app'))
+// The page's "Loading…" placeholder goes: Preact renders into an empty root.
+const root = document.getElementById('app')
+root.textContent = ''
+render(html`<${App} />`, root)
