@@ -189,6 +189,18 @@ async function main() {
     convId = await page.$eval('a[href*="/conversations/conv_"]', (a) => a.getAttribute('href').split('/').pop())
     await shot('05-emulator')
   })
+  await step('a bot that cannot answer: the event failed, with the reason', async () => {
+    await route(`/w/${ws}`)
+    await type('form[data-test=create-bot] input', 'silent-bot')
+    await page.click('form[data-test=create-bot] button')
+    await waitText('main.page h1', /silent-bot/)
+    await clickText('nav.sub a', /^Emulator$/)
+    await type('form[data-test=composer] input', 'anyone there?')
+    await page.click('form[data-test=composer] button')
+    await waitText('[data-test=failed-events]', /no url/, 20000)
+    await waitText('[data-test=user-message]', /failed/)
+    await shot('05b-emulator-failed-event')
+  })
   await step('browse the conversation and its message', async () => {
     await route(`/w/${ws}/b/${bot}/conversations`)
     await waitText('[data-test=conversations]', /emulator/)
