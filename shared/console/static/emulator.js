@@ -133,7 +133,7 @@ export function Emulator({ ws, bot }) {
           <button disabled=${busy}>Send</button>
         </form>
         <${ErrorBox} error=${error} />
-        ${failed.length > 0 && html`<div class="error" data-test="failed-events">${failed.length} event(s) failed: the bot did not handle them. ${failed.at(-1).failureReason || ''}</div>`}
+        ${failed.length > 0 && html`<div class="error" data-test="failed-events">${failed.length === 1 ? 'An event' : `${failed.length} events`} failed: the bot did not handle ${failed.length === 1 ? 'it' : 'them'}. Last reason: ${failed.at(-1).failureReason || 'none given'}</div>`}
       </section>
       <aside class="events" data-test="events">
         <h2>Events</h2>
