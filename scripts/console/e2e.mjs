@@ -229,9 +229,19 @@ async function main() {
     const rows = (await r.json()).rows
     if (rows.length !== 1 || rows[0].title !== 'edited ticket') throw new Error(`rows in the API: ${JSON.stringify(rows)}`)
   })
+  await step('import rows from a CSV file, with the job progress', async () => {
+    const csv = path.join(WORK, 'tickets.csv')
+    fs.writeFileSync(csv, 'title\nimported one\nimported two\n')
+    const input = await page.$('form[data-test=import] input[type=file]')
+    await input.uploadFile(csv)
+    await page.click('form[data-test=import] button')
+    await waitText('[data-test=job]', /Import of tickets\.csv: completed/, 20000)
+    await waitText('[data-test=grid]', /imported two/)
+    await shot('08b-table-import')
+  })
   await step('upload a file with progress and download it', async () => {
     await route(`/w/${ws}/b/${bot}/files`)
-    await waitText('[data-test=empty]', /No file/)
+    await waitText('[data-test=files]', /tickets\.csv/) // the import's file
     const content = 'hello file ' + 'x'.repeat(200000) + '\n'
     const local = path.join(WORK, 'notes.txt')
     fs.writeFileSync(local, content)

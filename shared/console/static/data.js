@@ -167,15 +167,24 @@ export function TableGrid({ ws, bot, name }) {
   }
   const duplicate = () => act.run(async () => {
     const r = await call('POST', `/v1/tables/${name}/duplicate`, { bot, body: { tableName: `${name.replace(/Table$/, '')}Copy${Date.now() % 100000}Table` } })
-    let j = r.job || { status: 'completed' }
-    setJob({ table: r.table.name, status: j.status, done: 0, total: r.rows })
-    while (j.status !== 'completed' && j.status !== 'failed') {
-      await new Promise((res) => setTimeout(res, 1000))
-      const { jobs } = await call('GET', `/v1/tables/${r.table.id}/jobs`, { bot })
-      j = jobs.find((x) => x.id === r.job.id) || j
-      setJob({ table: r.table.name, status: j.status, done: j.processedRows ?? j.progress ?? 0, total: r.rows, reason: j.failedReason })
-    }
+    const label = html`Duplicate to <a href=${`#/w/${ws}/b/${bot}/tables/${r.table.name}`}>${r.table.name}</a> (${r.rows} rows)`
+    await watchJob(bot, r.table.id, r.job || { status: 'completed' }, (j) => setJob({ label, status: j.status, progress: jobProgress(j) }))
   })
+  const importFile = useRef(null)
+  const doImport = (e) => {
+    e.preventDefault()
+    const f = importFile.current.files[0]
+    if (!f) return
+    act.run(async () => {
+      const label = `Import of ${f.name}`
+      const file = await uploadFile(bot, f, `imports/${name}/${Date.now()}-${f.name}`, { purpose: 'table-import' }, (status, progress) => setJob({ label: `${label}: upload`, status, progress }))
+      const { job: started } = await call('POST', `/v1/tables/${name}/import`, { bot, body: { fileId: file.id } })
+      const tableId = table.data?.id || name
+      const end = await watchJob(bot, tableId, started, (j) => setJob({ label, status: j.status, progress: jobProgress(j) }))
+      importFile.current.value = ''
+      if (end.status === 'completed') rows.reload()
+    })
+  }
   return html`<h1>Table ${name}</h1>
     <${ErrorBox} error=${table.error} />
     <form class="row" onSubmit=${(e) => { e.preventDefault(); setView({ ...view, ...filterInput, offset: 0 }) }} data-test="filter">
@@ -185,8 +194,11 @@ export function TableGrid({ ws, bot, name }) {
       <button type="button" class="link" onClick=${() => { setFilterInput({ col: '', value: '' }); setView({ ...view, col: '', value: '', offset: 0 }) }}>Clear</button>
       <button type="button" class="secondary" onClick=${duplicate} disabled=${act.busy}>Duplicate table</button>
     </form>
-    ${job && html`<div class="notice" data-test="job">Duplicate to <a href=${`#/w/${ws}/b/${bot}/tables/${job.table}`}>${job.table}</a>: ${job.status}${job.reason ? ' — ' + job.reason : ''}
-      <${Progress} value=${job.status === 'completed' ? 1 : job.total ? job.done / job.total : 0} /></div>`}
+    <form class="row" onSubmit=${doImport} data-test="import">
+      <label class="inline">Import rows from a file (CSV with a header, or JSON) <input type="file" ref=${importFile} required accept=".csv,.json,.gz,text/csv,application/json" /></label>
+      <button class="secondary" disabled=${act.busy}>Import</button>
+    </form>
+    ${job && html`<div class="notice" data-test="job">${job.label}: ${job.status}<${Progress} value=${job.progress} /></div>`}
     <${ErrorBox} error=${act.error} />
     <${Loaded} st=${rows}>${(r) => html`<div class="scroll"><table class="grid" data-test="grid"><thead><tr>
         ${[['id'], ...cols].map(([c]) => html`<th><button class="link" onClick=${() => sortBy(c)}>${c}${view.orderBy === c ? (view.dir === 'asc' ? ' ▲' : ' ▼') : ''}</button></th>`)}<th></th></tr></thead>
@@ -206,6 +218,40 @@ export function TableGrid({ ws, bot, name }) {
         <button class="secondary" disabled=${!r.hasMore} onClick=${() => setView({ ...view, offset: view.offset + PAGE })}>Next</button>
       </p>`}</${Loaded}>`
 }
+
+// uploadFile sends a browser File through the Files API: upsertFile, the
+// content to its uploadUrl (onProgress: 0..1), then getFile until the
+// upload is complete. It answers the file.
+export async function uploadFile(bot, f, key, tags, onStatus) {
+  const contentType = f.type || 'application/octet-stream'
+  onStatus('creating', 0)
+  const { file } = await call('PUT', '/v1/files', { bot, body: { key, size: f.size, contentType, tags } })
+  onStatus('uploading', 0)
+  await upload(file.uploadUrl, f, contentType, (p) => onStatus('uploading', p))
+  let got = file
+  for (let i = 0; i < 40; i++) {
+    got = (await call('GET', `/v1/files/${file.id}`, { bot })).file
+    if (got.status !== 'upload_pending') break
+    await new Promise((r) => setTimeout(r, 500))
+  }
+  onStatus(got.status, 1)
+  if (got.status !== 'upload_completed') throw new ApiError({ status: 0, type: 'UploadFailed', message: `the file is ${got.status}${got.failedStatusReason ? ': ' + got.failedStatusReason : ''}` })
+  return got
+}
+
+// watchJob polls a table's job (getTableJobs) every second until it ends,
+// calling onUpdate with it; it answers the last state.
+async function watchJob(bot, tableId, job, onUpdate) {
+  onUpdate(job)
+  while (job.status !== 'completed' && job.status !== 'failed') {
+    await new Promise((r) => setTimeout(r, 1000))
+    const { jobs } = await call('GET', `/v1/tables/${tableId}/jobs`, { bot })
+    job = jobs.find((x) => x.id === job.id) || job
+    onUpdate(job)
+  }
+  return job
+}
+const jobProgress = (j) => (j.status === 'completed' ? 1 : j.progress > 1 ? j.progress / 100 : j.progress || 0)
 
 export function Files({ bot }) {
   const tags = useLoad(() => call('GET', '/v1/files/tags', { bot }).then((r) => r.tags).catch(() => []), [bot])
@@ -227,17 +273,11 @@ export function Files({ bot }) {
         const [k, v = ''] = p.split('=')
         t[k.trim()] = v.trim()
       }
-      const contentType = f.type || 'application/octet-stream'
-      setUp({ name: f.name, progress: 0, status: 'creating' })
-      const { file } = await call('PUT', '/v1/files', { bot, body: { key: f.name, size: f.size, contentType, tags: t } })
-      setUp({ name: f.name, progress: 0, status: 'uploading' })
-      await upload(file.uploadUrl, f, contentType, (p) => setUp({ name: f.name, progress: p, status: 'uploading' }))
-      let status = 'upload_pending'
-      for (let i = 0; i < 30 && status === 'upload_pending'; i++) {
-        status = (await call('GET', `/v1/files/${file.id}`, { bot })).file.status
-        if (status === 'upload_pending') await new Promise((r) => setTimeout(r, 500))
+      try {
+        await uploadFile(bot, f, f.name, t, (status, progress) => setUp({ name: f.name, progress, status }))
+      } finally {
+        st.reload()
       }
-      setUp({ name: f.name, progress: 1, status })
       fileInput.current.value = ''
       st.reload()
       tags.reload()
