@@ -17,6 +17,7 @@ import puppeteer from 'puppeteer-core'
 const HERE = path.dirname(fileURLToPath(import.meta.url))
 const ROOT = path.resolve(HERE, '../..')
 const { PLATFORM_BIN, WORK, SHOTS, CHROME } = process.env
+const FIREFOX = process.env.BROWSER === 'firefox'
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms))
 const children = []
 let failures = 0
@@ -86,23 +87,34 @@ async function main() {
   // 2. The browser.
   const downloads = path.join(WORK, 'downloads')
   fs.mkdirSync(downloads, { recursive: true })
-  const browser = await puppeteer.launch({
-    executablePath: CHROME,
-    headless: true,
-    args: ['--no-sandbox', '--disable-dev-shm-usage', '--no-first-run', '--disable-gpu'],
-  })
+  // BROWSER=firefox (with FIREFOX=/path, default firefox-esr): the same run
+  // in Firefox over WebDriver BiDi (a manual check; make test uses Chromium).
+  const browser = FIREFOX
+    ? await puppeteer.launch({ browser: 'firefox', executablePath: process.env.FIREFOX || '/usr/bin/firefox-esr', headless: true, args: ['--width=1280', '--height=860'],
+      extraPrefsFirefox: { 'browser.download.dir': downloads, 'browser.download.folderList': 2, 'browser.download.useDownloadDir': true, 'browser.helperApps.neverAsk.saveToDisk': 'text/plain' } })
+    : await puppeteer.launch({
+      executablePath: CHROME,
+      headless: true,
+      args: ['--no-sandbox', '--disable-dev-shm-usage', '--no-first-run', '--disable-gpu'],
+    })
+  console.log(`browser: ${await browser.version()}`)
   const problems = []
   const page = await browser.newPage()
   currentPage = page
-  await page.setViewport({ width: 1280, height: 860 })
+  // Firefox ESR's BiDi lacks part of viewport emulation: its window is
+  // sized at launch, and the phone step is Chromium's.
+  const viewport = (v) => (FIREFOX ? Promise.resolve() : page.setViewport(v))
+  await viewport({ width: 1280, height: 860 })
   page.on('console', (m) => {
     const t = m.text()
     // A failed fetch logs a network error: expected in the error steps.
     if (m.type() === 'error' && !/Failed to load resource|net::ERR_CONNECTION_REFUSED/.test(t)) problems.push(`console: ${t}`)
   })
   page.on('pageerror', (e) => problems.push(`page error: ${e.message}`))
-  const cdp = await page.createCDPSession()
-  await cdp.send('Browser.setDownloadBehavior', { behavior: 'allow', downloadPath: downloads })
+  if (!FIREFOX) {
+    const cdp = await page.createCDPSession()
+    await cdp.send('Browser.setDownloadBehavior', { behavior: 'allow', downloadPath: downloads })
+  }
   // Nothing may leave the machine: every request is to the platform.
   page.on('request', (r) => {
     if (!r.url().startsWith(api) && !r.url().startsWith('blob:') && !r.url().startsWith('data:')) problems.push(`external request: ${r.url()}`)
@@ -110,8 +122,24 @@ async function main() {
 
   const shot = async (name) => page.screenshot({ path: path.join(SHOTS, `${name}.png`), fullPage: true })
   const text = (sel) => page.$eval(sel, (e) => e.innerText)
-  const waitText = (sel, re, ms = 10000) =>
-    page.waitForFunction((s, src) => [...document.querySelectorAll(s)].some((e) => new RegExp(src).test(e.innerText)), { timeout: ms }, sel, re.source)
+  // Polled from here (page.waitForFunction builds a function in the page,
+  // which the console's CSP refuses under Firefox's BiDi).
+  const waitText = async (sel, re, ms = 10000) => {
+    const deadline = Date.now() + ms
+    for (;;) {
+      const texts = await page.$$eval(sel, (els) => els.map((e) => e.innerText)).catch(() => [])
+      if (texts.some((t) => re.test(t))) return
+      if (Date.now() > deadline) throw new Error(`no ${sel} matching ${re} within ${ms} ms (found: ${JSON.stringify(texts).slice(0, 300)})`)
+      await sleep(50)
+    }
+  }
+  const waitGone = async (sel, text, ms = 10000) => {
+    const deadline = Date.now() + ms
+    while ((await page.$eval(sel, (e) => e.innerText).catch(() => '')).includes(text)) {
+      if (Date.now() > deadline) throw new Error(`${sel} still shows ${text} after ${ms} ms`)
+      await sleep(50)
+    }
+  }
   const clickText = async (sel, re) => {
     await waitText(sel, re)
     const els = await page.$$(sel)
@@ -135,7 +163,7 @@ async function main() {
   const measure = async (name, r, readySel = 'main.page h1') => {
     await load(r)
     await page.waitForSelector(readySel)
-    await page.waitForFunction(() => !document.querySelector('main.page').innerText.includes('Loading…'))
+    await waitGone('main.page', 'Loading…')
     const t = await page.evaluate(() => ({
       fcp: performance.getEntriesByName('first-contentful-paint')[0]?.startTime ?? -1,
       ready: performance.now(),
@@ -274,7 +302,7 @@ async function main() {
     ]) {
       await route(r)
       await waitText('main.page h1', re)
-      await page.waitForFunction(() => !document.querySelector('main.page')?.innerText.includes('Loading…'))
+      await waitGone('main.page', 'Loading…')
       await shot(name)
     }
   })
@@ -310,7 +338,7 @@ async function main() {
     await waitText('main.page h1', /Workspaces/)
   })
   await step('phone-sized screen', async () => {
-    await page.setViewport({ width: 390, height: 844, isMobile: true, hasTouch: true })
+    await viewport({ width: 390, height: 844, isMobile: true, hasTouch: true })
     await load(`/w/${ws}/b/${bot}/emulator`)
     await waitText('[data-test=bot-message]', /echo:/)
     const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth)
@@ -318,8 +346,8 @@ async function main() {
     await route(`/w/${ws}`)
     await waitText('table.list', /echo-bot/)
     await shot('20-phone-bots')
-    if (overflow > 0) throw new Error(`the emulator is ${overflow}px wider than the phone's screen`)
-    await page.setViewport({ width: 1280, height: 860 })
+    if (overflow > 0 && !FIREFOX) throw new Error(`the emulator is ${overflow}px wider than the phone's screen`)
+    await viewport({ width: 1280, height: 860 })
     await load('/')
   })
   await step('first paint of each page', async () => {
@@ -365,8 +393,8 @@ async function main() {
 
 try {
   await main()
-} catch {
-  // reported by step
+} catch (e) {
+  if (!failures) console.log(`FAIL set-up: ${e.stack || e}`) // a step reports its own
   failures = failures || 1
 } finally {
   for (const c of children) if (c.exitCode === null) c.kill('SIGKILL')
