@@ -229,6 +229,27 @@ async function main() {
     await waitText('[data-test=user-message]', /failed/)
     await shot('05b-emulator-failed-event')
   })
+  await step('an integration whose registration failed shows the reason', async () => {
+    // Installed through the API, as `bp dev` would: a dev integration at a
+    // url nobody listens on.
+    const h = { Authorization: `Bearer ${adminToken}`, 'x-workspace-id': ws, 'content-type': 'application/json' }
+    const deadPort = await freePort()
+    let r = await fetch(`${api}/v1/admin/bots`, { method: 'POST', headers: h, body: JSON.stringify({ name: 'dev-bot', dev: true, url: botUrl }) })
+    if (!r.ok) throw new Error(`createBot: ${r.status} ${await r.text()}`)
+    const devBot = (await r.json()).bot.id
+    r = await fetch(`${api}/v1/admin/integrations`, { method: 'POST', headers: h, body: JSON.stringify({
+      name: 'e2e-chan', version: '0.1.0', dev: true, url: `http://127.0.0.1:${deadPort}`,
+      configuration: { schema: { type: 'object', properties: {} } },
+      channels: { channel: { messages: { text: { schema: { type: 'object', properties: { text: { type: 'string' } } } } } } },
+    }) })
+    if (!r.ok) throw new Error(`createIntegration: ${r.status} ${await r.text()}`)
+    const { integration } = await r.json()
+    r = await fetch(`${api}/v1/admin/bots/${devBot}`, { method: 'PUT', headers: h, body: JSON.stringify({ integrations: { chan: { integrationId: integration.id, enabled: true, configuration: {} } } }) })
+    if (!r.ok) throw new Error(`updateBot: ${r.status} ${await r.text()}`)
+    await route(`/w/${ws}/b/${devBot}`)
+    await waitText('[data-test=integrations]', /registration_failed/)
+    await shot('05c-bot-integration-failed')
+  })
   await step('browse the conversation and its message', async () => {
     await route(`/w/${ws}/b/${bot}/conversations`)
     await waitText('[data-test=conversations]', /emulator/)
