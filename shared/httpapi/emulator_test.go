@@ -2,6 +2,8 @@ package httpapi_test
 
 import (
 	"context"
+	"net/http"
+	"strings"
 	"sync"
 	"testing"
 
@@ -82,5 +84,29 @@ func TestRuntimeEmulatorChannel(t *testing.T) {
 	// Only the bot's own reply went out: nothing was called but the bot.
 	if n := bot.count(); n != 1 {
 		t.Fatalf("calls to the bot: %d", n)
+	}
+}
+
+// The local platform serves the console at "/" and "/console/..." (no
+// token; the tunnel never claims them), beside the API.
+func TestLocalPlatformServesTheConsole(t *testing.T) {
+	e := apitest.New(t)
+	for path, typ := range map[string]string{"/": "text/html", "/console/app.js": "text/javascript", "/console/vendor/preact.module.js": "text/javascript"} {
+		res, err := http.Get(e.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		if res.StatusCode != 200 || !strings.HasPrefix(res.Header.Get("Content-Type"), typ) || res.Header.Get("Content-Security-Policy") == "" {
+			t.Errorf("GET %s: %d %q, CSP %q", path, res.StatusCode, res.Header.Get("Content-Type"), res.Header.Get("Content-Security-Policy"))
+		}
+	}
+	res, err := http.Get(e.URL + "/console/nope.js")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != 404 {
+		t.Errorf("GET /console/nope.js: %d", res.StatusCode)
 	}
 }
