@@ -155,6 +155,10 @@ export function TableGrid({ ws, bot, name }) {
     setEditing(null)
     rows.reload()
   })
+  const removeRow = (row) => confirm(`Delete row ${row.id}?`) && act.run(async () => {
+    await call('POST', `/v1/tables/${name}/rows/delete`, { bot, body: { ids: [row.id] } })
+    rows.reload()
+  })
   const add = (e) => {
     e.preventDefault()
     act.run(async () => {
@@ -208,7 +212,8 @@ export function TableGrid({ ws, bot, name }) {
           ? html`<tr class="editing" data-test="editing-row"><td>${row.id}</td>${cols.map(([c]) => html`<td><input name=${c} value=${editing.values[c] ?? ''} onInput=${(e) => setEditing({ ...editing, values: { ...editing.values, [c]: e.target.value } })} /></td>`)}
               <td><button onClick=${save} disabled=${act.busy} data-test="save-row">Save</button> <button class="link" onClick=${() => setEditing(null)}>Cancel</button></td></tr>`
           : html`<tr data-test="row"><td>${row.id}</td>${cols.map(([c]) => html`<td>${cellText(row[c])}</td>`)}
-              <td><button class="link" data-test="edit-row" onClick=${() => setEditing({ id: row.id, values: Object.fromEntries(cols.map(([c]) => [c, cellText(row[c])])) })}>Edit</button></td></tr>`)}
+              <td><button class="link" data-test="edit-row" onClick=${() => setEditing({ id: row.id, values: Object.fromEntries(cols.map(([c]) => [c, cellText(row[c])])) })}>Edit</button>
+                <button class="link danger" onClick=${() => removeRow(row)}>Delete</button></td></tr>`)}
         <tr class="adding"><td>new</td>${cols.map(([c]) => html`<td><input name=${'new-' + c} placeholder=${c} value=${adding[c] ?? ''} onInput=${(e) => setAdding({ ...adding, [c]: e.target.value })} /></td>`)}
           <td><button onClick=${add} disabled=${act.busy} data-test="add-row">Add row</button></td></tr>
       </tbody></table></div>
