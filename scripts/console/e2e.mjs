@@ -9,6 +9,7 @@
 // first paint and time to content of each page are printed.
 import { spawn } from 'node:child_process'
 import fs from 'node:fs'
+import http from 'node:http'
 import net from 'node:net'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -20,6 +21,7 @@ const { PLATFORM_BIN, WORK, SHOTS, CHROME } = process.env
 const FIREFOX = process.env.BROWSER === 'firefox'
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms))
 const children = []
+const servers = []
 let failures = 0
 let currentPage = null
 
@@ -229,6 +231,28 @@ async function main() {
     await waitText('[data-test=user-message]', /failed/)
     await shot('05b-emulator-failed-event')
   })
+  await step('a bot answering 500: a bot issue with its events', async () => {
+    // A "bot" that answers every delivery with HTTP 500.
+    const failing = http.createServer((req, res) => { req.resume(); res.writeHead(500, { 'content-type': 'text/plain' }); res.end('boom') })
+    await new Promise((r) => failing.listen(0, '127.0.0.1', r))
+    servers.push(failing)
+    await route(`/w/${ws}`)
+    await type('form[data-test=create-bot] input', 'failing-bot')
+    await page.click('form[data-test=create-bot] button')
+    await waitText('main.page h1', /failing-bot/)
+    await type('form[data-test=bot-url] input', `http://127.0.0.1:${failing.address().port}`)
+    await page.click('form[data-test=bot-url] button')
+    await waitText('[data-test=bot-url-saved]', /Events now go to/)
+    await clickText('nav.sub a', /^Emulator$/)
+    await type('form[data-test=composer] input', 'will you fail?')
+    await page.click('form[data-test=composer] button')
+    await waitText('[data-test=events]', /message_created/)
+    await clickText('nav.sub a', /^Issues$/)
+    await waitText('[data-test=issues]', /500/, 20000)
+    await page.click('[data-test=issues] tr.clickable')
+    await waitText('[data-test=issue-events]', /500/)
+    await shot('05d-bot-issue')
+  })
   await step('an integration whose registration failed shows the reason', async () => {
     // Installed through the API, as `bp dev` would: a dev integration at a
     // url nobody listens on.
@@ -430,6 +454,7 @@ try {
   failures = failures || 1
 } finally {
   for (const c of children) if (c.exitCode === null) c.kill('SIGKILL')
+  for (const s of servers) s.close()
 }
 if (failures) {
   const log = path.join(WORK, 'platform.log')

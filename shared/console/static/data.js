@@ -389,9 +389,9 @@ export function Issues({ ws, bot }) {
   const evs = useLoad(() => (open ? call('GET', `/v1/admin/bots/${bot}/issues/${open}/events`, { ws }).then((r) => r.issueEvents) : Promise.resolve([])), [open])
   return html`<h1>Issues</h1>
     <${Loaded} st=${st}>${(is) => is.length === 0 ? html`<${Empty}>No issue: failures of the bot's deliveries and code are grouped here.</${Empty}>`
-      : html`<table class="list"><thead><tr><th>Title</th><th>Category</th><th>Events</th><th>Last seen</th></tr></thead><tbody>
+      : html`<table class="list" data-test="issues"><thead><tr><th>Title</th><th>Category</th><th>Events</th><th>Last seen</th></tr></thead><tbody>
         ${is.map((i) => html`<tr class="clickable" onClick=${() => setOpen(open === i.id ? null : i.id)}><td>${i.title}<div class="muted">${i.description}</div>
-          ${open === i.id && html`<${Loaded} st=${evs}>${(es) => html`<ul>${es.map((e) => html`<li>${fmtTime(e.createdAt)} <${Json} value=${e.data} /></li>`)}</ul>`}</${Loaded}>`}</td>
+          ${open === i.id && html`<${Loaded} st=${evs}>${(es) => html`<ul class="issue-events" data-test="issue-events">${es.map((e) => html`<li>${fmtTime(e.createdAt)}<dl class="facts">${Object.entries(e.data || {}).map(([k, v]) => html`<dt>${k}</dt><dd>${v?.pretty ?? v?.raw ?? JSON.stringify(v)}</dd>`)}</dl></li>`)}</ul>`}</${Loaded}>`}</td>
           <td>${i.category}</td><td>${i.eventsCount ?? ''}</td><td>${fmtTime(i.lastSeenAt)}</td></tr>`)}
       </tbody></table>`}</${Loaded}>`
 }
