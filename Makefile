@@ -1,5 +1,5 @@
 # The two commands of README.md: `make run` and `make test`.
-.PHONY: run test vet unit conformance cli-e2e deploy-e2e build infra lambda cfn-lint
+.PHONY: run test vet unit conformance cli-e2e deploy-e2e console-e2e console-vendor build infra lambda cfn-lint
 
 # Where `make run` listens: loopback only unless told otherwise
 # (make run ADDR=:8080 listens on every interface).
@@ -8,7 +8,7 @@ ADDR ?= 127.0.0.1:8080
 run:
 	go run ./functions/local --addr $(ADDR)
 
-test: vet unit infra conformance cli-e2e deploy-e2e
+test: vet unit infra conformance cli-e2e deploy-e2e console-e2e
 
 vet:
 	go vet ./...
@@ -29,6 +29,17 @@ cli-e2e:
 # deployed code answering through the runtime (scripts/deploy-e2e).
 deploy-e2e:
 	bash scripts/deploy-e2e/run.sh
+
+# The web console in headless Chromium (system package; fails without it)
+# against a fresh local platform and a plain-JS SDK bot; screenshots in
+# .build/console-e2e (scripts/console/e2e.sh, docs/console.md).
+console-e2e:
+	bash scripts/console/e2e.sh
+
+# Copy the console's browser libraries from the pinned npm packages into
+# shared/console/static/vendor (with SHA256SUMS).
+console-vendor:
+	bash scripts/console/vendor.sh
 
 build:
 	go build ./...

@@ -44,7 +44,7 @@ type Function struct {
 // background functions.
 var Functions = []Function{
 	// API functions: within API Gateway's 30 s integration timeout.
-	{ID: "Admin", Dir: "admin", Description: "Admin API (functions/admin)", Timeout: 29, MemorySize: 256, Routes: []string{"/v1/admin/{proxy+}"}},
+	{ID: "Admin", Dir: "admin", Description: "Admin API (functions/admin)", Timeout: 29, MemorySize: 256, Routes: []string{"/v1/admin/{proxy+}", "/", "/console/{proxy+}"}},
 	{ID: "Chat", Dir: "chat", Description: "Chat API and webhook ingress (functions/chat)", Timeout: 29, MemorySize: 256, Routes: []string{"/v1/chat/{proxy+}", "/webhooks/{proxy+}"}},
 	{ID: "Tables", Dir: "tables", Description: "Tables API (functions/tables)", Timeout: 29, MemorySize: 256, Routes: []string{"/v1/tables/{proxy+}", "/v1/tables"}},
 	{ID: "Files", Dir: "files", Description: "Files API (functions/files)", Timeout: 29, MemorySize: 256, Routes: []string{"/v1/files/{proxy+}", "/v1/files", "$default"}},

@@ -41,7 +41,7 @@ func TestStackResources(t *testing.T) {
 		"AWS::Lambda::Function":           7, // no custom-resource functions
 		"AWS::ApiGatewayV2::Api":          1,
 		"AWS::ApiGatewayV2::Stage":        1,
-		"AWS::ApiGatewayV2::Route":        8, // 7 and the catch-all $default
+		"AWS::ApiGatewayV2::Route":        10, // 7, the console's 2 and the catch-all $default
 		"AWS::ApiGatewayV2::Integration":  4,
 		"AWS::DynamoDB::Table":            1,
 		"AWS::S3::Bucket":                 1,
@@ -93,7 +93,7 @@ func TestStackResources(t *testing.T) {
 	check(t, "API stage", func() {
 		tmpl.HasResourceProperties(jsii.String("AWS::ApiGatewayV2::Stage"), obj{"StageName": "$default", "AutoDeploy": true})
 	})
-	for _, rk := range []string{"/v1/admin/{proxy+}", "/v1/chat/{proxy+}", "/webhooks/{proxy+}", "/v1/tables/{proxy+}", "/v1/tables", "/v1/files/{proxy+}", "/v1/files"} {
+	for _, rk := range []string{"/v1/admin/{proxy+}", "/v1/chat/{proxy+}", "/webhooks/{proxy+}", "/v1/tables/{proxy+}", "/v1/tables", "/v1/files/{proxy+}", "/v1/files", "/", "/console/{proxy+}"} {
 		check(t, "route "+rk, func() {
 			tmpl.HasResourceProperties(jsii.String("AWS::ApiGatewayV2::Route"), like(obj{"RouteKey": "ANY " + rk}))
 		})

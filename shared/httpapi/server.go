@@ -16,6 +16,7 @@ import (
 	"path"
 	"strings"
 
+	"github.com/botforge/platform/shared/console"
 	"github.com/botforge/platform/shared/delivery"
 	"github.com/botforge/platform/shared/dynamo"
 	"github.com/botforge/platform/shared/openapi"
@@ -105,6 +106,17 @@ func New(cfg Config, areas ...Area) http.Handler {
 			// Integrations' iconUrl and readmeUrl: no token (admin_code.go).
 			mux.HandleFunc("GET /v1/admin/integrations/{id}/assets/{name}", s.serveAsset)
 			mux.HandleFunc("GET /v1/admin/plugins/{id}/assets/{name}", s.servePluginAsset)
+			// The web console: "/" and its assets, no token (the page
+			// signs in and calls the API like any client; docs/console.md).
+			for pattern, h := range console.Routes() {
+				mux.Handle(pattern, h)
+			}
+			// Without this, ServeMux would answer /console with a redirect
+			// to /console/: it stays a path of no operation.
+			mux.HandleFunc("/console", func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Allow", "")
+				s.writeError(w, r, platform.Errorf(platform.ErrMethodNotFound, "no operation %s %s: the operation does not exist", r.Method, r.URL.Path))
+			})
 		}
 		if a == AreaChat {
 			// Webhook ingress: no token, the webhook id is the secret (webhooks.go).

@@ -45,7 +45,8 @@ func TestEveryAnswerIsJSONErrorShape(t *testing.T) {
 		// No operation: MethodNotFound, distinct from an operation that
 		// found no such resource (ResourceNotFound above and below).
 		{"GET", "/nope", 405, "MethodNotFound"},
-		{"GET", "/", 405, "MethodNotFound"},
+		{"POST", "/", 405, "MethodNotFound"}, // GET / is the console
+		{"GET", "/console", 405, "MethodNotFound"},
 		{"GET", "/v1/files/", 405, "MethodNotFound"},
 		{"GET", "/v1/admin/nope", 405, "MethodNotFound"},
 		{"POST", "/v1/admin/bots/x/nope", 405, "MethodNotFound"},

@@ -331,7 +331,7 @@ func Open(ctx context.Context, dataDir, baseURL string, log *slog.Logger) (*Plat
 	// `bp dev --tunnelUrl <this server>`: a WebSocket on /<tunnelId> (the
 	// CLI) and requests to /<tunnelId>/... relayed to it; the API's own
 	// first path segments are never tunnel ids.
-	p.Tunnels = tunnel.New(tunnel.Options{Reserved: []string{"v1", "webhooks", strings.TrimPrefix(S3Prefix, "/")}, Logger: log})
+	p.Tunnels = tunnel.New(tunnel.Options{Reserved: []string{"v1", "webhooks", "console", strings.TrimPrefix(S3Prefix, "/")}, Logger: log})
 	p.closers = append(p.closers, p.Tunnels.Close)
 	p.Handler = httpapi.RequestLog(log, httpapi.CORS(origins, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if p.Tunnels.Claims(r) {

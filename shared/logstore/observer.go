@@ -44,7 +44,14 @@ func Observer(logs platform.LogStore, issues platform.IssueRecorder, log *slog.L
 
 // toBot reports whether r is a delivery to a bot's own url (as opposed to
 // a call to an integration on a bot's behalf).
-func toBot(r delivery.Result) bool { return r.IntegrationID == "" && r.BotID != "" }
+func toBot(r delivery.Result) bool { return r.IntegrationID == "" && r.BotID != "" && !toEmulator(r) }
+
+// toEmulator reports whether r is a bot's reply in a conversation of the
+// console's emulator, acknowledged by the dispatcher without a call
+// (platform.EmulatorIntegration).
+func toEmulator(r delivery.Result) bool {
+	return r.IntegrationID == "" && r.Kind == "message_created" && r.Name == platform.EmulatorIntegration
+}
 
 // what names the delivery or call in a log line.
 func what(r delivery.Result) string {
@@ -83,6 +90,13 @@ func LinesOf(r delivery.Result) []platform.LogLine {
 		at = time.Now()
 	}
 	var out []platform.LogLine
+	if toEmulator(r) {
+		return []platform.LogLine{{
+			Source: platform.LogSource{Kind: platform.LogBot, ID: r.BotID},
+			Time:   at, Level: platform.LevelInfo,
+			Message: "message_created: the bot's message is in the emulator's conversation (the console reads it; no call made)",
+		}}
+	}
 	if toBot(r) {
 		msg, level := outcome(r, "the bot")
 		out = append(out, platform.LogLine{

@@ -91,3 +91,16 @@ func TestObserver(t *testing.T) {
 	}
 	Observer(nil, nil, nil)(ctx, call) // no sinks: nothing to do
 }
+
+// A bot's reply in an emulator conversation is logged as such, never as a
+// delivery to the bot, and never becomes an issue.
+func TestObserverEmulatorReply(t *testing.T) {
+	r := delivery.Result{Kind: "message_created", BotID: testBot, Name: platform.EmulatorIntegration, Outcome: delivery.Delivered, At: time.Now()}
+	lines := LinesOf(r)
+	if len(lines) != 1 || lines[0].Source.ID != testBot || !strings.Contains(lines[0].Message, "emulator") || strings.Contains(lines[0].Message, "to the bot") {
+		t.Fatalf("lines: %+v", lines)
+	}
+	if _, ok := FailureOf(r); ok {
+		t.Fatal("an emulator reply is not a failure")
+	}
+}

@@ -34,6 +34,15 @@ const (
 	DeliverRegister = "register"
 )
 
+// EmulatorIntegration is the platform's built-in channel: the web
+// console's emulator writes a user's messages under this integration alias
+// (x-integration-alias: emulator, with the developer's own token) and reads
+// the bot's replies back with listMessages. A bot's reply to such a
+// conversation has nowhere further to go, so the dispatcher acknowledges it
+// in-process (no network call). A bot that installs an integration of its
+// own under this alias keeps it: the installation wins (docs/console.md).
+const EmulatorIntegration = "emulator"
+
 // EventStateExpired is the event of a state whose expiry ran out.
 const EventStateExpired = "state_expired"
 

@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# End-to-end test of the web console in a real headless Chromium
+# (puppeteer-core 24, driving the system's browser) against a fresh local
+# platform with a real plain-JS @botpress/sdk bot (the conformance suite's
+# fixture, scripts/conformance/fixtures/bot.js): e2e.mjs.
+#
+# Fails (never skips) when Chromium is missing: `.ci/run` installs it
+# (apt-get install chromium). CHROME=/path/to/chromium chooses another one.
+# Screenshots go to SHOTS (default .build/console-e2e, printed).
+#
+# Usage: scripts/console/e2e.sh
+set -euo pipefail
+HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+ROOT="$(cd "$HERE/../.." && pwd)"
+for tool in go node npm; do
+  command -v "$tool" >/dev/null 2>&1 || { echo "console-e2e: $tool is required" >&2; exit 1; }
+done
+if [[ -z "${CHROME:-}" ]]; then
+  for c in chromium chromium-browser google-chrome; do
+    if command -v "$c" >/dev/null 2>&1; then CHROME="$(command -v "$c")"; break; fi
+  done
+fi
+[[ -n "${CHROME:-}" && -x "$CHROME" ]] || { echo "console-e2e: FAILED: no Chromium (install it: apt-get install chromium, or set CHROME)" >&2; exit 1; }
+export CHROME
+
+unset BP_TOKEN BP_API_URL BP_WORKSPACE_ID BP_BOT_ID BP_INTEGRATION_ID
+bash "$HERE/npm-ci.sh"
+# The SDK bot's dependencies are the conformance suite's.
+CONF="$ROOT/scripts/conformance"
+conf_hash="$(cd "$CONF" && node -e '
+  const c = require("node:crypto").createHash("sha256")
+  for (const f of ["package.json", "package-lock.json"]) c.update(require("node:fs").readFileSync(f))
+  console.log(c.digest("hex"))')"
+if [[ ! -f "$CONF/node_modules/.conformance-installed" || "$(cat "$CONF/node_modules/.conformance-installed")" != "$conf_hash" ]]; then
+  echo "==> scripts/conformance: npm ci (the SDK bot's dependencies)" >&2
+  (cd "$CONF" && npm ci --no-audit --no-fund --loglevel=error) >&2
+  printf '%s\n' "$conf_hash" >"$CONF/node_modules/.conformance-installed"
+fi
+# The vendored libraries are the pinned packages' files.
+bash "$HERE/vendor.sh" --check
+
+WORK="$(mktemp -d "${TMPDIR:-/tmp}/console-e2e.XXXXXX")"
+trap 'rm -rf "$WORK"' EXIT
+echo "==> building ./functions/local" >&2
+(cd "$ROOT" && go build -o "$WORK/local" ./functions/local)
+export PLATFORM_BIN="$WORK/local" WORK
+export SHOTS="${SHOTS:-$ROOT/.build/console-e2e}"
+mkdir -p "$SHOTS"
+node "$HERE/e2e.mjs"

@@ -1,0 +1,146 @@
+// emulator.js: talk to a bot as a user, on the platform's built-in channel
+// (integration alias "emulator", docs/console.md). The user's messages are
+// written with the developer's token plus x-bot-id and
+// x-integration-alias: emulator, so they are incoming and reach the bot
+// through the runtime as message_created; the bot's replies are stored
+// and read back by polling listMessages every second, with each turn's
+// events (listEvents of the conversation): their status and failure reason.
+import { call, all } from './api.js'
+import { html, useState, useEffect, useRef, ErrorBox, Empty, Status, fmtTime } from './ui.js'
+
+const ALIAS = 'emulator'
+const POLL_MS = 1000
+
+const key = (bot) => `botforge.console.emulator.${bot}`
+
+export function payloadText(m) {
+  const p = m.payload || {}
+  if (typeof p.text === 'string') return p.text
+  return JSON.stringify(p)
+}
+
+export function Emulator({ ws, bot }) {
+  const [conv, setConv] = useState(() => JSON.parse(sessionStorage.getItem(key(bot)) || 'null'))
+  const [messages, setMessages] = useState([])
+  const [events, setEvents] = useState([])
+  const [text, setText] = useState('')
+  const [error, setError] = useState(null)
+  const [busy, setBusy] = useState(false)
+  const scroller = useRef(null)
+  const opts = { bot, alias: ALIAS }
+
+  const start = async () => {
+    setBusy(true)
+    setError(null)
+    try {
+      const { user } = await call('POST', '/v1/chat/users', { ...opts, body: { name: 'Console user', tags: {} } })
+      const { conversation } = await call('POST', '/v1/chat/conversations', { ...opts, body: { channel: 'channel', tags: {} } })
+      const c = { id: conversation.id, userId: user.id }
+      sessionStorage.setItem(key(bot), JSON.stringify(c))
+      setMessages([])
+      setEvents([])
+      setConv(c)
+      return c
+    } catch (e) {
+      setError(e)
+    } finally {
+      setBusy(false)
+    }
+  }
+
+  // Poll while the emulator is open (and the tab visible).
+  useEffect(() => {
+    if (!conv) return
+    let stop = false
+    let timer
+    const tick = async () => {
+      if (!document.hidden) {
+        try {
+          const [ms, evs] = await Promise.all([
+            all('GET', '/v1/chat/messages', 'messages', { bot, query: { conversationId: conv.id } }, 500),
+            all('GET', '/v1/chat/events', 'events', { bot, query: { conversationId: conv.id } }, 500),
+          ])
+          if (stop) return
+          ms.sort((a, b) => a.createdAt.localeCompare(b.createdAt))
+          evs.sort((a, b) => a.createdAt.localeCompare(b.createdAt))
+          setMessages(ms)
+          setEvents(evs)
+          setError(null)
+        } catch (e) {
+          if (stop) return
+          if (e.status === 404) {
+            sessionStorage.removeItem(key(bot))
+            setConv(null)
+            return
+          }
+          setError(e)
+        }
+      }
+      if (!stop) timer = setTimeout(tick, POLL_MS)
+    }
+    tick()
+    return () => { stop = true; clearTimeout(timer) }
+  }, [conv?.id])
+
+  useEffect(() => {
+    const el = scroller.current
+    if (el) el.scrollTop = el.scrollHeight
+  }, [messages.length])
+
+  const send = async (e) => {
+    e.preventDefault()
+    const t = text.trim()
+    if (!t) return
+    setBusy(true)
+    setError(null)
+    try {
+      const c = conv || (await start())
+      if (!c) return
+      const { message } = await call('POST', '/v1/chat/messages', {
+        ...opts,
+        body: { conversationId: c.id, userId: c.userId, type: 'text', payload: { text: t }, tags: {} },
+      })
+      setText('')
+      setMessages((ms) => (ms.some((m) => m.id === message.id) ? ms : [...ms, message]))
+    } catch (err) {
+      setError(err)
+    } finally {
+      setBusy(false)
+    }
+  }
+
+  const eventOf = (m) => events.find((ev) => ev.messageId === m.id)
+  const failed = events.filter((ev) => ev.status === 'failed')
+  return html`<h1>Emulator</h1>
+    <p class="muted">You talk to the bot as a user on the platform's built-in channel <code>emulator</code>; no integration is needed.
+      ${conv && html` Conversation <a href=${`#/w/${ws}/b/${bot}/conversations/${conv.id}`}><code>${conv.id}</code></a>.`}
+      <button class="link" onClick=${start} disabled=${busy} data-test="new-conversation">New conversation</button></p>
+    <div class="emulator">
+      <section class="chat">
+        <div class="messages" ref=${scroller} data-test="messages">
+          ${messages.length === 0 && html`<${Empty}>Say something to the bot below. Its replies appear here as they come.</${Empty}>`}
+          ${messages.map((m) => {
+            const ev = m.direction === 'incoming' ? eventOf(m) : null
+            return html`<div class=${'bubble ' + (m.direction === 'incoming' ? 'user' : 'bot')} data-test=${m.direction === 'incoming' ? 'user-message' : 'bot-message'}>
+              <div>${payloadText(m)}</div>
+              <div class="meta">${new Date(m.createdAt).toLocaleTimeString()} ${ev && html`· event <${Status} value=${ev.status} />`}
+                ${ev?.failureReason && html`<div class="why">${ev.failureReason}</div>`}</div>
+            </div>`
+          })}
+        </div>
+        <form class="row composer" onSubmit=${send} data-test="composer">
+          <input placeholder="Message" value=${text} onInput=${(e) => setText(e.target.value)} aria-label="Message" />
+          <button disabled=${busy}>Send</button>
+        </form>
+        <${ErrorBox} error=${error} />
+        ${failed.length > 0 && html`<div class="error" data-test="failed-events">${failed.length === 1 ? 'An event' : `${failed.length} events`} failed: the bot did not handle ${failed.length === 1 ? 'it' : 'them'}. Last reason: ${failed.at(-1).failureReason || 'none given'}</div>`}
+      </section>
+      <aside class="events" data-test="events">
+        <h2>Events</h2>
+        ${events.length === 0 ? html`<p class="muted">Events of this conversation appear here, with their delivery status.</p>` : html`<ul>
+          ${events.map((ev) => html`<li><${Status} value=${ev.status} /> <code>${ev.type}</code> <span class="muted">${fmtTime(ev.createdAt)}</span>
+            ${ev.failureReason && html`<div class="why">${ev.failureReason}</div>`}</li>`)}
+        </ul>`}
+      </aside>
+    </div>`
+}
