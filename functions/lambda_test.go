@@ -265,19 +265,23 @@ func TestFunctionBinaries(t *testing.T) {
 		id := s.queueEvent(t, botID, "ping")
 		s.DynamoOps.reset()
 		inv := invoke(t, "dispatcher", s.Env, sampleEvent(t, "dispatcher-stream.json", nil))
-		// A refused delivery: a retry recorded, the failure made a bot issue.
+		// A refused delivery: failed for good, the failure made a bot issue.
 		checkDispatcherOps(t, s.DynamoOps.reset())
 		t.Logf("dispatcher: initialisation %v, first event %v", inv.Init.Round(time.Microsecond), inv.Handle.Round(time.Microsecond))
 		if len(inv.Error) > 0 || string(inv.Response) != "null" {
 			t.Fatalf("response %s, error %s", inv.Response, inv.Error)
 		}
 		// In Lambda, deliveries never reach private or loopback addresses:
-		// the bot on this machine is refused; the event waits for a retry.
+		// the bot on this machine is refused, for good (no retry could
+		// reach it).
 		if got := received.got(); len(got) != 0 {
 			t.Fatalf("a bot on a loopback address received %v", got)
 		}
-		if st := s.eventStatus(t, botID, id); st != "pending" {
-			t.Fatalf("event %s after a refused attempt, want pending (retried later)", st)
+		if st := s.eventStatus(t, botID, id); st != "failed" {
+			t.Fatalf("event %s after a refused attempt, want failed", st)
+		}
+		if inv.Handle > 5*time.Second {
+			t.Fatalf("the refused delivery took %s: it was retried", inv.Handle)
 		}
 		if !s.Logs.wrote(s.Env["PLATFORM_BOT_LOG_GROUP"], id) {
 			t.Fatalf("the refused delivery was not logged to the bot log group: %v", s.Logs.groups())

@@ -117,6 +117,9 @@ type Response struct {
 	// longer than MaxResponseBytes (Body holds the start).
 	Header    http.Header
 	Truncated bool
+	// Final tells a failure no retry can change (the url's address is one
+	// deliveries may not reach).
+	Final bool
 }
 
 // MaxResponseBytes caps how much of an answer is read.
@@ -140,7 +143,7 @@ func Client(allowPrivate bool) *http.Client {
 			ip := net.ParseIP(host)
 			if ip == nil || ip.IsLoopback() || ip.IsLinkLocalUnicast() || ip.IsLinkLocalMulticast() ||
 				ip.IsPrivate() || ip.IsUnspecified() || ip.IsMulticast() {
-				return fmt.Errorf("address %s is not allowed for deliveries", host)
+				return &notAllowedError{host: host}
 			}
 			return nil
 		}
@@ -152,6 +155,14 @@ func Client(allowPrivate bool) *http.Client {
 		Transport:     tr,
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}
+}
+
+// notAllowedError refuses a connection to an address deliveries may not
+// reach: no retry can succeed.
+type notAllowedError struct{ host string }
+
+func (e *notAllowedError) Error() string {
+	return fmt.Sprintf("address %s is not allowed for deliveries", e.host)
 }
 
 // Send posts r, signed, and reports its outcome. It never retries.
@@ -198,7 +209,10 @@ func Send(ctx context.Context, client *http.Client, r Request) Response {
 		if wrote.Load() {
 			return res(OutcomeUnknown, 0, nil, "sent, then "+why)
 		}
-		return res(Failed, 0, nil, "not sent: "+why)
+		out := res(Failed, 0, nil, "not sent: "+why)
+		var na *notAllowedError
+		out.Final = errors.As(err, &na)
+		return out
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(io.LimitReader(resp.Body, MaxResponseBytes+1))

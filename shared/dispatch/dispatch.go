@@ -648,7 +648,7 @@ func judge(res delivery.Response) outcome {
 	switch {
 	case res.Outcome == delivery.Delivered:
 		return outcome{ok: true}
-	case res.StatusCode >= 400 && res.StatusCode < 500:
+	case res.StatusCode >= 400 && res.StatusCode < 500, res.Final:
 		return outcome{final: true, why: res.Err}
 	default:
 		return outcome{why: res.Err}
