@@ -209,6 +209,16 @@ async function main() {
     await waitText('[data-test=bot-url-saved]', /Events now go to/)
     await shot('04-bot')
   })
+  await step('save a version of the bot and deploy it back', async () => {
+    await type('form[data-test=save-version] input', 'v1')
+    await page.click('form[data-test=save-version] button')
+    await waitText('[data-test=version-done]', /Saved version v1/)
+    await waitText('[data-test=versions]', /v1/)
+    page.once('dialog', (d) => d.accept())
+    await clickText('[data-test=versions] button', /^Deploy$/)
+    await waitText('[data-test=version-done]', /Deployed version v1/)
+    await shot('04b-bot-versions')
+  })
   await step('chat with the SDK bot in the emulator and see its reply', async () => {
     await clickText('nav.sub a', /^Emulator$/)
     await type('form[data-test=composer] input', 'hello from the browser')

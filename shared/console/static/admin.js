@@ -137,6 +137,39 @@ function BotUrl({ ws, b }) {
     <${ErrorBox} error=${act.error} />`
 }
 
+// BotVersions lists the bot's saved versions (snapshots of its definition
+// and code), saves the current one and deploys a saved one back.
+function BotVersions({ ws, bot }) {
+  const st = useLoad(() => call('GET', `/v1/admin/bots/${bot}/versions`, { ws }).then((r) => r.versions), [ws, bot])
+  const [name, setName] = useState('')
+  const [done, setDone] = useState(null)
+  const act = useAction()
+  const save = (e) => {
+    e.preventDefault()
+    act.run(async () => {
+      const { version } = await call('POST', `/v1/admin/bots/${bot}/versions`, { ws, body: { name: name.trim() } })
+      setName('')
+      setDone(`Saved version ${version.name}.`)
+      st.reload()
+    })
+  }
+  const deploy = (v) => confirm(`Make version ${v.name} the bot's definition and code?`) && act.run(async () => {
+    await call('POST', `/v1/admin/bots/${bot}/versions/deploy`, { ws, body: { versionId: v.id } })
+    setDone(`Deployed version ${v.name}.`)
+  })
+  return html`<h3>Versions</h3>
+    <form class="row" onSubmit=${save} data-test="save-version">
+      <input placeholder="Version name" required value=${name} onInput=${(e) => setName(e.target.value)} aria-label="Version name" />
+      <button class="secondary" disabled=${act.busy}>Save the current definition</button>
+    </form>
+    ${done && html`<div class="notice" data-test="version-done">${done}</div>`}
+    <${ErrorBox} error=${act.error} />
+    <${Loaded} st=${st}>${(vs) => vs.length === 0 ? html`<${Empty}>No saved version: save one above to roll back to it later.</${Empty}>`
+      : html`<table class="list" data-test="versions"><thead><tr><th>Name</th><th>Id</th><th>Description</th><th></th></tr></thead><tbody>
+        ${vs.map((v) => html`<tr><td>${v.name}</td><td><code>${v.id}</code></td><td>${v.description || ''}</td><td><button class="link" onClick=${() => deploy(v)}>Deploy</button></td></tr>`)}
+      </tbody></table>`}</${Loaded}>`
+}
+
 export function BotPage({ ws, bot }) {
   const st = useLoad(() => call('GET', `/v1/admin/bots/${bot}`, { ws }).then((r) => r.bot), [ws, bot])
   return html`<${Loaded} st=${st}>${(b) => html`
@@ -164,6 +197,7 @@ export function BotPage({ ws, bot }) {
     ${b.deployedAt
       ? html`<p data-test="deployed">Code deployed ${fmtTime(b.deployedAt)} (the platform runs it when the bot has no url).</p>`
       : html`<${Empty}>No code deployed. Deploy with the official CLI: <code>bp deploy --botId ${b.id}</code>, or set an endpoint above for a bot running elsewhere.</${Empty}>`}
+    <${BotVersions} ws=${ws} bot=${bot} />
     <details><summary>Definition (JSON)</summary><${Json} value=${b} /></details>
   `}</${Loaded}>`
 }
