@@ -55,6 +55,7 @@ type Store interface {
 	ExpiredState(ctx context.Context, k platform.StateKey, expiresAt string) (platform.State, bool, error)
 	EmitEvent(ctx context.Context, bot string, e platform.Event) error
 	TimeOutWorkflow(ctx context.Context, bot, id, timeoutAt string, now time.Time) (bool, error)
+	TimeOutTask(ctx context.Context, bot, id, timeoutAt string, now time.Time) (bool, error)
 }
 
 // Defaults of a Dispatcher.
@@ -240,7 +241,7 @@ type outcome struct {
 // wants. The platform's own events always go out.
 func subscribed(bot platform.Bot, typ string) bool {
 	switch typ {
-	case platform.EventMessageCreated, platform.EventStateExpired, platform.EventWorkflowUpdate:
+	case platform.EventMessageCreated, platform.EventStateExpired, platform.EventWorkflowUpdate, platform.EventTaskUpdate:
 		return true
 	}
 	var sub struct {
@@ -272,6 +273,14 @@ func (d *Dispatcher) deliver(ctx context.Context, dl platform.Delivery) (finishe
 	case platform.DeliverWorkflowTimeout:
 		// Its workflow_timedout event is queued in the same transaction.
 		_, err := d.Store.TimeOutWorkflow(ctx, dl.BotID, dl.WorkflowID, dl.ExpiresAt, d.Now())
+		if o := failed(err, skipped); o != nil {
+			out = *o
+		} else {
+			out = outcome{ok: true}
+		}
+	case platform.DeliverTaskTimeout:
+		// Its task_update event (task_timedout) is queued in the same transaction.
+		_, err := d.Store.TimeOutTask(ctx, dl.BotID, dl.TaskID, dl.ExpiresAt, d.Now())
 		if o := failed(err, skipped); o != nil {
 			out = *o
 		} else {

@@ -285,6 +285,9 @@ func (s *Store) purgeBot(ctx context.Context, bot string, owners []string, objec
 	if err := s.purgeBotFiles(ctx, bot, objects, log); err != nil {
 		return err
 	}
+	if err := s.purgeBotTasks(ctx, bot); err != nil { // chat_tasks.go
+		return err
+	}
 	if err := s.DeleteBotTables(ctx, bot); err != nil {
 		return err
 	}

@@ -67,6 +67,13 @@ func (s *server) chatRoutes() []route {
 		r("PUT /v1/chat/workflows/{id}", "updateWorkflow", developer, 0, s.updateWorkflow),
 		r("DELETE /v1/chat/workflows/{id}", "deleteWorkflow", developer, 0, s.deleteWorkflow),
 
+		// Tasks (chat_tasks.go).
+		r("POST /v1/chat/tasks", "createTask", developer, created, s.createTask),
+		r("GET /v1/chat/tasks", "listTasks", viewer, 0, s.listTasks),
+		r("GET /v1/chat/tasks/{id}", "getTask", viewer, 0, s.getTask),
+		r("PUT /v1/chat/tasks/{id}", "updateTask", developer, 0, s.updateTask),
+		r("DELETE /v1/chat/tasks/{id}", "deleteTask", developer, 0, s.deleteTask),
+
 		// States (chat_states.go).
 		r("GET /v1/chat/states/{type}/{id}/{name}", "getState", viewer, 0, s.getState),
 		r("POST /v1/chat/states/{type}/{id}/{name}", "setState", developer, 0, s.setState),

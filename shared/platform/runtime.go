@@ -49,9 +49,11 @@ type Delivery struct {
 	// State and ExpiresAt: the state of a DeliverStateExpiry and the
 	// expiry it was written with (for a DeliverWorkflowTimeout, the
 	// workflow's timeoutAt, WorkflowID its id).
-	WorkflowID string    `json:"workflowId,omitempty"`
-	State      *StateKey `json:"state,omitempty"`
-	ExpiresAt  string    `json:"expiresAt,omitempty"`
+	WorkflowID string `json:"workflowId,omitempty"`
+	// TaskID: the task of a DeliverTaskTimeout (ExpiresAt its timeoutAt).
+	TaskID    string    `json:"taskId,omitempty"`
+	State     *StateKey `json:"state,omitempty"`
+	ExpiresAt string    `json:"expiresAt,omitempty"`
 }
 
 // PrefixWorkflow starts workflow ids.
