@@ -111,6 +111,7 @@ func (s *server) adminRoutes() []route {
 
 		// Task activities (chat_tasks.go), audit records (audit.go).
 		{pattern: "GET /v1/admin/activities", op: "listActivities", scope: scopeWorkspace, role: viewer, handle: s.listActivities},
+		{pattern: "GET /v1/admin/workspaces/{id}/audit-records", op: "getAuditRecords", scope: scopeWorkspacePath, role: admin, handle: s.getAuditRecords},
 	}
 }
 
