@@ -106,6 +106,16 @@ func authorCheck(bot, userID string) []types.TransactWriteItem {
 // CreateMessage stores a new message and counts it in its conversation, in
 // one transaction: the counter is exact under any concurrency.
 func (s *Store) CreateMessage(ctx context.Context, bot string, m platform.Message) error {
+	return s.createMessage(ctx, bot, m, true)
+}
+
+// ImportMessage stores a message as CreateMessage does, without its runtime
+// deliveries (importMessages: past messages reach no bot or integration).
+func (s *Store) ImportMessage(ctx context.Context, bot string, m platform.Message) error {
+	return s.createMessage(ctx, bot, m, false)
+}
+
+func (s *Store) createMessage(ctx context.Context, bot string, m platform.Message, deliver bool) error {
 	if err := s.checkAuthorIDs(bot, m); err != nil {
 		return err
 	}
@@ -116,11 +126,13 @@ func (s *Store) CreateMessage(ctx context.Context, bot string, m platform.Messag
 	counter := len(w)
 	w = append(w, countMessage(bot, m.ConversationID, 1))
 	w = append(w, authorCheck(bot, m.UserID)...)
-	rt, err := messageDeliveries(bot, m)
-	if err != nil {
-		return err
+	if deliver {
+		rt, err := messageDeliveries(bot, m)
+		if err != nil {
+			return err
+		}
+		w = append(w, rt...)
 	}
-	w = append(w, rt...)
 	err = s.txWrite(ctx, w)
 	if err == nil {
 		s.notifyOutbox()
@@ -461,6 +473,8 @@ type MessageLookup struct {
 	Tags  map[string]string
 	Keys  []string
 	New   platform.Message
+	// Import: a message created has no runtime deliveries (importMessages).
+	Import bool
 }
 
 func (l MessageLookup) matches(m platform.Message) bool {
@@ -506,7 +520,7 @@ func (s *Store) GetOrCreateMessage(ctx context.Context, l MessageLookup) (platfo
 		}
 		claim := len(w)
 		w = append(w, claimWrites(bot, "msg", hash, stale, convPK(bot, convID), m.ID)...)
-		if !ok {
+		if !ok && !l.Import {
 			rt, err := messageDeliveries(bot, m)
 			if err != nil {
 				return err

@@ -50,6 +50,7 @@ func (s *server) chatRoutes() []route {
 		r("POST /v1/chat/messages", "createMessage", developer, created, s.createMessage),
 		r("GET /v1/chat/messages", "listMessages", viewer, 0, s.listMessages),
 		r("POST /v1/chat/messages/get-or-create", "getOrCreateMessage", developer, 0, s.getOrCreateMessage),
+		r("POST /v1/chat/messages/import-messages", "importMessages", developer, 0, s.importMessages),
 		r("GET /v1/chat/messages/{id}", "getMessage", viewer, 0, s.getMessage),
 		r("PUT /v1/chat/messages/{id}", "updateMessage", developer, 0, s.updateMessage),
 		r("DELETE /v1/chat/messages/{id}", "deleteMessage", developer, 0, s.deleteMessage),
