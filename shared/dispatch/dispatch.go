@@ -56,6 +56,9 @@ type Store interface {
 	EmitEvent(ctx context.Context, bot string, e platform.Event) error
 	TimeOutWorkflow(ctx context.Context, bot, id, timeoutAt string, now time.Time) (bool, error)
 	TimeOutTask(ctx context.Context, bot, id, timeoutAt string, now time.Time) (bool, error)
+	// The bot's invocations quota and counter (docs/account.md).
+	InvocationsLeft(ctx context.Context, bot string) (bool, error)
+	CountInvocation(ctx context.Context, bot string) error
 }
 
 // Defaults of a Dispatcher.
@@ -360,7 +363,18 @@ func (d *Dispatcher) sendEvent(ctx context.Context, dl platform.Delivery) outcom
 	if err != nil {
 		return outcome{final: true, why: err.Error()}
 	}
+	// The bot's invocations quota: past it, the event fails unsent.
+	left, err := d.Store.InvocationsLeft(ctx, bot.ID)
+	if err != nil {
+		return outcome{why: err.Error()}
+	}
+	if !left {
+		return outcome{final: true, why: "the bot's quota of invocations this month is reached (QuotaExceeded)"}
+	}
 	res := delivery.Send(ctx, d.Client, req)
+	if err := d.Store.CountInvocation(ctx, bot.ID); err != nil {
+		d.Log.WarnContext(ctx, "invocation not counted", "bot", bot.ID, "err", err)
+	}
 	d.observe(ctx, delivery.Result{Kind: "event", BotID: bot.ID, WorkspaceID: bot.WorkspaceID, EventID: ev.ID, EventType: ev.Type, URL: bot.URL}, res)
 	return judge(res)
 }

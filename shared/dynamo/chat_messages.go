@@ -133,9 +133,17 @@ func (s *Store) createMessage(ctx context.Context, bot string, m platform.Messag
 		}
 		w = append(w, rt...)
 	}
+	quota, err := s.messageUsage(bot, m, deliver)
+	if err != nil {
+		return err
+	}
+	w = append(w, quota)
 	err = s.txWrite(ctx, w)
 	if err == nil {
 		s.notifyOutbox()
+	}
+	if failedAt(err) == len(w)-1 {
+		return s.quotaError(UsageMessages)
 	}
 	return msgWriteError(err, m, counter)
 }
@@ -170,6 +178,15 @@ func messageDeliveries(bot string, m platform.Message) ([]types.TransactWriteIte
 		return nil, err
 	}
 	return []types.TransactWriteItem{putNew(it), d}, nil
+}
+
+// messageUsage is the count of a new message in the bot's usage, within
+// its quota, with that of its message_created event when it has one.
+func (s *Store) messageUsage(bot string, m platform.Message, deliver bool) (types.TransactWriteItem, error) {
+	if deliver && m.UserID != bot {
+		return s.countUsage(bot, UsageMessages, 1, true, UsageEvents)
+	}
+	return s.countUsage(bot, UsageMessages, 1, true)
 }
 
 func (s *Store) checkAuthorIDs(bot string, m platform.Message) error {
@@ -527,11 +544,22 @@ func (s *Store) GetOrCreateMessage(ctx context.Context, l MessageLookup) (platfo
 			}
 			w = append(w, rt...)
 		}
+		quotaAt := -1
+		if !ok {
+			quota, err := s.messageUsage(bot, m, !l.Import)
+			if err != nil {
+				return err
+			}
+			quotaAt = len(w)
+			w = append(w, quota)
+		}
 		if err := s.txWrite(ctx, w); err != nil {
 			i := failedAt(err)
 			switch {
 			case i < 0:
 				return err
+			case i == quotaAt:
+				return s.quotaError(UsageMessages)
 			case ok && i == 1:
 				return platform.NotFound("conversation", convID)
 			case i >= claim || ok:

@@ -59,7 +59,7 @@ func taskEffects(bot string, t platform.Task, updateType, fromStatus string, sta
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, putNew(it), d)
+		out = append(out, putNew(it), d, usageAdd(bot, UsageEvents, 1))
 	}
 	if statusChanged {
 		data, err := json.Marshal(map[string]any{"from": fromStatus, "to": t.Status})

@@ -52,7 +52,7 @@ func workflowEffects(bot string, w platform.Workflow, updateType string, checkTi
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, putNew(it), d)
+		out = append(out, putNew(it), d, usageAdd(bot, UsageEvents, 1))
 	}
 	if checkTimeout && !platform.WorkflowDone(w.Status) && w.TimeoutAt != "" {
 		d := newDelivery(platform.DeliverWorkflowTimeout, bot, "", w.TimeoutAt)

@@ -291,6 +291,9 @@ func (s *Store) purgeBot(ctx context.Context, bot string, owners []string, objec
 	if err := s.purgeBotKBs(ctx, bot); err != nil { // files_kb.go
 		return err
 	}
+	if err := s.purgeBotUsage(ctx, bot); err != nil { // usage_limits.go
+		return err
+	}
 	if err := s.DeleteBotTables(ctx, bot); err != nil {
 		return err
 	}

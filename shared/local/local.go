@@ -168,6 +168,9 @@ func Open(ctx context.Context, dataDir, baseURL string, log *slog.Logger) (*Plat
 	if err := dynamo.EnsureTable(ctx, db, env.Table); err != nil {
 		return nil, err
 	}
+	if _, err := dynamo.LimitsFromEnv(); err != nil { // the store's quotas (docs/account.md)
+		return nil, err
+	}
 	p.Store = dynamo.New(db, env.Table)
 
 	// The embedded S3 at S3Prefix, the API everywhere else. No ServeMux

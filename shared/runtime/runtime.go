@@ -158,6 +158,9 @@ func AreaHandler(ctx context.Context, area httpapi.Area) (http.Handler, error) {
 	if err != nil {
 		return nil, fmt.Errorf("PLATFORM_CORS_ORIGINS: %w", err)
 	}
+	if _, err := dynamo.LimitsFromEnv(); err != nil { // the store's quotas (docs/account.md)
+		return nil, err
+	}
 	store := dynamo.New(DynamoClient(cfg, env, nil), env.Table)
 	logs := Logs(cfg, env)
 	// The sweeper (deleteBot's data) deletes file contents only where the
