@@ -39,26 +39,37 @@ type Limits struct {
 	StorageBytes        int64
 }
 
-// LimitsFromEnv reads the quotas from BP_QUOTA_MESSAGES_PER_MONTH,
-// BP_QUOTA_EVENTS_PER_MONTH, BP_QUOTA_INVOCATIONS_PER_MONTH and
-// BP_QUOTA_STORAGE_BYTES (unset or 0: none; anything but a non-negative
-// integer is an error).
-func LimitsFromEnv() (Limits, error) {
+// Quota variables of the environment (docs/account.md).
+const (
+	EnvQuotaMessages    = "BP_QUOTA_MESSAGES_PER_MONTH"
+	EnvQuotaEvents      = "BP_QUOTA_EVENTS_PER_MONTH"
+	EnvQuotaInvocations = "BP_QUOTA_INVOCATIONS_PER_MONTH"
+	EnvQuotaStorage     = "BP_QUOTA_STORAGE_BYTES"
+)
+
+// LimitsFromEnv reads the quotas from the environment's BP_QUOTA_*
+// variables (ParseLimits).
+func LimitsFromEnv() (Limits, error) { return ParseLimits(os.Getenv) }
+
+// ParseLimits reads the quotas from the BP_QUOTA_* variables get answers
+// (unset, empty or 0: none; anything but a non-negative integer is an
+// error).
+func ParseLimits(get func(string) string) (Limits, error) {
 	var l Limits
 	for _, v := range []struct {
 		name string
 		dst  *int64
 	}{
-		{"BP_QUOTA_MESSAGES_PER_MONTH", &l.MessagesPerMonth}, {"BP_QUOTA_EVENTS_PER_MONTH", &l.EventsPerMonth},
-		{"BP_QUOTA_INVOCATIONS_PER_MONTH", &l.InvocationsPerMonth}, {"BP_QUOTA_STORAGE_BYTES", &l.StorageBytes},
+		{EnvQuotaMessages, &l.MessagesPerMonth}, {EnvQuotaEvents, &l.EventsPerMonth},
+		{EnvQuotaInvocations, &l.InvocationsPerMonth}, {EnvQuotaStorage, &l.StorageBytes},
 	} {
-		s := strings.TrimSpace(os.Getenv(v.name))
+		s := strings.TrimSpace(get(v.name))
 		if s == "" {
 			continue
 		}
 		n, err := strconv.ParseInt(s, 10, 64)
 		if err != nil || n < 0 {
-			return l, platform.Errorf(platform.ErrInvalidPayload, "%s must be a non-negative integer, not %q", v.name, s)
+			return l, fmt.Errorf("%s must be a non-negative integer, not %q", v.name, s)
 		}
 		*v.dst = n
 	}
