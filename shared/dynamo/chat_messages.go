@@ -183,10 +183,14 @@ func messageDeliveries(bot string, m platform.Message) ([]types.TransactWriteIte
 // messageUsage is the count of a new message in the bot's usage, within
 // its quota, with that of its message_created event when it has one.
 func (s *Store) messageUsage(bot string, m platform.Message, deliver bool) (types.TransactWriteItem, error) {
-	if deliver && m.UserID != bot {
-		return s.countUsage(bot, UsageMessages, 1, true, UsageEvents)
+	who := UsageUserMessages
+	if m.UserID == bot {
+		who = UsageBotMessages
 	}
-	return s.countUsage(bot, UsageMessages, 1, true)
+	if deliver && m.UserID != bot {
+		return s.countUsage(bot, UsageMessages, 1, true, who, UsageEvents)
+	}
+	return s.countUsage(bot, UsageMessages, 1, true, who)
 }
 
 func (s *Store) checkAuthorIDs(bot string, m platform.Message) error {

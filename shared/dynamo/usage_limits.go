@@ -123,30 +123,61 @@ var errQuota = func(attr string, limit int64) error {
 
 // usageAdd is the unconditional ADD of delta to a bot's counter (what is
 // counted without a quota: the platform's own events).
-func usageAdd(bot, attr string, delta int64) types.TransactWriteItem {
-	return types.TransactWriteItem{Update: &types.Update{
-		Key:                       key(usagePK(bot), usageSK(attr, platform.Clock())),
+func usageAdd(bot, attr string, delta int64, alsoOne ...string) types.TransactWriteItem {
+	now := platform.Clock()
+	u := &types.Update{
+		Key:                       key(usagePK(bot), usageSK(attr, now)),
 		UpdateExpression:          aws.String("ADD #c :d"),
 		ExpressionAttributeNames:  map[string]string{"#c": attr},
 		ExpressionAttributeValues: item{":d": num(delta)},
-	}}
+	}
+	add := func(name string, v int64) {
+		n := fmt.Sprintf("#a%d", len(u.ExpressionAttributeNames))
+		val := ":d"
+		if v != delta {
+			val = ":one"
+			u.ExpressionAttributeValues[val] = num(1)
+		}
+		u.UpdateExpression = aws.String(*u.UpdateExpression + ", " + n + " " + val)
+		u.ExpressionAttributeNames[n] = name
+	}
+	// The day's counter of what is counted per day, on the month's item.
+	day := func(name string, v int64) {
+		if p, ok := dailyPrefix[name]; ok {
+			add(dayAttr(p, now.UTC().Day()), v)
+		}
+	}
+	day(attr, delta)
+	for _, a := range alsoOne {
+		if a != attr {
+			add(a, 1)
+		}
+		day(a, 1)
+	}
+	return types.TransactWriteItem{Update: u}
 }
+
+// Per-day counters, attributes of the month's item (getBotAnalytics):
+// m<DD> messages, u<DD> users' (incoming) messages, b<DD> the bot's
+// (outgoing) messages, e<DD> events.
+const (
+	UsageUserMessages = "umsgs"
+	UsageBotMessages  = "bmsgs"
+)
+
+var dailyPrefix = map[string]string{UsageMessages: "m", UsageUserMessages: "u", UsageBotMessages: "b", UsageEvents: "e"}
+
+func dayAttr(prefix string, day int) string { return fmt.Sprintf("%s%02d", prefix, day) }
 
 // countUsage is the ADD of delta to a bot's counter; with enforce and a
 // quota for it, conditional on staying within the quota. It fails at once
-// (quota != nil) when delta alone exceeds the quota.
-// alsoOne names counters of the same item to raise by one in the same
-// update (a transaction may not touch one item twice: a message and its
+// (quota != nil) when delta alone exceeds the quota. alsoOne names
+// counters of the same item to raise by one in the same update (a
+// transaction may not touch one item twice: a message and its
 // message_created event).
 func (s *Store) countUsage(bot, attr string, delta int64, enforce bool, alsoOne ...string) (types.TransactWriteItem, error) {
-	w := usageAdd(bot, attr, delta)
+	w := usageAdd(bot, attr, delta, alsoOne...)
 	u := w.Update
-	for i, a := range alsoOne {
-		n := fmt.Sprintf("#a%d", i)
-		u.UpdateExpression = aws.String(*u.UpdateExpression + ", " + n + " :one")
-		u.ExpressionAttributeNames[n] = a
-		u.ExpressionAttributeValues[":one"] = num(1)
-	}
 	if limit := s.Limits().of(attr); enforce && limit > 0 && delta > 0 {
 		if delta > limit {
 			return types.TransactWriteItem{}, errQuota(attr, limit)
@@ -155,6 +186,34 @@ func (s *Store) countUsage(bot, attr string, delta int64, enforce bool, alsoOne 
 		u.ExpressionAttributeValues[":max"] = num(limit - delta)
 	}
 	return w, nil
+}
+
+// DayUsage is what a bot did in one UTC day.
+type DayUsage struct{ Messages, UserMessages, BotMessages, Events int64 }
+
+// BotUsageDays reads a bot's per-day counters from..to (yyyy-mm-dd,
+// inclusive): one Query over the months' items.
+func (s *Store) BotUsageDays(ctx context.Context, bot, from, to string) (map[string]DayUsage, error) {
+	items, err := queryAllItems(ctx, s, &dynamodb.QueryInput{
+		KeyConditionExpression:    aws.String("pk = :pk AND sk BETWEEN :a AND :b"),
+		ExpressionAttributeValues: item{":pk": str(usagePK(bot)), ":a": str("P#" + from[:7]), ":b": str("P#" + to[:7])},
+		ConsistentRead:            aws.Bool(true),
+	})
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]DayUsage{}
+	for _, it := range items {
+		month := strings.TrimPrefix(getS(it, attrSK), "P#")
+		for d := 1; d <= 31; d++ {
+			u := DayUsage{Messages: getN(it, dayAttr("m", d)), UserMessages: getN(it, dayAttr("u", d)),
+				BotMessages: getN(it, dayAttr("b", d)), Events: getN(it, dayAttr("e", d))}
+			if u != (DayUsage{}) {
+				out[fmt.Sprintf("%s-%02d", month, d)] = u
+			}
+		}
+	}
+	return out, nil
 }
 
 // quotaError is the QuotaExceeded error of counter attr.

@@ -154,4 +154,15 @@ func TestUsageCountsAndQuotas(t *testing.T) {
 	if f.bot.count() != sent {
 		t.Fatal("an event past the invocations quota reached the bot")
 	}
+
+	// getBotAnalytics of today: the same counts, users' and bot's messages apart.
+	f.as(false, "POST", "/v1/chat/messages", map[string]any{"conversationId": conv, "userId": f.botID, "type": "text",
+		"payload": map[string]any{"text": "from the bot"}, "tags": map[string]string{}}, 201)
+	c := counts()
+	today := time.Now().UTC().Format(time.DateOnly)
+	r := f.Check(f.ws_(f.AdminToken, "GET", "/v1/admin/bots/"+f.botID+"/analytics?startDate="+today+"&endDate="+today, nil), 200, "getBotAnalytics")
+	rec := r.List("records")[0].(map[string]any)
+	if rec["messages"] != float64(c.Messages) || rec["userMessages"] != float64(c.Messages-1) || rec["botMessages"] != float64(1) || rec["events"] != float64(c.Events) {
+		t.Fatalf("analytics of today: %v, counters %+v", rec, c)
+	}
 }
