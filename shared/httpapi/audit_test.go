@@ -1,6 +1,7 @@
 package httpapi_test
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/botforge/platform/shared/apitest"
@@ -90,6 +91,17 @@ func TestAuditRecords(t *testing.T) {
 	}
 	if got[6]["resourceName"] != "audited" || got[7]["resourceName"] != "Acme" {
 		t.Fatalf("createBot record: %v", got[6])
+	}
+
+	// A write with an integration's own key: recorded, with no user and the
+	// key in the value.
+	integ := f.createIntegration(f.AdminToken, integrationDef("audited", "1.0.0", nil)).Str("integration.id")
+	key := f.Check(f.ws_(f.AdminToken, "POST", "/v1/admin/integrations/iaks", map[string]any{"integrationId": integ}), 200, "createIntegrationApiKey").Str("value")
+	f.Check(f.ws_(key, "PUT", "/v1/admin/integrations/"+integ, map[string]any{"title": "By key"}), 200, "updateIntegration")
+	byKey := records(f.AdminToken)[0]
+	if byKey["userId"] != nil || byKey["userEmail"] != nil || byKey["resourceId"] != integ || byKey["action"] != "UNKNOWN" ||
+		!strings.HasPrefix(byKey["value"].(string), "updateIntegration by integration key iak_") || strings.Contains(byKey["value"].(string), key) {
+		t.Fatalf("record of a key's write: %v", byKey)
 	}
 
 	// Roles: administrators and owners read the log; others do not.
