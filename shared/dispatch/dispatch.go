@@ -373,7 +373,11 @@ func (d *Dispatcher) sendEvent(ctx context.Context, dl platform.Delivery) outcom
 	}
 	res := delivery.Send(ctx, d.Client, req)
 	if err := d.Store.CountInvocation(ctx, bot.ID); err != nil {
-		d.Log.WarnContext(ctx, "invocation not counted", "bot", bot.ID, "err", err)
+		log := d.Log
+		if log == nil {
+			log = slog.Default()
+		}
+		log.WarnContext(ctx, "invocation not counted", "bot", bot.ID, "err", err)
 	}
 	d.observe(ctx, delivery.Result{Kind: "event", BotID: bot.ID, WorkspaceID: bot.WorkspaceID, EventID: ev.ID, EventType: ev.Type, URL: bot.URL}, res)
 	return judge(res)
