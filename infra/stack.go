@@ -95,6 +95,7 @@ type builder struct {
 	pagingKey       awscdk.CfnParameter
 	retention       awscdk.CfnParameter
 	corsOrigins     awscdk.CfnParameter
+	quotas          map[string]awscdk.CfnParameter // by environment variable
 	table           awsdynamodb.Table
 	bucket          awss3.Bucket
 	bucketName      *string // the bucket's name as an expression free of references to it
@@ -109,7 +110,17 @@ type builder struct {
 	logs            map[string]awslogs.CfnLogGroup
 }
 
+// quotaParameters are the operator's quotas per bot (docs/account.md),
+// set on every function.
+var quotaParameters = []struct{ name, env, description string }{
+	{"QuotaMessagesPerMonth", "BP_QUOTA_MESSAGES_PER_MONTH", "Messages one bot may create in a UTC month (0: no quota)."},
+	{"QuotaEventsPerMonth", "BP_QUOTA_EVENTS_PER_MONTH", "Events one bot may create with createEvent in a UTC month (0: no quota)."},
+	{"QuotaInvocationsPerMonth", "BP_QUOTA_INVOCATIONS_PER_MONTH", "Calls of one bot by the runtime in a UTC month (0: no quota)."},
+	{"QuotaStorageBytes", "BP_QUOTA_STORAGE_BYTES", "Bytes of files one bot may store (0: no quota)."},
+}
+
 func (s *builder) parameters() {
+	s.quotas = map[string]awscdk.CfnParameter{}
 	s.pagingKey = awscdk.NewCfnParameter(s.stack, jsii.String("PagingKey"), &awscdk.CfnParameterProps{
 		Type:                  jsii.String("String"),
 		NoEcho:                jsii.Bool(true),
@@ -127,6 +138,15 @@ func (s *builder) parameters() {
 			"http://localhost:*; * for any); empty: none. The API functions answer their " +
 			"CORS preflights (PLATFORM_CORS_ORIGINS)."),
 	})
+	for _, q := range quotaParameters {
+		s.quotas[q.env] = awscdk.NewCfnParameter(s.stack, jsii.String(q.name), &awscdk.CfnParameterProps{
+			Type:                  jsii.String("String"),
+			Default:               jsii.String("0"),
+			AllowedPattern:        jsii.String("^[0-9]+$"),
+			ConstraintDescription: jsii.String("a non-negative integer (0 for no quota)"),
+			Description:           jsii.String(q.description + " Refused with 403 QuotaExceeded (docs/account.md, " + q.env + ")."),
+		})
+	}
 	var allowed []*string
 	for _, d := range []string{"1", "3", "5", "7", "14", "30", "60", "90", "120", "150", "180", "365", "400", "545", "731", "1096", "1827", "2192", "2557", "2922", "3288", "3653"} {
 		allowed = append(allowed, jsii.String(d))
@@ -436,6 +456,9 @@ func (s *builder) functions(lambdaDir string) {
 		s.roles[f.ID] = role
 
 		env := map[string]*string{"PLATFORM_TABLE": s.table.TableName()}
+		for k, p := range s.quotas { // every function: the operator's quotas per bot
+			env[k] = p.ValueAsString()
+		}
 		for k, v := range s.environment(f.ID) {
 			env[k] = v
 		}

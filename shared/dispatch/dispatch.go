@@ -61,6 +61,10 @@ type Store interface {
 	StartScheduledRegister(ctx context.Context, botID, alias, ticket string, op platform.Operation) (bool, error)
 	SetInstallStatus(ctx context.Context, botID, alias, opID, status string, reason *string) error
 	FinishAndQueue(ctx context.Context, d, next platform.Delivery) error
+	TimeOutTask(ctx context.Context, bot, id, timeoutAt string, now time.Time) (bool, error)
+	// The bot's invocations quota and counter (docs/account.md).
+	InvocationsLeft(ctx context.Context, bot string) (bool, error)
+	CountInvocation(ctx context.Context, bot string) error
 }
 
 // Defaults of a Dispatcher.
@@ -287,7 +291,7 @@ type outcome struct {
 // wants. The platform's own events always go out.
 func subscribed(bot platform.Bot, typ string) bool {
 	switch typ {
-	case platform.EventMessageCreated, platform.EventStateExpired, platform.EventWorkflowUpdate:
+	case platform.EventMessageCreated, platform.EventStateExpired, platform.EventWorkflowUpdate, platform.EventTaskUpdate:
 		return true
 	}
 	var sub struct {
@@ -329,6 +333,14 @@ func (d *Dispatcher) deliver(ctx context.Context, dl platform.Delivery) (finishe
 		}
 	case platform.DeliverRegister:
 		out, next = d.register(ctx, dl)
+	case platform.DeliverTaskTimeout:
+		// Its task_update event (task_timedout) is queued in the same transaction.
+		_, err := d.Store.TimeOutTask(ctx, dl.BotID, dl.TaskID, dl.ExpiresAt, d.now())
+		if o := failed(err, skipped); o != nil {
+			out = *o
+		} else {
+			out = outcome{ok: true}
+		}
 	default:
 		out = outcome{final: true, why: fmt.Sprintf("unknown delivery kind %q", dl.Kind)}
 	}
@@ -479,7 +491,22 @@ func (d *Dispatcher) sendEvent(ctx context.Context, dl platform.Delivery) outcom
 	if err != nil {
 		return outcome{final: true, why: err.Error()}
 	}
+	// The bot's invocations quota: past it, the event fails unsent.
+	left, err := d.Store.InvocationsLeft(ctx, bot.ID)
+	if err != nil {
+		return outcome{why: err.Error()}
+	}
+	if !left {
+		return outcome{final: true, why: "the bot's quota of invocations this month is reached (QuotaExceeded)"}
+	}
 	res := delivery.Send(ctx, d.Client, req)
+	if err := d.Store.CountInvocation(ctx, bot.ID); err != nil {
+		log := d.Log
+		if log == nil {
+			log = slog.Default()
+		}
+		log.WarnContext(ctx, "invocation not counted", "bot", bot.ID, "err", err)
+	}
 	d.observe(ctx, delivery.Result{Kind: "event", BotID: bot.ID, WorkspaceID: bot.WorkspaceID, EventID: ev.ID, EventType: ev.Type, URL: bot.URL}, res)
 	return judge(res)
 }

@@ -53,6 +53,13 @@ func (s *Store) EmitEvent(ctx context.Context, bot string, e platform.Event) err
 	return s.createEvent(ctx, bot, e, true)
 }
 
+// EmitEventWithinQuota is EmitEvent for an event the API creates: it
+// counts against the bot's monthly events quota (QuotaExceeded, nothing
+// written, past it).
+func (s *Store) EmitEventWithinQuota(ctx context.Context, bot string, e platform.Event) error {
+	return s.createEventCounted(ctx, bot, e, true, true)
+}
+
 // eventItem is the stored item of event e.
 func eventItem(bot string, e platform.Event) (item, error) {
 	it, err := chatItem(eventPK(bot, e.ID), skEvent, eventDoc{Event: e, StoredWorkflow: e.WorkflowID, StoredScheduled: e.ScheduledFor})
@@ -75,6 +82,10 @@ func eventDelivery(bot string, e platform.Event) (types.TransactWriteItem, error
 }
 
 func (s *Store) createEvent(ctx context.Context, bot string, e platform.Event, deliver bool) error {
+	return s.createEventCounted(ctx, bot, e, deliver, false)
+}
+
+func (s *Store) createEventCounted(ctx context.Context, bot string, e platform.Event, deliver, quota bool) error {
 	refs := []struct {
 		id, prefix, kind string
 		check            func() types.TransactWriteItem
@@ -107,11 +118,19 @@ func (s *Store) createEvent(ctx context.Context, bot string, e platform.Event, d
 		}
 		w = append(w, d)
 	}
+	count, err := s.countUsage(bot, UsageEvents, 1, quota)
+	if err != nil {
+		return err
+	}
+	counter := len(w)
+	w = append(w, count)
 	err = s.txWrite(ctx, w)
 	if err == nil && deliver {
 		s.notifyOutbox()
 	}
-	if i := failedAt(err); i > 0 {
+	if i := failedAt(err); i == counter {
+		return s.quotaError(UsageEvents)
+	} else if i > 0 {
 		return platform.Errorf(platform.ErrResourceNotFound, "%s not found", kinds[i-1])
 	} else if i == 0 {
 		return platform.Errorf(platform.ErrAlreadyExists, "event %q already exists", e.ID)

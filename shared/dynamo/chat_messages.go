@@ -106,6 +106,16 @@ func authorCheck(bot, userID string) []types.TransactWriteItem {
 // CreateMessage stores a new message and counts it in its conversation, in
 // one transaction: the counter is exact under any concurrency.
 func (s *Store) CreateMessage(ctx context.Context, bot string, m platform.Message) error {
+	return s.createMessage(ctx, bot, m, true)
+}
+
+// ImportMessage stores a message as CreateMessage does, without its runtime
+// deliveries (importMessages: past messages reach no bot or integration).
+func (s *Store) ImportMessage(ctx context.Context, bot string, m platform.Message) error {
+	return s.createMessage(ctx, bot, m, false)
+}
+
+func (s *Store) createMessage(ctx context.Context, bot string, m platform.Message, deliver bool) error {
 	if err := s.checkAuthorIDs(bot, m); err != nil {
 		return err
 	}
@@ -116,14 +126,24 @@ func (s *Store) CreateMessage(ctx context.Context, bot string, m platform.Messag
 	counter := len(w)
 	w = append(w, countMessage(bot, m.ConversationID, 1))
 	w = append(w, authorCheck(bot, m.UserID)...)
-	rt, err := messageDeliveries(bot, m)
+	if deliver {
+		rt, err := messageDeliveries(bot, m)
+		if err != nil {
+			return err
+		}
+		w = append(w, rt...)
+	}
+	quota, err := s.messageUsage(bot, m, deliver)
 	if err != nil {
 		return err
 	}
-	w = append(w, rt...)
+	w = append(w, quota)
 	err = s.txWrite(ctx, w)
 	if err == nil {
 		s.notifyOutbox()
+	}
+	if failedAt(err) == len(w)-1 {
+		return s.quotaError(UsageMessages)
 	}
 	return msgWriteError(err, m, counter)
 }
@@ -158,6 +178,19 @@ func messageDeliveries(bot string, m platform.Message) ([]types.TransactWriteIte
 		return nil, err
 	}
 	return []types.TransactWriteItem{putNew(it), d}, nil
+}
+
+// messageUsage is the count of a new message in the bot's usage, within
+// its quota, with that of its message_created event when it has one.
+func (s *Store) messageUsage(bot string, m platform.Message, deliver bool) (types.TransactWriteItem, error) {
+	who := UsageUserMessages
+	if m.UserID == bot {
+		who = UsageBotMessages
+	}
+	if deliver && m.UserID != bot {
+		return s.countUsage(bot, UsageMessages, 1, true, who, UsageEvents)
+	}
+	return s.countUsage(bot, UsageMessages, 1, true, who)
 }
 
 func (s *Store) checkAuthorIDs(bot string, m platform.Message) error {
@@ -461,6 +494,8 @@ type MessageLookup struct {
 	Tags  map[string]string
 	Keys  []string
 	New   platform.Message
+	// Import: a message created has no runtime deliveries (importMessages).
+	Import bool
 }
 
 func (l MessageLookup) matches(m platform.Message) bool {
@@ -506,18 +541,29 @@ func (s *Store) GetOrCreateMessage(ctx context.Context, l MessageLookup) (platfo
 		}
 		claim := len(w)
 		w = append(w, claimWrites(bot, "msg", hash, stale, convPK(bot, convID), m.ID)...)
-		if !ok {
+		if !ok && !l.Import {
 			rt, err := messageDeliveries(bot, m)
 			if err != nil {
 				return err
 			}
 			w = append(w, rt...)
 		}
+		quotaAt := -1
+		if !ok {
+			quota, err := s.messageUsage(bot, m, !l.Import)
+			if err != nil {
+				return err
+			}
+			quotaAt = len(w)
+			w = append(w, quota)
+		}
 		if err := s.txWrite(ctx, w); err != nil {
 			i := failedAt(err)
 			switch {
 			case i < 0:
 				return err
+			case i == quotaAt:
+				return s.quotaError(UsageMessages)
 			case ok && i == 1:
 				return platform.NotFound("conversation", convID)
 			case i >= claim || ok:

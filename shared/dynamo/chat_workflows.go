@@ -34,7 +34,8 @@ func workflowItem(bot string, w platform.Workflow) (item, error) {
 
 // workflowEffects are the runtime's writes for a workflow as it is now:
 // the workflow_update event of a change (updateType "" for none) and the
-// check of its timeout (when it has not ended).
+// check of its timeout (when it has not ended). The bot's events counter
+// is the caller's to add, once per transaction (eventsCounted).
 func workflowEffects(bot string, w platform.Workflow, updateType string, checkTimeout bool) ([]types.TransactWriteItem, error) {
 	var out []types.TransactWriteItem
 	if updateType != "" {
@@ -54,6 +55,25 @@ func workflowEffects(bot string, w platform.Workflow, updateType string, checkTi
 		out = append(out, put)
 	}
 	return out, nil
+}
+
+// eventsCounted adds to items the bot's events counter for the event of
+// updateType ("" for none).
+func eventsCounted(bot string, items []types.TransactWriteItem, updateType string) []types.TransactWriteItem {
+	if updateType == "" {
+		return items
+	}
+	return eventsCountedN(bot, items, 1)
+}
+
+// eventsCountedN adds to items the bot's events counter for n events: one
+// update of the counter item however many events (a transaction may not
+// touch an item twice).
+func eventsCountedN(bot string, items []types.TransactWriteItem, n int) []types.TransactWriteItem {
+	if n == 0 {
+		return items
+	}
+	return append(items, usageAdd(bot, UsageEvents, int64(n)))
 }
 
 // workflowUpdate is a workflow_update event of workflow w (payload
@@ -149,6 +169,7 @@ func (s *Store) createWorkflow(ctx context.Context, bot string, w platform.Workf
 	if err != nil {
 		return err
 	}
+	fx = eventsCounted(bot, fx, start)
 	tx := append(append(append([]types.TransactWriteItem{putNew(it)}, refs...), extra...), fx...)
 	err = s.txWrite(ctx, tx)
 	switch i := failedAt(err); {
@@ -212,6 +233,10 @@ func (s *Store) UpdateWorkflow(ctx context.Context, bot, id string, change Workf
 		if err != nil {
 			return err
 		}
+		n := 0 // events written
+		if typ != "" {
+			n++
+		}
 		if !wasDone && platform.WorkflowDone(w.Status) {
 			// Its parent hears that it finished, in the same transaction.
 			child, err := s.childUpdate(ctx, bot, "child_workflow_finished", w)
@@ -219,7 +244,11 @@ func (s *Store) UpdateWorkflow(ctx context.Context, bot, id string, change Workf
 				return err
 			}
 			fx = append(fx, child...)
+			if len(child) > 0 {
+				n++
+			}
 		}
+		fx = eventsCountedN(bot, fx, n)
 		upd := types.TransactWriteItem{Update: &types.Update{
 			Key:                       key(workflowPK(bot, id), skWorkflow),
 			UpdateExpression:          aws.String("SET #doc = :doc, #ver = :next"),
@@ -282,7 +311,7 @@ func (s *Store) DeleteWorkflow(ctx context.Context, bot, id string) error {
 	if err != nil || len(ev) == 0 {
 		return err
 	}
-	if err := s.txWrite(ctx, ev); err != nil {
+	if err := s.txWrite(ctx, eventsCountedN(bot, ev, 1)); err != nil {
 		return err
 	}
 	s.notifyOutbox()

@@ -45,6 +45,8 @@ type Store struct {
 	// onOutbox is called after a commit that queued a delivery (the local
 	// dispatcher's wake-up; on AWS the table's stream does it).
 	onOutbox atomic.Pointer[func()]
+	// limits are the operator's quotas (usage_limits.go).
+	limits atomic.Pointer[Limits]
 }
 
 // OnOutbox sets the function called after each commit that queued a
@@ -58,7 +60,15 @@ func (s *Store) notifyOutbox() {
 }
 
 // New returns a Store over table.
-func New(db *dynamodb.Client, table string) *Store { return &Store{db: db, table: table} }
+// Its quotas are those of the environment (LimitsFromEnv; an invalid value
+// is refused by the processes that serve the API, at their start).
+func New(db *dynamodb.Client, table string) *Store {
+	s := &Store{db: db, table: table}
+	if l, err := LimitsFromEnv(); err == nil {
+		s.SetLimits(l)
+	}
+	return s
+}
 
 // Client returns the DynamoDB client (for tests and tools).
 func (s *Store) Client() *dynamodb.Client { return s.db }

@@ -313,10 +313,30 @@ func (s *Store) writeFile(ctx context.Context, old *platform.FileRecord, new pla
 		tx = append(tx, replaceFileItem(rec, *old), replaceFileItem(keyEntry, *old))
 	}
 	tx = append(tx, tagCounters(new.BotID, oldTags, new.Tags)...)
-	if len(tx) > 100 {
-		return new, platform.Invalid("too many tag changes in one write (%d tag counters to update, at most 98)", len(tx)-2)
+	// The bot's file storage moves by the change of size, within its quota
+	// (usage_limits.go).
+	var oldSize int64
+	if old != nil {
+		oldSize = old.Size
 	}
-	err = s.transact(ctx, tx, func(int) error { return errFileRace })
+	quotaAt := -1
+	if delta := new.Size - oldSize; delta != 0 {
+		count, err := s.countUsage(new.BotID, UsageStorage, delta, true)
+		if err != nil {
+			return new, err
+		}
+		quotaAt = len(tx)
+		tx = append(tx, count)
+	}
+	if len(tx) > 100 {
+		return new, platform.Invalid("too many tag changes in one write (%d tag counters to update, at most 97)", len(tx)-3)
+	}
+	err = s.transact(ctx, tx, func(i int) error {
+		if i == quotaAt {
+			return s.quotaError(UsageStorage)
+		}
+		return errFileRace
+	})
 	if fileTxConflict(err) {
 		err = errFileRace
 	}
@@ -495,6 +515,9 @@ func (s *Store) DeleteFileFrom(ctx context.Context, first *platform.FileRecord, 
 		}
 		tx := append([]types.TransactWriteItem{cond(key(filePK(r.ID), skFile)), cond(key(fileKeysPK(r.BotID), r.Key))},
 			tagCounters(r.BotID, r.Tags, nil)...)
+		if r.Size != 0 {
+			tx = append(tx, usageAdd(r.BotID, UsageStorage, -r.Size))
+		}
 		err = s.transact(ctx, tx, func(int) error { return errFileRace })
 		if errors.Is(err, errFileRace) || fileTxConflict(err) {
 			continue

@@ -285,6 +285,15 @@ func (s *Store) purgeBot(ctx context.Context, bot string, owners []string, objec
 	if err := s.purgeBotFiles(ctx, bot, objects, log); err != nil {
 		return err
 	}
+	if err := s.purgeBotTasks(ctx, bot); err != nil { // chat_tasks.go
+		return err
+	}
+	if err := s.purgeBotKBs(ctx, bot); err != nil { // files_kb.go
+		return err
+	}
+	if err := s.purgeBotUsage(ctx, bot); err != nil { // usage_limits.go
+		return err
+	}
 	if err := s.DeleteBotTables(ctx, bot); err != nil {
 		return err
 	}

@@ -142,6 +142,10 @@ func (s *server) adminRoutes() []route {
 		{pattern: "DELETE /v1/admin/bots/{id}/issues/{issueId}", op: "deleteBotIssue", scope: scopeWorkspace, role: developer, handle: s.deleteBotIssue},
 		{pattern: "GET /v1/admin/bots/{id}/issues/{issueId}/events", op: "listBotIssueEvents", scope: scopeWorkspace, role: viewer, botSelf: true, handle: s.listBotIssueEvents},
 		// -- end logs-and-issues routes --
+
+		// Task activities (chat_tasks.go), audit records (audit.go).
+		{pattern: "GET /v1/admin/activities", op: "listActivities", scope: scopeWorkspace, role: viewer, handle: s.listActivities},
+		{pattern: "GET /v1/admin/workspaces/{id}/audit-records", op: "getAuditRecords", scope: scopeWorkspacePath, role: admin, handle: s.getAuditRecords},
 	}
 }
 

@@ -68,8 +68,9 @@ func analyticsDate(q queryValues, name string) (time.Time, error) {
 
 // getBotAnalytics answers one record per UTC day from startDate to endDate
 // (inclusive, at most 366 days). customEvents holds the counters of
-// trackAnalytics; the platform does not count users, sessions, messages,
-// events or LLM calls per day yet, so those are 0.
+// trackAnalytics; messages (users' and the bot's) and events come from the
+// bot's usage counters (docs/account.md); users, sessions and LLM calls
+// are not counted per day, so those are 0.
 func (s *server) getBotAnalytics(c *call) (any, error) {
 	q := c.query()
 	from, err := analyticsDate(q, "startDate")
@@ -95,6 +96,10 @@ func (s *server) getBotAnalytics(c *call) (any, error) {
 	if err != nil {
 		return nil, err
 	}
+	usage, err := s.Store.BotUsageDays(c.ctx, bot.ID, from.Format(time.DateOnly), to.Format(time.DateOnly))
+	if err != nil {
+		return nil, err
+	}
 	stats := map[string]any{"mean": 0, "sd": 0, "min": 0, "max": 0}
 	records := make([]map[string]any, 0, days)
 	for d := from; !d.After(to); d = d.AddDate(0, 0, 1) {
@@ -102,11 +107,12 @@ func (s *server) getBotAnalytics(c *call) (any, error) {
 		for name, n := range counts[d.Format(time.DateOnly)] {
 			custom[name] = n
 		}
+		u := usage[d.Format(time.DateOnly)]
 		records = append(records, map[string]any{
 			"startDateTimeUtc": platform.FormatTime(d),
 			"endDateTimeUtc":   platform.FormatTime(d.Add(24*time.Hour - time.Millisecond)),
-			"returningUsers":   0, "newUsers": 0, "sessions": 0, "messages": 0, "userMessages": 0, "botMessages": 0,
-			"events": 0, "eventTypes": map[string]any{}, "customEvents": custom,
+			"returningUsers":   0, "newUsers": 0, "sessions": 0, "messages": u.Messages, "userMessages": u.UserMessages, "botMessages": u.BotMessages,
+			"events": u.Events, "eventTypes": map[string]any{}, "customEvents": custom,
 			"llm": map[string]any{"calls": 0, "errors": 0, "inputTokens": 0, "outputTokens": 0, "latency": stats, "tokensPerSecond": stats,
 				"cost": map[string]any{"sum": 0, "mean": 0, "sd": 0, "min": 0, "max": 0}},
 		})

@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"strings"
 
+	"github.com/botforge/platform/shared/dynamo"
 	"github.com/botforge/platform/shared/files"
 	"github.com/botforge/platform/shared/platform"
 )
@@ -97,11 +98,18 @@ func (c *call) usageType() (string, error) {
 	return t, checkUsageType(t)
 }
 
-// quotaOf is the limit of a usage type: the platform enforces none of the
-// reference's plan quotas (0: none) except the size of one file.
-func quotaOf(t string) float64 {
-	if t == "file_max_size_bytes" {
+// quotaOf is the limit of a usage type: the operator's per-bot quotas of
+// invocations and file storage (docs/account.md; 0: none), the size of one
+// file, and none of the reference's other plan quotas.
+func (s *server) quotaOf(t string) float64 {
+	l := s.Store.Limits()
+	switch t {
+	case "file_max_size_bytes":
 		return float64(files.MaxFileSize)
+	case "invocation_calls":
+		return float64(l.InvocationsPerMonth)
+	case "storage_count":
+		return float64(l.StorageBytes)
 	}
 	return 0
 }
@@ -147,7 +155,7 @@ func (s *server) usageValue(ctx context.Context, workspaceID, botID, t string) (
 		}
 		return 0, nil
 	}
-	if t != "table_row_count" {
+	if t != "table_row_count" && t != "invocation_calls" && t != "storage_count" {
 		return 0, nil
 	}
 	bots := []string{botID}
@@ -159,7 +167,18 @@ func (s *server) usageValue(ctx context.Context, workspaceID, botID, t string) (
 	}
 	var total int64
 	for _, b := range bots {
-		n, err := s.Store.BotTableRows(ctx, b)
+		var n int64
+		var err error
+		if t == "table_row_count" {
+			n, err = s.Store.BotTableRows(ctx, b)
+		} else {
+			var u dynamo.BotUsageCounts
+			u, err = s.Store.BotUsage(ctx, b, platform.Clock())
+			n = u.Invocations
+			if t == "storage_count" {
+				n = u.StorageBytes
+			}
+		}
 		if err != nil {
 			return 0, err
 		}
@@ -174,7 +193,7 @@ func (s *server) usageOf(c *call, id, t, period string) (usage, error) {
 		return usage{}, err
 	}
 	v, err := s.usageValue(c.ctx, ws, bot, t)
-	return usage{ID: id, Period: period, Value: v, Quota: quotaOf(t), Type: t}, err
+	return usage{ID: id, Period: period, Value: v, Quota: s.quotaOf(t), Type: t}, err
 }
 
 func (s *server) getUsage(c *call) (any, error) {
@@ -274,7 +293,7 @@ func (s *server) getWorkspaceQuota(c *call) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return map[string]any{"quota": quota{Period: period, Value: quotaOf(t), Type: t}}, nil
+	return map[string]any{"quota": quota{Period: period, Value: s.quotaOf(t), Type: t}}, nil
 }
 
 func (s *server) listWorkspaceQuotas(c *call) (any, error) {
@@ -284,7 +303,7 @@ func (s *server) listWorkspaceQuotas(c *call) (any, error) {
 	}
 	out := make([]quota, 0, len(usageTypes))
 	for _, t := range usageTypes {
-		out = append(out, quota{Period: period, Value: quotaOf(t), Type: t})
+		out = append(out, quota{Period: period, Value: s.quotaOf(t), Type: t})
 	}
 	return map[string]any{"quotas": out}, nil
 }
@@ -302,7 +321,7 @@ func (s *server) listWorkspaceUsages(c *call) (any, error) {
 	}
 	if workspaceUsage[t] {
 		v, err := s.usageValue(c.ctx, c.workspaceID, "", t)
-		return map[string]any{"usages": []usage{{ID: c.workspaceID, Period: period, Value: v, Quota: quotaOf(t), Type: t}}}, err
+		return map[string]any{"usages": []usage{{ID: c.workspaceID, Period: period, Value: v, Quota: s.quotaOf(t), Type: t}}}, err
 	}
 	bots, err := s.Store.WorkspaceBotIDs(c.ctx, c.workspaceID)
 	if err != nil {
@@ -314,7 +333,7 @@ func (s *server) listWorkspaceUsages(c *call) (any, error) {
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, usage{ID: b, Period: period, Value: v, Quota: quotaOf(t), Type: t})
+		out = append(out, usage{ID: b, Period: period, Value: v, Quota: s.quotaOf(t), Type: t})
 	}
 	return map[string]any{"usages": out}, nil
 }

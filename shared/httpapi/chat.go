@@ -50,6 +50,7 @@ func (s *server) chatRoutes() []route {
 		r("POST /v1/chat/messages", "createMessage", developer, created, s.createMessage),
 		r("GET /v1/chat/messages", "listMessages", viewer, 0, s.listMessages),
 		r("POST /v1/chat/messages/get-or-create", "getOrCreateMessage", developer, 0, s.getOrCreateMessage),
+		r("POST /v1/chat/messages/import-messages", "importMessages", developer, 0, s.importMessages),
 		r("GET /v1/chat/messages/{id}", "getMessage", viewer, 0, s.getMessage),
 		r("PUT /v1/chat/messages/{id}", "updateMessage", developer, 0, s.updateMessage),
 		r("DELETE /v1/chat/messages/{id}", "deleteMessage", developer, 0, s.deleteMessage),
@@ -66,6 +67,13 @@ func (s *server) chatRoutes() []route {
 		r("GET /v1/chat/workflows/{id}", "getWorkflow", viewer, 0, s.getWorkflow),
 		r("PUT /v1/chat/workflows/{id}", "updateWorkflow", developer, 0, s.updateWorkflow),
 		r("DELETE /v1/chat/workflows/{id}", "deleteWorkflow", developer, 0, s.deleteWorkflow),
+
+		// Tasks (chat_tasks.go).
+		r("POST /v1/chat/tasks", "createTask", developer, created, s.createTask),
+		r("GET /v1/chat/tasks", "listTasks", viewer, 0, s.listTasks),
+		r("GET /v1/chat/tasks/{id}", "getTask", viewer, 0, s.getTask),
+		r("PUT /v1/chat/tasks/{id}", "updateTask", developer, 0, s.updateTask),
+		r("DELETE /v1/chat/tasks/{id}", "deleteTask", developer, 0, s.deleteTask),
 
 		// States (chat_states.go).
 		r("GET /v1/chat/states/{type}/{id}/{name}", "getState", viewer, 0, s.getState),

@@ -54,7 +54,7 @@ func (s *server) createEvent(c *call) (any, error) {
 	if alias := integrationOf(c, nil); alias != "" && !strings.HasPrefix(e.Type, alias+":") {
 		e.Type = alias + ":" + e.Type
 	}
-	if err := s.Store.EmitEvent(c.ctx, c.bot.ID, e); err != nil {
+	if err := s.Store.EmitEventWithinQuota(c.ctx, c.bot.ID, e); err != nil {
 		return nil, err
 	}
 	return map[string]any{"event": e}, nil

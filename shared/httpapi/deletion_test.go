@@ -60,6 +60,11 @@ func TestDeleteBotDeletesItsData(t *testing.T) {
 		ids = append(ids, ev.Str("event.id"))
 	}
 	f.call("POST", "/v1/chat/states/bot/"+f.bot+"/botState", map[string]any{"payload": map[string]any{"a": 1}}, 200, "setState")
+	// A task with an activity, a knowledge base (usage counters exist already).
+	task := f.call("POST", "/v1/chat/tasks", map[string]any{"type": "t", "conversationId": ids[1]}, 201, "createTask").Str("task.id")
+	f.call("PUT", "/v1/chat/tasks/"+task, map[string]any{"status": "in_progress"}, 200, "updateTask")
+	kb := f.call("POST", "/v1/files/knowledge-bases", map[string]any{"name": "kb"}, 200, "createKnowledgeBase").Str("knowledgeBase.id")
+	ids = append(ids, task, kb)
 	f.call("POST", "/v1/chat/conversations/get-or-create", map[string]any{"channel": "g", "tags": map[string]string{"k": "1"}}, 200, "getOrCreateConversation")
 	up := ff.upsert(map[string]any{"key": "doc.txt", "size": 5, "tags": map[string]any{"kind": "doc"}})
 	objKey := objectKey(t, up.Str("file.uploadUrl"))

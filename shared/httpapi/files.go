@@ -1,6 +1,10 @@
 package httpapi
 
-import "github.com/botforge/platform/shared/platform"
+import (
+	"net/http"
+
+	"github.com/botforge/platform/shared/platform"
+)
 
 // filesRoutes is the route table of the Files API: the files of the bot
 // named by x-bot-id (docs/files.md). Viewers read, developers write. Paths
@@ -17,6 +21,13 @@ func (s *server) filesRoutes() []route {
 		{pattern: "GET /v1/files/search", op: "searchFiles", scope: scopeBot, role: viewer, handle: s.searchFiles},
 		{pattern: "GET /v1/files/tags", op: "listFileTags", scope: scopeBot, role: viewer, handle: s.listFileTags},
 		{pattern: "GET /v1/files/tags/{tag}/values", op: "listFileTagValues", scope: scopeBot, role: viewer, handle: s.listFileTagValues},
+		// Knowledge bases (files_kb.go): before {id} in meaning.
+		{pattern: "POST /v1/files/knowledge-bases", op: "createKnowledgeBase", scope: scopeBot, role: developer, handle: s.createKnowledgeBase},
+		{pattern: "GET /v1/files/knowledge-bases", op: "listKnowledgeBases", scope: scopeBot, role: viewer, handle: s.listKnowledgeBases},
+		// "PUT /v1/files/knowledge-bases/{id}" would overlap "PUT /v1/files/{id}/passages".
+		{pattern: "PUT /v1/files/{kb}/{id}", op: "updateKnowledgeBase", scope: scopeBot, role: developer, handle: s.updateKnowledgeBase,
+			only: func(r *http.Request) bool { return r.PathValue("kb") == "knowledge-bases" }},
+		{pattern: "DELETE /v1/files/knowledge-bases/{id}", op: "deleteKnowledgeBase", scope: scopeBot, role: developer, handle: s.deleteKnowledgeBase},
 		{pattern: "GET /v1/files/{id}", op: "getFile", scope: scopeBot, role: viewer, handle: s.getFile},
 		{pattern: "PUT /v1/files/{id}", op: "updateFileMetadata", scope: scopeBot, role: developer, handle: s.updateFileMetadata},
 		{pattern: "DELETE /v1/files/{id}", op: "deleteFile", scope: scopeBot, role: developer, handle: s.deleteFile},

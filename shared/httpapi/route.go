@@ -87,6 +87,12 @@ func (s *server) handler(rt route) http.Handler {
 		if s.OnUsage != nil {
 			s.OnUsage(rt.op, usage)
 		}
+		if err == nil {
+			// audit.go: every successful Admin write (its PutItem is counted
+			// apart from the operation's own calls).
+			actx, _ := dynamo.WithUsage(r.Context())
+			s.audit(actx, c, rt, out)
+		}
 		if err != nil {
 			s.writeError(w, r, err)
 			return

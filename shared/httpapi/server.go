@@ -233,6 +233,7 @@ var statusOf = map[platform.ErrorType]int{
 	platform.ErrAlreadyExists:       409,
 	platform.ErrRateLimited:         429,
 	platform.ErrLimitExceeded:       413,
+	platform.ErrQuotaExceeded:       403,
 	platform.ErrInsufficientStorage: 507,
 	platform.ErrRuntime:             400,
 	platform.ErrBadGateway:          502,

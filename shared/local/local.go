@@ -170,7 +170,12 @@ func Open(ctx context.Context, dataDir, baseURL string, log *slog.Logger) (*Plat
 	if err := dynamo.EnsureTable(ctx, db, env.Table); err != nil {
 		return nil, err
 	}
+	limits, err := env.Limits() // the operator's quotas (docs/account.md)
+	if err != nil {
+		return nil, err
+	}
 	p.Store = dynamo.New(db, env.Table)
+	p.Store.SetLimits(limits)
 
 	// The embedded S3 at S3Prefix, the API everywhere else. No ServeMux
 	// here: it would answer a path with "." or ".." segments with a

@@ -195,3 +195,19 @@ type FilePosting struct {
 	Passages    int
 	Hits        []PostingHit
 }
+
+// PrefixKnowledgeBase starts knowledge base ids.
+const PrefixKnowledgeBase = "kb_"
+
+// KnowledgeBaseTag is the file tag tying a file to a knowledge base (its
+// value: the knowledge base's id), as Botpress's knowledge bases tag the
+// files they hold.
+const KnowledgeBaseTag = "kbId"
+
+// KnowledgeBase groups a bot's files (the reference's shape).
+type KnowledgeBase struct {
+	ID        string            `json:"id"`
+	Name      string            `json:"name"`
+	CreatedAt string            `json:"createdAt"`
+	Tags      map[string]string `json:"tags"`
+}

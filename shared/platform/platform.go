@@ -40,6 +40,8 @@ const (
 	ErrAlreadyExists      ErrorType = "AlreadyExists"
 	ErrRateLimited        ErrorType = "RateLimited"
 	ErrLimitExceeded      ErrorType = "LimitExceeded"
+	// ErrQuotaExceeded: an operator's usage quota is reached (403).
+	ErrQuotaExceeded ErrorType = "QuotaExceeded"
 	// ErrInsufficientStorage: the local platform's disk is full (507).
 	ErrInsufficientStorage ErrorType = "InsufficientStorage"
 	// ErrRuntime: a bot or integration refused a call made for the caller

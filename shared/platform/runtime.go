@@ -65,9 +65,11 @@ type Delivery struct {
 	// State and ExpiresAt: the state of a DeliverStateExpiry and the
 	// expiry it was written with (for a DeliverWorkflowTimeout, the
 	// workflow's timeoutAt, WorkflowID its id).
-	WorkflowID string    `json:"workflowId,omitempty"`
-	State      *StateKey `json:"state,omitempty"`
-	ExpiresAt  string    `json:"expiresAt,omitempty"`
+	WorkflowID string `json:"workflowId,omitempty"`
+	// TaskID: the task of a DeliverTaskTimeout (ExpiresAt its timeoutAt).
+	TaskID    string    `json:"taskId,omitempty"`
+	State     *StateKey `json:"state,omitempty"`
+	ExpiresAt string    `json:"expiresAt,omitempty"`
 	// Alias, Ticket and WebhookURL: the installation of a DeliverRegister,
 	// the schedule ticket it was queued under (a changed schedule makes
 	// the entry stale) and the webhookUrl register() is given.

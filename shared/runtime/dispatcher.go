@@ -25,6 +25,11 @@ import (
 // loopback address.
 func Dispatcher(cfg aws.Config, env Env, client *http.Client) *dispatch.Dispatcher {
 	store := dynamo.New(DynamoClient(cfg, env, nil), env.Table)
+	if limits, err := env.Limits(); err == nil { // the invocations quota (docs/account.md)
+		store.SetLimits(limits)
+	} else {
+		slog.Default().Error("quotas not applied", "err", err)
+	}
 	d := &dispatch.Dispatcher{
 		Store:    store,
 		Client:   client,

@@ -59,6 +59,20 @@ type Env struct {
 	BotLogGroup         string // PLATFORM_BOT_LOG_GROUP: log group of bot logs (default "/platform/bots")
 	IntegrationLogGroup string // PLATFORM_INTEGRATION_LOG_GROUP: log group of integration logs (default "/platform/integrations")
 	LogsEndpoint        string // LOGS_ENDPOINT: a CloudWatch Logs endpoint other than AWS's
+
+	// The operator's quotas per bot (docs/account.md; "" or "0": none).
+	QuotaMessages    string // BP_QUOTA_MESSAGES_PER_MONTH
+	QuotaEvents      string // BP_QUOTA_EVENTS_PER_MONTH
+	QuotaInvocations string // BP_QUOTA_INVOCATIONS_PER_MONTH
+	QuotaStorage     string // BP_QUOTA_STORAGE_BYTES
+}
+
+// Limits parses the quotas (an invalid value is an error: the process
+// refuses to start).
+func (e Env) Limits() (dynamo.Limits, error) {
+	vals := map[string]string{dynamo.EnvQuotaMessages: e.QuotaMessages, dynamo.EnvQuotaEvents: e.QuotaEvents,
+		dynamo.EnvQuotaInvocations: e.QuotaInvocations, dynamo.EnvQuotaStorage: e.QuotaStorage}
+	return dynamo.ParseLimits(func(k string) string { return vals[k] })
 }
 
 // FromEnv reads Env from the process environment.
@@ -85,6 +99,11 @@ func FromEnv() Env {
 		BotLogGroup:         get("PLATFORM_BOT_LOG_GROUP", logstore.DefaultBotGroup),
 		IntegrationLogGroup: get("PLATFORM_INTEGRATION_LOG_GROUP", logstore.DefaultIntegrationGroup),
 		LogsEndpoint:        os.Getenv("LOGS_ENDPOINT"),
+
+		QuotaMessages:    os.Getenv("BP_QUOTA_MESSAGES_PER_MONTH"),
+		QuotaEvents:      os.Getenv("BP_QUOTA_EVENTS_PER_MONTH"),
+		QuotaInvocations: os.Getenv("BP_QUOTA_INVOCATIONS_PER_MONTH"),
+		QuotaStorage:     os.Getenv("BP_QUOTA_STORAGE_BYTES"),
 	}
 }
 
@@ -158,7 +177,12 @@ func AreaHandler(ctx context.Context, area httpapi.Area) (http.Handler, error) {
 	if err != nil {
 		return nil, fmt.Errorf("PLATFORM_CORS_ORIGINS: %w", err)
 	}
+	limits, err := env.Limits() // the operator's quotas (docs/account.md)
+	if err != nil {
+		return nil, err
+	}
 	store := dynamo.New(DynamoClient(cfg, env, nil), env.Table)
+	store.SetLimits(limits)
 	logs := Logs(cfg, env)
 	// The sweeper (deleteBot's data) deletes file contents only where the
 	// function is told its bucket (the admin function is not: a deleted
