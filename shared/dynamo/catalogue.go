@@ -20,38 +20,53 @@ import (
 // and writing them is written once; each kind keeps its own key functions
 // (the stored layout is theirs and must not change).
 type catalogue struct {
-	kind      string // what errors call a version: "interface", "plugin"
-	plural    string // and several: "interfaces", "plugins"
+	versionNames
+	plural    string // what errors call several versions: "interfaces", "plugins"
 	idPrefix  string
 	recordPK  func(id string) string
 	recordSK  string
+	wsGSI     func(ws string) string // gsi1pk of a workspace's versions
+	publicGSI string                 // gsi2pk of every listed version
+}
+
+// versionNames are the name slots and claims of a catalogue: the part that
+// integrations, listed by creation rather than by name, share with the hub
+// catalogues.
+type versionNames struct {
+	kind      string                       // what errors call a version: "interface", "plugin"
 	namePK    func(ws, name string) string // a name's version slots
 	slotIDAtt string                       // the slot attribute naming its version's id
 	pubPK     func(name string) string     // a shared name's claim
 	pubSK     string
-	wsGSI     func(ws string) string // gsi1pk of a workspace's versions
-	publicGSI string                 // gsi2pk of every listed version
 	// sharedSlot reports whether a slot's version is reachable from other
 	// workspaces: each kind stores its visibility in its own attribute.
 	sharedSlot func(slot item) bool
 }
 
 var interfacesCatalogue = catalogue{
-	kind: "interface", plural: "interfaces", idPrefix: platform.PrefixInterface,
-	recordPK: ifacePK, recordSK: skIface, namePK: ifaceNamePK, slotIDAtt: "interfaceId",
-	pubPK: ifacePubPK, pubSK: skIfacePub, wsGSI: workspaceInterfacesGSI, publicGSI: publicInterfacesGSI,
-	sharedSlot: func(slot item) bool {
-		b, _ := slot["public"].(*types.AttributeValueMemberBOOL)
-		return b != nil && b.Value
-	},
+	versionNames: versionNames{kind: "interface", namePK: ifaceNamePK, slotIDAtt: "interfaceId", pubPK: ifacePubPK, pubSK: skIfacePub,
+		sharedSlot: func(slot item) bool {
+			b, _ := slot["public"].(*types.AttributeValueMemberBOOL)
+			return b != nil && b.Value
+		}},
+	plural: "interfaces", idPrefix: platform.PrefixInterface, recordPK: ifacePK, recordSK: skIface,
+	wsGSI: workspaceInterfacesGSI, publicGSI: publicInterfacesGSI,
 }
 
 var pluginsCatalogue = catalogue{
-	kind: "plugin", plural: "plugins", idPrefix: platform.PrefixPlugin,
-	recordPK: pluginPK, recordSK: skPlugin, namePK: pluginNamePK, slotIDAtt: "pluginId",
-	pubPK: pluginPubPK, pubSK: skPluginPub, wsGSI: workspacePluginsGSI, publicGSI: publicPluginsGSI,
-	sharedSlot: func(slot item) bool { return sharedVisibility(getS(slot, "visibility")) },
+	versionNames: versionNames{kind: "plugin", namePK: pluginNamePK, slotIDAtt: "pluginId", pubPK: pluginPubPK, pubSK: skPluginPub,
+		sharedSlot: sharedSlotVisibility},
+	plural: "plugins", idPrefix: platform.PrefixPlugin, recordPK: pluginPK, recordSK: skPlugin,
+	wsGSI: workspacePluginsGSI, publicGSI: publicPluginsGSI,
 }
+
+// integrationNames are the integrations' name slots and claims.
+var integrationNames = versionNames{kind: "integration", namePK: intNamePK, slotIDAtt: "integrationId", pubPK: intPubPK, pubSK: skIntPub,
+	sharedSlot: sharedSlotVisibility}
+
+// sharedSlotVisibility reads a slot that keeps its version's visibility
+// (plugins, integrations).
+func sharedSlotVisibility(slot item) bool { return sharedVisibility(getS(slot, "visibility")) }
 
 // sharedVisibility reports whether a version of that visibility is
 // reachable from other workspaces (public or unlisted).
@@ -84,14 +99,14 @@ func (c catalogue) setListAttrs(it item, summary any, ws, name, version string, 
 
 // slot is the (workspace, name, version) slot of version id; the caller
 // adds the visibility attribute its kind keeps there.
-func (c catalogue) slot(ws, name, version, id string) item {
+func (c versionNames) slot(ws, name, version, id string) item {
 	it := key(c.namePK(ws, name), intNameSK(version))
 	it[c.slotIDAtt] = str(id)
 	return it
 }
 
 // freeSlot deletes a version's slot, only while it still names the version.
-func (c catalogue) freeSlot(ws, name, version, id string) types.TransactWriteItem {
+func (c versionNames) freeSlot(ws, name, version, id string) types.TransactWriteItem {
 	return types.TransactWriteItem{Delete: &types.Delete{
 		Key:                       key(c.namePK(ws, name), intNameSK(version)),
 		ConditionExpression:       aws.String(c.slotIDAtt + " = :id"),
@@ -100,7 +115,7 @@ func (c catalogue) freeSlot(ws, name, version, id string) types.TransactWriteIte
 }
 
 // claimName makes ws the publisher of a shared name of the catalogue.
-func (c catalogue) claimName(ws, name string) types.TransactWriteItem {
+func (c versionNames) claimName(ws, name string) types.TransactWriteItem {
 	return claimPublisher(c.pubPK(name), c.pubSK, ws)
 }
 
@@ -117,21 +132,8 @@ func claimPublisher(pk, sk, ws string) types.TransactWriteItem {
 	}}
 }
 
-func (c catalogue) errNameTaken(name string) error {
+func (c versionNames) errNameTaken(name string) error {
 	return platform.Errorf(platform.ErrAlreadyExists, "the %s name %q is published by another workspace", c.kind, name)
-}
-
-// getRecord reads the record (pk, sk) of an id of a kind (one GetItem): an
-// id without the kind's prefix, or no record, is the kind's not found.
-func (s *Store) getRecord(ctx context.Context, kind, prefix, id, pk, sk string) (item, error) {
-	if !platform.HasPrefix(id, prefix) {
-		return nil, platform.NotFound(kind, id)
-	}
-	it, err := s.get(ctx, pk, sk)
-	if err == nil && it == nil {
-		err = platform.NotFound(kind, id)
-	}
-	return it, err
 }
 
 // getVersion reads a version record by id (one GetItem).
@@ -156,7 +158,7 @@ func versionsByID[T any](ctx context.Context, s *Store, c catalogue, ids []strin
 // publishing the name (ws "": shared versions only). version is a semantic
 // version or "latest" (the highest). "" when there is none. One Query of
 // the name's slots (two and a GetItem for a foreign name).
-func (s *Store) versionIDByName(ctx context.Context, c catalogue, ws, name, version string) (string, error) {
+func (s *Store) versionIDByName(ctx context.Context, c versionNames, ws, name, version string) (string, error) {
 	pick := func(owner string, sharedOnly bool) (string, error) {
 		slots, err := queryAllItems(ctx, s, &dynamodb.QueryInput{
 			KeyConditionExpression:    aws.String("pk = :pk"),
@@ -199,7 +201,7 @@ func (s *Store) versionIDByName(ctx context.Context, c catalogue, ws, name, vers
 
 // checkOwner refuses a change to version id by workspace ws when another
 // workspace owns it: 403 when shared (readable, not changeable), else 404.
-func (c catalogue) checkOwner(id, owner, ws string, shared bool) error {
+func (c versionNames) checkOwner(id, owner, ws string, shared bool) error {
 	switch {
 	case owner == ws:
 		return nil

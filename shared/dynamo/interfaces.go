@@ -102,7 +102,7 @@ func (s *Store) GetInterface(ctx context.Context, id string) (InterfaceRecord, e
 // (two and a GetItem for a foreign name), then one GetItem.
 func (s *Store) InterfaceByName(ctx context.Context, ws, name, version string) (InterfaceRecord, error) {
 	notFound := platform.NotFound("interface", name+"@"+version)
-	id, err := s.versionIDByName(ctx, interfacesCatalogue, ws, name, version)
+	id, err := s.versionIDByName(ctx, interfacesCatalogue.versionNames, ws, name, version)
 	if err != nil {
 		return InterfaceRecord{}, err
 	}

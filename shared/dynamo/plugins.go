@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/botforge/platform/shared/platform"
@@ -132,7 +131,7 @@ func (s *Store) PluginsByID(ctx context.Context, ids []string) (map[string]platf
 // GetItem for a foreign name), then one GetItem.
 func (s *Store) PluginByName(ctx context.Context, ws, name, version string) (PluginRecord, error) {
 	notFound := platform.NotFound("plugin", name+"@"+version)
-	id, err := s.versionIDByName(ctx, pluginsCatalogue, ws, name, version)
+	id, err := s.versionIDByName(ctx, pluginsCatalogue.versionNames, ws, name, version)
 	if err != nil {
 		return PluginRecord{}, err
 	}
@@ -178,24 +177,7 @@ func (s *Store) UpdatePlugin(ctx context.Context, ws, id string, change func(*pl
 		if err != nil {
 			return err
 		}
-		it[attrVer] = num(rec.ver + 1)
-		// The install counter is kept as it is (ADD by bots' changes).
-		put := types.TransactWriteItem{Update: nil}
-		names := map[string]string{"#doc": attrDoc, "#ver": attrVer, "#sum": attrSummary, "#g2pk": attrGSI2PK, "#g2sk": attrGSI2SK}
-		vals := item{":doc": it[attrDoc], ":next": num(rec.ver + 1), ":ver": num(rec.ver), ":sum": it[attrSummary]}
-		expr := "SET #doc = :doc, #ver = :next, #sum = :sum"
-		if p.Visibility == platform.VisibilityPublic {
-			expr += ", #g2pk = :g2pk, #g2sk = :g2sk"
-			vals[":g2pk"], vals[":g2sk"] = it[attrGSI2PK], it[attrGSI2SK]
-		} else {
-			expr += " REMOVE #g2pk, #g2sk"
-		}
-		put.Update = &types.Update{
-			Key: key(pluginPK(id), skPlugin), UpdateExpression: aws.String(expr),
-			ConditionExpression:      aws.String("#ver = :ver"),
-			ExpressionAttributeNames: names, ExpressionAttributeValues: vals,
-		}
-		items := []types.TransactWriteItem{put}
+		items := []types.TransactWriteItem{replaceCountedDoc(key(pluginPK(id), skPlugin), it[attrDoc], it, rec.ver, p.Visibility == platform.VisibilityPublic)}
 		if p.Visibility != rec.Visibility {
 			items = append(items, types.TransactWriteItem{Put: &types.Put{Item: pluginSlot(p)}})
 			if p.Shared() {
@@ -225,12 +207,7 @@ func (s *Store) DeletePlugin(ctx context.Context, ws, id string) (platform.Plugi
 		return platform.Plugin{}, err
 	}
 	err = s.transact(ctx, []types.TransactWriteItem{
-		{Delete: &types.Delete{
-			Key:                       key(pluginPK(id), skPlugin),
-			ConditionExpression:       aws.String("attribute_exists(pk) AND (attribute_not_exists(#n) OR #n <= :zero)"),
-			ExpressionAttributeNames:  map[string]string{"#n": attrInstalls},
-			ExpressionAttributeValues: item{":zero": num(0)},
-		}},
+		deleteUninstalled(key(pluginPK(id), skPlugin)),
 		pluginsCatalogue.freeSlot(ws, rec.Name, rec.Version, id),
 	}, func(idx int) error {
 		if idx == 0 {
