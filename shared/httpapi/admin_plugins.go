@@ -218,23 +218,13 @@ func (s *server) storePluginAssets(c *call, p *platform.Plugin, a pluginAssets) 
 	return nil
 }
 
-func checkPluginNameVersion(name, version string) error {
-	if len(name) > 200 || !integrationName.MatchString(name) {
-		return platform.Invalid("invalid body: field \"name\": lower-case letters, digits, - and _ (optionally one namespace/name), at most 200 characters")
-	}
-	if _, ok := platform.ParseSemver(version); !ok {
-		return platform.Invalid("invalid body: field \"version\": must be a semantic version (e.g. 1.2.3)")
-	}
-	return nil
-}
-
 func (s *server) createPlugin(c *call) (any, error) {
 	var in pluginBody
 	if err := c.decode(&in); err != nil {
 		return nil, err
 	}
 	name, version := deref(in.Name), deref(in.Version)
-	if err := checkPluginNameVersion(name, version); err != nil {
+	if err := checkNameVersion(name, version); err != nil {
 		return nil, err
 	}
 	if in.Code == nil || in.Code.Node == nil || in.Code.Browser == nil || *in.Code.Node == "" {
@@ -298,8 +288,8 @@ func (s *server) getPlugin(c *call) (any, error) {
 }
 
 func (s *server) getPluginByName(c *call) (any, error) {
-	name, version := c.PathValue("name"), c.PathValue("version")
-	if err := checkVersionParam(version); err != nil {
+	name, version, err := c.nameVersionParams()
+	if err != nil {
 		return nil, err
 	}
 	r, err := s.Store.PluginByName(c.ctx, c.workspaceID, name, version)
@@ -373,24 +363,6 @@ func (s *server) deletePlugin(c *call) (any, error) {
 	return nil, err
 }
 
-func (c *call) pluginFilter() (dynamo.PluginFilter, error) {
-	q := c.query()
-	var f dynamo.PluginFilter
-	var err error
-	if f.Name, err = q.str("name"); err != nil {
-		return f, err
-	}
-	if f.Version, err = q.str("version"); err != nil {
-		return f, err
-	}
-	if f.Version != "" {
-		if _, ok := platform.ParseSemver(f.Version); !ok {
-			return f, platform.Invalid("query parameter \"version\" must be a semantic version")
-		}
-	}
-	return f, nil
-}
-
 // listPlugins lists the workspace's own versions, by name then version.
 func (s *server) listPlugins(c *call) (any, error) { return s.pluginList(c, c.workspaceID, false) }
 
@@ -399,20 +371,9 @@ func (s *server) listPlugins(c *call) (any, error) { return s.pluginList(c, c.wo
 func (s *server) listPublicPlugins(c *call) (any, error) { return s.pluginList(c, "", true) }
 
 func (s *server) pluginList(c *call, ws string, public bool) (any, error) {
-	f, err := c.pluginFilter()
-	if err != nil {
-		return nil, err
-	}
-	list := listKey("plugins", ws, public, f)
-	p, err := c.page(list)
-	if err != nil {
-		return nil, err
-	}
-	items, next, err := s.Store.ListPlugins(c.ctx, ws, public, f, p)
-	if err != nil {
-		return nil, err
-	}
-	return map[string]any{"plugins": items, "meta": c.meta(list, next)}, nil
+	return catalogueList(c, "plugins", []any{"plugins", ws, public}, func(f dynamo.CatalogueFilter, p dynamo.Page) ([]platform.PluginSummary, map[string]string, error) {
+		return s.Store.ListPlugins(c.ctx, ws, public, f, p)
+	})
 }
 
 func (s *server) getPublicPluginByID(c *call) (any, error) {
@@ -424,8 +385,8 @@ func (s *server) getPublicPluginByID(c *call) (any, error) {
 }
 
 func (s *server) getPublicPlugin(c *call) (any, error) {
-	name, version := c.PathValue("name"), c.PathValue("version")
-	if err := checkVersionParam(version); err != nil {
+	name, version, err := c.nameVersionParams()
+	if err != nil {
 		return nil, err
 	}
 	r, err := s.Store.PluginByName(c.ctx, "", name, version)
