@@ -145,9 +145,9 @@ func (s *Store) PluginByName(ctx context.Context, ws, name, version string) (Plu
 	return r, err
 }
 
-// ownPlugin reads a version of workspace ws: another workspace's is 403
-// when shared (readable, not changeable), else 404.
-func (s *Store) ownPlugin(ctx context.Context, ws, id string) (PluginRecord, error) {
+// OwnPlugin reads a version of workspace ws, to change it: another
+// workspace's is 403 when shared (readable, not changeable), else 404.
+func (s *Store) OwnPlugin(ctx context.Context, ws, id string) (PluginRecord, error) {
 	r, err := s.GetPlugin(ctx, id)
 	if err == nil {
 		err = pluginsCatalogue.checkOwner(id, r.WorkspaceID, ws, r.Shared())
@@ -164,7 +164,7 @@ func (s *Store) ownPlugin(ctx context.Context, ws, id string) (PluginRecord, err
 func (s *Store) UpdatePlugin(ctx context.Context, ws, id string, change func(*platform.Plugin) error) (platform.Plugin, error) {
 	var out platform.Plugin
 	err := optimistic(ctx, fmt.Sprintf("plugin %q", id), func() error {
-		rec, err := s.ownPlugin(ctx, ws, id)
+		rec, err := s.OwnPlugin(ctx, ws, id)
 		if err != nil {
 			return err
 		}
@@ -202,7 +202,7 @@ func (s *Store) UpdatePlugin(ctx context.Context, ws, id string, change func(*pl
 // condition on its install counter) and frees its slot, in one
 // transaction. Its name stays claimed by the workspace.
 func (s *Store) DeletePlugin(ctx context.Context, ws, id string) (platform.Plugin, error) {
-	rec, err := s.ownPlugin(ctx, ws, id)
+	rec, err := s.OwnPlugin(ctx, ws, id)
 	if err != nil {
 		return platform.Plugin{}, err
 	}

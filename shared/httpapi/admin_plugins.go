@@ -311,14 +311,7 @@ func (s *server) updatePlugin(c *call) (any, error) {
 	}
 	// Dependencies and assets are resolved and written once, for a version
 	// the workspace owns, before the record is changed.
-	cur, err := s.Store.GetPlugin(c.ctx, id)
-	if err == nil && cur.WorkspaceID != c.workspaceID {
-		if cur.Shared() {
-			err = platform.Forbidden("plugin %q belongs to another workspace", id)
-		} else {
-			err = platform.NotFound("plugin", id)
-		}
-	}
+	cur, err := s.Store.OwnPlugin(c.ctx, c.workspaceID, id)
 	if err != nil {
 		return nil, err
 	}
