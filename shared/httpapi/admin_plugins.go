@@ -174,48 +174,19 @@ func decodePluginAssets(in *pluginBody) (pluginAssets, error) {
 // storePluginAssets writes the given assets of p to the file storage and
 // points p at them (content-addressed: a retry writes the same keys).
 func (s *server) storePluginAssets(c *call, p *platform.Plugin, a pluginAssets) error {
-	base := CodeKeyPrefix + "plugins/" + p.ID + "/"
-	for _, f := range []struct {
-		code *string
-		name string
-		key  *string
-	}{{a.node, "node", &p.CodeNodeKey}, {a.browser, "browser", &p.CodeBrowserKey}} {
-		if f.code == nil {
-			continue
-		}
-		if *f.code == "" {
-			*f.key = ""
-			continue
-		}
-		k := base + f.name + "-" + contentHash([]byte(*f.code)) + ".js"
-		if err := s.putObject(c.ctx, k, "application/javascript", []byte(*f.code)); err != nil {
-			return err
-		}
-		*f.key = k
-	}
 	origin := strings.TrimSuffix(webhookBase(c), "/webhooks")
-	for n, f := range []struct {
-		data        []byte
-		name, ctype string
-		key, url    *string
-	}{
-		{a.icons.icon, "icon-%s.svg", "image/svg+xml", &p.IconKey, &p.IconURL},
-		{a.icons.readme, "readme-%s.md", "text/markdown; charset=utf-8", &p.ReadmeKey, &p.ReadmeURL},
-	} {
-		if !a.icons.given[n+1] {
-			continue
+	bytesOf := func(code *string) []byte {
+		if code == nil {
+			return nil
 		}
-		if len(f.data) == 0 {
-			*f.key, *f.url = "", ""
-			continue
-		}
-		name := strings.Replace(f.name, "%s", contentHash(f.data), 1)
-		if err := s.putObject(c.ctx, base+name, f.ctype, f.data); err != nil {
-			return err
-		}
-		*f.key, *f.url = base+name, origin+"/v1/admin/plugins/"+p.ID+"/assets/"+name
+		return []byte(*code)
 	}
-	return nil
+	return s.storeFiles(c, CodeKeyPrefix+"plugins/"+p.ID+"/", origin+"/v1/admin/plugins/"+p.ID+"/assets/", []assetFile{
+		{a.node != nil, bytesOf(a.node), "node-%s.js", "application/javascript", &p.CodeNodeKey, nil},
+		{a.browser != nil, bytesOf(a.browser), "browser-%s.js", "application/javascript", &p.CodeBrowserKey, nil},
+		{a.icons.given[1], a.icons.icon, "icon-%s.svg", "image/svg+xml", &p.IconKey, &p.IconURL},
+		{a.icons.given[2], a.icons.readme, "readme-%s.md", "text/markdown; charset=utf-8", &p.ReadmeKey, &p.ReadmeURL},
+	})
 }
 
 func (s *server) createPlugin(c *call) (any, error) {
