@@ -66,13 +66,7 @@ var integrationNames = versionNames{kind: "integration", namePK: intNamePK, slot
 
 // sharedSlotVisibility reads a slot that keeps its version's visibility
 // (plugins, integrations).
-func sharedSlotVisibility(slot item) bool { return sharedVisibility(getS(slot, "visibility")) }
-
-// sharedVisibility reports whether a version of that visibility is
-// reachable from other workspaces (public or unlisted).
-func sharedVisibility(v string) bool {
-	return v == platform.VisibilityPublic || v == platform.VisibilityUnlisted
-}
+func sharedSlotVisibility(slot item) bool { return platform.SharedVisibility(getS(slot, "visibility")) }
 
 // catalogueListSK orders a catalogue by name, then version: a name's
 // versions are one key prefix.

@@ -100,7 +100,7 @@ func listingOf(i platform.Integration) IntegrationListing {
 func listed(i platform.Integration) bool { return i.Visibility == platform.VisibilityPublic && !i.Dev }
 
 // shared reports whether other workspaces may reach a version at all.
-func shared(i platform.Integration) bool { return sharedVisibility(i.Visibility) && !i.Dev }
+func shared(i platform.Integration) bool { return platform.SharedVisibility(i.Visibility) && !i.Dev }
 
 func integrationItem(i platform.Integration) (item, error) {
 	it, err := docItem(intPK(i.ID), skInt, integrationDoc{Integration: i, StoredWorkspace: i.WorkspaceID, StoredSecrets: i.SecretValues,

@@ -455,7 +455,7 @@ func (s *server) dereferencedPlugin(c *call, p platform.Plugin, ws string) (any,
 	for _, alias := range keysOf(p.Dependencies.Interfaces) {
 		dep := p.Dependencies.Interfaces[alias]
 		i, ok := ints[mapping[alias]]
-		shared := !i.Dev && (i.Visibility == platform.VisibilityPublic || i.Visibility == platform.VisibilityUnlisted)
+		shared := !i.Dev && platform.SharedVisibility(i.Visibility)
 		if !ok || !(ws != "" && i.WorkspaceID == ws || shared) {
 			return nil, platform.Errorf(platform.ErrReferenceNotFound, "query parameter \"interfaces.%s\": integration %q not found", alias, mapping[alias])
 		}
