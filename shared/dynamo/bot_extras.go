@@ -122,15 +122,9 @@ func (s *Store) ListBotVersions(ctx context.Context, bot string) ([]BotVersion, 
 
 // GetBotVersion reads a version of a bot (one GetItem).
 func (s *Store) GetBotVersion(ctx context.Context, bot, id string) (BotVersion, error) {
-	if !platform.HasPrefix(id, PrefixBotVersion) {
-		return BotVersion{}, platform.NotFound("bot version", id)
-	}
-	it, err := s.get(ctx, botVersionsPK(bot), id)
+	it, err := s.getRecord(ctx, "bot version", PrefixBotVersion, id, botVersionsPK(bot), id)
 	if err != nil {
 		return BotVersion{}, err
-	}
-	if it == nil {
-		return BotVersion{}, platform.NotFound("bot version", id)
 	}
 	return botVersionFrom(it)
 }

@@ -81,6 +81,20 @@ func eventDelivery(bot string, e platform.Event) (types.TransactWriteItem, error
 	return outboxPut(d)
 }
 
+// newEventWrites are the writes creating a new event e and its delivery,
+// for a transaction that creates what the event tells of.
+func newEventWrites(bot string, e platform.Event) ([]types.TransactWriteItem, error) {
+	it, err := eventItem(bot, e)
+	if err != nil {
+		return nil, err
+	}
+	d, err := eventDelivery(bot, e)
+	if err != nil {
+		return nil, err
+	}
+	return []types.TransactWriteItem{putNew(it), d}, nil
+}
+
 func (s *Store) createEvent(ctx context.Context, bot string, e platform.Event, deliver bool) error {
 	return s.createEventCounted(ctx, bot, e, deliver, false)
 }

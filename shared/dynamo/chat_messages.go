@@ -169,15 +169,7 @@ func messageDeliveries(bot string, m platform.Message) ([]types.TransactWriteIte
 		Payload: payload, ConversationID: m.ConversationID, UserID: m.UserID, MessageID: m.ID,
 		Status: platform.EventPending,
 	}
-	it, err := eventItem(bot, e)
-	if err != nil {
-		return nil, err
-	}
-	d, err := eventDelivery(bot, e)
-	if err != nil {
-		return nil, err
-	}
-	return []types.TransactWriteItem{putNew(it), d}, nil
+	return newEventWrites(bot, e)
 }
 
 // messageUsage is the count of a new message in the bot's usage, within

@@ -89,15 +89,7 @@ func workflowUpdate(bot, updateType string, w platform.Workflow, child *platform
 	}
 	e := platform.Event{ID: platform.NewID(platform.PrefixEvent), CreatedAt: at, Type: platform.EventWorkflowUpdate,
 		Payload: payload, ConversationID: w.ConversationID, UserID: w.UserID, Status: platform.EventPending, WorkflowID: w.ID}
-	it, err := eventItem(bot, e)
-	if err != nil {
-		return nil, err
-	}
-	d, err := eventDelivery(bot, e)
-	if err != nil {
-		return nil, err
-	}
-	return []types.TransactWriteItem{putNew(it), d}, nil
+	return newEventWrites(bot, e)
 }
 
 // childUpdate is the workflow_update event a parent workflow gets when its

@@ -198,6 +198,19 @@ func (s *Store) get(ctx context.Context, pk, sk string) (item, error) {
 	return out.Item, nil
 }
 
+// getRecord reads the record (pk, sk) of an id of a kind (one GetItem): an
+// id without the kind's prefix, or no record, is the kind's not found.
+func (s *Store) getRecord(ctx context.Context, kind, prefix, id, pk, sk string) (item, error) {
+	if !platform.HasPrefix(id, prefix) {
+		return nil, platform.NotFound(kind, id)
+	}
+	it, err := s.get(ctx, pk, sk)
+	if err == nil && it == nil {
+		err = platform.NotFound(kind, id)
+	}
+	return it, err
+}
+
 // transact runs a write transaction. When it is cancelled because a condition
 // failed, onConflict maps the index of the failed item to the caller's error;
 // the SDK reports one reason per item, in order.

@@ -84,7 +84,7 @@ func (s *Store) PublicIntegrationVersions(ctx context.Context, name string) ([]I
 	}
 	var ids []string
 	for _, it := range slots {
-		if v := getS(it, "visibility"); v == platform.VisibilityPublic || v == platform.VisibilityUnlisted {
+		if sharedSlotVisibility(it) {
 			ids = append(ids, getS(it, "integrationId"))
 		}
 	}

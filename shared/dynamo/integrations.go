@@ -100,9 +100,7 @@ func listingOf(i platform.Integration) IntegrationListing {
 func listed(i platform.Integration) bool { return i.Visibility == platform.VisibilityPublic && !i.Dev }
 
 // shared reports whether other workspaces may reach a version at all.
-func shared(i platform.Integration) bool {
-	return (i.Visibility == platform.VisibilityPublic || i.Visibility == platform.VisibilityUnlisted) && !i.Dev
-}
+func shared(i platform.Integration) bool { return platform.SharedVisibility(i.Visibility) && !i.Dev }
 
 func integrationItem(i platform.Integration) (item, error) {
 	it, err := docItem(intPK(i.ID), skInt, integrationDoc{Integration: i, StoredWorkspace: i.WorkspaceID, StoredSecrets: i.SecretValues,
@@ -148,22 +146,9 @@ func integrationFrom(it item) (IntegrationRecord, error) {
 }
 
 func nameItem(i platform.Integration) item {
-	it := key(intNamePK(i.WorkspaceID, i.Name), intNameSK(i.Version))
-	it["integrationId"] = str(i.ID)
+	it := integrationNames.slot(i.WorkspaceID, i.Name, i.Version, i.ID)
 	it["visibility"] = str(i.Visibility)
 	return it
-}
-
-// claimName makes ws the publisher of a name: public and unlisted names are
-// one namespace across workspaces, first come first served.
-func claimName(ws, name string) types.TransactWriteItem {
-	it := key(intPubPK(name), skIntPub)
-	it["workspaceId"] = str(ws)
-	return types.TransactWriteItem{Put: &types.Put{
-		Item:                      it,
-		ConditionExpression:       aws.String("attribute_not_exists(pk) OR workspaceId = :ws"),
-		ExpressionAttributeValues: item{":ws": str(ws)},
-	}}
 }
 
 // CreateIntegration stores a new integration version. A production version
@@ -187,7 +172,7 @@ func (s *Store) CreateIntegration(ctx context.Context, i platform.Integration) e
 	if !i.Dev {
 		items = append(items, putNew(nameItem(i)))
 		if shared(i) {
-			items = append(items, claimName(i.WorkspaceID, i.Name))
+			items = append(items, integrationNames.claimName(i.WorkspaceID, i.Name))
 		}
 	}
 	return s.transact(ctx, items, func(idx int) error {
@@ -197,7 +182,7 @@ func (s *Store) CreateIntegration(ctx context.Context, i platform.Integration) e
 		case 2:
 			return platform.Errorf(platform.ErrAlreadyExists, "integration %s version %s already exists: versions are immutable, publish a new version", i.Name, i.Version)
 		case 3:
-			return platform.Errorf(platform.ErrAlreadyExists, "the integration name %q is published by another workspace", i.Name)
+			return integrationNames.errNameTaken(i.Name)
 		}
 		return platform.Errorf(platform.ErrAlreadyExists, "integration %q already exists", i.ID)
 	})
@@ -213,17 +198,45 @@ func checkItemSize(it item) error {
 	return nil
 }
 
+// replaceCountedDoc rewrites the doc of a record that counts its installs
+// (integration and plugin versions), its summary and its public-list keys
+// (taken from it, the record rebuilt; removed when not listed), only if
+// its version is still ver. An update, not a put: the install counter,
+// which bots' changes ADD to, is kept as it is.
+func replaceCountedDoc(k item, doc types.AttributeValue, it item, ver int64, listed bool) types.TransactWriteItem {
+	names := map[string]string{"#doc": attrDoc, "#ver": attrVer, "#sum": attrSummary, "#g2pk": attrGSI2PK, "#g2sk": attrGSI2SK}
+	vals := item{":doc": doc, ":next": num(ver + 1), ":ver": num(ver), ":sum": it[attrSummary]}
+	expr := "SET #doc = :doc, #ver = :next, #sum = :sum"
+	if listed {
+		expr += ", #g2pk = :g2pk, #g2sk = :g2sk"
+		vals[":g2pk"], vals[":g2sk"] = it[attrGSI2PK], it[attrGSI2SK]
+	} else {
+		expr += " REMOVE #g2pk, #g2sk"
+	}
+	return types.TransactWriteItem{Update: &types.Update{
+		Key: k, UpdateExpression: aws.String(expr),
+		ConditionExpression:      aws.String("#ver = :ver"),
+		ExpressionAttributeNames: names, ExpressionAttributeValues: vals,
+	}}
+}
+
+// deleteUninstalled deletes a record that counts its installs only while
+// nothing has it installed: the caller reads the counter again to tell
+// why a cancelled delete failed.
+func deleteUninstalled(k item) types.TransactWriteItem {
+	return types.TransactWriteItem{Delete: &types.Delete{
+		Key:                       k,
+		ConditionExpression:       aws.String("attribute_exists(pk) AND (attribute_not_exists(#n) OR #n <= :zero)"),
+		ExpressionAttributeNames:  map[string]string{"#n": attrInstalls},
+		ExpressionAttributeValues: item{":zero": num(0)},
+	}}
+}
+
 // GetIntegration reads an integration version by id (one GetItem).
 func (s *Store) GetIntegration(ctx context.Context, id string) (IntegrationRecord, error) {
-	if !platform.HasPrefix(id, platform.PrefixIntegration) {
-		return IntegrationRecord{}, platform.NotFound("integration", id)
-	}
-	it, err := s.get(ctx, intPK(id), skInt)
+	it, err := s.getRecord(ctx, "integration", platform.PrefixIntegration, id, intPK(id), skInt)
 	if err != nil {
 		return IntegrationRecord{}, err
-	}
-	if it == nil {
-		return IntegrationRecord{}, platform.NotFound("integration", id)
 	}
 	return integrationFrom(it)
 }
@@ -252,51 +265,9 @@ func (s *Store) IntegrationsByID(ctx context.Context, ids []string) (map[string]
 // name's publisher), then reads the version (one GetItem).
 func (s *Store) IntegrationByName(ctx context.Context, ws, name, version string) (IntegrationRecord, error) {
 	notFound := platform.NotFound("integration", name+"@"+version)
-	pick := func(owner string, sharedOnly bool) (string, error) {
-		items, err := queryAllItems(ctx, s, &dynamodb.QueryInput{
-			KeyConditionExpression:    aws.String("pk = :pk"),
-			ExpressionAttributeValues: item{":pk": str(intNamePK(owner, name))},
-			ConsistentRead:            aws.Bool(true),
-		})
-		if err != nil {
-			return "", err
-		}
-		var best string
-		var bestV platform.Semver
-		for _, it := range items {
-			v := getS(it, attrSK)[len("V#"):]
-			vis := getS(it, "visibility")
-			if sharedOnly && vis != platform.VisibilityPublic && vis != platform.VisibilityUnlisted {
-				continue
-			}
-			if version != "latest" {
-				if v == version {
-					return getS(it, "integrationId"), nil
-				}
-				continue
-			}
-			sv, ok := platform.ParseSemver(v)
-			if ok && (best == "" || bestV.Less(sv)) {
-				best, bestV = getS(it, "integrationId"), sv
-			}
-		}
-		return best, nil
-	}
-	id, err := pick(ws, false)
+	id, err := s.versionIDByName(ctx, integrationNames, ws, name, version)
 	if err != nil {
 		return IntegrationRecord{}, err
-	}
-	if id == "" {
-		claim, err := s.get(ctx, intPubPK(name), skIntPub)
-		if err != nil {
-			return IntegrationRecord{}, err
-		}
-		if claim == nil || getS(claim, "workspaceId") == ws {
-			return IntegrationRecord{}, notFound
-		}
-		if id, err = pick(getS(claim, "workspaceId"), true); err != nil {
-			return IntegrationRecord{}, err
-		}
 	}
 	if id == "" {
 		return IntegrationRecord{}, notFound
@@ -324,29 +295,16 @@ func (s *Store) UpdateIntegration(ctx context.Context, ws, id string, change fun
 		}
 		b, _ := json.Marshal(integrationDoc{Integration: i, StoredWorkspace: i.WorkspaceID, StoredSecrets: i.SecretValues,
 			StoredCode: i.CodeKey, StoredIcon: i.IconKey, StoredReadme: i.ReadmeKey})
-		names := map[string]string{"#doc": attrDoc, "#ver": attrVer, "#sum": attrSummary, "#g2pk": attrGSI2PK, "#g2sk": attrGSI2SK}
-		vals := item{":doc": str(string(b)), ":next": num(rec.ver + 1), ":ver": num(rec.ver), ":sum": newIt[attrSummary]}
-		expr := "SET #doc = :doc, #ver = :next, #sum = :sum"
-		if listed(i) {
-			expr += ", #g2pk = :g2pk, #g2sk = :g2sk"
-			vals[":g2pk"], vals[":g2sk"] = newIt[attrGSI2PK], newIt[attrGSI2SK]
-		} else {
-			expr += " REMOVE #g2pk, #g2sk"
-		}
-		items := []types.TransactWriteItem{{Update: &types.Update{
-			Key: key(intPK(id), skInt), UpdateExpression: aws.String(expr),
-			ConditionExpression:      aws.String("#ver = :ver"),
-			ExpressionAttributeNames: names, ExpressionAttributeValues: vals,
-		}}}
+		items := []types.TransactWriteItem{replaceCountedDoc(key(intPK(id), skInt), str(string(b)), newIt, rec.ver, listed(i))}
 		if !i.Dev && i.Visibility != rec.Visibility {
 			items = append(items, types.TransactWriteItem{Put: &types.Put{Item: nameItem(i)}})
 			if shared(i) {
-				items = append(items, claimName(ws, i.Name))
+				items = append(items, integrationNames.claimName(ws, i.Name))
 			}
 		}
 		err = s.transact(ctx, items, func(idx int) error {
 			if idx == 2 {
-				return platform.Errorf(platform.ErrAlreadyExists, "the integration name %q is published by another workspace", i.Name)
+				return integrationNames.errNameTaken(i.Name)
 			}
 			return errRetry
 		})
@@ -373,18 +331,9 @@ func (s *Store) DeleteIntegration(ctx context.Context, ws, id string) error {
 		}
 		return platform.NotFound("integration", id)
 	}
-	items := []types.TransactWriteItem{{Delete: &types.Delete{
-		Key:                       key(intPK(id), skInt),
-		ConditionExpression:       aws.String("attribute_exists(pk) AND (attribute_not_exists(#n) OR #n <= :zero)"),
-		ExpressionAttributeNames:  map[string]string{"#n": attrInstalls},
-		ExpressionAttributeValues: item{":zero": num(0)},
-	}}, addCounter(workspacePK(ws), skWorkspace, attrIntegrations, -1, 0)}
+	items := []types.TransactWriteItem{deleteUninstalled(key(intPK(id), skInt)), addCounter(workspacePK(ws), skWorkspace, attrIntegrations, -1, 0)}
 	if !rec.Dev {
-		items = append(items, types.TransactWriteItem{Delete: &types.Delete{
-			Key:                       key(intNamePK(ws, rec.Name), intNameSK(rec.Version)),
-			ConditionExpression:       aws.String("integrationId = :id"),
-			ExpressionAttributeValues: item{":id": str(id)},
-		}})
+		items = append(items, integrationNames.freeSlot(ws, rec.Name, rec.Version, id))
 	}
 	err = s.transact(ctx, items, func(int) error { return errRetry })
 	if err == errRetry {

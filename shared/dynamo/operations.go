@@ -85,15 +85,9 @@ func (s *Store) CreateOperation(ctx context.Context, op platform.Operation) erro
 // GetOperation reads an operation (one GetItem), as stored: see
 // platform.Operation.Effective for its status as of now.
 func (s *Store) GetOperation(ctx context.Context, id string) (OperationRecord, error) {
-	if !platform.HasPrefix(id, platform.PrefixOperation) {
-		return OperationRecord{}, platform.NotFound("operation", id)
-	}
-	it, err := s.get(ctx, opPK(id), skOp)
+	it, err := s.getRecord(ctx, "operation", platform.PrefixOperation, id, opPK(id), skOp)
 	if err != nil {
 		return OperationRecord{}, err
-	}
-	if it == nil {
-		return OperationRecord{}, platform.NotFound("operation", id)
 	}
 	return operationFrom(it)
 }

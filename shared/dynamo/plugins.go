@@ -2,11 +2,8 @@ package dynamo
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/botforge/platform/shared/platform"
@@ -17,11 +14,10 @@ import (
 // taken once, and a claim making a shared (public or unlisted) name one
 // workspace's. The version record counts the bots using it
 // (attrInstalls), so a version in use is not deleted.
-func pluginPK(id string) string                { return "PLUGIN#" + id }
-func pluginNamePK(ws, name string) string      { return "PLUGINNAME#" + ws + "#" + name }
-func pluginPubPK(name string) string           { return "PLUGINPUB#" + name }
-func workspacePluginsGSI(ws string) string     { return "WS#" + ws + "#PLUGINS" }
-func pluginListSK(name, version string) string { return "N#" + name + "#V#" + version }
+func pluginPK(id string) string            { return "PLUGIN#" + id }
+func pluginNamePK(ws, name string) string  { return "PLUGINNAME#" + ws + "#" + name }
+func pluginPubPK(name string) string       { return "PLUGINPUB#" + name }
+func workspacePluginsGSI(ws string) string { return "WS#" + ws + "#PLUGINS" }
 
 const (
 	skPlugin    = "PLUGIN"
@@ -59,18 +55,9 @@ func pluginItem(p platform.Plugin) (item, error) {
 	if err != nil {
 		return nil, err
 	}
-	sum, err := json.Marshal(p.Summary())
-	if err != nil {
-		return nil, err
-	}
-	it[attrSummary] = str(string(sum))
-	it["version"] = str(p.Version)
 	it["workspaceId"] = str(p.WorkspaceID)
-	it[attrGSI1PK] = str(workspacePluginsGSI(p.WorkspaceID))
-	it[attrGSI1SK] = str(pluginListSK(p.Name, p.Version))
-	if p.Visibility == platform.VisibilityPublic {
-		it[attrGSI2PK] = str(publicPluginsGSI)
-		it[attrGSI2SK] = str(pluginListSK(p.Name, p.Version))
+	if err := pluginsCatalogue.setListAttrs(it, p.Summary(), p.WorkspaceID, p.Name, p.Version, p.Visibility == platform.VisibilityPublic); err != nil {
+		return nil, err
 	}
 	return it, checkItemSize(it)
 }
@@ -86,25 +73,12 @@ func pluginFrom(it item) (PluginRecord, error) {
 	return PluginRecord{Plugin: p, Installs: getN(it, attrInstalls), ver: getN(it, attrVer)}, nil
 }
 
+// pluginSlot is a plugin version's slot: it carries its visibility, for
+// PluginByName's reads of another workspace's name.
 func pluginSlot(p platform.Plugin) item {
-	it := key(pluginNamePK(p.WorkspaceID, p.Name), intNameSK(p.Version))
-	it["pluginId"] = str(p.ID)
+	it := pluginsCatalogue.slot(p.WorkspaceID, p.Name, p.Version, p.ID)
 	it["visibility"] = str(p.Visibility)
 	return it
-}
-
-func claimPluginName(ws, name string) types.TransactWriteItem {
-	it := key(pluginPubPK(name), skPluginPub)
-	it["workspaceId"] = str(ws)
-	return types.TransactWriteItem{Put: &types.Put{
-		Item:                      it,
-		ConditionExpression:       aws.String("attribute_not_exists(pk) OR workspaceId = :ws"),
-		ExpressionAttributeValues: item{":ws": str(ws)},
-	}}
-}
-
-func errPluginNameTaken(name string) error {
-	return platform.Errorf(platform.ErrAlreadyExists, "the plugin name %q is published by another workspace", name)
 }
 
 // CreatePlugin stores a new plugin version in one transaction: the record,
@@ -118,7 +92,7 @@ func (s *Store) CreatePlugin(ctx context.Context, p platform.Plugin) error {
 	it[attrInstalls] = num(0)
 	items := []types.TransactWriteItem{mustExist(workspacePK(p.WorkspaceID), skWorkspace), putNew(it), putNew(pluginSlot(p))}
 	if p.Shared() {
-		items = append(items, claimPluginName(p.WorkspaceID, p.Name))
+		items = append(items, pluginsCatalogue.claimName(p.WorkspaceID, p.Name))
 	}
 	return s.transact(ctx, items, func(idx int) error {
 		switch idx {
@@ -127,7 +101,7 @@ func (s *Store) CreatePlugin(ctx context.Context, p platform.Plugin) error {
 		case 2:
 			return platform.Errorf(platform.ErrAlreadyExists, "plugin %s version %s already exists: publish a new version", p.Name, p.Version)
 		case 3:
-			return errPluginNameTaken(p.Name)
+			return pluginsCatalogue.errNameTaken(p.Name)
 		}
 		return platform.Errorf(platform.ErrAlreadyExists, "plugin %q already exists", p.ID)
 	})
@@ -135,15 +109,9 @@ func (s *Store) CreatePlugin(ctx context.Context, p platform.Plugin) error {
 
 // GetPlugin reads a plugin version by id (one GetItem).
 func (s *Store) GetPlugin(ctx context.Context, id string) (PluginRecord, error) {
-	if !platform.HasPrefix(id, platform.PrefixPlugin) {
-		return PluginRecord{}, platform.NotFound("plugin", id)
-	}
-	it, err := s.get(ctx, pluginPK(id), skPlugin)
+	it, err := s.getVersion(ctx, pluginsCatalogue, id)
 	if err != nil {
 		return PluginRecord{}, err
-	}
-	if it == nil {
-		return PluginRecord{}, platform.NotFound("plugin", id)
 	}
 	return pluginFrom(it)
 }
@@ -151,96 +119,41 @@ func (s *Store) GetPlugin(ctx context.Context, id string) (PluginRecord, error) 
 // PluginsByID reads plugin versions by id (BatchGetItem); missing ones are
 // absent from the result.
 func (s *Store) PluginsByID(ctx context.Context, ids []string) (map[string]platform.Plugin, error) {
-	valid := make([]string, 0, len(ids))
-	for _, id := range ids {
-		if platform.HasPrefix(id, platform.PrefixPlugin) {
-			valid = append(valid, id)
-		}
-	}
-	return batchGetByID(ctx, s, valid, func(id string) item { return key(pluginPK(id), skPlugin) },
-		func(it item) (string, platform.Plugin, error) {
-			r, err := pluginFrom(it)
-			return r.ID, r.Plugin, err
-		})
+	return versionsByID(ctx, s, pluginsCatalogue, ids, func(it item) (string, platform.Plugin, error) {
+		r, err := pluginFrom(it)
+		return r.ID, r.Plugin, err
+	})
 }
 
 // PluginByName finds the version of the plugin named name that workspace
-// ws sees: its own first, else the shared versions of the workspace
-// publishing the name (ws "": shared versions only). version is a semantic
-// version or "latest". One Query of the name's slots (two and a GetItem
-// for a foreign name), then one GetItem.
+// ws sees (see versionIDByName; ws "": shared versions only). version is a
+// semantic version or "latest". One Query of the name's slots (two and a
+// GetItem for a foreign name), then one GetItem.
 func (s *Store) PluginByName(ctx context.Context, ws, name, version string) (PluginRecord, error) {
 	notFound := platform.NotFound("plugin", name+"@"+version)
-	pick := func(owner string, sharedOnly bool) (string, error) {
-		slots, err := queryAllItems(ctx, s, &dynamodb.QueryInput{
-			KeyConditionExpression:    aws.String("pk = :pk"),
-			ExpressionAttributeValues: item{":pk": str(pluginNamePK(owner, name))},
-			ConsistentRead:            aws.Bool(true),
-		})
-		if err != nil {
-			return "", err
-		}
-		var best string
-		var bestV platform.Semver
-		for _, it := range slots {
-			vis := getS(it, "visibility")
-			if sharedOnly && vis != platform.VisibilityPublic && vis != platform.VisibilityUnlisted {
-				continue
-			}
-			v := getS(it, attrSK)[len("V#"):]
-			if version != "latest" {
-				if v == version {
-					return getS(it, "pluginId"), nil
-				}
-				continue
-			}
-			if sv, ok := platform.ParseSemver(v); ok && (best == "" || bestV.Less(sv)) {
-				best, bestV = getS(it, "pluginId"), sv
-			}
-		}
-		return best, nil
-	}
-	id := ""
-	if ws != "" {
-		var err error
-		if id, err = pick(ws, false); err != nil {
-			return PluginRecord{}, err
-		}
-	}
-	if id == "" {
-		claim, err := s.get(ctx, pluginPubPK(name), skPluginPub)
-		if err != nil {
-			return PluginRecord{}, err
-		}
-		if claim == nil || getS(claim, "workspaceId") == ws {
-			return PluginRecord{}, notFound
-		}
-		if id, err = pick(getS(claim, "workspaceId"), true); err != nil {
-			return PluginRecord{}, err
-		}
+	id, err := s.versionIDByName(ctx, pluginsCatalogue.versionNames, ws, name, version)
+	if err != nil {
+		return PluginRecord{}, err
 	}
 	if id == "" {
 		return PluginRecord{}, notFound
 	}
 	r, err := s.GetPlugin(ctx, id)
-	if platform.TypeOf(err) == platform.ErrResourceNotFound || (err == nil && !(r.WorkspaceID == ws || r.Shared())) {
+	if platform.TypeOf(err) == platform.ErrResourceNotFound || (err == nil && !r.VisibleTo(ws)) {
 		return PluginRecord{}, notFound
 	}
 	return r, err
 }
 
-// ownPlugin reads a version of workspace ws: another workspace's is 403
-// when shared (readable, not changeable), else 404.
-func (s *Store) ownPlugin(ctx context.Context, ws, id string) (PluginRecord, error) {
+// OwnPlugin reads a version of workspace ws, to change it: another
+// workspace's is 403 when shared (readable, not changeable), else 404.
+func (s *Store) OwnPlugin(ctx context.Context, ws, id string) (PluginRecord, error) {
 	r, err := s.GetPlugin(ctx, id)
-	if err != nil {
-		return r, err
+	if err == nil {
+		err = pluginsCatalogue.checkOwner(id, r.WorkspaceID, ws, r.Shared())
 	}
-	if r.WorkspaceID != ws {
-		if r.Shared() {
-			return PluginRecord{}, platform.Forbidden("plugin %q belongs to another workspace", id)
-		}
-		return PluginRecord{}, platform.NotFound("plugin", id)
+	if err != nil {
+		return PluginRecord{}, err
 	}
 	return r, nil
 }
@@ -251,7 +164,7 @@ func (s *Store) ownPlugin(ctx context.Context, ws, id string) (PluginRecord, err
 func (s *Store) UpdatePlugin(ctx context.Context, ws, id string, change func(*platform.Plugin) error) (platform.Plugin, error) {
 	var out platform.Plugin
 	err := optimistic(ctx, fmt.Sprintf("plugin %q", id), func() error {
-		rec, err := s.ownPlugin(ctx, ws, id)
+		rec, err := s.OwnPlugin(ctx, ws, id)
 		if err != nil {
 			return err
 		}
@@ -264,33 +177,16 @@ func (s *Store) UpdatePlugin(ctx context.Context, ws, id string, change func(*pl
 		if err != nil {
 			return err
 		}
-		it[attrVer] = num(rec.ver + 1)
-		// The install counter is kept as it is (ADD by bots' changes).
-		put := types.TransactWriteItem{Update: nil}
-		names := map[string]string{"#doc": attrDoc, "#ver": attrVer, "#sum": attrSummary, "#g2pk": attrGSI2PK, "#g2sk": attrGSI2SK}
-		vals := item{":doc": it[attrDoc], ":next": num(rec.ver + 1), ":ver": num(rec.ver), ":sum": it[attrSummary]}
-		expr := "SET #doc = :doc, #ver = :next, #sum = :sum"
-		if p.Visibility == platform.VisibilityPublic {
-			expr += ", #g2pk = :g2pk, #g2sk = :g2sk"
-			vals[":g2pk"], vals[":g2sk"] = it[attrGSI2PK], it[attrGSI2SK]
-		} else {
-			expr += " REMOVE #g2pk, #g2sk"
-		}
-		put.Update = &types.Update{
-			Key: key(pluginPK(id), skPlugin), UpdateExpression: aws.String(expr),
-			ConditionExpression:      aws.String("#ver = :ver"),
-			ExpressionAttributeNames: names, ExpressionAttributeValues: vals,
-		}
-		items := []types.TransactWriteItem{put}
+		items := []types.TransactWriteItem{replaceCountedDoc(key(pluginPK(id), skPlugin), it[attrDoc], it, rec.ver, p.Visibility == platform.VisibilityPublic)}
 		if p.Visibility != rec.Visibility {
 			items = append(items, types.TransactWriteItem{Put: &types.Put{Item: pluginSlot(p)}})
 			if p.Shared() {
-				items = append(items, claimPluginName(ws, p.Name))
+				items = append(items, pluginsCatalogue.claimName(ws, p.Name))
 			}
 		}
 		err = s.transact(ctx, items, func(idx int) error {
 			if idx == 2 {
-				return errPluginNameTaken(p.Name)
+				return pluginsCatalogue.errNameTaken(p.Name)
 			}
 			return errRetry
 		})
@@ -306,22 +202,13 @@ func (s *Store) UpdatePlugin(ctx context.Context, ws, id string, change func(*pl
 // condition on its install counter) and frees its slot, in one
 // transaction. Its name stays claimed by the workspace.
 func (s *Store) DeletePlugin(ctx context.Context, ws, id string) (platform.Plugin, error) {
-	rec, err := s.ownPlugin(ctx, ws, id)
+	rec, err := s.OwnPlugin(ctx, ws, id)
 	if err != nil {
 		return platform.Plugin{}, err
 	}
 	err = s.transact(ctx, []types.TransactWriteItem{
-		{Delete: &types.Delete{
-			Key:                       key(pluginPK(id), skPlugin),
-			ConditionExpression:       aws.String("attribute_exists(pk) AND (attribute_not_exists(#n) OR #n <= :zero)"),
-			ExpressionAttributeNames:  map[string]string{"#n": attrInstalls},
-			ExpressionAttributeValues: item{":zero": num(0)},
-		}},
-		{Delete: &types.Delete{
-			Key:                       key(pluginNamePK(ws, rec.Name), intNameSK(rec.Version)),
-			ConditionExpression:       aws.String("pluginId = :id"),
-			ExpressionAttributeValues: item{":id": str(id)},
-		}},
+		deleteUninstalled(key(pluginPK(id), skPlugin)),
+		pluginsCatalogue.freeSlot(ws, rec.Name, rec.Version, id),
 	}, func(idx int) error {
 		if idx == 0 {
 			return errRetry
@@ -338,71 +225,14 @@ func (s *Store) DeletePlugin(ctx context.Context, ws, id string) (platform.Plugi
 	return rec.Plugin, err
 }
 
-// PluginFilter selects a catalogue's versions: all, a name's, or one name
-// and version (a version alone filters the pages).
-type PluginFilter struct{ Name, Version string }
+// PluginFilter selects the plugins catalogue's versions.
+type PluginFilter = CatalogueFilter
 
 // ListPlugins lists the versions of workspace ws (public false) or the
 // listed versions of every workspace (public true), by name then version:
 // one Query page on gsi1 or gsi2, list attributes only.
 func (s *Store) ListPlugins(ctx context.Context, ws string, public bool, f PluginFilter, p Page) ([]platform.PluginSummary, map[string]string, error) {
-	index, pkAttr, skAttr, pk := GSI1, attrGSI1PK, attrGSI1SK, workspacePluginsGSI(ws)
-	if public {
-		index, pkAttr, skAttr, pk = GSI2, attrGSI2PK, attrGSI2SK, publicPluginsGSI
-	}
-	in := &dynamodb.QueryInput{
-		IndexName:                 aws.String(index),
-		KeyConditionExpression:    aws.String("#pk = :pk"),
-		ExpressionAttributeNames:  map[string]string{"#pk": pkAttr, "#sum": attrSummary},
-		ExpressionAttributeValues: item{":pk": str(pk)},
-		ProjectionExpression:      aws.String("pk, sk, gsi1pk, gsi1sk, gsi2pk, gsi2sk, #sum"),
-	}
-	switch {
-	case f.Name != "" && f.Version != "":
-		*in.KeyConditionExpression += " AND #sk = :sk"
-		in.ExpressionAttributeNames["#sk"] = skAttr
-		in.ExpressionAttributeValues[":sk"] = str(pluginListSK(f.Name, f.Version))
-	case f.Name != "":
-		*in.KeyConditionExpression += " AND begins_with(#sk, :sk)"
-		in.ExpressionAttributeNames["#sk"] = skAttr
-		in.ExpressionAttributeValues[":sk"] = str(pluginListSK(f.Name, ""))
-	case f.Version != "":
-		in.FilterExpression = aws.String("#v = :v")
-		in.ExpressionAttributeNames["#v"] = "version"
-		in.ExpressionAttributeValues[":v"] = str(f.Version)
-	}
-	items, next, err := s.queryPage(ctx, in, p)
-	if err != nil {
-		return nil, nil, err
-	}
-	out := make([]platform.PluginSummary, 0, len(items))
-	for _, it := range items {
-		var sum platform.PluginSummary
-		if err := json.Unmarshal([]byte(getS(it, attrSummary)), &sum); err != nil {
-			return nil, nil, err
-		}
-		out = append(out, sum)
-	}
-	return out, next, nil
-}
-
-// checkNoPlugins refuses while workspace ws has plugin versions (one Query
-// of at most one item).
-func (s *Store) checkNoPlugins(ctx context.Context, ws string) error {
-	out, err := s.db.Query(ctx, &dynamodb.QueryInput{
-		TableName:                 &s.table,
-		IndexName:                 aws.String(GSI1),
-		KeyConditionExpression:    aws.String("gsi1pk = :pk"),
-		ExpressionAttributeValues: item{":pk": str(workspacePluginsGSI(ws))},
-		Limit:                     aws.Int32(1),
-	})
-	if err != nil {
-		return err
-	}
-	if len(out.Items) > 0 {
-		return platform.Errorf(platform.ErrReferenceConstrain, "workspace %q still has plugins: delete them first", ws)
-	}
-	return nil
+	return listVersions[platform.PluginSummary](ctx, s, pluginsCatalogue, ws, public, f, p)
 }
 
 // CheckPlugin reports whether p fits in an item (before anything is

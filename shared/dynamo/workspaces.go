@@ -235,10 +235,10 @@ func (s *Store) DeleteWorkspace(ctx context.Context, id string) error {
 	if len(ints.Items) > 0 {
 		return platform.Errorf(platform.ErrReferenceConstrain, "workspace %q still has integrations: delete them first", id)
 	}
-	if err := s.checkNoInterfaces(ctx, id); err != nil {
+	if err := s.checkNoVersions(ctx, interfacesCatalogue, id); err != nil {
 		return err
 	}
-	if err := s.checkNoPlugins(ctx, id); err != nil {
+	if err := s.checkNoVersions(ctx, pluginsCatalogue, id); err != nil {
 		return err
 	}
 	_, err = s.db.DeleteItem(ctx, &dynamodb.DeleteItemInput{

@@ -101,18 +101,31 @@ func decodeAssets(in *integrationBody) (integrationAssets, error) {
 
 // store writes the given assets of integration i and points i at them.
 func (s *server) storeAssets(c *call, i *platform.Integration, a integrationAssets) error {
-	base := CodeKeyPrefix + "integrations/" + i.ID + "/"
 	origin := strings.TrimSuffix(webhookBase(c), "/webhooks")
-	for n, f := range []struct {
-		data        []byte
-		name, ctype string
-		key, url    *string
-	}{
-		{a.code, "%s.js", "application/javascript", &i.CodeKey, nil},
-		{a.icon, "icon-%s.svg", "image/svg+xml", &i.IconKey, &i.IconURL},
-		{a.readme, "readme-%s.md", "text/markdown; charset=utf-8", &i.ReadmeKey, &i.ReadmeURL},
-	} {
-		if !a.given[n] {
+	return s.storeFiles(c, CodeKeyPrefix+"integrations/"+i.ID+"/", origin+"/v1/admin/integrations/"+i.ID+"/assets/", []assetFile{
+		{a.given[0], a.code, "%s.js", "application/javascript", &i.CodeKey, nil},
+		{a.given[1], a.icon, "icon-%s.svg", "image/svg+xml", &i.IconKey, &i.IconURL},
+		{a.given[2], a.readme, "readme-%s.md", "text/markdown; charset=utf-8", &i.ReadmeKey, &i.ReadmeURL},
+	})
+}
+
+// assetFile is a file of a catalogue version (code, icon, readme) to
+// store: given when the body carried it (empty data clears it), name a
+// pattern whose %s is the content's hash, url set only for the files
+// served by URL (icon, readme).
+type assetFile struct {
+	given       bool
+	data        []byte
+	name, ctype string
+	key, url    *string
+}
+
+// storeFiles writes the given files of a version under base
+// (content-addressed: a retry writes the same keys) and points their keys,
+// and URLs (urlBase + name), at them.
+func (s *server) storeFiles(c *call, base, urlBase string, files []assetFile) error {
+	for _, f := range files {
+		if !f.given {
 			continue
 		}
 		if len(f.data) == 0 {
@@ -128,7 +141,7 @@ func (s *server) storeAssets(c *call, i *platform.Integration, a integrationAsse
 		}
 		*f.key = base + name
 		if f.url != nil {
-			*f.url = origin + "/v1/admin/integrations/" + i.ID + "/assets/" + name
+			*f.url = urlBase + name
 		}
 	}
 	return nil

@@ -156,9 +156,9 @@ func (s *server) getPublicIntegrationByID(c *call) (any, error) {
 }
 
 func (s *server) getPublicIntegration(c *call) (any, error) {
-	name, version := c.PathValue("name"), c.PathValue("version")
-	if _, ok := platform.ParseSemver(version); !ok && version != "latest" {
-		return nil, platform.Invalid("version must be a semantic version (e.g. 1.2.3) or latest; ranges are not supported")
+	name, version, err := c.nameVersionParams()
+	if err != nil {
+		return nil, err
 	}
 	r, err := s.Store.PublicIntegrationByName(c.ctx, name, version)
 	if err != nil {

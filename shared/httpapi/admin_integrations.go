@@ -268,11 +268,8 @@ func (s *server) newIntegration(c *call, store bool) (platform.Integration, erro
 		return platform.Integration{}, err
 	}
 	name, version := deref(in.Name), deref(in.Version)
-	if len(name) > 200 || !integrationName.MatchString(name) {
-		return platform.Integration{}, platform.Invalid("invalid body: field \"name\": lower-case letters, digits, - and _ (optionally one namespace/name), at most 200 characters")
-	}
-	if _, ok := platform.ParseSemver(version); !ok {
-		return platform.Integration{}, platform.Invalid("invalid body: field \"version\": must be a semantic version (e.g. 1.2.3)")
+	if err := checkNameVersion(name, version); err != nil {
+		return platform.Integration{}, err
 	}
 	now := platform.Now()
 	i := platform.Integration{

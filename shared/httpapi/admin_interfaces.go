@@ -63,11 +63,8 @@ func (s *server) createInterface(c *call) (any, error) {
 		return nil, err
 	}
 	name, version := deref(in.Name), deref(in.Version)
-	if len(name) > 200 || !integrationName.MatchString(name) {
-		return nil, platform.Invalid("invalid body: field \"name\": lower-case letters, digits, - and _ (optionally one namespace/name), at most 200 characters")
-	}
-	if _, ok := platform.ParseSemver(version); !ok {
-		return nil, platform.Invalid("invalid body: field \"version\": must be a semantic version (e.g. 1.2.3)")
+	if err := checkNameVersion(name, version); err != nil {
+		return nil, err
 	}
 	now := platform.Now()
 	i := platform.Interface{
@@ -99,16 +96,9 @@ func (s *server) getInterface(c *call) (any, error) {
 	return map[string]any{"interface": i}, nil
 }
 
-func checkVersionParam(version string) error {
-	if _, ok := platform.ParseSemver(version); !ok && version != "latest" {
-		return platform.Invalid("version must be a semantic version (e.g. 1.2.3) or latest; ranges are not supported")
-	}
-	return nil
-}
-
 func (s *server) getInterfaceByName(c *call) (any, error) {
-	name, version := c.PathValue("name"), c.PathValue("version")
-	if err := checkVersionParam(version); err != nil {
+	name, version, err := c.nameVersionParams()
+	if err != nil {
 		return nil, err
 	}
 	r, err := s.Store.InterfaceByName(c.ctx, c.workspaceID, name, version)
@@ -137,25 +127,6 @@ func (s *server) deleteInterface(c *call) (any, error) {
 	return nil, s.Store.DeleteInterface(c.ctx, c.workspaceID, c.PathValue("id"))
 }
 
-// interfaceFilter reads the name and version filters of an interface list.
-func (c *call) interfaceFilter() (dynamo.InterfaceFilter, error) {
-	q := c.query()
-	var f dynamo.InterfaceFilter
-	var err error
-	if f.Name, err = q.str("name"); err != nil {
-		return f, err
-	}
-	if f.Version, err = q.str("version"); err != nil {
-		return f, err
-	}
-	if f.Version != "" {
-		if _, ok := platform.ParseSemver(f.Version); !ok {
-			return f, platform.Invalid("query parameter \"version\" must be a semantic version")
-		}
-	}
-	return f, nil
-}
-
 // listInterfaces lists the workspace's own versions, by name then version.
 func (s *server) listInterfaces(c *call) (any, error) {
 	return s.interfaceList(c, c.workspaceID, false)
@@ -167,20 +138,9 @@ func (s *server) listPublicInterfaces(c *call) (any, error) {
 }
 
 func (s *server) interfaceList(c *call, ws string, public bool) (any, error) {
-	f, err := c.interfaceFilter()
-	if err != nil {
-		return nil, err
-	}
-	list := listKey(ws, public, f)
-	p, err := c.page(list)
-	if err != nil {
-		return nil, err
-	}
-	items, next, err := s.Store.ListInterfaces(c.ctx, ws, public, f, p)
-	if err != nil {
-		return nil, err
-	}
-	return map[string]any{"interfaces": items, "meta": c.meta(list, next)}, nil
+	return catalogueList(c, "interfaces", []any{ws, public}, func(f dynamo.CatalogueFilter, p dynamo.Page) ([]platform.InterfaceSummary, map[string]string, error) {
+		return s.Store.ListInterfaces(c.ctx, ws, public, f, p)
+	})
 }
 
 func (s *server) getPublicInterfaceByID(c *call) (any, error) {
@@ -196,8 +156,8 @@ func (s *server) getPublicInterfaceByID(c *call) (any, error) {
 }
 
 func (s *server) getPublicInterface(c *call) (any, error) {
-	name, version := c.PathValue("name"), c.PathValue("version")
-	if err := checkVersionParam(version); err != nil {
+	name, version, err := c.nameVersionParams()
+	if err != nil {
 		return nil, err
 	}
 	r, err := s.Store.InterfaceByName(c.ctx, "", name, version)

@@ -174,58 +174,19 @@ func decodePluginAssets(in *pluginBody) (pluginAssets, error) {
 // storePluginAssets writes the given assets of p to the file storage and
 // points p at them (content-addressed: a retry writes the same keys).
 func (s *server) storePluginAssets(c *call, p *platform.Plugin, a pluginAssets) error {
-	base := CodeKeyPrefix + "plugins/" + p.ID + "/"
-	for _, f := range []struct {
-		code *string
-		name string
-		key  *string
-	}{{a.node, "node", &p.CodeNodeKey}, {a.browser, "browser", &p.CodeBrowserKey}} {
-		if f.code == nil {
-			continue
-		}
-		if *f.code == "" {
-			*f.key = ""
-			continue
-		}
-		k := base + f.name + "-" + contentHash([]byte(*f.code)) + ".js"
-		if err := s.putObject(c.ctx, k, "application/javascript", []byte(*f.code)); err != nil {
-			return err
-		}
-		*f.key = k
-	}
 	origin := strings.TrimSuffix(webhookBase(c), "/webhooks")
-	for n, f := range []struct {
-		data        []byte
-		name, ctype string
-		key, url    *string
-	}{
-		{a.icons.icon, "icon-%s.svg", "image/svg+xml", &p.IconKey, &p.IconURL},
-		{a.icons.readme, "readme-%s.md", "text/markdown; charset=utf-8", &p.ReadmeKey, &p.ReadmeURL},
-	} {
-		if !a.icons.given[n+1] {
-			continue
+	bytesOf := func(code *string) []byte {
+		if code == nil {
+			return nil
 		}
-		if len(f.data) == 0 {
-			*f.key, *f.url = "", ""
-			continue
-		}
-		name := strings.Replace(f.name, "%s", contentHash(f.data), 1)
-		if err := s.putObject(c.ctx, base+name, f.ctype, f.data); err != nil {
-			return err
-		}
-		*f.key, *f.url = base+name, origin+"/v1/admin/plugins/"+p.ID+"/assets/"+name
+		return []byte(*code)
 	}
-	return nil
-}
-
-func checkPluginNameVersion(name, version string) error {
-	if len(name) > 200 || !integrationName.MatchString(name) {
-		return platform.Invalid("invalid body: field \"name\": lower-case letters, digits, - and _ (optionally one namespace/name), at most 200 characters")
-	}
-	if _, ok := platform.ParseSemver(version); !ok {
-		return platform.Invalid("invalid body: field \"version\": must be a semantic version (e.g. 1.2.3)")
-	}
-	return nil
+	return s.storeFiles(c, CodeKeyPrefix+"plugins/"+p.ID+"/", origin+"/v1/admin/plugins/"+p.ID+"/assets/", []assetFile{
+		{a.node != nil, bytesOf(a.node), "node-%s.js", "application/javascript", &p.CodeNodeKey, nil},
+		{a.browser != nil, bytesOf(a.browser), "browser-%s.js", "application/javascript", &p.CodeBrowserKey, nil},
+		{a.icons.given[1], a.icons.icon, "icon-%s.svg", "image/svg+xml", &p.IconKey, &p.IconURL},
+		{a.icons.given[2], a.icons.readme, "readme-%s.md", "text/markdown; charset=utf-8", &p.ReadmeKey, &p.ReadmeURL},
+	})
 }
 
 func (s *server) createPlugin(c *call) (any, error) {
@@ -234,7 +195,7 @@ func (s *server) createPlugin(c *call) (any, error) {
 		return nil, err
 	}
 	name, version := deref(in.Name), deref(in.Version)
-	if err := checkPluginNameVersion(name, version); err != nil {
+	if err := checkNameVersion(name, version); err != nil {
 		return nil, err
 	}
 	if in.Code == nil || in.Code.Node == nil || in.Code.Browser == nil || *in.Code.Node == "" {
@@ -298,8 +259,8 @@ func (s *server) getPlugin(c *call) (any, error) {
 }
 
 func (s *server) getPluginByName(c *call) (any, error) {
-	name, version := c.PathValue("name"), c.PathValue("version")
-	if err := checkVersionParam(version); err != nil {
+	name, version, err := c.nameVersionParams()
+	if err != nil {
 		return nil, err
 	}
 	r, err := s.Store.PluginByName(c.ctx, c.workspaceID, name, version)
@@ -321,14 +282,7 @@ func (s *server) updatePlugin(c *call) (any, error) {
 	}
 	// Dependencies and assets are resolved and written once, for a version
 	// the workspace owns, before the record is changed.
-	cur, err := s.Store.GetPlugin(c.ctx, id)
-	if err == nil && cur.WorkspaceID != c.workspaceID {
-		if cur.Shared() {
-			err = platform.Forbidden("plugin %q belongs to another workspace", id)
-		} else {
-			err = platform.NotFound("plugin", id)
-		}
-	}
+	cur, err := s.Store.OwnPlugin(c.ctx, c.workspaceID, id)
 	if err != nil {
 		return nil, err
 	}
@@ -373,24 +327,6 @@ func (s *server) deletePlugin(c *call) (any, error) {
 	return nil, err
 }
 
-func (c *call) pluginFilter() (dynamo.PluginFilter, error) {
-	q := c.query()
-	var f dynamo.PluginFilter
-	var err error
-	if f.Name, err = q.str("name"); err != nil {
-		return f, err
-	}
-	if f.Version, err = q.str("version"); err != nil {
-		return f, err
-	}
-	if f.Version != "" {
-		if _, ok := platform.ParseSemver(f.Version); !ok {
-			return f, platform.Invalid("query parameter \"version\" must be a semantic version")
-		}
-	}
-	return f, nil
-}
-
 // listPlugins lists the workspace's own versions, by name then version.
 func (s *server) listPlugins(c *call) (any, error) { return s.pluginList(c, c.workspaceID, false) }
 
@@ -399,20 +335,9 @@ func (s *server) listPlugins(c *call) (any, error) { return s.pluginList(c, c.wo
 func (s *server) listPublicPlugins(c *call) (any, error) { return s.pluginList(c, "", true) }
 
 func (s *server) pluginList(c *call, ws string, public bool) (any, error) {
-	f, err := c.pluginFilter()
-	if err != nil {
-		return nil, err
-	}
-	list := listKey("plugins", ws, public, f)
-	p, err := c.page(list)
-	if err != nil {
-		return nil, err
-	}
-	items, next, err := s.Store.ListPlugins(c.ctx, ws, public, f, p)
-	if err != nil {
-		return nil, err
-	}
-	return map[string]any{"plugins": items, "meta": c.meta(list, next)}, nil
+	return catalogueList(c, "plugins", []any{"plugins", ws, public}, func(f dynamo.CatalogueFilter, p dynamo.Page) ([]platform.PluginSummary, map[string]string, error) {
+		return s.Store.ListPlugins(c.ctx, ws, public, f, p)
+	})
 }
 
 func (s *server) getPublicPluginByID(c *call) (any, error) {
@@ -424,8 +349,8 @@ func (s *server) getPublicPluginByID(c *call) (any, error) {
 }
 
 func (s *server) getPublicPlugin(c *call) (any, error) {
-	name, version := c.PathValue("name"), c.PathValue("version")
-	if err := checkVersionParam(version); err != nil {
+	name, version, err := c.nameVersionParams()
+	if err != nil {
 		return nil, err
 	}
 	r, err := s.Store.PluginByName(c.ctx, "", name, version)
@@ -530,7 +455,7 @@ func (s *server) dereferencedPlugin(c *call, p platform.Plugin, ws string) (any,
 	for _, alias := range keysOf(p.Dependencies.Interfaces) {
 		dep := p.Dependencies.Interfaces[alias]
 		i, ok := ints[mapping[alias]]
-		shared := !i.Dev && (i.Visibility == platform.VisibilityPublic || i.Visibility == platform.VisibilityUnlisted)
+		shared := !i.Dev && platform.SharedVisibility(i.Visibility)
 		if !ok || !(ws != "" && i.WorkspaceID == ws || shared) {
 			return nil, platform.Errorf(platform.ErrReferenceNotFound, "query parameter \"interfaces.%s\": integration %q not found", alias, mapping[alias])
 		}

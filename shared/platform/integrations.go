@@ -22,6 +22,11 @@ const (
 	VisibilityUnlisted = "unlisted"
 )
 
+// SharedVisibility reports whether a version of visibility v (an
+// integration or plugin version) is reachable from other workspaces:
+// public and unlisted ones are, by id and name.
+func SharedVisibility(v string) bool { return v == VisibilityPublic || v == VisibilityUnlisted }
+
 // Verification statuses of an integration version.
 const (
 	VerificationUnapproved = "unapproved"
@@ -80,7 +85,7 @@ type Integration struct {
 // VisibleTo reports whether workspace ws may see the integration: its own
 // workspace always, others only when it is public or unlisted.
 func (i Integration) VisibleTo(ws string) bool {
-	return i.WorkspaceID == ws || i.Visibility == VisibilityPublic || i.Visibility == VisibilityUnlisted
+	return i.WorkspaceID == ws || SharedVisibility(i.Visibility)
 }
 
 // ChannelRequiredTags returns the conversation tags a channel requires at

@@ -67,7 +67,7 @@ type Plugin struct {
 // Shared reports whether other workspaces may reach the version (public or
 // unlisted).
 func (p Plugin) Shared() bool {
-	return p.Visibility == VisibilityPublic || p.Visibility == VisibilityUnlisted
+	return SharedVisibility(p.Visibility)
 }
 
 // VisibleTo reports whether workspace ws may read the version.

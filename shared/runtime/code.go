@@ -109,23 +109,9 @@ func (s CodeSource) BotToken(ctx context.Context, b platform.Bot) (lambdarunner.
 	if err != nil {
 		return lambdarunner.Key{}, err
 	}
-	return lambdarunner.Key{Token: t.Value,
-		RevokeOthers: func() {
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			defer cancel()
-			if old, err := s.Store.ListBotAPIKeys(ctx, b.ID); err == nil {
-				for _, k := range old {
-					if k.Note == codeKeyNote && k.ID != t.ID {
-						_ = s.Store.DeleteBotAPIKey(ctx, b.WorkspaceID, k.ID)
-					}
-				}
-			}
-		},
-		Revoke: func() {
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			defer cancel()
-			_ = s.Store.DeleteBotAPIKey(ctx, b.WorkspaceID, t.ID)
-		}}, nil
+	return codeKey(t,
+		func(ctx context.Context) ([]platform.TokenInfo, error) { return s.Store.ListBotAPIKeys(ctx, b.ID) },
+		func(ctx context.Context, id string) error { return s.Store.DeleteBotAPIKey(ctx, b.WorkspaceID, id) }), nil
 }
 
 // IntegrationToken mints an integration API key for the version's function.
@@ -134,14 +120,29 @@ func (s CodeSource) IntegrationToken(ctx context.Context, i platform.Integration
 	if err != nil {
 		return lambdarunner.Key{}, err
 	}
+	return codeKey(t,
+		func(ctx context.Context) ([]platform.TokenInfo, error) {
+			return s.Store.ListIntegrationAPIKeys(ctx, i.ID)
+		},
+		func(ctx context.Context, id string) error {
+			return s.Store.DeleteIntegrationAPIKey(ctx, i.WorkspaceID, id)
+		}), nil
+}
+
+// codeKey is the runner's hold on key t, minted for a function: revoking
+// it, or the function's other code keys (list reads the owner's keys, del
+// deletes one), runs after the deploy that asked for it, so each gets its
+// own context of at most 10s. Both are best effort: a failed delete is
+// not reported.
+func codeKey(t platform.NewToken, list func(context.Context) ([]platform.TokenInfo, error), del func(ctx context.Context, id string) error) lambdarunner.Key {
 	return lambdarunner.Key{Token: t.Value,
 		RevokeOthers: func() {
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
-			if old, err := s.Store.ListIntegrationAPIKeys(ctx, i.ID); err == nil {
+			if old, err := list(ctx); err == nil {
 				for _, k := range old {
 					if k.Note == codeKeyNote && k.ID != t.ID {
-						_ = s.Store.DeleteIntegrationAPIKey(ctx, i.WorkspaceID, k.ID)
+						_ = del(ctx, k.ID)
 					}
 				}
 			}
@@ -149,6 +150,6 @@ func (s CodeSource) IntegrationToken(ctx context.Context, i platform.Integration
 		Revoke: func() {
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
-			_ = s.Store.DeleteIntegrationAPIKey(ctx, i.WorkspaceID, t.ID)
-		}}, nil
+			_ = del(ctx, t.ID)
+		}}
 }
