@@ -132,7 +132,7 @@ func (s *Store) createEventCounted(ctx context.Context, bot string, e platform.E
 		}
 		w = append(w, d)
 	}
-	count, err := s.countUsage(bot, UsageEvents, 1, quota)
+	count, err := s.countUsage(ctx, bot, UsageEvents, 1, quota)
 	if err != nil {
 		return err
 	}

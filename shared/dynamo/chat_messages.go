@@ -133,7 +133,7 @@ func (s *Store) createMessage(ctx context.Context, bot string, m platform.Messag
 		}
 		w = append(w, rt...)
 	}
-	quota, err := s.messageUsage(bot, m, deliver)
+	quota, err := s.messageUsage(ctx, bot, m, deliver)
 	if err != nil {
 		return err
 	}
@@ -174,15 +174,15 @@ func messageDeliveries(bot string, m platform.Message) ([]types.TransactWriteIte
 
 // messageUsage is the count of a new message in the bot's usage, within
 // its quota, with that of its message_created event when it has one.
-func (s *Store) messageUsage(bot string, m platform.Message, deliver bool) (types.TransactWriteItem, error) {
+func (s *Store) messageUsage(ctx context.Context, bot string, m platform.Message, deliver bool) (types.TransactWriteItem, error) {
 	who := UsageUserMessages
 	if m.UserID == bot {
 		who = UsageBotMessages
 	}
 	if deliver && m.UserID != bot {
-		return s.countUsage(bot, UsageMessages, 1, true, who, UsageEvents)
+		return s.countUsage(ctx, bot, UsageMessages, 1, true, who, UsageEvents)
 	}
-	return s.countUsage(bot, UsageMessages, 1, true, who)
+	return s.countUsage(ctx, bot, UsageMessages, 1, true, who)
 }
 
 func (s *Store) checkAuthorIDs(bot string, m platform.Message) error {
@@ -542,7 +542,7 @@ func (s *Store) GetOrCreateMessage(ctx context.Context, l MessageLookup) (platfo
 		}
 		quotaAt := -1
 		if !ok {
-			quota, err := s.messageUsage(bot, m, !l.Import)
+			quota, err := s.messageUsage(ctx, bot, m, !l.Import)
 			if err != nil {
 				return err
 			}

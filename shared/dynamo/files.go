@@ -321,7 +321,7 @@ func (s *Store) writeFile(ctx context.Context, old *platform.FileRecord, new pla
 	}
 	quotaAt := -1
 	if delta := new.Size - oldSize; delta != 0 {
-		count, err := s.countUsage(new.BotID, UsageStorage, delta, true)
+		count, err := s.countUsage(ctx, new.BotID, UsageStorage, delta, true)
 		if err != nil {
 			return new, err
 		}

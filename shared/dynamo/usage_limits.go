@@ -3,6 +3,7 @@ package dynamo
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"strconv"
 	"strings"
@@ -15,13 +16,23 @@ import (
 	"github.com/botforge/platform/shared/platform"
 )
 
-// Usage counters (docs/account.md, "Usage and quotas"): per bot, one item
-// per UTC month (USAGE#<bot> / P#<YYYY-MM>) holding the messages, events
-// and invocations of the month, and one item (USAGE#<bot> / TOTAL) holding
-// the bytes of its files. Each moves by an atomic ADD in the transaction of
-// the write it counts (invocations: right after the delivery), and a
-// quota is a condition on that ADD, so a refused write writes nothing and
-// concurrent writes can never pass a quota together.
+// Usage counters (docs/account.md, "Usage and quotas"): per bot and UTC
+// month, usageShards items (USAGE#<bot> / P#<YYYY-MM>#<shard>) holding the
+// messages, events and invocations of the month, and one item
+// (USAGE#<bot> / TOTAL) holding the bytes of its files. Each moves by an
+// atomic ADD in the transaction of the write it counts (invocations: right
+// after the delivery); reads add the month's shards up (one Query).
+//
+// Why shards: every message of a bot is counted, and transactions that
+// touch one item run one at a time; one counter item per bot made all of a
+// bot's messages wait for each other (8 writers no faster than 1). A write
+// without a quota adds to a random shard. With a quota the count must be
+// exact, so a quota is a condition on the ADD, on shard 0 only: that shard
+// then takes all the writes of the counter (they serialize, the price of
+// exactness), and the condition allows what the other shards already hold
+// this month (one Query before the write). A refused write writes nothing,
+// and concurrent writes can never pass a quota together.
+const usageShards = 16
 
 // Counter attributes.
 const (
@@ -108,12 +119,17 @@ const usageTotalSK = "TOTAL"
 // UsagePeriod is the month of t (UTC), as the usage operations name it.
 func UsagePeriod(t time.Time) string { return t.UTC().Format("2006-01") }
 
-func usageSK(attr string, now time.Time) string {
+// usageSK is the key of counter attr's item: shard of the month of now
+// (the TOTAL item for storage, which is not sharded).
+func usageSK(attr string, now time.Time, shard int) string {
 	if attr == UsageStorage {
 		return usageTotalSK
 	}
-	return "P#" + UsagePeriod(now)
+	return fmt.Sprintf("%s#%02d", monthSK(now), shard)
 }
+
+// monthSK starts the keys of the month of now's shards.
+func monthSK(now time.Time) string { return "P#" + UsagePeriod(now) }
 
 var errQuota = func(attr string, limit int64) error {
 	what := map[string]string{UsageMessages: "messages this month", UsageEvents: "events this month",
@@ -124,9 +140,14 @@ var errQuota = func(attr string, limit int64) error {
 // usageAdd is the unconditional ADD of delta to a bot's counter (what is
 // counted without a quota: the platform's own events).
 func usageAdd(bot, attr string, delta int64, alsoOne ...string) types.TransactWriteItem {
+	return usageAddAt(bot, attr, rand.IntN(usageShards), delta, alsoOne...)
+}
+
+// usageAddAt is usageAdd on one shard.
+func usageAddAt(bot, attr string, shard int, delta int64, alsoOne ...string) types.TransactWriteItem {
 	now := platform.Clock()
 	u := &types.Update{
-		Key:                       key(usagePK(bot), usageSK(attr, now)),
+		Key:                       key(usagePK(bot), usageSK(attr, now, shard)),
 		UpdateExpression:          aws.String("ADD #c :d"),
 		ExpressionAttributeNames:  map[string]string{"#c": attr},
 		ExpressionAttributeValues: item{":d": num(delta)},
@@ -175,17 +196,41 @@ func dayAttr(prefix string, day int) string { return fmt.Sprintf("%s%02d", prefi
 // counters of the same item to raise by one in the same update (a
 // transaction may not touch one item twice: a message and its
 // message_created event).
-func (s *Store) countUsage(bot, attr string, delta int64, enforce bool, alsoOne ...string) (types.TransactWriteItem, error) {
-	w := usageAdd(bot, attr, delta, alsoOne...)
-	u := w.Update
-	if limit := s.Limits().of(attr); enforce && limit > 0 && delta > 0 {
-		if delta > limit {
-			return types.TransactWriteItem{}, errQuota(attr, limit)
-		}
-		u.ConditionExpression = aws.String("attribute_not_exists(#c) OR #c <= :max")
-		u.ExpressionAttributeValues[":max"] = num(limit - delta)
+func (s *Store) countUsage(ctx context.Context, bot, attr string, delta int64, enforce bool, alsoOne ...string) (types.TransactWriteItem, error) {
+	limit := s.Limits().of(attr)
+	if !enforce || limit <= 0 || delta <= 0 {
+		return usageAdd(bot, attr, delta, alsoOne...), nil
 	}
+	if delta > limit {
+		return types.TransactWriteItem{}, errQuota(attr, limit)
+	}
+	// Exact: on shard 0, allowing for what the other shards hold.
+	var others int64
+	if attr != UsageStorage {
+		items, err := s.monthShards(ctx, bot, platform.Clock())
+		if err != nil {
+			return types.TransactWriteItem{}, err
+		}
+		zero := usageSK(attr, platform.Clock(), 0)
+		for _, it := range items {
+			if getS(it, attrSK) != zero {
+				others += getN(it, attr)
+			}
+		}
+	}
+	w := usageAddAt(bot, attr, 0, delta, alsoOne...)
+	w.Update.ConditionExpression = aws.String("attribute_not_exists(#c) OR #c <= :max")
+	w.Update.ExpressionAttributeValues[":max"] = num(limit - delta - others)
 	return w, nil
+}
+
+// monthShards reads the counter items of a bot's month of now (one Query).
+func (s *Store) monthShards(ctx context.Context, bot string, now time.Time) ([]item, error) {
+	return queryAllItems(ctx, s, &dynamodb.QueryInput{
+		KeyConditionExpression:    aws.String("pk = :pk AND begins_with(sk, :m)"),
+		ExpressionAttributeValues: item{":pk": str(usagePK(bot)), ":m": str(monthSK(now))},
+		ConsistentRead:            aws.Bool(true),
+	})
 }
 
 // DayUsage is what a bot did in one UTC day.
@@ -196,7 +241,8 @@ type DayUsage struct{ Messages, UserMessages, BotMessages, Events int64 }
 func (s *Store) BotUsageDays(ctx context.Context, bot, from, to string) (map[string]DayUsage, error) {
 	items, err := queryAllItems(ctx, s, &dynamodb.QueryInput{
 		KeyConditionExpression:    aws.String("pk = :pk AND sk BETWEEN :a AND :b"),
-		ExpressionAttributeValues: item{":pk": str(usagePK(bot)), ":a": str("P#" + from[:7]), ":b": str("P#" + to[:7])},
+		// "~" sorts after the shard suffixes of the last month.
+		ExpressionAttributeValues: item{":pk": str(usagePK(bot)), ":a": str("P#" + from[:7]), ":b": str("P#" + to[:7] + "~")},
 		ConsistentRead:            aws.Bool(true),
 	})
 	if err != nil {
@@ -205,11 +251,18 @@ func (s *Store) BotUsageDays(ctx context.Context, bot, from, to string) (map[str
 	out := map[string]DayUsage{}
 	for _, it := range items {
 		month := strings.TrimPrefix(getS(it, attrSK), "P#")
+		if len(month) > 7 {
+			month = month[:7] // a shard's
+		}
 		for d := 1; d <= 31; d++ {
-			u := DayUsage{Messages: getN(it, dayAttr("m", d)), UserMessages: getN(it, dayAttr("u", d)),
-				BotMessages: getN(it, dayAttr("b", d)), Events: getN(it, dayAttr("e", d))}
+			day := fmt.Sprintf("%s-%02d", month, d)
+			u := out[day]
+			u.Messages += getN(it, dayAttr("m", d))
+			u.UserMessages += getN(it, dayAttr("u", d))
+			u.BotMessages += getN(it, dayAttr("b", d))
+			u.Events += getN(it, dayAttr("e", d))
 			if u != (DayUsage{}) {
-				out[fmt.Sprintf("%s-%02d", month, d)] = u
+				out[day] = u
 			}
 		}
 	}
@@ -221,11 +274,8 @@ func (s *Store) quotaError(attr string) error { return errQuota(attr, s.Limits()
 
 // CountInvocation counts one delivery to a bot (the runtime's, after it).
 func (s *Store) CountInvocation(ctx context.Context, bot string) error {
-	w, err := s.countUsage(bot, UsageInvocations, 1, false)
-	if err != nil {
-		return err
-	}
-	_, err = s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{TableName: &s.table, Key: w.Update.Key,
+	w := usageAdd(bot, UsageInvocations, 1)
+	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{TableName: &s.table, Key: w.Update.Key,
 		UpdateExpression: w.Update.UpdateExpression, ExpressionAttributeNames: w.Update.ExpressionAttributeNames,
 		ExpressionAttributeValues: w.Update.ExpressionAttributeValues})
 	return err
@@ -246,15 +296,21 @@ type BotUsageCounts struct {
 	Messages, Events, Invocations, StorageBytes int64
 }
 
-// BotUsage reads a bot's counters for the month of now (two GetItems).
+// BotUsage reads a bot's counters for the month of now (a Query of the
+// month's shards, a GetItem).
 func (s *Store) BotUsage(ctx context.Context, bot string, now time.Time) (BotUsageCounts, error) {
 	var c BotUsageCounts
-	it, err := s.get(ctx, usagePK(bot), "P#"+UsagePeriod(now))
+	items, err := s.monthShards(ctx, bot, now)
 	if err != nil {
 		return c, err
 	}
-	c.Messages, c.Events, c.Invocations = getN(it, UsageMessages), getN(it, UsageEvents), getN(it, UsageInvocations)
-	if it, err = s.get(ctx, usagePK(bot), usageTotalSK); err != nil {
+	for _, it := range items {
+		c.Messages += getN(it, UsageMessages)
+		c.Events += getN(it, UsageEvents)
+		c.Invocations += getN(it, UsageInvocations)
+	}
+	it, err := s.get(ctx, usagePK(bot), usageTotalSK)
+	if err != nil {
 		return c, err
 	}
 	c.StorageBytes = getN(it, UsageStorage)
