@@ -240,7 +240,7 @@ type DayUsage struct{ Messages, UserMessages, BotMessages, Events int64 }
 // inclusive): one Query over the months' items.
 func (s *Store) BotUsageDays(ctx context.Context, bot, from, to string) (map[string]DayUsage, error) {
 	items, err := queryAllItems(ctx, s, &dynamodb.QueryInput{
-		KeyConditionExpression:    aws.String("pk = :pk AND sk BETWEEN :a AND :b"),
+		KeyConditionExpression: aws.String("pk = :pk AND sk BETWEEN :a AND :b"),
 		// "~" sorts after the shard suffixes of the last month.
 		ExpressionAttributeValues: item{":pk": str(usagePK(bot)), ":a": str("P#" + from[:7]), ":b": str("P#" + to[:7] + "~")},
 		ConsistentRead:            aws.Bool(true),
