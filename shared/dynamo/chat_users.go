@@ -60,7 +60,8 @@ func userWrites(bot string, u platform.User) ([]types.TransactWriteItem, error) 
 	}
 	it[attrGSI1PK], it[attrGSI1SK] = str(botList(bot, listUsers)), str(timeKey(u.CreatedAt, u.ID))
 	it[attrGSI2PK], it[attrGSI2SK] = str(botList(bot, listUsers)), str(timeKey(u.UpdatedAt, u.ID))
-	w := []types.TransactWriteItem{putNew(it)}
+	// Counted for getBotAnalytics' newUsers (usage_limits.go).
+	w := []types.TransactWriteItem{putNew(it), usageAdd(bot, UsageNewUsers, 1)}
 	for _, e := range userIndex(bot, u) {
 		w = append(w, put(e))
 	}

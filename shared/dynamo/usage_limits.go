@@ -184,9 +184,11 @@ func usageAddAt(bot, attr string, shard int, delta int64, alsoOne ...string) typ
 const (
 	UsageUserMessages = "umsgs"
 	UsageBotMessages  = "bmsgs"
+	// UsageNewUsers counts the users a bot gets (n<DD> per day).
+	UsageNewUsers = "nusr"
 )
 
-var dailyPrefix = map[string]string{UsageMessages: "m", UsageUserMessages: "u", UsageBotMessages: "b", UsageEvents: "e"}
+var dailyPrefix = map[string]string{UsageMessages: "m", UsageUserMessages: "u", UsageBotMessages: "b", UsageEvents: "e", UsageNewUsers: "n"}
 
 func dayAttr(prefix string, day int) string { return fmt.Sprintf("%s%02d", prefix, day) }
 
@@ -234,7 +236,7 @@ func (s *Store) monthShards(ctx context.Context, bot string, now time.Time) ([]i
 }
 
 // DayUsage is what a bot did in one UTC day.
-type DayUsage struct{ Messages, UserMessages, BotMessages, Events int64 }
+type DayUsage struct{ Messages, UserMessages, BotMessages, Events, NewUsers int64 }
 
 // BotUsageDays reads a bot's per-day counters from..to (yyyy-mm-dd,
 // inclusive): one Query over the months' items.
@@ -261,6 +263,7 @@ func (s *Store) BotUsageDays(ctx context.Context, bot, from, to string) (map[str
 			u.UserMessages += getN(it, dayAttr("u", d))
 			u.BotMessages += getN(it, dayAttr("b", d))
 			u.Events += getN(it, dayAttr("e", d))
+			u.NewUsers += getN(it, dayAttr("n", d))
 			if u != (DayUsage{}) {
 				out[day] = u
 			}

@@ -68,9 +68,10 @@ func analyticsDate(q queryValues, name string) (time.Time, error) {
 
 // getBotAnalytics answers one record per UTC day from startDate to endDate
 // (inclusive, at most 366 days). customEvents holds the counters of
-// trackAnalytics; messages (users' and the bot's) and events come from the
-// bot's usage counters (docs/account.md); users, sessions and LLM calls
-// are not counted per day, so those are 0.
+// trackAnalytics; messages (users' and the bot's), events and new users
+// come from the bot's usage counters (docs/account.md); returning users,
+// sessions and LLM calls are not counted (the platform keeps no sessions
+// and calls no LLM), so those are 0.
 func (s *server) getBotAnalytics(c *call) (any, error) {
 	q := c.query()
 	from, err := analyticsDate(q, "startDate")
@@ -111,7 +112,7 @@ func (s *server) getBotAnalytics(c *call) (any, error) {
 		records = append(records, map[string]any{
 			"startDateTimeUtc": platform.FormatTime(d),
 			"endDateTimeUtc":   platform.FormatTime(d.Add(24*time.Hour - time.Millisecond)),
-			"returningUsers":   0, "newUsers": 0, "sessions": 0, "messages": u.Messages, "userMessages": u.UserMessages, "botMessages": u.BotMessages,
+			"returningUsers":   0, "newUsers": u.NewUsers, "sessions": 0, "messages": u.Messages, "userMessages": u.UserMessages, "botMessages": u.BotMessages,
 			"events": u.Events, "eventTypes": map[string]any{}, "customEvents": custom,
 			"llm": map[string]any{"calls": 0, "errors": 0, "inputTokens": 0, "outputTokens": 0, "latency": stats, "tokensPerSecond": stats,
 				"cost": map[string]any{"sum": 0, "mean": 0, "sd": 0, "min": 0, "max": 0}},

@@ -162,7 +162,7 @@ func TestUsageCountsAndQuotas(t *testing.T) {
 	today := time.Now().UTC().Format(time.DateOnly)
 	r := f.Check(f.ws_(f.AdminToken, "GET", "/v1/admin/bots/"+f.botID+"/analytics?startDate="+today+"&endDate="+today, nil), 200, "getBotAnalytics")
 	rec := r.List("records")[0].(map[string]any)
-	if rec["messages"] != float64(c.Messages) || rec["userMessages"] != float64(c.Messages-1) || rec["botMessages"] != float64(1) || rec["events"] != float64(c.Events) {
+	if rec["messages"] != float64(c.Messages) || rec["userMessages"] != float64(c.Messages-1) || rec["botMessages"] != float64(1) || rec["events"] != float64(c.Events) || rec["newUsers"] != float64(1) {
 		t.Fatalf("analytics of today: %v, counters %+v", rec, c)
 	}
 }
