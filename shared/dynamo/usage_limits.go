@@ -324,3 +324,27 @@ func (s *Store) BotUsage(ctx context.Context, bot string, now time.Time) (BotUsa
 func (s *Store) purgeBotUsage(ctx context.Context, bot string) error {
 	return s.purge(ctx, usagePK(bot))
 }
+
+// BotInvocationsByMonth reads a bot's invocations of every month it has
+// counters for (YYYY-MM -> calls): one Query over its month shards.
+func (s *Store) BotInvocationsByMonth(ctx context.Context, bot string) (map[string]int64, error) {
+	items, err := queryAllItems(ctx, s, &dynamodb.QueryInput{
+		KeyConditionExpression:    aws.String("pk = :pk AND begins_with(sk, :p)"),
+		ExpressionAttributeValues: item{":pk": str(usagePK(bot)), ":p": str("P#")},
+		ProjectionExpression:      aws.String("sk, #i"),
+		ExpressionAttributeNames:  map[string]string{"#i": UsageInvocations},
+		ConsistentRead:            aws.Bool(true),
+	})
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]int64{}
+	for _, it := range items {
+		month := strings.TrimPrefix(getS(it, attrSK), "P#")
+		if len(month) > 7 {
+			month = month[:7]
+		}
+		out[month] += getN(it, UsageInvocations)
+	}
+	return out, nil
+}

@@ -3,6 +3,7 @@ package httpapi
 import (
 	"context"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/botforge/platform/shared/dynamo"
@@ -257,18 +258,52 @@ func (s *server) getMultipleUsages(c *call) (any, error) {
 	return map[string]any{"usages": out}, nil
 }
 
-// listUsageHistory: the platform keeps no history, so the history is the
-// current period alone.
+// listUsageHistory answers the usage of each period, newest first: for
+// invocation_calls, counted per bot and month, every month the bot (or the
+// workspace's bots) has counters for; the other types are values of now,
+// with no history kept, so the current period alone.
 func (s *server) listUsageHistory(c *call) (any, error) {
 	t, err := c.usageType()
 	if err != nil {
 		return nil, err
 	}
-	u, err := s.usageOf(c, c.PathValue("id"), t, currentPeriod())
+	current := currentPeriod()
+	u, err := s.usageOf(c, c.PathValue("id"), t, current)
+	if err != nil || t != "invocation_calls" {
+		return map[string]any{"usages": []usage{u}}, err
+	}
+	ws, bot, err := s.usageSubject(c, c.PathValue("id"))
 	if err != nil {
 		return nil, err
 	}
-	return map[string]any{"usages": []usage{u}}, nil
+	bots := []string{bot}
+	if bot == "" {
+		if bots, err = s.Store.WorkspaceBotIDs(c.ctx, ws); err != nil {
+			return nil, err
+		}
+	}
+	months := map[string]int64{}
+	for _, b := range bots {
+		m, err := s.Store.BotInvocationsByMonth(c.ctx, b)
+		if err != nil {
+			return nil, err
+		}
+		for k, n := range m {
+			months[k] += n
+		}
+	}
+	out := []usage{u}
+	past := make([]string, 0, len(months))
+	for k := range months {
+		if k < current {
+			past = append(past, k)
+		}
+	}
+	slices.Sort(past)
+	for i := len(past) - 1; i >= 0; i-- {
+		out = append(out, usage{ID: u.ID, Period: past[i], Value: float64(months[past[i]]), Quota: u.Quota, Type: t})
+	}
+	return map[string]any{"usages": out}, nil
 }
 
 // listUsageActivity (and its daily form): the platform records no usage

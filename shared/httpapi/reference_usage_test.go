@@ -1,10 +1,13 @@
 package httpapi_test
 
 import (
+	"fmt"
+	"slices"
 	"testing"
 	"time"
 
 	"github.com/botforge/platform/shared/apitest"
+	"github.com/botforge/platform/shared/platform"
 )
 
 // TestUsage: the usage operations answer the counts the platform keeps
@@ -112,5 +115,50 @@ func TestUsage(t *testing.T) {
 			t.Fatalf("%s: %d %s, want %d", bad.name, r.Status, r.Raw, bad.status)
 		}
 		checkError(t, r)
+	}
+}
+
+// TestUsageHistoryOfInvocations: invocation_calls, counted per bot and
+// month, has a history: every month counted, newest first, the current
+// period first even when empty; for a workspace, summed over its bots.
+func TestUsageHistoryOfInvocations(t *testing.T) {
+	f := newFixture(t)
+	botA := f.createBot(f.AdminToken, nil)
+	botB := f.createBot(f.AdminToken, nil)
+	store := f.Platform.Store
+	now := time.Now().UTC()
+	count := func(bot string, at time.Time, n int) {
+		restore := platform.Clock
+		platform.Clock = func() time.Time { return at }
+		defer func() { platform.Clock = restore }()
+		for range n {
+			if err := store.CountInvocation(t.Context(), bot); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	twoAgo, oneAgo := now.AddDate(0, -2, -now.Day()+1), now.AddDate(0, -1, -now.Day()+1)
+	count(botA, twoAgo, 3)
+	count(botB, twoAgo, 2)
+	count(botA, oneAgo, 1)
+	count(botA, now, 4)
+	history := func(id string) []string {
+		r := f.Check(f.Do(apitest.Req{Method: "GET", Path: "/v1/admin/usages/" + id + "/history?type=invocation_calls", Token: f.AdminToken}), 200, "listUsageHistory")
+		var out []string
+		for _, u := range r.List("usages") {
+			m := u.(map[string]any)
+			out = append(out, fmt.Sprintf("%s=%v", m["period"], m["value"]))
+		}
+		return out
+	}
+	p := func(t time.Time, n int) string { return fmt.Sprintf("%s=%d", t.Format("2006-01"), n) }
+	if got, want := history(botA), []string{p(now, 4), p(oneAgo, 1), p(twoAgo, 3)}; !slices.Equal(got, want) {
+		t.Fatalf("bot A: %v, want %v", got, want)
+	}
+	if got, want := history(botB), []string{p(now, 0), p(twoAgo, 2)}; !slices.Equal(got, want) {
+		t.Fatalf("bot B: %v, want %v", got, want)
+	}
+	if got, want := history(f.ws), []string{p(now, 4), p(oneAgo, 1), p(twoAgo, 5)}; !slices.Equal(got, want) {
+		t.Fatalf("workspace: %v, want %v", got, want)
 	}
 }
