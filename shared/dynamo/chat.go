@@ -120,6 +120,23 @@ func timeSpan(from, to string) (string, string) {
 // than a failed write.
 const maxDocBytes = 350_000
 
+// replaceVersioned rewrites a chat record's doc if its version is still
+// ver (a concurrent writer makes the transaction fail on it: retry), with
+// marshalDoc's size check.
+func replaceVersioned(pk, sk string, doc any, ver int64) (types.TransactWriteItem, error) {
+	d, err := marshalDoc(doc)
+	if err != nil {
+		return types.TransactWriteItem{}, err
+	}
+	return types.TransactWriteItem{Update: &types.Update{
+		Key:                       key(pk, sk),
+		UpdateExpression:          aws.String("SET #doc = :doc, #ver = :next"),
+		ConditionExpression:       aws.String("#ver = :ver"),
+		ExpressionAttributeNames:  map[string]string{"#doc": attrDoc, "#ver": attrVer},
+		ExpressionAttributeValues: item{":doc": str(d), ":next": num(ver + 1), ":ver": num(ver)},
+	}}, nil
+}
+
 func marshalDoc(v any) (string, error) {
 	b, err := json.Marshal(v)
 	if err != nil {

@@ -30,7 +30,9 @@ func (s *Store) SeedChat(ctx context.Context, bot string, convs []platform.Conve
 			return err
 		}
 		for _, x := range w {
-			puts = append(puts, x.Put.Item)
+			if x.Put != nil { // not the usage counter's ADD
+				puts = append(puts, x.Put.Item)
+			}
 		}
 	}
 	for len(puts) > 0 {

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/botforge/platform/shared/platform"
@@ -51,15 +50,11 @@ func taskEffects(bot string, t platform.Task, updateType, fromStatus string, sta
 		}
 		e := platform.Event{ID: platform.NewID(platform.PrefixEvent), CreatedAt: t.UpdatedAt, Type: platform.EventTaskUpdate,
 			Payload: payload, ConversationID: t.ConversationID, UserID: t.UserID, Status: platform.EventPending}
-		it, err := eventItem(bot, e)
+		ev, err := newEventWrites(bot, e)
 		if err != nil {
 			return nil, err
 		}
-		d, err := eventDelivery(bot, e)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, putNew(it), d, usageAdd(bot, UsageEvents, 1))
+		out = append(append(out, ev...), usageAdd(bot, UsageEvents, 1))
 	}
 	if statusChanged {
 		data, err := json.Marshal(map[string]any{"from": fromStatus, "to": t.Status})
@@ -98,28 +93,9 @@ func (s *Store) CreateTask(ctx context.Context, bot string, t platform.Task) err
 	if err != nil {
 		return err
 	}
-	var refs []types.TransactWriteItem
-	var kinds []string
-	for _, r := range []struct{ id, prefix, kind string }{
-		{t.ConversationID, platform.PrefixConversation, "conversation"},
-		{t.UserID, platform.PrefixUser, "user"},
-		{t.ParentTaskID, platform.PrefixTask, "task"},
-	} {
-		if r.id == "" {
-			continue
-		}
-		if !platform.HasPrefix(r.id, r.prefix) {
-			return platform.NotFound(r.kind, r.id)
-		}
-		switch r.kind {
-		case "conversation":
-			refs = append(refs, liveCheck(convPK(bot, r.id), skConv))
-		case "user":
-			refs = append(refs, liveCheck(userPK(bot, r.id), skUser))
-		default:
-			refs = append(refs, mustExist(taskPK(bot, r.id), skTask))
-		}
-		kinds = append(kinds, r.kind+" "+r.id)
+	refs, kinds, err := recordRefs(bot, t.ConversationID, t.UserID, ref{t.ParentTaskID, platform.PrefixTask, "task", taskPK(bot, t.ParentTaskID), skTask})
+	if err != nil {
+		return err
 	}
 	fx, err := taskEffects(bot, t, "task_created", "", true, true)
 	if err != nil {
@@ -177,7 +153,7 @@ func (s *Store) UpdateTask(ctx context.Context, bot, id string, change TaskChang
 		if err != nil {
 			return err
 		}
-		d, err := marshalDoc(t)
+		upd, err := replaceVersioned(taskPK(bot, id), skTask, t, ver)
 		if err != nil {
 			return err
 		}
@@ -185,13 +161,6 @@ func (s *Store) UpdateTask(ctx context.Context, bot, id string, change TaskChang
 		if err != nil {
 			return err
 		}
-		upd := types.TransactWriteItem{Update: &types.Update{
-			Key:                       key(taskPK(bot, id), skTask),
-			UpdateExpression:          aws.String("SET #doc = :doc, #ver = :next"),
-			ConditionExpression:       aws.String("#ver = :ver"),
-			ExpressionAttributeNames:  map[string]string{"#doc": attrDoc, "#ver": attrVer},
-			ExpressionAttributeValues: item{":doc": str(d), ":next": num(ver + 1), ":ver": num(ver)},
-		}}
 		err = s.txWrite(ctx, append([]types.TransactWriteItem{upd}, fx...))
 		if failedAt(err) == 0 {
 			return errRetry

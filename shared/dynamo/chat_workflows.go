@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/botforge/platform/shared/platform"
@@ -112,30 +111,39 @@ func (s *Store) childUpdate(ctx context.Context, bot, updateType string, w platf
 // workflowRefs checks what a new workflow names: its conversation, user
 // and parent workflow must exist in the bot.
 func workflowRefs(bot string, w platform.Workflow) ([]types.TransactWriteItem, []string, error) {
-	var w2 []types.TransactWriteItem
+	return recordRefs(bot, w.ConversationID, w.UserID, ref{w.ParentWorkflowID, platform.PrefixWorkflow, "workflow", workflowPK(bot, w.ParentWorkflowID), skWorkflow})
+}
+
+// ref is a record a new one names, which must exist: its id, id prefix,
+// kind (for errors) and key.
+type ref struct{ id, prefix, kind, pk, sk string }
+
+// recordRefs are the checks, in a creating transaction, that what a new
+// record names exists in the bot: its conversation and user (live: not
+// being deleted) and its parent; with each check's "kind id", for the
+// error of a failed one. An id that cannot be the kind's is not found.
+func recordRefs(bot, conversationID, userID string, parent ref) ([]types.TransactWriteItem, []string, error) {
+	var w []types.TransactWriteItem
 	var kinds []string
-	for _, r := range []struct{ id, prefix, kind string }{
-		{w.ConversationID, platform.PrefixConversation, "conversation"},
-		{w.UserID, platform.PrefixUser, "user"},
-		{w.ParentWorkflowID, platform.PrefixWorkflow, "workflow"},
+	for _, r := range []ref{
+		{conversationID, platform.PrefixConversation, "conversation", convPK(bot, conversationID), skConv},
+		{userID, platform.PrefixUser, "user", userPK(bot, userID), skUser},
+		parent,
 	} {
 		if r.id == "" {
 			continue
 		}
-		if !platform.HasPrefix(r.id, r.prefix) {
+		if r.prefix != "" && !platform.HasPrefix(r.id, r.prefix) {
 			return nil, nil, platform.NotFound(r.kind, r.id)
 		}
-		switch r.kind {
-		case "conversation":
-			w2 = append(w2, liveCheck(convPK(bot, r.id), skConv))
-		case "user":
-			w2 = append(w2, liveCheck(userPK(bot, r.id), skUser))
-		default:
-			w2 = append(w2, mustExist(workflowPK(bot, r.id), skWorkflow))
+		if r.kind == "conversation" || r.kind == "user" {
+			w = append(w, liveCheck(r.pk, r.sk))
+		} else {
+			w = append(w, mustExist(r.pk, r.sk))
 		}
 		kinds = append(kinds, r.kind+" "+r.id)
 	}
-	return w2, kinds, nil
+	return w, kinds, nil
 }
 
 // CreateWorkflow stores a new workflow with, in the same transaction, its
@@ -217,7 +225,7 @@ func (s *Store) UpdateWorkflow(ctx context.Context, bot, id string, change Workf
 		if err != nil {
 			return err
 		}
-		d, err := marshalDoc(w)
+		upd, err := replaceVersioned(workflowPK(bot, id), skWorkflow, w, ver)
 		if err != nil {
 			return err
 		}
@@ -241,13 +249,6 @@ func (s *Store) UpdateWorkflow(ctx context.Context, bot, id string, change Workf
 			}
 		}
 		fx = eventsCountedN(bot, fx, n)
-		upd := types.TransactWriteItem{Update: &types.Update{
-			Key:                       key(workflowPK(bot, id), skWorkflow),
-			UpdateExpression:          aws.String("SET #doc = :doc, #ver = :next"),
-			ConditionExpression:       aws.String("#ver = :ver"),
-			ExpressionAttributeNames:  map[string]string{"#doc": attrDoc, "#ver": attrVer},
-			ExpressionAttributeValues: item{":doc": str(d), ":next": num(ver + 1), ":ver": num(ver)},
-		}}
 		err = s.txWrite(ctx, append([]types.TransactWriteItem{upd}, fx...))
 		if failedAt(err) == 0 {
 			return errRetry

@@ -3,7 +3,6 @@ package dynamo
 import (
 	"context"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
@@ -64,17 +63,11 @@ func (s *Store) UpdateKnowledgeBase(ctx context.Context, bot, id string, change 
 		if err := change(&kb); err != nil {
 			return err
 		}
-		d, err := marshalDoc(kb)
+		upd, err := replaceVersioned(kbPK(bot, id), skKB, kb, ver)
 		if err != nil {
 			return err
 		}
-		err = s.txWrite(ctx, []types.TransactWriteItem{{Update: &types.Update{
-			Key:                       key(kbPK(bot, id), skKB),
-			UpdateExpression:          aws.String("SET #doc = :doc, #ver = :next"),
-			ConditionExpression:       aws.String("#ver = :ver"),
-			ExpressionAttributeNames:  map[string]string{"#doc": attrDoc, "#ver": attrVer},
-			ExpressionAttributeValues: item{":doc": str(d), ":next": num(ver + 1), ":ver": num(ver)},
-		}}})
+		err = s.txWrite(ctx, []types.TransactWriteItem{upd})
 		if failedAt(err) == 0 {
 			return errRetry
 		}
