@@ -30,9 +30,9 @@ cli-e2e:
 deploy-e2e:
 	bash scripts/deploy-e2e/run.sh
 
-# The web console in headless Chromium (system package; fails without it)
-# against a fresh local platform and a plain-JS SDK bot; screenshots in
-# .build/console-e2e (scripts/console/e2e.sh, docs/console.md).
+# The web console in headless Chromium, then Firefox (system packages; fails
+# without them) against a fresh local platform and a plain-JS SDK bot;
+# screenshots in .build/console-e2e (scripts/console/e2e.sh, docs/console.md).
 console-e2e:
 	bash scripts/console/e2e.sh
 

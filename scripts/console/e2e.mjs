@@ -90,7 +90,7 @@ async function main() {
   const downloads = path.join(WORK, 'downloads')
   fs.mkdirSync(downloads, { recursive: true })
   // BROWSER=firefox (with FIREFOX=/path, default firefox-esr): the same run
-  // in Firefox over WebDriver BiDi (a manual check; make test uses Chromium).
+  // in Firefox over WebDriver BiDi (e2e.sh runs both browsers).
   const browser = FIREFOX
     ? await puppeteer.launch({ browser: 'firefox', executablePath: process.env.FIREFOX || '/usr/bin/firefox-esr', headless: true, args: ['--width=1280', '--height=860'],
       extraPrefsFirefox: { 'browser.download.dir': downloads, 'browser.download.folderList': 2, 'browser.download.useDownloadDir': true, 'browser.helperApps.neverAsk.saveToDisk': 'text/plain' } })

@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
-# End-to-end test of the web console in a real headless Chromium
-# (puppeteer-core 24, driving the system's browser) against a fresh local
+# End-to-end test of the web console in a real headless Chromium, then
+# Firefox (puppeteer-core 24, driving the system's browsers) against a fresh local
 # platform with a real plain-JS @botpress/sdk bot (the conformance suite's
 # fixture, scripts/conformance/fixtures/bot.js): e2e.mjs.
 #
-# Fails (never skips) when Chromium is missing: `.ci/run` installs it
-# (apt-get install chromium). CHROME=/path/to/chromium chooses another one.
+# Fails (never skips) when Chromium or Firefox is missing: `.ci/run`
+# installs them (apt-get install chromium firefox-esr). CHROME= and
+# FIREFOX= choose other binaries; BROWSERS=chromium runs one browser.
 # Screenshots go to SHOTS (default .build/console-e2e, printed).
 #
 # Usage: scripts/console/e2e.sh
@@ -22,6 +23,15 @@ if [[ -z "${CHROME:-}" ]]; then
 fi
 [[ -n "${CHROME:-}" && -x "$CHROME" ]] || { echo "console-e2e: FAILED: no Chromium (install it: apt-get install chromium, or set CHROME)" >&2; exit 1; }
 export CHROME
+# The same run in Firefox (WebDriver BiDi), unless BROWSERS says otherwise.
+BROWSERS="${BROWSERS:-chromium firefox}"
+if [[ " $BROWSERS " == *" firefox "* && -z "${FIREFOX:-}" ]]; then
+  for c in firefox-esr firefox; do
+    if command -v "$c" >/dev/null 2>&1; then FIREFOX="$(command -v "$c")"; break; fi
+  done
+  [[ -n "${FIREFOX:-}" ]] || { echo "console-e2e: FAILED: no Firefox (install it: apt-get install firefox-esr, set FIREFOX, or BROWSERS=chromium)" >&2; exit 1; }
+fi
+export FIREFOX
 
 unset BP_TOKEN BP_API_URL BP_WORKSPACE_ID BP_BOT_ID BP_INTEGRATION_ID
 bash "$HERE/npm-ci.sh"
@@ -44,6 +54,15 @@ trap 'rm -rf "$WORK"' EXIT
 echo "==> building ./functions/local" >&2
 (cd "$ROOT" && go build -o "$WORK/local" ./functions/local)
 export PLATFORM_BIN="$WORK/local" WORK
-export SHOTS="${SHOTS:-$ROOT/.build/console-e2e}"
-mkdir -p "$SHOTS"
-node "$HERE/e2e.mjs"
+SHOTS="${SHOTS:-$ROOT/.build/console-e2e}"
+for browser in $BROWSERS; do
+  case "$browser" in
+    chromium) shots="$SHOTS" ;;
+    firefox) shots="$SHOTS/firefox" ;;
+    *) echo "console-e2e: unknown browser $browser (chromium, firefox)" >&2; exit 1 ;;
+  esac
+  mkdir -p "$shots" "$WORK/$browser"
+  echo "==> console-e2e in $browser" >&2
+  # Each browser gets a fresh platform (its own data directory).
+  BROWSER="$browser" SHOTS="$shots" WORK="$WORK/$browser" node "$HERE/e2e.mjs"
+done
