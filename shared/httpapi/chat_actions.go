@@ -217,9 +217,41 @@ func (s *server) configureIntegration(c *call) (any, error) {
 	if err != nil {
 		return nil, err
 	}
+	if identifier != nil && *identifier != "" {
+		if err := s.mayIdentify(c, scope); err != nil {
+			return nil, err
+		}
+	}
 	webhookURL := webhookBase(c) + "/" + inst.WebhookID
 	err = s.Store.ConfigureInstall(c.ctx, c.bot.ID, inst.Alias, inst.WebhookID, scope, identifier, in.ScheduleRegisterCall, webhookURL)
 	return struct{}{}, err
+}
+
+// mayIdentify refuses an identifier set by a caller who is not the
+// integration: an identifier routes the integration's global webhook
+// (a provider's calls for a page, an app installation) to the bot, so a
+// bot's developer acting as an integration published by another workspace
+// (a personal access token or the bot's key with x-integration-alias, as
+// bp dev calls) could claim another tenant's identifier. The integration's
+// own API key (its deployed code's token), or a developer of the workspace
+// that publishes it, may.
+func (s *server) mayIdentify(c *call, scope dynamo.IdentityScope) error {
+	p := c.principal
+	switch {
+	case p.Kind == platform.PrincipalIntegration:
+		return nil // actingInstall held it to its own installation
+	case p.Kind == platform.PrincipalBot && c.bot.WorkspaceID == scope.WorkspaceID:
+		return nil
+	case p.Kind == platform.PrincipalAccount:
+		m, ok, err := s.Store.GetMember(c.ctx, scope.WorkspaceID, p.AccountID)
+		if err != nil {
+			return err
+		}
+		if ok && m.Role.AtLeast(platform.RoleDeveloper) {
+			return nil
+		}
+	}
+	return platform.Forbidden("only the integration itself (its API key) or a developer of the workspace that publishes it may set an installation's identifier: it routes the integration's webhooks")
 }
 
 // identityScope is the integration an installation's identifier belongs

@@ -182,6 +182,25 @@ func TestIntegrationLevelWebhookByName(t *testing.T) {
 	if res.StatusCode != 202 || string(b) != `"`+bot+`"` {
 		t.Fatalf("by name: %d %s", res.StatusCode, b)
 	}
+	// The bot's developer in the other workspace, acting as the integration
+	// with a personal access token (as bp dev calls), may not claim an
+	// identifier: it would route a provider's calls for another tenant's
+	// page to their bot. The integration's own key may.
+	devTok, _ := other.invite("dev@other.example", "developer")
+	configure := func(tok, identifier string) apitest.Response {
+		return f.Do(apitest.Req{Method: "POST", Path: "/v1/chat/integrations/configure", Token: tok,
+			Headers: map[string]string{"x-bot-id": bot, "x-integration-alias": "fb"}, Body: map[string]any{"identifier": identifier}})
+	}
+	if r := configure(devTok, "P8"); r.Status != 403 || r.Str("type") != "Forbidden" {
+		t.Fatalf("identifier from a PAT of another workspace: %d %s", r.Status, r.Raw)
+	}
+	key := f.Check(f.ws_(f.AdminToken, "POST", "/v1/admin/integrations/iaks", map[string]any{"integrationId": intID}), 200, "createIntegrationApiKey").Str("value")
+	f.Check(configure(key, "P8"), 200, "configureIntegration")
+	res, b = rawDo(t, "POST", f.URL+"/webhooks/integration/global/pages", strings.NewReader(`{"object":"page","entry":[{"id":"P8"}]}`), nil)
+	if res.StatusCode != 202 || string(b) != `"`+bot+`"` {
+		t.Fatalf("identifier set by the integration's key: %d %s", res.StatusCode, b)
+	}
+
 	// No fallback script: a body the extractScript cannot read is 400, in
 	// the error shape, with the script's reason.
 	res, b = rawDo(t, "POST", f.URL+"/webhooks/integration/global/pages", strings.NewReader("not json"), nil)
