@@ -3,8 +3,10 @@ package httpapi_test
 import (
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 
+	"github.com/botforge/platform/shared/apitest"
 	"github.com/botforge/platform/shared/httpapi"
 )
 
@@ -101,4 +103,50 @@ func TestBotScopeForIntegrationKeys(t *testing.T) {
 	if got := call("GET", other); got != 404 {
 		t.Fatalf("integration key on a bot that did not install it: %d", got)
 	}
+}
+
+// TestIntegrationKeyNamesOnlyItsOwnInstallation: the body's (deprecated)
+// integrationName of createConversation, getOrCreateConversation,
+// createUser and getOrCreateUser is held, for an integration's API key, to
+// that integration's own installations on the bot, as its headers are:
+// another installed integration, or the console's emulator channel, is a
+// 403 that writes nothing.
+func TestIntegrationKeyNamesOnlyItsOwnInstallation(t *testing.T) {
+	f := newFixture(t)
+	def := func(name string) map[string]any {
+		return map[string]any{"name": name, "version": "1.0.0", "dev": true, "url": "http://127.0.0.1:9",
+			"channels": map[string]any{"dm": map[string]any{"messages": map[string]any{"text": map[string]any{"schema": map[string]any{}}}}}}
+	}
+	a := f.createIntegration(f.AdminToken, def("inta")).Str("integration.id")
+	b := f.createIntegration(f.AdminToken, def("intb")).Str("integration.id")
+	key := f.Check(f.ws_(f.AdminToken, "POST", "/v1/admin/integrations/iaks", map[string]any{"integrationId": a}), 200, "createIntegrationApiKey").Str("value")
+	bot := f.createBot(f.AdminToken, map[string]any{"dev": true})
+	f.Check(f.updateBot(f.AdminToken, bot, map[string]any{"integrations": map[string]any{
+		"inta": map[string]any{"integrationId": a, "enabled": true}, "intb": map[string]any{"integrationId": b, "enabled": true}}}), 200, "updateBot")
+	do := func(method, path string, body map[string]any) apitest.Response {
+		return f.Do(apitest.Req{Method: method, Path: path, Token: key, Headers: map[string]string{"x-bot-id": bot}, Body: body})
+	}
+	count := func(path, list string) int {
+		return len(f.Check(f.Do(apitest.Req{Method: "GET", Path: path, Token: f.AdminToken, Headers: map[string]string{"x-bot-id": bot}}), 200, "").List(list))
+	}
+	for _, name := range []string{"intb", "emulator", "nothing"} {
+		for _, tc := range []struct{ method, path string }{
+			{"POST", "/v1/chat/conversations"}, {"POST", "/v1/chat/conversations/get-or-create"},
+			{"POST", "/v1/chat/users"}, {"POST", "/v1/chat/users/get-or-create"},
+		} {
+			body := map[string]any{"tags": map[string]string{}, "integrationName": name}
+			if strings.Contains(tc.path, "conversations") {
+				body["channel"] = "dm"
+			}
+			if r := do(tc.method, tc.path, body); r.Status != 403 || r.Str("type") != "Forbidden" {
+				t.Fatalf("%s %s as %q: %d %s", tc.method, tc.path, name, r.Status, r.Raw)
+			}
+		}
+	}
+	if n, m := count("/v1/chat/conversations", "conversations"), count("/v1/chat/users", "users"); n != 0 || m != 0 {
+		t.Fatalf("refused calls wrote %d conversations, %d users", n, m)
+	}
+	// Its own installation, by name or by header, is fine.
+	f.Check(do("POST", "/v1/chat/conversations", map[string]any{"channel": "dm", "tags": map[string]string{}, "integrationName": "inta"}), 201, "createConversation")
+	f.Check(do("POST", "/v1/chat/users", map[string]any{"tags": map[string]string{}, "integrationName": "inta"}), 201, "createUser")
 }

@@ -104,6 +104,24 @@ func integrationOf(c *call, bodyName *string) string {
 	return strings.TrimSpace(c.Header.Get("x-integration-alias"))
 }
 
+// bodyIntegration is integrationOf for a body that may name the
+// integration. An integration's API key may only name one of its own
+// installations on the bot (as its headers must, checkActingInstall):
+// else it could open conversations, and so send the bot's messages,
+// through another integration installed on the bot, or the console's
+// emulator channel. Personal access tokens and bot keys act for the whole
+// bot.
+func bodyIntegration(c *call, bodyName *string) (string, error) {
+	name := integrationOf(c, bodyName)
+	if c.principal.Kind != platform.PrincipalIntegration || bodyName == nil || *bodyName == "" {
+		return name, nil
+	}
+	if in, ok := c.bot.Installs[name]; ok && in.IntegrationID == c.principal.IntegrationID {
+		return name, nil
+	}
+	return "", platform.Forbidden("integrationName %q is not an installation of this API key's integration on bot %q", name, c.bot.ID)
+}
+
 // byIntegration reports whether an integration is acting (for the bot).
 func byIntegration(c *call) bool {
 	return c.Header.Get("x-integration-id") != "" || c.Header.Get("x-integration-alias") != ""

@@ -28,7 +28,10 @@ func (s *server) readConversationBody(c *call) (conversationBody, string, error)
 	if err := chat.BodyTags("tags", in.Tags); err != nil {
 		return in, "", err
 	}
-	integration := integrationOf(c, in.IntegrationName)
+	integration, err := bodyIntegration(c, in.IntegrationName)
+	if err != nil {
+		return in, "", err
+	}
 	required, err := s.conversationRequiredTags(c, integration, in.Channel)
 	if err != nil {
 		return in, "", err

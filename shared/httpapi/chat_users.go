@@ -31,7 +31,11 @@ func (s *server) createUser(c *call) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	u := chat.NewUser(integrationOf(c, in.IntegrationName), in.Tags, in.Name, in.PictureURL)
+	integration, err := bodyIntegration(c, in.IntegrationName)
+	if err != nil {
+		return nil, err
+	}
+	u := chat.NewUser(integration, in.Tags, in.Name, in.PictureURL)
 	if err := s.Store.CreateUser(c.ctx, c.bot.ID, u); err != nil {
 		return nil, err
 	}
@@ -135,8 +139,12 @@ func (s *server) getOrCreateUser(c *call) (any, error) {
 	if err != nil {
 		return nil, err
 	}
+	integration, err := bodyIntegration(c, in.IntegrationName)
+	if err != nil {
+		return nil, err
+	}
 	u, _, err := s.Store.GetOrCreateUser(c.ctx, dynamo.UserLookup{
-		BotID: c.bot.ID, Integration: integrationOf(c, in.IntegrationName),
+		BotID: c.bot.ID, Integration: integration,
 		Tags: in.Tags, Keys: keys, Name: in.Name, PictureURL: in.PictureURL,
 	})
 	if err != nil {
