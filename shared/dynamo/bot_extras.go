@@ -318,11 +318,7 @@ func (s *Store) purgeBotExtras(ctx context.Context, bot string) error {
 // with it.
 func (s *Store) TransferBot(ctx context.Context, b BotRecord, to string) error {
 	from := b.WorkspaceID
-	keys, err := queryAllItems(ctx, s, &dynamodb.QueryInput{
-		IndexName:                 aws.String(GSI1),
-		KeyConditionExpression:    aws.String("gsi1pk = :pk"),
-		ExpressionAttributeValues: item{":pk": str(botKeysGSI(b.ID))},
-	})
+	keys, err := s.botKeyItems(ctx, b.ID)
 	if err != nil {
 		return err
 	}
@@ -348,20 +344,54 @@ func (s *Store) TransferBot(ctx context.Context, b BotRecord, to string) error {
 		addCounter(workspacePK(to), skWorkspace, attrBots, 1, 0),
 	}
 	for _, k := range keys {
-		set := func(pk, sk string) types.TransactWriteItem {
-			return types.TransactWriteItem{Update: &types.Update{
-				Key:                       key(pk, sk),
-				UpdateExpression:          aws.String("SET workspaceId = :to"),
-				ConditionExpression:       aws.String("attribute_exists(pk) AND workspaceId = :from"),
-				ExpressionAttributeValues: item{":to": str(to), ":from": str(from)},
-			}}
-		}
-		items = append(items, set(getS(k, attrPK), getS(k, attrSK)), set(tokenPK(getS(k, "hash")), skToken))
+		items = append(items, moveKey(k, from, to)...)
 	}
-	return s.transact(ctx, items, func(i int) error {
+	err = s.transact(ctx, items, func(i int) error {
 		if i == 2 {
 			return platform.NotFound("workspace", to)
 		}
 		return platform.Errorf(platform.ErrResourceLocked, "bot %q changed during its transfer, retry", b.ID)
 	})
+	if err != nil {
+		return err
+	}
+	// A key made just before the bot was read, which the index did not
+	// show yet (its entries lag the table on AWS), moves now: no key is
+	// made for the old workspace any more (CreateBotAPIKey's condition).
+	late, err := s.botKeyItems(ctx, b.ID)
+	if err != nil {
+		return err
+	}
+	for _, k := range late {
+		if getS(k, "workspaceId") != from {
+			continue
+		}
+		if err := s.txWrite(ctx, moveKey(k, from, to)); err != nil && failedAt(err) < 0 {
+			return err
+		}
+	}
+	return nil
+}
+
+// botKeyItems lists a bot's API key records (Query on gsi1).
+func (s *Store) botKeyItems(ctx context.Context, bot string) ([]item, error) {
+	return queryAllItems(ctx, s, &dynamodb.QueryInput{
+		IndexName:                 aws.String(GSI1),
+		KeyConditionExpression:    aws.String("gsi1pk = :pk"),
+		ExpressionAttributeValues: item{":pk": str(botKeysGSI(bot))},
+	})
+}
+
+// moveKey moves an API key (its record and the token it authenticates
+// with) from workspace from to workspace to.
+func moveKey(k item, from, to string) []types.TransactWriteItem {
+	set := func(pk, sk string) types.TransactWriteItem {
+		return types.TransactWriteItem{Update: &types.Update{
+			Key:                       key(pk, sk),
+			UpdateExpression:          aws.String("SET workspaceId = :to"),
+			ConditionExpression:       aws.String("attribute_exists(pk) AND workspaceId = :from"),
+			ExpressionAttributeValues: item{":to": str(to), ":from": str(from)},
+		}}
+	}
+	return []types.TransactWriteItem{set(getS(k, attrPK), getS(k, attrSK)), set(tokenPK(getS(k, "hash")), skToken)}
 }

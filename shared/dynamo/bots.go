@@ -277,7 +277,10 @@ func installCounts(installs map[string]platform.IntegrationInstance) map[string]
 	return n
 }
 
-// CreateBotAPIKey creates a key acting as the bot, while the bot exists.
+// CreateBotAPIKey creates a key acting as the bot, while the bot exists
+// in its workspace. It moves the bot's version, so a transfer that read
+// the bot before the key was made fails and retries rather than leave the
+// key behind in the old workspace (TransferBot).
 func (s *Store) CreateBotAPIKey(ctx context.Context, b platform.Bot, note string) (platform.NewToken, error) {
 	value, hash := newTokenValue("bp_bak_")
 	t := platform.NewToken{TokenInfo: platform.TokenInfo{ID: platform.NewID(platform.PrefixBAK), CreatedAt: platform.Now(), Note: note}, Value: value}
@@ -291,7 +294,14 @@ func (s *Store) CreateBotAPIKey(ctx context.Context, b platform.Bot, note string
 	meta[attrGSI1PK] = str(botKeysGSI(b.ID))
 	meta[attrGSI1SK] = str(t.CreatedAt + "#" + t.ID)
 	tok := tokenItem(hash, platform.Principal{Kind: platform.PrincipalBot, TokenID: t.ID, BotID: b.ID, WorkspaceID: b.WorkspaceID})
-	err = s.transact(ctx, []types.TransactWriteItem{mustExist(botPK(b.ID), skBot), putNew(meta), putNew(tok)},
+	still := types.TransactWriteItem{Update: &types.Update{
+		Key:                       key(botPK(b.ID), skBot),
+		UpdateExpression:          aws.String("ADD #ver :one"),
+		ConditionExpression:       aws.String("attribute_exists(pk) AND workspaceId = :ws"),
+		ExpressionAttributeNames:  map[string]string{"#ver": attrVer},
+		ExpressionAttributeValues: item{":one": num(1), ":ws": str(b.WorkspaceID)},
+	}}
+	err = s.transact(ctx, []types.TransactWriteItem{still, putNew(meta), putNew(tok)},
 		func(int) error { return platform.NotFound("bot", b.ID) })
 	return t, err
 }

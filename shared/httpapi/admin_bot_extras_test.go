@@ -476,3 +476,45 @@ func TestListActionRuns(t *testing.T) {
 		t.Fatalf("runs left after the bot's deletion: %v", held)
 	}
 }
+
+// TestTransferBotWithKeysMadeMeanwhile: API keys created while the bot is
+// being transferred all end in the workspace that owns the bot after it:
+// the new owner lists and revokes every one, the old workspace none.
+func TestTransferBotWithKeysMadeMeanwhile(t *testing.T) {
+	f := newFixture(t)
+	tok := f.AdminToken
+	target := newFixtureOn(f)
+	for round := range 3 {
+		bot := f.createBot(tok, map[string]any{})
+		var wg sync.WaitGroup
+		transferred := make(chan int, 1)
+		for i := range 8 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if i == 4 {
+					for {
+						r := f.ws_(tok, "POST", "/v1/admin/bots/"+bot+"/transfer", map[string]any{"targetWorkspaceId": target.ws})
+						if r.Status != 409 { // retried when the bot changed meanwhile
+							transferred <- r.Status
+							return
+						}
+					}
+				}
+				f.ws_(tok, "POST", "/v1/admin/bots/baks", map[string]any{"botId": bot}) // 200 before, 404 after
+			}()
+		}
+		wg.Wait()
+		if st := <-transferred; st != 200 {
+			t.Fatalf("round %d: transfer %d", round, st)
+		}
+		keys := target.Check(target.ws_(tok, "GET", "/v1/admin/bots/baks?botId="+bot, nil), 200, "listBotApiKeys").List("baks")
+		for _, k := range keys {
+			id := k.(map[string]any)["id"].(string)
+			if r := f.ws_(tok, "DELETE", "/v1/admin/bots/baks/"+id, nil); r.Status != 404 {
+				t.Fatalf("round %d: the old workspace revoked key %s: %d", round, id, r.Status)
+			}
+			target.Check(target.ws_(tok, "DELETE", "/v1/admin/bots/baks/"+id, nil), 200, "deleteBotApiKey")
+		}
+	}
+}
