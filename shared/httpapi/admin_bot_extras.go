@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/botforge/platform/shared/dynamo"
+	"github.com/botforge/platform/shared/openapi"
 	"github.com/botforge/platform/shared/platform"
 )
 
@@ -269,11 +270,51 @@ func (s *server) publishJSON(c *call, id string, raw json.RawMessage, field stri
 		}
 		return nil, platform.Invalid("invalid body: field %q: %v", field, err)
 	}
+	if err := checkImport(raw, field); err != nil {
+		return nil, err
+	}
 	body, err := importBody(j)
 	if err != nil {
 		return nil, err
 	}
 	return s.updateBotWith(c, id, &body)
+}
+
+// importChecked are the bot JSON fields that have updateBot's shape: an
+// import is held to updateBot's request schema for them, as updateBot
+// would be (installations and plugins go through updateBot's own checks).
+var importChecked = []string{"name", "description", "url", "tags", "configuration", "states", "events", "actions",
+	"recurringEvents", "subscriptions", "user", "conversation", "message", "medias", "maxExecutionTime", "alwaysAlive", "code"}
+
+// checkImport refuses a bot JSON whose updateBot fields updateBot would
+// refuse (400, naming the field), before anything is written.
+func checkImport(raw json.RawMessage, field string) error {
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &m); err != nil {
+		return platform.Invalid("invalid body: field %q: must be an object", field)
+	}
+	sub := map[string]any{}
+	for _, k := range importChecked {
+		v, ok := m[k]
+		if !ok || (isNull(v) && k != "url") {
+			continue
+		}
+		dec := json.NewDecoder(bytes.NewReader(v))
+		dec.UseNumber()
+		var x any
+		if err := dec.Decode(&x); err != nil {
+			return platform.Invalid("invalid body: field %q: %v", field+"."+k, err)
+		}
+		sub[k] = x
+	}
+	if err := openapi.ValidateBody("updateBot", sub); err != nil {
+		var pe *platform.Error
+		if errors.As(err, &pe) {
+			return platform.Invalid("invalid body: field %q: as updateBot would: %s", field, pe.Message)
+		}
+		return err
+	}
+	return nil
 }
 
 // --- Versions ---
