@@ -513,6 +513,18 @@ func TestTransferBotWithKeysMadeMeanwhile(t *testing.T) {
 		if st := <-transferred; st != 200 {
 			t.Fatalf("round %d: transfer %d", round, st)
 		}
+		// Both workspaces' audit records tell of the transfer.
+		for _, ws := range []string{f.ws, target.ws} {
+			recs := f.Check(f.Do(apitest.Req{Method: "GET", Path: "/v1/admin/workspaces/" + ws + "/audit-records", Token: tok}), 200, "getAuditRecords").List("records")
+			found := false
+			for _, r := range recs {
+				m := r.(map[string]any)
+				found = found || (m["action"] == "TRANSFER_BOT" && m["resourceId"] == bot)
+			}
+			if !found {
+				t.Fatalf("round %d: no TRANSFER_BOT record of %s in workspace %s", round, bot, ws)
+			}
+		}
 		keys := target.Check(target.ws_(tok, "GET", "/v1/admin/bots/baks?botId="+bot, nil), 200, "listBotApiKeys").List("baks")
 		for _, k := range keys {
 			id := k.(map[string]any)["id"].(string)

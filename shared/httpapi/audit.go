@@ -145,6 +145,18 @@ func (s *server) audit(ctx context.Context, c *call, rt route, out any) {
 	if err := s.Store.PutAuditRecord(ctx, ws, rec); err != nil {
 		s.Logger.Error("audit record not written", "op", rt.op, "workspace", ws, "resource", rid, "err", err)
 	}
+	if rt.op == "transferBot" {
+		// The workspace the bot went to records its arrival too.
+		var in struct {
+			TargetWorkspaceID string `json:"targetWorkspaceId"`
+		}
+		if json.Unmarshal(c.body, &in) == nil && in.TargetWorkspaceID != "" && in.TargetWorkspaceID != ws {
+			rec.ID = platform.NewID(platform.PrefixAudit)
+			if err := s.Store.PutAuditRecord(ctx, in.TargetWorkspaceID, rec); err != nil {
+				s.Logger.Error("audit record not written", "op", rt.op, "workspace", in.TargetWorkspaceID, "resource", rid, "err", err)
+			}
+		}
+	}
 }
 
 // getAuditRecords: the workspace's audit records, newest first.
