@@ -95,6 +95,7 @@ type builder struct {
 	pagingKey       awscdk.CfnParameter
 	retention       awscdk.CfnParameter
 	corsOrigins     awscdk.CfnParameter
+	codeConcurrency awscdk.CfnParameter
 	quotas          map[string]awscdk.CfnParameter // by environment variable
 	table           awsdynamodb.Table
 	bucket          awss3.Bucket
@@ -151,6 +152,15 @@ func (s *builder) parameters() {
 	for _, d := range []string{"1", "3", "5", "7", "14", "30", "60", "90", "120", "150", "180", "365", "400", "545", "731", "1096", "1827", "2192", "2557", "2922", "3288", "3653"} {
 		allowed = append(allowed, jsii.String(d))
 	}
+	s.codeConcurrency = awscdk.NewCfnParameter(s.stack, jsii.String("CodeMaxReservedConcurrency"), &awscdk.CfnParameterProps{
+		Type:                  jsii.String("String"),
+		Default:               jsii.String("10"),
+		AllowedPattern:        jsii.String("^[0-9]+$"),
+		ConstraintDescription: jsii.String("a non-negative integer (0 never reserves)"),
+		Description: jsii.String("Cap on the reserved concurrency an integration's maxConcurrency gives its " +
+			"function: min(maxConcurrency, cap); 0: none is ever reserved " +
+			"(PLATFORM_CODE_MAX_RESERVED_CONCURRENCY, docs/runtime.md)."),
+	})
 	s.retention = awscdk.NewCfnParameter(s.stack, jsii.String("LogRetentionDays"), &awscdk.CfnParameterProps{
 		Type:          jsii.String("Number"),
 		Default:       jsii.String("30"),
@@ -401,6 +411,7 @@ func (s *builder) environment(id string) map[string]*string {
 		logs["PLATFORM_CODE_ROLE_PATH"] = awscdk.Fn_Sub(jsii.String("/${AWS::StackName}-code/"), nil)
 		logs["PLATFORM_CODE_BOUNDARY_ARN"] = s.codeBoundary.Ref()
 		logs["PLATFORM_CODE_LOGS_ARN"] = awscdk.Fn_Sub(jsii.String("arn:${AWS::Partition}:logs:${AWS::Region}:${AWS::AccountId}:log-group:"), nil)
+		logs["PLATFORM_CODE_MAX_RESERVED_CONCURRENCY"] = s.codeConcurrency.ValueAsString()
 		return logs
 	case "Chat":
 		logs["PLATFORM_PAGING_KEY"] = s.pagingKey.ValueAsString()

@@ -160,6 +160,31 @@ func (s *server) resolveDependency(c *call, kind string, ref platform.PluginDepe
 	return platform.PluginDependency{}, platform.Invalid("give the %s's id, or its name and version", what)
 }
 
+// checkSharedPluginInterfaces refuses a shared (public or unlisted) version
+// depending on an interface that is not public: the workspaces and the hub
+// reading the plugin may not read that interface, and its dereferenced view
+// would otherwise carry the interface's schemas to them.
+func (s *server) checkSharedPluginInterfaces(c *call, p platform.Plugin) error {
+	if !p.Shared() || len(p.Dependencies.Interfaces) == 0 {
+		return nil
+	}
+	ids := make([]string, 0, len(p.Dependencies.Interfaces))
+	for _, d := range p.Dependencies.Interfaces {
+		ids = append(ids, d.ID)
+	}
+	found, err := s.Store.InterfacesByID(c.ctx, ids)
+	if err != nil {
+		return err
+	}
+	for _, alias := range keysOf(p.Dependencies.Interfaces) {
+		d := p.Dependencies.Interfaces[alias]
+		if i, ok := found[d.ID]; ok && !i.Public {
+			return platform.Invalid("invalid body: field %q: interface %s %s is not public; a %s plugin may depend only on public interfaces", "dependencies.interfaces."+alias, d.Name, d.Version, p.Visibility)
+		}
+	}
+	return nil
+}
+
 // decodePluginAssets checks a body's code, icon and readme.
 func decodePluginAssets(in *pluginBody) (pluginAssets, error) {
 	var a pluginAssets
@@ -211,6 +236,9 @@ func (s *server) createPlugin(c *call) (any, error) {
 	}
 	applyPluginBody(&p, &in)
 	if err := s.resolvePluginDependencies(c, &p, &in); err != nil {
+		return nil, err
+	}
+	if err := s.checkSharedPluginInterfaces(c, p); err != nil {
 		return nil, err
 	}
 	assets, err := decodePluginAssets(&in)
@@ -293,6 +321,9 @@ func (s *server) updatePlugin(c *call) (any, error) {
 	probe := cur.Plugin
 	applyPluginBody(&probe, &in)
 	probe.Dependencies = deps.Dependencies
+	if err := s.checkSharedPluginInterfaces(c, probe); err != nil {
+		return nil, err
+	}
 	if err := s.Store.CheckPlugin(probe); err != nil {
 		return nil, err
 	}
@@ -426,8 +457,9 @@ func (s *server) getDereferencedPublicPluginByID(c *call) (any, error) {
 // writes them) with the entity schemas of the integrations the query's
 // interfaces.<alias>=<integration id> map names: the entity the
 // integration implements the interface's with, else the interface's own
-// schema. ws is the workspace whose integrations the caller may name (""
-// in the hub: shared integrations only).
+// schema (only when the caller may read the interface). ws is the
+// workspace whose integrations and interfaces the caller may use besides
+// the shared ones ("" in the hub: shared ones only).
 func (s *server) dereferencedPlugin(c *call, p platform.Plugin, ws string) (any, error) {
 	mapping := c.query().object("interfaces")
 	for alias := range mapping {
@@ -463,7 +495,14 @@ func (s *server) dereferencedPlugin(c *call, p platform.Plugin, ws string) (any,
 		if !ok {
 			return nil, platform.Errorf(platform.ErrReferenceNotFound, "query parameter \"interfaces.%s\": integration %s %s does not implement interface %s %s", alias, i.Name, i.Version, dep.Name, dep.Version)
 		}
-		iface := ifaces[dep.ID]
+		// Only an interface the caller may read lends its schemas (its own
+		// workspace's, or a public one; the hub's, public ones only): one
+		// it may not is as if absent, so a reference only it would resolve
+		// is a ReferenceNotFound that reveals nothing of it.
+		iface, ok := ifaces[dep.ID]
+		if ok && !iface.Public && (ws == "" || iface.WorkspaceID != ws) {
+			iface = platform.Interface{}
+		}
 		for name, raw := range iface.Entities {
 			var e struct {
 				Schema json.RawMessage `json:"schema"`

@@ -427,3 +427,76 @@ func TestBotPluginsResolved(t *testing.T) {
 		t.Fatalf("getBot: %s", got.Raw)
 	}
 }
+
+// TestPluginInterfacesStayPrivate: a plugin's dereferenced view lends only
+// the interfaces its reader may read. Mallory, in her own workspace, names
+// (by id) the private interface a victim's public plugin depends on in an
+// integration of hers: neither the workspace view nor the hub's gives her
+// its schema (a ReferenceNotFound, no schema), as getInterface gives her
+// 404; and a shared plugin is refused an interface that is not public.
+func TestPluginInterfacesStayPrivate(t *testing.T) {
+	f := newFixture(t)
+	tok := f.AdminToken
+	const secret = "SECRET_SCHEMA_c41b"
+	iface := f.Check(f.ws_(tok, "POST", "/v1/admin/interfaces", interfaceDef("vault", "1.0.0", map[string]any{
+		"public":   true,
+		"entities": map[string]any{"item": map[string]any{"schema": map[string]any{"type": "object", "properties": map[string]any{secret: map[string]any{"type": "string"}}}}},
+	})), 200, "createInterface").Str("interface.id")
+	plugin := f.createPlugin(tok, pluginDef("vaulted", "1.0.0", map[string]any{
+		"visibility": "public",
+		"actions": map[string]any{"remind": map[string]any{
+			"input":  map[string]any{"schema": map[string]any{"type": "object", "properties": map[string]any{"item": map[string]any{"$ref": "interface:vault/entities/item"}}}},
+			"output": map[string]any{"schema": map[string]any{}},
+		}},
+		"dependencies": map[string]any{"interfaces": map[string]any{"vault": map[string]any{"id": iface}}},
+	})).Str("plugin.id")
+	// The interface goes private after the plugin was shared.
+	f.Check(f.ws_(tok, "PUT", "/v1/admin/interfaces/"+iface, map[string]any{"public": false}), 200, "updateInterface")
+	// Its owner still sees it through its own plugin.
+	own := f.Check(f.ws_(tok, "POST", "/v1/admin/integrations", integrationDef("ownimpl", "1.0.0", map[string]any{
+		"interfaces": map[string]any{"vault": map[string]any{"id": iface, "entities": map[string]any{}, "actions": map[string]any{}, "events": map[string]any{}, "channels": map[string]any{}}},
+	})), 200, "createIntegration").Str("integration.id")
+	if r := f.Check(f.ws_(tok, "GET", "/v1/admin/plugins/"+plugin+"/dereferenced?interfaces.vault="+own, nil), 200, "getDereferencedPlugin"); !strings.Contains(string(r.Raw), secret) {
+		t.Fatalf("owner's view lacks its own interface: %s", r.Raw)
+	}
+
+	// Mallory: an account of her own (invited into a scratch workspace of
+	// the victim's only to exist), working in her own workspace.
+	scratch := newFixtureOn(f)
+	scratch.Check(scratch.ws_(tok, "POST", "/v1/admin/workspace-members", map[string]any{"email": "mallory@example.com", "role": "owner"}), 200, "createWorkspaceMember")
+	mallory := f.AccountToken("mallory@example.com")
+	m := &fixture{Env: f.Env}
+	m.ws = f.Check(f.Do(apitest.Req{Method: "POST", Path: "/v1/admin/workspaces", Token: mallory, Body: map[string]any{"name": "Mallory"}}), 200, "createWorkspace").Str("id")
+	m.Check(m.ws_(mallory, "GET", "/v1/admin/interfaces/"+iface, nil), 404, "")
+	hers := m.createIntegration(mallory, integrationDef("snoop", "1.0.0", map[string]any{
+		"visibility": "public",
+		"interfaces": map[string]any{"vault": map[string]any{"id": iface, "entities": map[string]any{}, "actions": map[string]any{}, "events": map[string]any{}, "channels": map[string]any{}}},
+	})).Str("integration.id")
+	for _, r := range []apitest.Response{
+		m.ws_(mallory, "GET", "/v1/admin/plugins/"+plugin+"/dereferenced?interfaces.vault="+hers, nil),
+		f.Do(apitest.Req{Method: "GET", Path: "/v1/admin/hub/plugins/" + plugin + "/dereferenced?interfaces.vault=" + hers, Token: mallory}),
+	} {
+		if strings.Contains(string(r.Raw), secret) || r.Status != 400 || r.Str("type") != "ReferenceNotFound" {
+			t.Fatalf("mallory's dereferenced view: %d %s", r.Status, r.Raw)
+		}
+	}
+
+	// A shared plugin may depend on public interfaces only.
+	priv := f.Check(f.ws_(tok, "POST", "/v1/admin/interfaces", interfaceDef("closet", "1.0.0", nil)), 200, "createInterface").Str("interface.id")
+	deps := map[string]any{"interfaces": map[string]any{"closet": map[string]any{"id": priv}}}
+	for _, vis := range []string{"public", "unlisted"} {
+		r := f.ws_(tok, "POST", "/v1/admin/plugins", pluginDef("closeted", "1.0.0", map[string]any{"visibility": vis, "dependencies": deps}))
+		if r.Status != 400 || !strings.Contains(r.Str("message"), "dependencies.interfaces.closet") || !strings.Contains(r.Str("message"), "not public") {
+			t.Fatalf("%s plugin on a private interface: %d %s", vis, r.Status, r.Raw)
+		}
+	}
+	mine := f.createPlugin(tok, pluginDef("closeted", "1.0.0", map[string]any{"dependencies": deps})).Str("plugin.id")
+	if r := f.ws_(tok, "PUT", "/v1/admin/plugins/"+mine, map[string]any{"visibility": "public"}); r.Status != 400 || !strings.Contains(r.Str("message"), "not public") {
+		t.Fatalf("made public on a private interface: %d %s", r.Status, r.Raw)
+	}
+	if r := f.ws_(tok, "PUT", "/v1/admin/plugins/"+plugin, map[string]any{"title": "Vaulted"}); r.Status != 400 || !strings.Contains(r.Str("message"), "not public") {
+		t.Fatalf("shared plugin updated on a now private interface: %d %s", r.Status, r.Raw)
+	}
+	f.Check(f.ws_(tok, "PUT", "/v1/admin/interfaces/"+priv, map[string]any{"public": true}), 200, "updateInterface")
+	f.Check(f.ws_(tok, "PUT", "/v1/admin/plugins/"+mine, map[string]any{"visibility": "public"}), 200, "updatePlugin")
+}

@@ -120,8 +120,14 @@ type Runner struct {
 	// roles may write only their own streams there (LogsARN prefixes the
 	// group names: "arn:aws:logs:<region>:<account>:log-group:").
 	BotLogGroup, IntegrationLogGroup, LogsARN string
-	Memory, Timeout                           int32
-	Architecture                              types.Architecture // default arm64
+	// MaxReservedConcurrency caps the reserved concurrency an integration's
+	// maxConcurrency reserves for its function (the operator's
+	// PLATFORM_CODE_MAX_RESERVED_CONCURRENCY): min(maxConcurrency, cap), so
+	// no developer reserves the account's concurrency away from the other
+	// tenants' code. 0 (the zero value): no function is given any.
+	MaxReservedConcurrency int32
+	Memory, Timeout        int32
+	Architecture           types.Architecture // default arm64
 	// Poll is the interval of the waits for a function to be Active or
 	// updated (default 1 s); Wait bounds them (default 20 s); RoleWait
 	// bounds the retries while a new role is not yet assumable (IAM is
@@ -241,8 +247,8 @@ func (r *Runner) DeployIntegration(ctx context.Context, i platform.Integration, 
 	env["BP_API_URL"] = apiURL
 	env["BP_WEBHOOK_URL"] = strings.TrimRight(apiURL, "/") + "/webhooks"
 	var conc int32
-	if i.MaxConcurrency != nil && *i.MaxConcurrency > 0 {
-		conc = int32(min(*i.MaxConcurrency, 1<<20))
+	if i.MaxConcurrency != nil && *i.MaxConcurrency > 0 && r.MaxReservedConcurrency > 0 {
+		conc = int32(min(*i.MaxConcurrency, int64(r.MaxReservedConcurrency)))
 	}
 	return r.deploy(ctx, spec{name: name, version: Version(i.CodeKey, i.SecretValues), codeKey: i.CodeKey, logGroup: r.IntegrationLogGroup, env: env, concurrency: conc,
 		token: func(ctx context.Context) (Key, error) { return r.Source.IntegrationToken(ctx, i) }})
@@ -289,7 +295,8 @@ func (r *Runner) deploy(ctx context.Context, s spec) error {
 }
 
 // applyConcurrency makes the function's reserved concurrency the
-// integration's maxConcurrency (none without one): invocations beyond are
+// integration's maxConcurrency capped by MaxReservedConcurrency (none
+// without one, or with a cap of 0): invocations beyond are
 // throttled, which callers get as a retryable 503. An account whose
 // unreserved concurrency cannot spare it refuses: the deployment fails
 // saying so (and the next one tries again).

@@ -68,8 +68,9 @@ func newRunner(t *testing.T, endpoint string, src lambdarunner.Source) *lambdaru
 		Source: src, Prefix: "st-code-", RolePath: "/st-code/",
 		BoundaryARN: "arn:aws:iam::123456789012:policy/st-code-boundary",
 		BotLogGroup: "/platform/st/bots", IntegrationLogGroup: "/platform/st/integrations",
-		LogsARN: "arn:aws:logs:eu-west-1:123456789012:log-group:",
-		Poll:    time.Millisecond, Wait: 5 * time.Second, RoleWait: 5 * time.Second,
+		LogsARN:                "arn:aws:logs:eu-west-1:123456789012:log-group:",
+		MaxReservedConcurrency: 10,
+		Poll:                   time.Millisecond, Wait: 5 * time.Second, RoleWait: 5 * time.Second,
 	}
 }
 
@@ -304,6 +305,36 @@ func TestMaxConcurrencyOnAWS(t *testing.T) {
 	f.Calls()
 	if err := deploy(); err != nil || f.Reserved("st-code-intver_1") != 5 || !contains(f.Calls(), "Lambda.PutFunctionConcurrency st-code-intver_1") {
 		t.Fatalf("the next deployment: %v", err)
+	}
+}
+
+// The operator's cap (PLATFORM_CODE_MAX_RESERVED_CONCURRENCY) bounds what
+// an integration's maxConcurrency reserves: min(maxConcurrency, cap); a cap
+// of 0 reserves nothing (and removes what was reserved).
+func TestMaxReservedConcurrencyCapped(t *testing.T) {
+	f := lambdatest.New(t)
+	src := &fakeSource{code: map[string][]byte{"k": []byte(`exports.handler = async () => ({})`)}}
+	r := newRunner(t, f.URL, src)
+	ctx := context.Background()
+	n := int64(900)
+	i := platform.Integration{ID: "intver_1", CodeKey: "k", MaxConcurrency: &n}
+	deploy := func() error { return r.DeployIntegration(ctx, i, "https://api.example.com") }
+	if err := deploy(); err != nil || f.Reserved("st-code-intver_1") != 10 {
+		t.Fatalf("capped: err %v, reserved %d", err, f.Reserved("st-code-intver_1"))
+	}
+	n = 4
+	if err := deploy(); err != nil || f.Reserved("st-code-intver_1") != 4 {
+		t.Fatalf("under the cap: err %v, reserved %d", err, f.Reserved("st-code-intver_1"))
+	}
+	r.MaxReservedConcurrency = 0
+	n = 900
+	f.Calls()
+	if err := deploy(); err != nil || f.Reserved("st-code-intver_1") != 0 || contains(f.Calls(), "Lambda.PutFunctionConcurrency st-code-intver_1") {
+		t.Fatalf("cap 0: err %v, reserved %d", err, f.Reserved("st-code-intver_1"))
+	}
+	g := platform.Integration{ID: "intver_2", CodeKey: "k", MaxConcurrency: &n}
+	if err := r.DeployIntegration(ctx, g, "https://api.example.com"); err != nil || f.Reserved("st-code-intver_2") != 0 || contains(f.Calls(), "Lambda.PutFunctionConcurrency st-code-intver_2") {
+		t.Fatalf("cap 0, new function: err %v, reserved %d", err, f.Reserved("st-code-intver_2"))
 	}
 }
 

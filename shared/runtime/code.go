@@ -5,6 +5,8 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -29,8 +31,12 @@ type CodeEnv struct {
 	// "arn:aws:logs:<region>:<account>:log-group:") where their logs go.
 	// Set for the admin function only: it alone deploys.
 	RolePath, BoundaryARN, LogsARN string
-	LambdaEndpoint                 string // LAMBDA_ENDPOINT: a Lambda endpoint other than AWS's
-	IAMEndpoint                    string // IAM_ENDPOINT: an IAM endpoint other than AWS's
+	// MaxReservedConcurrency (PLATFORM_CODE_MAX_RESERVED_CONCURRENCY,
+	// default 10) caps the reserved concurrency an integration's
+	// maxConcurrency gives its function; 0: none is ever reserved.
+	MaxReservedConcurrency int32
+	LambdaEndpoint         string // LAMBDA_ENDPOINT: a Lambda endpoint other than AWS's
+	IAMEndpoint            string // IAM_ENDPOINT: an IAM endpoint other than AWS's
 }
 
 // CodeEnvFromEnv reads CodeEnv from the process environment.
@@ -38,8 +44,23 @@ func CodeEnvFromEnv() CodeEnv {
 	return CodeEnv{
 		Prefix: os.Getenv("PLATFORM_CODE_PREFIX"), RolePath: os.Getenv("PLATFORM_CODE_ROLE_PATH"),
 		BoundaryARN: os.Getenv("PLATFORM_CODE_BOUNDARY_ARN"), LogsARN: os.Getenv("PLATFORM_CODE_LOGS_ARN"),
-		LambdaEndpoint: os.Getenv("LAMBDA_ENDPOINT"), IAMEndpoint: os.Getenv("IAM_ENDPOINT"),
+		MaxReservedConcurrency: reservedConcurrencyCap(os.Getenv("PLATFORM_CODE_MAX_RESERVED_CONCURRENCY")),
+		LambdaEndpoint:         os.Getenv("LAMBDA_ENDPOINT"), IAMEndpoint: os.Getenv("IAM_ENDPOINT"),
 	}
+}
+
+// DefaultMaxReservedConcurrency is the cap without
+// PLATFORM_CODE_MAX_RESERVED_CONCURRENCY.
+const DefaultMaxReservedConcurrency = 10
+
+// reservedConcurrencyCap reads PLATFORM_CODE_MAX_RESERVED_CONCURRENCY: a
+// non-negative integer; unset or not one, the default.
+func reservedConcurrencyCap(v string) int32 {
+	n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 32)
+	if err != nil || n < 0 {
+		return DefaultMaxReservedConcurrency
+	}
+	return int32(n)
 }
 
 // CodeRunner is the code runner of the environment, or nil when none is
@@ -56,7 +77,8 @@ func CodeRunner(cfg aws.Config, env Env, ce CodeEnv, store *dynamo.Store, files 
 			}
 		}),
 		Prefix: ce.Prefix, RolePath: ce.RolePath, BoundaryARN: ce.BoundaryARN, LogsARN: ce.LogsARN,
-		BotLogGroup: env.BotLogGroup, IntegrationLogGroup: env.IntegrationLogGroup,
+		MaxReservedConcurrency: ce.MaxReservedConcurrency,
+		BotLogGroup:            env.BotLogGroup, IntegrationLogGroup: env.IntegrationLogGroup,
 	}
 	if ce.RolePath != "" && ce.BoundaryARN != "" && store != nil && files != nil {
 		r.IAM = iam.NewFromConfig(cfg, func(o *iam.Options) {
