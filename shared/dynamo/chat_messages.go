@@ -115,6 +115,27 @@ func (s *Store) ImportMessage(ctx context.Context, bot string, m platform.Messag
 	return s.createMessage(ctx, bot, m, false)
 }
 
+// CheckMessageImport checks an import before its first write
+// (importMessages: bad input writes nothing): every message is built as its
+// write builds it, with the same size limit (marshalDoc), and the bot's
+// messages quota has room for all of them (each may create one). The
+// import's messages are then written one transaction each (up to 100
+// messages of several items each cannot be one transaction of at most 100
+// items), so what remains is a crash midway, or concurrent writes taking
+// the quota's room between this check and the last write (each write still
+// enforces the quota exactly): the first messages are then kept.
+func (s *Store) CheckMessageImport(ctx context.Context, bot string, ms []platform.Message) error {
+	for _, m := range ms {
+		if err := s.checkAuthorIDs(bot, m); err != nil {
+			return err
+		}
+		if _, err := msgWrites(bot, m); err != nil {
+			return err
+		}
+	}
+	return s.usageRoom(ctx, bot, UsageMessages, int64(len(ms)))
+}
+
 func (s *Store) createMessage(ctx context.Context, bot string, m platform.Message, deliver bool) error {
 	if err := s.checkAuthorIDs(bot, m); err != nil {
 		return err

@@ -241,3 +241,32 @@ func (s *Store) CheckPlugin(p platform.Plugin) error {
 	_, err := pluginItem(p)
 	return err
 }
+
+// CheckPluginCreation checks a new version as CreatePlugin would, with
+// reads only: its size, its (workspace, name, version) slot free and, for
+// a shared (public or unlisted) version, its name not published by another
+// workspace. At most two GetItems; writes nothing. CreatePlugin stays
+// conditional: a slot or name taken in between still gets its 409.
+func (s *Store) CheckPluginCreation(ctx context.Context, p platform.Plugin) error {
+	if _, err := pluginItem(p); err != nil {
+		return err
+	}
+	slot, err := s.get(ctx, pluginNamePK(p.WorkspaceID, p.Name), intNameSK(p.Version))
+	if err != nil {
+		return err
+	}
+	if slot != nil {
+		return platform.Errorf(platform.ErrAlreadyExists, "plugin %s version %s already exists: publish a new version", p.Name, p.Version)
+	}
+	if !p.Shared() {
+		return nil
+	}
+	claim, err := s.get(ctx, pluginPubPK(p.Name), skPluginPub)
+	if err != nil {
+		return err
+	}
+	if claim != nil && getS(claim, "workspaceId") != p.WorkspaceID {
+		return pluginsCatalogue.errNameTaken(p.Name)
+	}
+	return nil
+}

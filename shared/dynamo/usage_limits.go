@@ -226,6 +226,30 @@ func (s *Store) countUsage(ctx context.Context, bot, attr string, delta int64, e
 	return w, nil
 }
 
+// usageRoom fails with the quota's error when counter attr (a monthly one)
+// has no room for n more this month (one Query; none without a quota).
+func (s *Store) usageRoom(ctx context.Context, bot, attr string, n int64) error {
+	limit := s.Limits().of(attr)
+	if limit <= 0 || n <= 0 {
+		return nil
+	}
+	if n > limit {
+		return errQuota(attr, limit)
+	}
+	items, err := s.monthShards(ctx, bot, platform.Clock())
+	if err != nil {
+		return err
+	}
+	used := int64(0)
+	for _, it := range items {
+		used += getN(it, attr)
+	}
+	if used+n > limit {
+		return errQuota(attr, limit)
+	}
+	return nil
+}
+
 // monthShards reads the counter items of a bot's month of now (one Query).
 func (s *Store) monthShards(ctx context.Context, bot string, now time.Time) ([]item, error) {
 	return queryAllItems(ctx, s, &dynamodb.QueryInput{

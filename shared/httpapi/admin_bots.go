@@ -135,10 +135,11 @@ func (s *server) createBot(c *call) (any, error) {
 	if err := s.Store.CreateBot(c.ctx, b); err != nil {
 		return nil, err
 	}
+	out := map[string]any{"bot": s.botView(c, b, nil)}
 	if err := s.deployBot(c, b); err != nil {
-		return nil, err
+		return nil, committed(err, out)
 	}
-	return map[string]any{"bot": s.botView(c, b, nil)}, nil
+	return out, nil
 }
 
 func normalizeConfiguration(raw json.RawMessage) json.RawMessage {
@@ -545,19 +546,26 @@ func (s *server) updateBotWith(c *call, id string, in *updateBotBody) (any, erro
 	}
 	s.deleteSchedules(c.ctx, b.ID, ch.removedSchedules)
 	s.dropReplaced(c.ctx, []string{oldCode}, []string{b.CodeKey}, s.botKeysNow(b.ID))
-	if err := s.deployBot(c, b); err != nil {
-		return nil, err
-	}
+	// Committed: from here a failure is answered as such but the write
+	// stands (the audit log records it), and the register and unregister
+	// operations the change committed run whatever the deployment did.
+	deployErr := s.deployBot(c, b)
 	if len(ch.calls) > 0 {
 		s.runCalls(c.ctx, ch.calls)
-		// The registrations moved the instances: answer their outcome.
-		rec, err := s.Store.GetBot(c.ctx, b.ID)
-		if err != nil {
-			return nil, err
+		if deployErr == nil {
+			// The registrations moved the instances: answer their outcome.
+			rec, err := s.Store.GetBot(c.ctx, b.ID)
+			if err != nil {
+				return nil, committed(err, nil)
+			}
+			b = rec.Bot
 		}
-		b = rec.Bot
 	}
-	return map[string]any{"bot": s.botView(c, b, ints)}, nil
+	out := map[string]any{"bot": s.botView(c, b, ints)}
+	if deployErr != nil {
+		return nil, committed(deployErr, out)
+	}
+	return out, nil
 }
 
 // checkUpdateBot validates what the reference schema cannot.

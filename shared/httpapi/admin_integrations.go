@@ -253,10 +253,11 @@ func (s *server) createIntegration(c *call) (any, error) {
 	if err := s.Store.CreateIntegration(c.ctx, i); err != nil {
 		return nil, err
 	}
+	out := map[string]any{"integration": integrationView(c, i)}
 	if err := s.deployIntegration(c, i); err != nil {
-		return nil, err
+		return nil, committed(err, out)
 	}
-	return map[string]any{"integration": integrationView(c, i)}, nil
+	return out, nil
 }
 
 // newIntegration is the version a createIntegration (or its validation)
@@ -407,10 +408,11 @@ func (s *server) updateIntegration(c *call) (any, error) {
 		return nil, err
 	}
 	s.dropReplaced(c.ctx, before, integrationKeys(i), s.integrationKeysNow(i.ID))
+	out := map[string]any{"integration": integrationView(c, i)}
 	if err := s.deployIntegration(c, i); err != nil {
-		return nil, err
+		return nil, committed(err, out)
 	}
-	return map[string]any{"integration": integrationView(c, i)}, nil
+	return out, nil
 }
 
 // validateIntegrationCreation (bp deploy --dryRun) runs createIntegration's

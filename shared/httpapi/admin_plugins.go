@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"io"
@@ -214,6 +215,11 @@ func (s *server) storePluginAssets(c *call, p *platform.Plugin, a pluginAssets) 
 	})
 }
 
+// pluginKeys are the file storage keys a plugin version names.
+func pluginKeys(p platform.Plugin) []string {
+	return []string{p.CodeNodeKey, p.CodeBrowserKey, p.IconKey, p.ReadmeKey}
+}
+
 func (s *server) createPlugin(c *call) (any, error) {
 	var in pluginBody
 	if err := c.decode(&in); err != nil {
@@ -245,15 +251,21 @@ func (s *server) createPlugin(c *call) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	// The record is checked whole (size included) before any object is
-	// written: a refused version leaves nothing behind.
-	if err := s.Store.CheckPlugin(p); err != nil {
+	// The record is checked whole (size included), and its name and
+	// version free, before any object is written: a refused version leaves
+	// nothing behind. A slot taken between the check and the write (the
+	// write is conditional) gets its 409 too, and the objects stored for
+	// the refused version (under its new id: nothing else names them) are
+	// deleted.
+	if err := s.Store.CheckPluginCreation(c.ctx, p); err != nil {
 		return nil, err
 	}
 	if err := s.storePluginAssets(c, &p, assets); err != nil {
+		s.dropReplaced(context.WithoutCancel(c.ctx), pluginKeys(p), nil, nil)
 		return nil, err
 	}
 	if err := s.Store.CreatePlugin(c.ctx, p); err != nil {
+		s.dropReplaced(context.WithoutCancel(c.ctx), pluginKeys(p), nil, nil)
 		return nil, err
 	}
 	return map[string]any{"plugin": p}, nil

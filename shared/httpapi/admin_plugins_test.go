@@ -500,3 +500,38 @@ func TestPluginInterfacesStayPrivate(t *testing.T) {
 	f.Check(f.ws_(tok, "PUT", "/v1/admin/interfaces/"+priv, map[string]any{"public": true}), 200, "updateInterface")
 	f.Check(f.ws_(tok, "PUT", "/v1/admin/plugins/"+mine, map[string]any{"visibility": "public"}), 200, "updatePlugin")
 }
+
+// A refused createPlugin (its version, or its shared name, taken: 409)
+// stores no object: the slot and the name are checked before the code,
+// icon and readme are written.
+func TestRefusedPluginStoresNoObject(t *testing.T) {
+	f := newFixture(t)
+	tok := f.AdminToken
+	b64 := func(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) }
+	with := func(n int, extra map[string]any) map[string]any {
+		e := map[string]any{"icon": b64(`<svg xmlns="http://www.w3.org/2000/svg" id="` + strings.Repeat("i", n) + `"></svg>`),
+			"readme": b64("# Dup " + strings.Repeat("r", n)),
+			"code":   map[string]any{"node": pluginNodeCode + strings.Repeat(" ", n), "browser": "export default {}" + strings.Repeat(" ", n)}}
+		for k, v := range extra {
+			e[k] = v
+		}
+		return e
+	}
+	f.createPlugin(tok, pluginDef("dup", "1.0.0", with(0, nil)))
+	f.createPlugin(tok, pluginDef("pubdup", "1.0.0", with(0, map[string]any{"visibility": "public"})))
+	items, objects := f.stored()
+	for n := 1; n <= 3; n++ {
+		if r := f.ws_(tok, "POST", "/v1/admin/plugins", pluginDef("dup", "1.0.0", with(n, nil))); r.Status != 409 {
+			t.Fatalf("same version again: %d %s", r.Status, r.Raw)
+		}
+	}
+	other := newFixtureOn(f)
+	other.ws = f.Check(f.Do(apitest.Req{Method: "POST", Path: "/v1/admin/workspaces", Token: tok, Body: map[string]any{"name": "Other"}}), 200, "createWorkspace").Str("id")
+	items, _ = f.stored() // the workspace's items
+	if r := other.ws_(tok, "POST", "/v1/admin/plugins", pluginDef("pubdup", "2.0.0", with(4, map[string]any{"visibility": "public"}))); r.Status != 409 {
+		t.Fatalf("another workspace's shared name: %d %s", r.Status, r.Raw)
+	}
+	if i, o := f.stored(); i != items || o != objects {
+		t.Fatalf("refused versions left %d items and %d objects (had %d, %d)", i-items, o-objects, items, objects)
+	}
+}

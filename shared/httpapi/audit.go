@@ -3,6 +3,7 @@ package httpapi
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"strings"
 
 	"github.com/botforge/platform/shared/dynamo"
@@ -12,12 +13,49 @@ import (
 // The audit log (docs/security.md, "Audit records"): every successful
 // write of the Admin API within a workspace is recorded, here, for every
 // route, whoever adds it: after the handler answered without error, so
-// after its write was committed. A record therefore never names a write
-// that did not happen; what it can miss is a write whose process died (or
+// after its write was committed, or with an error it marked as coming after
+// the commit (committed: the write stands though the call fails, e.g. a
+// 502 when deploying the stored code fails). A record therefore never names
+// a write that did not happen; what it can miss is a write whose process died (or
 // whose record DynamoDB refused) between the commit and the record, which
 // is logged. Writing it in the write's own transaction would need every
 // store operation to take it, and the rule could not hold for routes added
 // later.
+
+// errAfterCommit is the error of a write that was committed and then
+// failed (deploying the code the record names, reading back the bot
+// after its registrations): the call answers the error, and the audit log
+// records the write all the same, about out (what the handler would have
+// answered, for the record's resource; nil: the path's id).
+type errAfterCommit struct {
+	err error
+	out any
+}
+
+func (e *errAfterCommit) Error() string { return e.err.Error() }
+func (e *errAfterCommit) Unwrap() error { return e.err }
+
+// committed marks err (when not nil) as the failure of a write already
+// committed (errAfterCommit).
+func committed(err error, out any) error {
+	if err == nil {
+		return nil
+	}
+	return &errAfterCommit{err: err, out: out}
+}
+
+// auditedOutcome tells whether a call that answered out and err committed
+// a write (no error, or an errAfterCommit), and what to record it about.
+func auditedOutcome(out any, err error) (any, bool) {
+	if err == nil {
+		return out, true
+	}
+	var ac *errAfterCommit
+	if errors.As(err, &ac) {
+		return ac.out, true
+	}
+	return nil, false
+}
 
 // auditSkip are the Admin operations sent with POST or PUT that write
 // nothing (dry runs, checks, helpers).

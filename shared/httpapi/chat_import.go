@@ -14,8 +14,9 @@ import (
 // tags (as getOrCreateMessage; empty tags or discriminateByTags always
 // create), with its own createdAt, and no runtime delivery (an imported
 // message reaches no bot or integration). Every message is checked, and
-// every conversation and user it names read, before the first is written:
-// bad input writes nothing.
+// every conversation and user it names read, and all of them checked against
+// the size limit of a record and the messages quota (CheckMessageImport),
+// before the first is written: bad input writes nothing.
 func (s *server) importMessages(c *call) (any, error) {
 	var in struct {
 		Messages []struct {
@@ -78,6 +79,13 @@ func (s *server) importMessages(c *call) (any, error) {
 		if _, err := s.Store.GetUser(c.ctx, bot, id); err != nil {
 			return nil, err
 		}
+	}
+	ms := make([]platform.Message, len(work))
+	for i, w := range work {
+		ms[i] = w.m
+	}
+	if err := s.Store.CheckMessageImport(c.ctx, bot, ms); err != nil {
+		return nil, err
 	}
 	out := make([]platform.Message, 0, len(work))
 	for _, w := range work {

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/botforge/platform/shared/apitest"
+	"github.com/botforge/platform/shared/dynamo"
 )
 
 // importMessages: each message is created with its createdAt unless one of
@@ -127,4 +128,49 @@ func TestImportMessages(t *testing.T) {
 	viewer, _ := f.invite("viewer@example.com", "viewer")
 	f.Check(f.Do(apitest.Req{Method: "POST", Path: "/v1/chat/messages/import-messages", Token: viewer, Headers: map[string]string{"x-bot-id": f.botID},
 		Body: map[string]any{"messages": []map[string]any{good}}}), 403, "")
+}
+
+// importMessages checks every message's size and the messages quota for
+// the whole batch before the first write: a batch whose second message is
+// too large (413), or which the quota has no room for (403), writes none.
+func TestImportMessagesChecksAllBeforeWriting(t *testing.T) {
+	f := newRuntimeFixture(t, nil)
+	store := f.Platform.Store
+	t.Cleanup(func() { store.SetLimits(dynamo.Limits{}) })
+	h := map[string]string{"x-bot-id": f.botID}
+	conv := f.as(true, "POST", "/v1/chat/conversations", map[string]any{"channel": "channel", "tags": map[string]string{}}, 201).Str("conversation.id")
+	user := f.as(true, "POST", "/v1/chat/users", map[string]any{"tags": map[string]string{}}, 201).Str("user.id")
+	msg := func(text string) map[string]any {
+		return map[string]any{"conversationId": conv, "userId": user, "type": "text", "payload": map[string]any{"text": text},
+			"tags": map[string]string{}, "createdAt": "2024-01-01T10:00:00.000Z", "discriminateByTags": []string{}}
+	}
+	imp := func(msgs ...map[string]any) apitest.Response {
+		return f.Do(apitest.Req{Method: "POST", Path: "/v1/chat/messages/import-messages", Token: f.AdminToken, Headers: h, Body: map[string]any{"messages": msgs}})
+	}
+	listed := func() int {
+		return len(f.Check(f.Do(apitest.Req{Method: "GET", Path: "/v1/chat/messages?conversationId=" + conv, Token: f.AdminToken, Headers: h}), 200, "listMessages").List("messages"))
+	}
+	if r := imp(msg("fine"), msg(strings.Repeat("x", 450_000))); r.Status != 413 {
+		t.Fatalf("oversized second message: %d %s", r.Status, r.Raw)
+	}
+	if n := listed(); n != 0 {
+		t.Fatalf("an import refused for size wrote %d messages", n)
+	}
+	// Room for 2 more messages this month: a batch of 3 writes none, a
+	// batch of 2 is imported.
+	used, err := store.BotUsage(t.Context(), f.botID, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	store.SetLimits(dynamo.Limits{MessagesPerMonth: used.Messages + 2})
+	if r := imp(msg("a"), msg("b"), msg("c")); r.Status != 403 || r.Body["type"] != "QuotaExceeded" {
+		t.Fatalf("batch over the quota: %d %s", r.Status, r.Raw)
+	}
+	if n := listed(); n != 0 {
+		t.Fatalf("an import refused by the quota wrote %d messages", n)
+	}
+	f.Check(imp(msg("a"), msg("b")), 200, "importMessages")
+	if n := listed(); n != 2 {
+		t.Fatalf("%d messages after an import of 2", n)
+	}
 }

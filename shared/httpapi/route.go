@@ -87,11 +87,12 @@ func (s *server) handler(rt route) http.Handler {
 		if s.OnUsage != nil {
 			s.OnUsage(rt.op, usage)
 		}
-		if err == nil {
-			// audit.go: every successful Admin write (its PutItem is counted
-			// apart from the operation's own calls).
+		if rec, ok := auditedOutcome(out, err); ok {
+			// audit.go: every committed Admin write, successful or failed
+			// after its commit (its PutItem is counted apart from the
+			// operation's own calls).
 			actx, _ := dynamo.WithUsage(r.Context())
-			s.audit(actx, c, rt, out)
+			s.audit(actx, c, rt, rec)
 		}
 		if err != nil {
 			s.writeError(w, r, err)
