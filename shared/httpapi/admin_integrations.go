@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"context"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -251,6 +252,9 @@ func (s *server) createIntegration(c *call) (any, error) {
 		return nil, err
 	}
 	if err := s.Store.CreateIntegration(c.ctx, i); err != nil {
+		// Refused (a name or version taken meanwhile): the files stored
+		// for this new version name nothing.
+		s.dropReplaced(context.WithoutCancel(c.ctx), integrationKeys(i), nil, nil)
 		return nil, err
 	}
 	out := map[string]any{"integration": integrationView(c, i)}
@@ -293,6 +297,11 @@ func (s *server) newIntegration(c *call, store bool) (platform.Integration, erro
 		return i, err
 	}
 	if store {
+		// What CreateIntegration would refuse (a version or shared name
+		// taken) is refused before any file is stored.
+		if err := s.Store.CheckIntegrationCreation(c.ctx, i); err != nil {
+			return i, err
+		}
 		err = s.storeAssets(c, &i, assets)
 	}
 	return i, err

@@ -535,3 +535,35 @@ func TestRefusedPluginStoresNoObject(t *testing.T) {
 		t.Fatalf("refused versions left %d items and %d objects (had %d, %d)", i-items, o-objects, items, objects)
 	}
 }
+
+// A refused createIntegration (its version, or its shared name, taken:
+// 409) stores no object either.
+func TestRefusedIntegrationStoresNoObject(t *testing.T) {
+	f := newFixture(t)
+	tok := f.AdminToken
+	b64 := func(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) }
+	with := func(n int, extra map[string]any) map[string]any {
+		e := map[string]any{"icon": b64(`<svg xmlns="http://www.w3.org/2000/svg" id="` + strings.Repeat("i", n) + `"></svg>`),
+			"readme": b64("# Dup " + strings.Repeat("r", n)), "code": "module.exports = {}" + strings.Repeat(" ", n)}
+		for k, v := range extra {
+			e[k] = v
+		}
+		return e
+	}
+	f.createIntegration(tok, integrationDef("dupint", "1.0.0", with(0, nil)))
+	f.createIntegration(tok, integrationDef("pubdupint", "1.0.0", with(0, map[string]any{"visibility": "public"})))
+	items, objects := f.stored()
+	for n := 1; n <= 3; n++ {
+		if r := f.ws_(tok, "POST", "/v1/admin/integrations", integrationDef("dupint", "1.0.0", with(n, nil))); r.Status != 409 {
+			t.Fatalf("same version again: %d %s", r.Status, r.Raw)
+		}
+	}
+	other := newFixtureOn(f)
+	items, _ = f.stored() // the workspace's items
+	if r := other.ws_(tok, "POST", "/v1/admin/integrations", integrationDef("pubdupint", "2.0.0", with(4, map[string]any{"visibility": "public"}))); r.Status != 409 {
+		t.Fatalf("another workspace's shared name: %d %s", r.Status, r.Raw)
+	}
+	if i, o := f.stored(); i != items || o != objects {
+		t.Fatalf("refused versions left %d items and %d objects (had %d, %d)", i-items, o-objects, items, objects)
+	}
+}
