@@ -65,6 +65,8 @@ async function pluginWorld(opts = {}) {
   const ifaceName = unique('creatable')
   const iface = expectValid('createInterface', await api.createInterface({
     name: ifaceName, version: '1.0.0',
+    // A shared plugin may depend only on public interfaces.
+    public: (opts.pluginVisibility ?? 'private') !== 'private',
     entities: { item: { schema: { type: 'object', properties: { title: { type: 'string' } } } } },
     actions: {}, events: {}, channels: {},
   })).interface
