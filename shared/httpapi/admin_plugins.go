@@ -359,15 +359,33 @@ func (s *server) updatePlugin(c *call) (any, error) {
 		}
 		return nil
 	})
+	// Files the version no longer names (replaced; or written for an
+	// update that failed) go, once the record is read again.
+	before := append(pluginKeys(cur.Plugin), pluginKeys(probe)...)
 	if err != nil {
+		s.dropReplaced(context.WithoutCancel(c.ctx), before, pluginKeys(cur.Plugin), s.pluginKeysNow(id))
 		return nil, err
 	}
+	s.dropReplaced(c.ctx, before, pluginKeys(p), s.pluginKeysNow(id))
 	return map[string]any{"plugin": p}, nil
 }
 
+// pluginKeysNow reads the file storage keys plugin id names now.
+func (s *server) pluginKeysNow(id string) func(context.Context) ([]string, error) {
+	return func(ctx context.Context) ([]string, error) {
+		rec, err := s.Store.GetPlugin(ctx, id)
+		return pluginKeys(rec.Plugin), err
+	}
+}
+
 func (s *server) deletePlugin(c *call) (any, error) {
-	_, err := s.Store.DeletePlugin(c.ctx, c.workspaceID, c.PathValue("id"))
-	return nil, err
+	p, err := s.Store.DeletePlugin(c.ctx, c.workspaceID, c.PathValue("id"))
+	if err != nil {
+		return nil, err
+	}
+	// Its files are its own (code/plugins/<id>/...): nothing else names them.
+	s.dropReplaced(c.ctx, pluginKeys(p), nil, nil)
+	return nil, nil
 }
 
 // listPlugins lists the workspace's own versions, by name then version.

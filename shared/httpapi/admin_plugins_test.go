@@ -567,3 +567,31 @@ func TestRefusedIntegrationStoresNoObject(t *testing.T) {
 		t.Fatalf("refused versions left %d items and %d objects (had %d, %d)", i-items, o-objects, items, objects)
 	}
 }
+
+// A plugin's replaced files, and a deleted plugin's, leave the file
+// storage; files it still names stay.
+func TestPluginFilesCollected(t *testing.T) {
+	f := newFixture(t)
+	tok := f.AdminToken
+	b64 := func(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) }
+	_, empty := f.stored()
+	id := f.createPlugin(tok, pluginDef("collected", "1.0.0", map[string]any{
+		"icon": b64(`<svg xmlns="http://www.w3.org/2000/svg"></svg>`), "readme": b64("# One"),
+		"code": map[string]any{"node": pluginNodeCode, "browser": "export default {}"}})).Str("plugin.id")
+	_, full := f.stored()
+	if full <= empty {
+		t.Fatalf("a plugin with code, icon and readme stored nothing (%d, %d)", empty, full)
+	}
+	f.Check(f.ws_(tok, "PUT", "/v1/admin/plugins/"+id, map[string]any{"readme": b64("# Two")}), 200, "updatePlugin")
+	if _, n := f.stored(); n != full {
+		t.Fatalf("after replacing the readme: %d objects, want %d", n, full)
+	}
+	f.Check(f.ws_(tok, "PUT", "/v1/admin/plugins/"+id, map[string]any{"title": "same files"}), 200, "updatePlugin")
+	if _, n := f.stored(); n != full {
+		t.Fatalf("after an update naming the same files: %d objects, want %d", n, full)
+	}
+	f.Check(f.ws_(tok, "DELETE", "/v1/admin/plugins/"+id, nil), 200, "deletePlugin")
+	if _, n := f.stored(); n != empty {
+		t.Fatalf("after the delete: %d objects, want %d", n, empty)
+	}
+}
