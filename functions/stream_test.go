@@ -10,17 +10,15 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/botforge/platform/shared/mototest"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httputil"
 	"net/url"
 	"os"
-	"os/exec"
 	"regexp"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -28,39 +26,6 @@ import (
 
 	"github.com/botforge/platform/shared/runtime"
 )
-
-// startMoto runs moto_server on a free loopback port until the test ends.
-func startMoto(t *testing.T) *url.URL {
-	t.Helper()
-	bin, err := exec.LookPath("moto_server")
-	if err != nil {
-		t.Skip("moto_server is not installed")
-	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := l.Addr().(*net.TCPAddr).Port
-	l.Close()
-	cmd := exec.Command(bin, "-H", "127.0.0.1", "-p", fmt.Sprint(port))
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	u, _ := url.Parse(fmt.Sprintf("http://127.0.0.1:%d", port))
-	for deadline := time.Now().Add(30 * time.Second); ; {
-		if res, err := http.Get(u.String() + "/moto-api/"); err == nil {
-			res.Body.Close()
-			return u
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("moto_server did not start within 30 s:\n%s", out.String())
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-}
 
 // streamRecords reads every record of the table's stream (DynamoDB Streams
 // API, JSON 1.0; moto does not check signatures).
@@ -164,7 +129,7 @@ func passes(t *testing.T, pattern, record any) bool {
 // writes (lease, removal, the event's status) and the API's other writes
 // do not, so the function is not invoked for them.
 func TestDispatcherStreamTrigger(t *testing.T) {
-	moto := startMoto(t)
+	moto, _ := url.Parse(mototest.Start(t))
 	s := newStandInsOn(t, httputil.NewSingleHostReverseProxy(moto))
 	ctx := context.Background()
 	cfg, err := runtime.AWSConfig(ctx)

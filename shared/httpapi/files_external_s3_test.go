@@ -1,11 +1,7 @@
 package httpapi_test
 
 import (
-	"context"
-	"fmt"
-	"net"
-	"net/http"
-	"os/exec"
+	"github.com/botforge/platform/shared/mototest"
 	"strings"
 	"testing"
 	"time"
@@ -13,49 +9,12 @@ import (
 	"github.com/botforge/platform/shared/platform"
 )
 
-// startMoto starts moto_server (a third-party S3 emulator) on a free
-// loopback port and returns its endpoint; the test is skipped, saying why,
-// when moto_server is not installed.
-func startMoto(t *testing.T) string {
-	t.Helper()
-	bin, err := exec.LookPath("moto_server")
-	if err != nil {
-		t.Skip("moto_server is not installed (pip install 'moto[server]'): the external-S3 test needs it")
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := ln.Addr().(*net.TCPAddr).Port
-	ln.Close()
-	ctx, cancel := context.WithCancel(context.Background())
-	cmd := exec.CommandContext(ctx, bin, "-H", "127.0.0.1", "-p", fmt.Sprint(port))
-	if err := cmd.Start(); err != nil {
-		cancel()
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cancel(); _ = cmd.Wait() })
-	endpoint := fmt.Sprintf("http://127.0.0.1:%d", port)
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		res, err := http.Get(endpoint + "/")
-		if err == nil {
-			res.Body.Close()
-			return endpoint
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("moto_server did not answer on %s: %v", endpoint, err)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-}
-
 // TestExternalS3 runs the Files API over an external S3 (moto_server at
 // S3_ENDPOINT): the local platform creates the missing bucket, the upload
 // URL points at that S3, and the upload completes there too (watched from
 // the platform, and on getFile), content served back byte for byte.
 func TestExternalS3(t *testing.T) {
-	endpoint := startMoto(t)
+	endpoint := mototest.Start(t)
 	t.Setenv("S3_ENDPOINT", endpoint)
 	t.Setenv("PLATFORM_BUCKET", "ext-"+strings.ToLower(platform.NewID("")))
 	t.Setenv("AWS_ACCESS_KEY_ID", "test")

@@ -7,12 +7,8 @@ package lambdarunner_test
 // fake endpoint, which runs the zip with node).
 
 import (
-	"bytes"
 	"context"
-	"fmt"
-	"net"
-	"net/http"
-	"os/exec"
+	"github.com/botforge/platform/shared/mototest"
 	"strings"
 	"testing"
 	"time"
@@ -25,40 +21,8 @@ import (
 	"github.com/botforge/platform/shared/platform"
 )
 
-func startMoto(t *testing.T) string {
-	t.Helper()
-	bin, err := exec.LookPath("moto_server")
-	if err != nil {
-		t.Skip("moto_server is not installed")
-	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := l.Addr().(*net.TCPAddr).Port
-	l.Close()
-	cmd := exec.Command(bin, "-H", "127.0.0.1", "-p", fmt.Sprint(port))
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	u := fmt.Sprintf("http://127.0.0.1:%d", port)
-	for deadline := time.Now().Add(30 * time.Second); ; {
-		if res, err := http.Get(u + "/moto-api/"); err == nil {
-			res.Body.Close()
-			return u
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("moto_server did not start within 30 s:\n%s", out.String())
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-}
-
 func TestDeployOnMoto(t *testing.T) {
-	endpoint := startMoto(t)
+	endpoint := mototest.Start(t)
 	src := &fakeSource{code: map[string][]byte{"a.js": []byte(`exports.handler = async () => ({})`), "b.js": []byte(`exports.handler = async () => ({ status: 204 })`)}}
 	r := newRunner(t, endpoint, src)
 	r.BoundaryARN = "arn:aws:iam::123456789012:policy/st-code-boundary"
