@@ -44,35 +44,8 @@ func TestTunnelOutlivesConnectionLimits(t *testing.T) {
 	time.Sleep(1200 * time.Millisecond)
 	send(map[string]string{"type": "hello"})
 
-	do := func(method, path string, hdr map[string]string, body any, want int) map[string]any {
-		t.Helper()
-		b, _ := json.Marshal(body)
-		req, _ := http.NewRequestWithContext(ctx, method, base+path, bytes.NewReader(b))
-		req.Header.Set("Authorization", "Bearer "+tok)
-		req.Header.Set("Content-Type", "application/json")
-		for k, v := range hdr {
-			req.Header.Set(k, v)
-		}
-		res, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer res.Body.Close()
-		var out map[string]any
-		_ = json.NewDecoder(res.Body).Decode(&out)
-		if res.StatusCode != want {
-			t.Fatalf("%s %s: %d %v", method, path, res.StatusCode, out)
-		}
-		return out
-	}
-	ws := do("POST", "/v1/admin/workspaces", nil, map[string]any{"name": "tunnel"}, 200)["id"].(string)
-	bot := do("POST", "/v1/admin/bots", map[string]string{"x-workspace-id": ws},
-		map[string]any{"name": "dev", "dev": true, "url": base + "/" + tunnelID}, 200)["bot"].(map[string]any)["id"].(string)
-	hdr := map[string]string{"x-bot-id": bot}
-	conv := do("POST", "/v1/chat/conversations", hdr, map[string]any{"channel": "web", "tags": map[string]string{}}, 201)["conversation"].(map[string]any)["id"]
-	user := do("POST", "/v1/chat/users", hdr, map[string]any{"tags": map[string]string{}}, 201)["user"].(map[string]any)["id"]
-	do("POST", "/v1/chat/messages", hdr, map[string]any{"conversationId": conv, "userId": user,
-		"type": "text", "payload": map[string]any{"text": "through the tunnel"}, "tags": map[string]string{}}, 201)
+	do := caller(t, ctx, base, tok)
+	_, bot, hdr := messageToTunnelBot(do, base+"/"+tunnelID, "through the tunnel")
 
 	// The delivery arrives as a request message.
 	var req struct {
@@ -130,35 +103,8 @@ func TestDeliveryWaitsForTheTunnel(t *testing.T) {
 	const tunnelID = "6c1f0a3e-2b7d-4c9a-8e5f-1d3b7a9c0e24"
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	do := func(method, path string, hdr map[string]string, body any, want int) map[string]any {
-		t.Helper()
-		b, _ := json.Marshal(body)
-		req, _ := http.NewRequestWithContext(ctx, method, base+path, bytes.NewReader(b))
-		req.Header.Set("Authorization", "Bearer "+tok)
-		req.Header.Set("Content-Type", "application/json")
-		for k, v := range hdr {
-			req.Header.Set(k, v)
-		}
-		res, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer res.Body.Close()
-		var out map[string]any
-		_ = json.NewDecoder(res.Body).Decode(&out)
-		if res.StatusCode != want {
-			t.Fatalf("%s %s: %d %v", method, path, res.StatusCode, out)
-		}
-		return out
-	}
-	ws := do("POST", "/v1/admin/workspaces", nil, map[string]any{"name": "tunnel"}, 200)["id"].(string)
-	bot := do("POST", "/v1/admin/bots", map[string]string{"x-workspace-id": ws},
-		map[string]any{"name": "dev", "dev": true, "url": base + "/" + tunnelID}, 200)["bot"].(map[string]any)["id"].(string)
-	hdr := map[string]string{"x-bot-id": bot}
-	conv := do("POST", "/v1/chat/conversations", hdr, map[string]any{"channel": "web", "tags": map[string]string{}}, 201)["conversation"].(map[string]any)["id"]
-	user := do("POST", "/v1/chat/users", hdr, map[string]any{"tags": map[string]string{}}, 201)["user"].(map[string]any)["id"]
-	do("POST", "/v1/chat/messages", hdr, map[string]any{"conversationId": conv, "userId": user,
-		"type": "text", "payload": map[string]any{"text": "before the tail"}, "tags": map[string]string{}}, 201)
+	do := caller(t, ctx, base, tok)
+	ws, bot, hdr := messageToTunnelBot(do, base+"/"+tunnelID, "before the tail")
 
 	// The first attempt finds no tail: the bot's logs say so (the
 	// dispatcher logs every delivery). Then the tail connects.
@@ -216,4 +162,48 @@ func TestDeliveryWaitsForTheTunnel(t *testing.T) {
 			}
 		}
 	}()
+}
+
+// apiCall is a call of the platform's API: its answer's JSON, the test
+// failing on another status than want.
+type apiCall func(method, path string, hdr map[string]string, body any, want int) map[string]any
+
+// caller calls the platform at base with token tok.
+func caller(t *testing.T, ctx context.Context, base, tok string) apiCall {
+	return func(method, path string, hdr map[string]string, body any, want int) map[string]any {
+		t.Helper()
+		b, _ := json.Marshal(body)
+		req, _ := http.NewRequestWithContext(ctx, method, base+path, bytes.NewReader(b))
+		req.Header.Set("Authorization", "Bearer "+tok)
+		req.Header.Set("Content-Type", "application/json")
+		for k, v := range hdr {
+			req.Header.Set(k, v)
+		}
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		var out map[string]any
+		_ = json.NewDecoder(res.Body).Decode(&out)
+		if res.StatusCode != want {
+			t.Fatalf("%s %s: %d %v", method, path, res.StatusCode, out)
+		}
+		return out
+	}
+}
+
+// messageToTunnelBot makes a workspace and a dev bot whose url is url (a
+// tunnel of the platform) and writes a user's message to it, which the
+// dispatcher then delivers: the workspace, the bot and its Chat headers.
+func messageToTunnelBot(do apiCall, url, text string) (ws, bot string, hdr map[string]string) {
+	ws = do("POST", "/v1/admin/workspaces", nil, map[string]any{"name": "tunnel"}, 200)["id"].(string)
+	bot = do("POST", "/v1/admin/bots", map[string]string{"x-workspace-id": ws},
+		map[string]any{"name": "dev", "dev": true, "url": url}, 200)["bot"].(map[string]any)["id"].(string)
+	hdr = map[string]string{"x-bot-id": bot}
+	conv := do("POST", "/v1/chat/conversations", hdr, map[string]any{"channel": "web", "tags": map[string]string{}}, 201)["conversation"].(map[string]any)["id"]
+	user := do("POST", "/v1/chat/users", hdr, map[string]any{"tags": map[string]string{}}, 201)["user"].(map[string]any)["id"]
+	do("POST", "/v1/chat/messages", hdr, map[string]any{"conversationId": conv, "userId": user,
+		"type": "text", "payload": map[string]any{"text": text}, "tags": map[string]string{}}, 201)
+	return ws, bot, hdr
 }
