@@ -213,13 +213,17 @@ func (s *server) configureIntegration(c *call) (any, error) {
 		}
 		identifier = &id
 	}
-	scope, err := s.identityScope(c.ctx, inst)
-	if err != nil {
-		return nil, err
-	}
-	if identifier != nil && *identifier != "" {
-		if err := s.mayIdentify(c, scope); err != nil {
+	// The identifier's scope (one read of the integration) only when an
+	// identifier is given: a schedule alone needs none.
+	var scope dynamo.IdentityScope
+	if identifier != nil {
+		if scope, err = s.identityScope(c.ctx, inst); err != nil {
 			return nil, err
+		}
+		if *identifier != "" {
+			if err := s.mayIdentify(c, scope); err != nil {
+				return nil, err
+			}
 		}
 	}
 	webhookURL := webhookBase(c) + "/" + inst.WebhookID
