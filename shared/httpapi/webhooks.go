@@ -158,6 +158,7 @@ func (s *server) relayTo(w http.ResponseWriter, r *http.Request, target dynamo.W
 		}
 	}
 	res.Header.Del(headerIdentifier)
+	res.Header.Del(delivery.LoggedErrorHeader) // the platform's, not the provider's
 	for k, vs := range res.Header {
 		if hopByHop[http.CanonicalHeaderKey(k)] {
 			continue
