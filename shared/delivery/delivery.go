@@ -264,9 +264,14 @@ func failureOf(body []byte, h http.Header) string {
 	msg := snippet(body)
 	var e struct {
 		Message string `json:"message"`
+		Error   string `json:"error"` // the SDK server's own failures
 	}
-	if json.Unmarshal(body, &e) == nil && strings.TrimSpace(e.Message) != "" {
-		msg = ": " + cut(strings.TrimSpace(e.Message), 300)
+	if json.Unmarshal(body, &e) == nil {
+		if m := strings.TrimSpace(e.Message); m != "" {
+			msg = ": " + cut(m, 300)
+		} else if m := strings.TrimSpace(e.Error); m != "" {
+			msg = ": " + cut(m, 300)
+		}
 	}
 	logged, _ := url.PathUnescape(h.Get(LoggedErrorHeader))
 	logged = cut(strings.TrimSpace(logged), 500)
@@ -278,6 +283,13 @@ func failureOf(body []byte, h http.Header) string {
 		return fmt.Sprintf(": %s (logged by the code, which answered %q)", logged, generic+".")
 	}
 	return fmt.Sprintf("%s (logged by the code: %s)", msg, logged)
+}
+
+// AnswerReason is why an error answer failed, as Send's Err says it after
+// "answered <status>: ": its message, with the error the code logged
+// (LoggedErrorHeader). For callers that word the status themselves.
+func AnswerReason(res Response) string {
+	return strings.TrimPrefix(failureOf(res.Body, res.Header), ": ")
 }
 
 // cut shortens s to at most n bytes (on a rune boundary), marked "…".

@@ -124,6 +124,7 @@ func TestFailureReason(t *testing.T) {
 			`answered 400: Error: getaddrinfo ENOTFOUND api.telegram.org (logged by the code, which answered "An unexpected error occurred in the integration.")`},
 		{"own message and a logged line", `{"message":"refused"}`, "warn%3A%20x", "answered 400: refused (logged by the code: warn: x)"},
 		{"empty answer", "", "", "answered 400"},
+		{"the SDK server's failure", `{"error":"Missing configuration header"}`, "", "answered 400: Missing configuration header"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -389,11 +389,11 @@ module.exports = { default: { start(port) {
         res.writeHead(400).end(JSON.stringify({ id: 'err_1', code: 400, type: 'Runtime', message: 'Telegram said: 401 Unauthorized (check the bot token)' }))
         return
       }
-      if (op === 'register' || op === 'webhook_received') {
+      if (op === 'register' || op === 'webhook_received' || op === 'action_triggered') {
         const e = new Error('getaddrinfo ENOTFOUND api.telegram.org')
         e.code = 'ENOTFOUND'
         console.error(e)
-        res.writeHead(op === 'register' ? 400 : 500).end(JSON.stringify({ id: 'err_2', code: 400, type: 'Runtime',
+        res.writeHead(op === 'webhook_received' ? 500 : 400).end(JSON.stringify({ id: 'err_2', code: 400, type: 'Runtime',
           message: 'An unexpected error occurred in the integration. Bot owners: Check logs for more informations. Integration owners: throw a RuntimeError to return a custom error message instead.' }))
         return
       }
@@ -408,13 +408,14 @@ module.exports = { default: { start(port) {
 // when it answered only the SDK's generic error (the worker's shim returns
 // the first console.error line of that request), else the message of its
 // own error answer. The logged line is the platform's: a webhook's caller
-// never gets it.
+// never gets it; callAction's refusal says it.
 func TestDeployedRegisterFailureReason(t *testing.T) {
 	needNode(t)
 	f := newFixture(t)
 	intID := f.createIntegration(f.AdminToken, map[string]any{
 		"name": "acme/telegram", "version": "0.4.5", "code": failingRegisterBundle,
 		"configuration": map[string]any{"schema": map[string]any{"type": "object"}},
+		"actions":       map[string]any{"sendIt": map[string]any{"input": map[string]any{"schema": map[string]any{}}, "output": map[string]any{"schema": map[string]any{}}}},
 	}).Str("integration.id")
 	for _, tc := range []struct {
 		mode       string
@@ -451,6 +452,11 @@ func TestDeployedRegisterFailureReason(t *testing.T) {
 			res.Body.Close()
 			if res.StatusCode != 500 || res.Header.Get("X-Bp-Logged-Error") != "" {
 				t.Fatalf("webhook answer: %d %v", res.StatusCode, res.Header)
+			}
+			// callAction's refusal says the logged cause too.
+			r := f.Do(reqOf("POST", "/v1/chat/actions", f.AdminToken, map[string]string{"x-bot-id": bot}, map[string]any{"type": "telegram:sendIt", "input": map[string]any{}}))
+			if r.Status != 400 || !strings.Contains(r.Str("message"), "ENOTFOUND api.telegram.org") {
+				t.Fatalf("callAction: %d %s", r.Status, r.Raw)
 			}
 		})
 	}
