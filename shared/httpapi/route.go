@@ -72,6 +72,9 @@ type call struct {
 	member      platform.Member // the caller's membership (account principals)
 	role        platform.Role
 	bot         dynamo.BotRecord // scopeBot
+	// acting is the alias of the installation a Chat call made as an
+	// integration acts for ("" for the bot's own calls): chat_acting.go.
+	acting string
 }
 
 func (s *server) handler(rt route) http.Handler {
@@ -121,6 +124,11 @@ func (s *server) serve(w http.ResponseWriter, c *call, rt route) (any, error) {
 		return nil, err
 	}
 	c.body = body
+	if isChat(rt) && byIntegration(c) {
+		if c.acting, err = actingAlias(c); err != nil {
+			return nil, err
+		}
+	}
 	// An integration sees its own tags without its alias (chat_tagview.go).
 	if alias := tagAlias(c, rt); alias != "" {
 		prefixRequest(c, alias)

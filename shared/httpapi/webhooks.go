@@ -161,6 +161,7 @@ func (s *server) relayTo(w http.ResponseWriter, r *http.Request, target dynamo.W
 		}
 	}
 	res.Header.Del(headerIdentifier)
+	res.Header.Del(delivery.LoggedErrorHeader) // the platform's, not the provider's
 	for k, vs := range res.Header {
 		if hopByHop[http.CanonicalHeaderKey(k)] {
 			continue
@@ -236,9 +237,19 @@ func answerError(who string, res delivery.Response, relayAny bool) error {
 	case relayAny || res.StatusCode/100 == 2:
 		return nil
 	case res.StatusCode/100 == 4:
-		return platform.Errorf(platform.ErrRuntime, "%s refused the call (%d): %s", who, res.StatusCode, calleeMessage(res.Body))
+		return platform.Errorf(platform.ErrRuntime, "%s refused the call (%d): %s", who, res.StatusCode, answerReason(res))
 	}
-	return platform.Errorf(platform.ErrBadGateway, "%s failed (%d): %s", who, res.StatusCode, calleeMessage(res.Body))
+	return platform.Errorf(platform.ErrBadGateway, "%s failed (%d): %s", who, res.StatusCode, answerReason(res))
+}
+
+// answerReason is the message of an error answer with the error the
+// callee's code logged meanwhile (delivery.LoggedErrorHeader), else the
+// start of the answer.
+func answerReason(res delivery.Response) string {
+	if r := delivery.AnswerReason(res); r != "" {
+		return r
+	}
+	return calleeMessage(res.Body)
 }
 
 // calleeMessage is the message of an SDK error answer ({"message": ...}),
