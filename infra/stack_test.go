@@ -38,7 +38,7 @@ func arrayWith(items ...any) assertions.Matcher {
 func TestStackResources(t *testing.T) {
 	tmpl := stackTemplate(t)
 	for typ, n := range map[string]float64{
-		"AWS::Lambda::Function":           7, // no custom-resource functions
+		"AWS::Lambda::Function":           8, // no custom-resource functions
 		"AWS::ApiGatewayV2::Api":          1,
 		"AWS::ApiGatewayV2::Stage":        1,
 		"AWS::ApiGatewayV2::Route":        10, // 7, the console's 2 and the catch-all $default
@@ -48,12 +48,12 @@ func TestStackResources(t *testing.T) {
 		"AWS::S3::BucketPolicy":           1,
 		"AWS::Scheduler::ScheduleGroup":   1,
 		"AWS::Scheduler::Schedule":        0, // created at run time by the admin function
-		"AWS::Logs::LogGroup":             9,
-		"AWS::IAM::Role":                  8,
+		"AWS::Logs::LogGroup":             10,
+		"AWS::IAM::Role":                  9,
 		"AWS::IAM::Policy":                0, // inline policies only
 		"AWS::IAM::ManagedPolicy":         1, // the boundary of deployed code's roles, attached to none
 		"AWS::Lambda::EventSourceMapping": 1, // the dispatcher's stream trigger
-		"AWS::Events::Rule":               1, // the dispatcher's one-minute schedule
+		"AWS::Events::Rule":               2, // the dispatcher's one-minute schedule, the sweeper's five-minute one
 	} {
 		check(t, typ, func() { tmpl.ResourceCountIs(jsii.String(typ), jsii.Number(n)) })
 	}
@@ -219,7 +219,7 @@ func TestLeastPrivilege(t *testing.T) {
 func checkLeastPrivilege(t *testing.T, m stackModel) {
 	// Which roles may use which services (beyond the table and logs).
 	onlyFor := map[string][]string{
-		"s3:":                   {"FilesFunctionRole", "TablesFunctionRole", "UploadCompletionFunctionRole", "AdminFunctionRole"},
+		"s3:":                   {"FilesFunctionRole", "TablesFunctionRole", "UploadCompletionFunctionRole", "AdminFunctionRole", "SweeperFunctionRole"},
 		"scheduler:":            {"AdminFunctionRole", "SchedulerFunctionRole"},
 		"iam:":                  {"AdminFunctionRole"},
 		"logs:startquery":       {"AdminFunctionRole"},
@@ -309,11 +309,13 @@ func checkLeastPrivilege(t *testing.T, m stackModel) {
 				}
 			}
 			// The admin function keeps deployed code, icons and readmes:
-			// the bucket's code/ keys, never the files of bots.
+			// the bucket's code/ keys; of the files of bots it may only
+			// delete (deleteBot).
 			if roleID == "AdminFunctionRole" && strings.HasPrefix(action, "s3:") &&
 				!(resource == "${FilesBucket.Arn}/code/*" && (action == "s3:getobject" || action == "s3:putobject" || action == "s3:deleteobject")) &&
+				!(resource == "${FilesBucket.Arn}/files/*" && action == "s3:deleteobject") &&
 				!(resource == "${FilesBucket.Arn}" && action == "s3:listbucket") {
-				t.Errorf("%s: bucket access beyond code/ keys: %s", roleID, st)
+				t.Errorf("%s: bucket access beyond code/ keys and deleting files/ keys: %s", roleID, st)
 			}
 			if strings.HasPrefix(action, "logs:") && fn != "" && resource != "*" {
 				own := "${" + strings.TrimSuffix(fn, "Function") + "LogGroup.Arn}"
@@ -366,6 +368,25 @@ func checkLeastPrivilege(t *testing.T, m stackModel) {
 	}
 	if got := m.Roles["DispatcherFunctionRole"].Statements; fmt.Sprint(got) != fmt.Sprint(uniq(want)) {
 		t.Errorf("DispatcherFunctionRole:\n got  %v\n want %v", got, uniq(want))
+	}
+	// The functions that delete bots (admin: deleteBot; the sweeper: what
+	// deleteBot left) may delete their files' contents: without it a
+	// deleted bot's contents would stay in the bucket.
+	for _, r := range []string{"AdminFunctionRole", "SweeperFunctionRole"} {
+		if !containsString(m.Roles[r].Statements, "Allow s3:deleteobject on ${FilesBucket.Arn}/files/*") {
+			t.Errorf("%s cannot delete the contents of a deleted bot's files: %v", r, m.Roles[r].Statements)
+		}
+	}
+	// The sweeper: its log group, item access, deleting files/ keys;
+	// nothing more.
+	want = nil
+	for _, a := range []string{"getitem", "batchgetitem", "query", "putitem", "updateitem", "deleteitem", "batchwriteitem", "conditioncheckitem"} {
+		want = append(want, "Allow dynamodb:"+a+" on ${Table.Arn}", "Allow dynamodb:"+a+" on ${Table.Arn}/index/*")
+	}
+	want = append(want, "Allow logs:createlogstream on ${SweeperLogGroup.Arn}", "Allow logs:putlogevents on ${SweeperLogGroup.Arn}",
+		"Allow s3:deleteobject on ${FilesBucket.Arn}/files/*")
+	if got := m.Roles["SweeperFunctionRole"].Statements; fmt.Sprint(got) != fmt.Sprint(uniq(want)) {
+		t.Errorf("SweeperFunctionRole:\n got  %v\n want %v", got, uniq(want))
 	}
 	// The boundary of deployed code's roles: their own log streams at most.
 	if b := m.ManagedPolicies["CodeBoundary"]; fmt.Sprint(b) != "[Allow logs:createlogstream on ${BotLogGroup.Arn} Allow logs:createlogstream on ${IntegrationLogGroup.Arn} Allow logs:putlogevents on ${BotLogGroup.Arn} Allow logs:putlogevents on ${IntegrationLogGroup.Arn}]" {
