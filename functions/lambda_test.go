@@ -341,6 +341,7 @@ func TestColdStart(t *testing.T) {
 		"scheduler":         []byte(`{}`),
 		"upload-completion": []byte(`{"Records":[]}`),
 		"dispatcher":        []byte(`{}`),
+		"sweeper":           []byte(`{}`), // nothing pending: one Query
 	}
 	for _, name := range functionNames {
 		ev, ok := noop[name]
