@@ -24,7 +24,7 @@ import (
 )
 
 // functionNames are the directories of functions/ that are Lambda functions.
-var functionNames = []string{"admin", "chat", "tables", "files", "scheduler", "upload-completion", "dispatcher", "sweeper"}
+var functionNames = []string{"admin", "chat", "tables", "files", "scheduler", "upload-completion", "dispatcher", "sweeper", "teardown"}
 
 var built struct {
 	once sync.Once
@@ -342,6 +342,7 @@ func TestColdStart(t *testing.T) {
 		"upload-completion": []byte(`{"Records":[]}`),
 		"dispatcher":        []byte(`{}`),
 		"sweeper":           []byte(`{}`), // nothing pending: one Query
+		"teardown":          []byte(`{}`), // not a CloudFormation request: refused
 	}
 	for _, name := range functionNames {
 		ev, ok := noop[name]

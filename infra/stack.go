@@ -25,8 +25,8 @@ import (
 const Description = "Self-hosted bot platform API (Botpress-compatible): four API functions behind " +
 	"one API Gateway HTTP API, a scheduler function fired by EventBridge Scheduler, " +
 	"an upload-completion function fired by S3, a dispatcher function fired by the " +
-	"table's stream and a one-minute schedule, a sweeper function finishing " +
-	"deletions on a five-minute schedule, one DynamoDB table and one S3 " +
+	"table's stream and a one-minute schedule, a scheduled deletion sweeper, a " +
+	"teardown of deployed code, one DynamoDB table and one S3 " +
 	"bucket. The CDK app in infra/ describes the same stack; infra's agreement " +
 	"test keeps the two in step."
 
@@ -59,6 +59,9 @@ var Functions = []Function{
 	// Stops 10 s before its Timeout (runtime.SweepReserve): runs five
 	// minutes apart never overlap.
 	{ID: "Sweeper", Dir: "sweeper", Description: "Deletion sweeper (functions/sweeper)", Timeout: 300, MemorySize: 256},
+	// CodeTeardown's handler: answers CloudFormation 15 s before its
+	// Timeout at the latest (teardown.Reserve).
+	{ID: "Teardown", Dir: "teardown", Description: "Deployed code's teardown at stack deletion (functions/teardown)", Timeout: 300, MemorySize: 256},
 }
 
 // StackOptions configure NewPlatformStack.
@@ -91,6 +94,7 @@ func NewPlatformStack(scope constructs.Construct, opts StackOptions) (awscdk.Sta
 	s.uploadNotification()
 	s.dispatcherTriggers()
 	s.sweeperSchedule()
+	s.codeTeardown()
 	s.outputs()
 	return stack, nil
 }
@@ -389,6 +393,16 @@ func (s *builder) policies(id string) map[string]awsiam.PolicyDocument {
 			// Deleted bots' file contents: delete only.
 			"bucket": policy(allow([]string{"s3:DeleteObject"}, s.bucket.ArnForObjects(jsii.String("files/*")))),
 		}
+	case "Teardown":
+		// Deployed code's functions and roles, to delete them: nothing
+		// else. Listing has no resource-level permissions.
+		return map[string]awsiam.PolicyDocument{
+			"deployed-code": policy(
+				allow([]string{"lambda:ListFunctions", "iam:ListRoles"}, jsii.String("*")),
+				allow([]string{"lambda:DeleteFunction"}, awscdk.Fn_Sub(jsii.String(codeFunctionARN), nil)),
+				allow([]string{"iam:ListRolePolicies", "iam:DeleteRolePolicy", "iam:DeleteRole"}, awscdk.Fn_Sub(jsii.String(codeRoleARN), nil)),
+			),
+		}
 	case "UploadCompletion":
 		bucketArn := awscdk.Fn_Join(jsii.String(""), &[]*string{jsii.String("arn:"), awscdk.Aws_PARTITION(), jsii.String(":s3:::"), s.bucketName})
 		return map[string]awsiam.PolicyDocument{
@@ -450,6 +464,11 @@ func (s *builder) environment(id string) map[string]*string {
 	case "Sweeper":
 		// Deleted bots' file contents (files/ keys).
 		return map[string]*string{"PLATFORM_BUCKET": s.bucket.BucketName()}
+	case "Teardown":
+		return map[string]*string{
+			"PLATFORM_CODE_PREFIX":    awscdk.Fn_Sub(jsii.String(codePrefix), nil),
+			"PLATFORM_CODE_ROLE_PATH": awscdk.Fn_Sub(jsii.String("/${AWS::StackName}-code/"), nil),
+		}
 	}
 	panic("no environment for function " + id)
 }
@@ -625,6 +644,24 @@ func (s *builder) sweeperSchedule() {
 			p.OverrideLogicalId(jsii.String("SweeperFunctionSweepPermission"))
 		}
 	}
+}
+
+// codeTeardown is the custom resource whose Delete (the stack's deletion)
+// deletes deployed code's functions and roles, as template.yaml's
+// CodeTeardown: deleted after the admin function, which depends on it,
+// and before CodeBoundary, on which it depends.
+func (s *builder) codeTeardown() {
+	cr := awscdk.NewCfnResource(s.stack, jsii.String("CodeTeardown"), &awscdk.CfnResourceProps{
+		Type: jsii.String("Custom::CodeTeardown"),
+		Properties: &map[string]any{
+			"ServiceToken": s.fns["Teardown"].FunctionArn(),
+			// Without an answer, CloudFormation gives up after 6 minutes.
+			"ServiceTimeout": 360,
+		},
+	})
+	cr.OverrideLogicalId(jsii.String("CodeTeardown"))
+	cr.AddDependency(s.codeBoundary)
+	s.fns["Admin"].Node().AddDependency(cr)
 }
 
 func (s *builder) outputs() {

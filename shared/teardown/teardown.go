@@ -146,6 +146,9 @@ func (t *Teardown) deleteRole(ctx context.Context, name string) error {
 // stack's deletion stops: running it again retries, docs/deploy.md). Its
 // error is the one of answering CloudFormation, which Lambda then retries.
 func (t *Teardown) Handle(ctx context.Context, ev cfn.Event) error {
+	if ev.ResponseURL == "" {
+		return errors.New("not a CloudFormation custom resource request (no ResponseURL)")
+	}
 	res := cfn.Response{Status: cfn.StatusSuccess, RequestID: ev.RequestID, LogicalResourceID: ev.LogicalResourceID,
 		StackID: ev.StackID, PhysicalResourceID: ev.PhysicalResourceID}
 	if res.PhysicalResourceID == "" {
