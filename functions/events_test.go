@@ -20,6 +20,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -50,6 +51,9 @@ type standIns struct {
 	Logs      *logsStandIn
 	// DynamoOps records the DynamoDB operations the functions call.
 	DynamoOps *opRecorder
+	// DenyS3Deletes: S3 answers every DeleteObject AccessDenied, as it does
+	// a role without s3:DeleteObject.
+	DenyS3Deletes atomic.Bool
 }
 
 const (
@@ -81,7 +85,16 @@ func newStandInsOn(t *testing.T, dynamoDB http.Handler) *standIns {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s3Srv := httptest.NewServer(s3)
+	s := &standIns{}
+	s3Srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodDelete && s.DenyS3Deletes.Load() {
+			w.Header().Set("Content-Type", "application/xml")
+			w.WriteHeader(http.StatusForbidden)
+			fmt.Fprint(w, `<?xml version="1.0" encoding="UTF-8"?><Error><Code>AccessDenied</Code><Message>Access Denied</Message></Error>`)
+			return
+		}
+		s3.ServeHTTP(w, r)
+	}))
 	t.Cleanup(func() { s3Srv.Close(); s3.Close() })
 	if err := s3.EnsureBucket(ctx, testBucket); err != nil {
 		t.Fatal(err)
@@ -93,7 +106,8 @@ func newStandInsOn(t *testing.T, dynamoDB http.Handler) *standIns {
 	logsSrv := httptest.NewServer(logs)
 	t.Cleanup(logsSrv.Close)
 
-	s := &standIns{Schedules: sched, Logs: logs, DynamoOps: ops, Env: map[string]string{
+	s.Schedules, s.Logs, s.DynamoOps = sched, logs, ops
+	s.Env = map[string]string{
 		"PLATFORM_TABLE":                 "platform-test",
 		"PLATFORM_BUCKET":                testBucket,
 		"PLATFORM_PAGING_KEY":            hex.EncodeToString([]byte("0123456789abcdef0123456789abcdef")),
@@ -114,7 +128,7 @@ func newStandInsOn(t *testing.T, dynamoDB http.Handler) *standIns {
 		"AWS_CONFIG_FILE":                os.DevNull,
 		"AWS_SHARED_CREDENTIALS_FILE":    os.DevNull,
 		"AWS_EC2_METADATA_DISABLED":      "true",
-	}}
+	}
 	for k, v := range s.Env {
 		t.Setenv(k, v)
 	}

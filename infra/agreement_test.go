@@ -118,8 +118,12 @@ func TestSAMAndCDKAgree(t *testing.T) {
 		outbox.StartingPosition != "LATEST" || !outbox.Enabled {
 		t.Fatalf("the dispatcher's stream trigger: table stream %q, sources %+v", sam.Tables["Table"].Stream, sam.StreamSources)
 	}
-	if sc := sam.FunctionSchedules["DispatcherFunction rate(1 minute)"]; len(sam.FunctionSchedules) != 1 || !sc.Enabled || !sc.Permitted {
+	if sc := sam.FunctionSchedules["DispatcherFunction rate(1 minute)"]; len(sam.FunctionSchedules) != 2 || !sc.Enabled || !sc.Permitted {
 		t.Fatalf("the dispatcher's schedule: %+v", sam.FunctionSchedules)
+	}
+	// The sweeper's: pending deletions finished every five minutes.
+	if sc := sam.FunctionSchedules["SweeperFunction rate(5 minutes)"]; !sc.Enabled || !sc.Permitted {
+		t.Fatalf("the sweeper's schedule: %+v", sam.FunctionSchedules)
 	}
 	if len(sam.Other) > 0 {
 		t.Fatalf("resources the model does not compare: %v", sam.Other)

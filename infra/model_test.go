@@ -55,6 +55,14 @@ type stackModel struct {
 	LogGroups       map[string]logGroup      `json:"logGroups"`
 	Outputs         map[string]output        `json:"outputs"`
 	Other           map[string]otherResource `json:"otherResources"` // any resource type the model does not know
+	// Custom resources (Custom::*), by logical id.
+	CustomResources map[string]customResource `json:"customResources"`
+}
+
+type customResource struct {
+	Type       string            `json:"type"`
+	Properties map[string]string `json:"properties"` // canonical values
+	DependsOn  []string          `json:"dependsOn"`
 }
 
 type streamSource struct {
@@ -530,6 +538,7 @@ func modelOf(t *cloudformation.Template, packageOf func(id string) (string, erro
 		Schedules: map[string]string{}, Roles: map[string]role{}, LogGroups: map[string]logGroup{},
 		Outputs: map[string]output{}, Other: map[string]otherResource{}, ManagedPolicies: map[string][]string{},
 		StreamSources: map[string]streamSource{}, FunctionSchedules: map[string]functionSchedule{},
+		CustomResources: map[string]customResource{},
 	}
 	for name, p := range t.Parameters {
 		if name == "BootstrapVersion" { // the CDK bootstrap check, not part of the stack
@@ -644,6 +653,13 @@ func modelOf(t *cloudformation.Template, packageOf func(id string) (string, erro
 				fail("%s: %v", id, err)
 			}
 			m.ManagedPolicies[id] = st
+		case *cloudformation.CustomResource:
+			cr := customResource{Type: r.Type, Properties: map[string]string{}, DependsOn: append([]string{}, r.AWSCloudFormationDependsOn...)}
+			for k, v := range r.Properties {
+				cr.Properties[k] = canon(v)
+			}
+			sort.Strings(cr.DependsOn)
+			m.CustomResources[id] = cr
 		case *logs.LogGroup:
 			m.LogGroups[id] = logGroup{Name: deref(r.LogGroupName), Retention: numberRef(t, deref(r.RetentionInDays)),
 				DeletionPolicy: deletionPolicy(r.AWSCloudFormationDeletionPolicy)}
@@ -737,8 +753,8 @@ func modelOf(t *cloudformation.Template, packageOf func(id string) (string, erro
 			m.Roles[id] = ro
 		}
 	}
-	// A function's log group dependencies (the other DependsOn are implied
-	// by references).
+	// A function's log group and custom resource dependencies (the other
+	// DependsOn are implied by references).
 	for id, f := range m.Functions {
 		var deps []string
 		switch r := t.Resources[id].(type) {
@@ -749,7 +765,8 @@ func modelOf(t *cloudformation.Template, packageOf func(id string) (string, erro
 		}
 		f.DependsOn = []string{}
 		for _, d := range deps {
-			if _, ok := t.Resources[d].(*logs.LogGroup); ok {
+			switch t.Resources[d].(type) {
+			case *logs.LogGroup, *cloudformation.CustomResource:
 				f.DependsOn = append(f.DependsOn, d)
 			}
 		}

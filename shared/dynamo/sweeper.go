@@ -80,8 +80,8 @@ type ObjectDeleter interface {
 // deletion (the local platform does), or on a schedule.
 type Sweeper struct {
 	Store *Store
-	// Objects deletes the contents of a deleted bot's files (nil: they stay
-	// in the bucket, only their records go).
+	// Objects deletes the contents of a deleted bot's files, each before
+	// its record (nil: they stay in the bucket, only their records go).
 	Objects ObjectDeleter
 	Log     *slog.Logger
 
@@ -282,16 +282,10 @@ func (s *Store) purgeBot(ctx context.Context, bot string, owners []string, objec
 			return err
 		}
 	}
-	if err := s.purgeBotFiles(ctx, bot, objects, log); err != nil {
-		return err
-	}
 	if err := s.purgeBotTasks(ctx, bot); err != nil { // chat_tasks.go
 		return err
 	}
 	if err := s.purgeBotKBs(ctx, bot); err != nil { // files_kb.go
-		return err
-	}
-	if err := s.purgeBotUsage(ctx, bot); err != nil { // usage_limits.go
 		return err
 	}
 	if err := s.DeleteBotTables(ctx, bot); err != nil {
@@ -304,6 +298,15 @@ func (s *Store) purgeBot(ctx context.Context, bot string, owners []string, objec
 		return err
 	}
 	if err := s.purgeBotExtras(ctx, bot); err != nil { // bot_extras.go
+		return err
+	}
+	// Files last: their contents live in the bucket, which may refuse a
+	// delete for a while; the rest of the bot is gone by then.
+	if err := s.purgeBotFiles(ctx, bot, objects, log); err != nil {
+		return err
+	}
+	// After the files: deleting one decrements the bot's storage usage.
+	if err := s.purgeBotUsage(ctx, bot); err != nil { // usage_limits.go
 		return err
 	}
 	// The lists are GSIs, read eventually consistently: a record written
@@ -328,7 +331,7 @@ func (s *Store) purgeBot(ctx context.Context, bot string, owners []string, objec
 }
 
 // purgeBotFiles deletes a deleted bot's files one by one (as deleteFile
-// does, contents included), then its tag counts.
+// does, contents included: the contents first), then its tag counts.
 func (s *Store) purgeBotFiles(ctx context.Context, bot string, objects ObjectDeleter, log *slog.Logger) error {
 	err := s.eachPage(ctx, &dynamodb.QueryInput{
 		KeyConditionExpression:    aws.String("pk = :pk"),
@@ -338,7 +341,24 @@ func (s *Store) purgeBotFiles(ctx context.Context, bot string, objects ObjectDel
 		ConsistentRead:            aws.Bool(true),
 	}, func(items []item) error {
 		for _, it := range items {
-			r, err := s.DeleteFile(ctx, getS(it, attrFFileID), func(platform.FileRecord) error { return nil })
+			// The contents go first, the record after: a record is the
+			// only thing that names its contents, so contents that cannot
+			// be deleted now (S3 unavailable, a function without the
+			// permission) keep their record, and the marker, for the
+			// next sweep rather than stay in the bucket for good.
+			deleteContents := func(r platform.FileRecord) error {
+				if objects == nil {
+					return nil
+				}
+				if err := objects.Delete(ctx, r.ObjectKey()); err != nil {
+					if log != nil {
+						log.Warn("deletion sweep: file contents not deleted (kept for the next sweep)", "bot", bot, "key", r.ObjectKey(), "err", err)
+					}
+					return fmt.Errorf("file %s contents: %w", r.ID, err)
+				}
+				return nil
+			}
+			_, err := s.DeleteFile(ctx, getS(it, attrFFileID), deleteContents)
 			if platform.TypeOf(err) == platform.ErrResourceNotFound {
 				// A key entry without its record: drop the entry.
 				_, err = s.db.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: &s.table, Key: key(getS(it, attrPK), getS(it, attrSK))})
@@ -349,14 +369,6 @@ func (s *Store) purgeBotFiles(ctx context.Context, bot string, objects ObjectDel
 			}
 			if err != nil {
 				return err
-			}
-			if objects != nil {
-				// Contents that cannot be deleted (e.g. a function without
-				// the S3 permission) stay in the bucket: the record, which
-				// is what any API call reads, is gone.
-				if err := objects.Delete(ctx, r.ObjectKey()); err != nil && log != nil {
-					log.Warn("deletion sweep: file contents left in the bucket", "bot", bot, "key", r.ObjectKey(), "err", err)
-				}
 			}
 		}
 		return nil

@@ -100,8 +100,13 @@ const (
 	DefaultMemory  = 256
 	DefaultTimeout = 120 // seconds: a delivery may take up to 2 minutes
 	policyName     = "own-logs"
-	descPrefix     = "botforge deployed code "
+	descPrefix     = DescriptionPrefix
 )
+
+// DescriptionPrefix begins the description of every function a Runner
+// makes: what tells them from other functions whose names share the
+// prefix (shared/teardown deletes only these).
+const DescriptionPrefix = "botforge deployed code "
 
 // Runner is the AWS code runner. Every function of the stack that calls
 // deployed code has one (BotURL, IntegrationURL, Transport); only the admin

@@ -184,9 +184,10 @@ func AreaHandler(ctx context.Context, area httpapi.Area) (http.Handler, error) {
 	store := dynamo.New(DynamoClient(cfg, env, nil), env.Table)
 	store.SetLimits(limits)
 	logs := Logs(cfg, env)
-	// The sweeper (deleteBot's data) deletes file contents only where the
-	// function is told its bucket (the admin function is not: a deleted
-	// bot's contents stay, see docs/data-model.md).
+	// The sweeper (deleteBot's data) deletes file contents where the
+	// function is told its bucket (the admin function is, and may delete
+	// files/ keys: template.yaml); what it cannot finish within deleteBot's
+	// budget the sweeper function does (StartSweeper).
 	sweeper := &dynamo.Sweeper{Store: store}
 	if os.Getenv("PLATFORM_BUCKET") != "" {
 		sweeper.Objects = FileStorage(cfg, env)
