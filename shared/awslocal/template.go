@@ -51,10 +51,10 @@ type Function struct {
 	// Policy is the role's statements (inline policies and the template's
 	// managed policies, flattened).
 	Policy   []iampolicy.Statement
-	Stream   *StreamSource   // a DynamoDB event source
-	S3       *S3Source       // an S3 event source
-	Schedule []string        // Schedule events' expressions
-	Routes   []Route         // HttpApi events
+	Stream   *StreamSource // a DynamoDB event source
+	S3       *S3Source     // an S3 event source
+	Schedule []string      // Schedule events' expressions
+	Routes   []Route       // HttpApi events
 }
 
 // Route is an HTTP API route: "ANY /v1/admin/{proxy+}" to a function.
