@@ -664,6 +664,8 @@ func (h *host) TempDir() string {
 	_ = os.MkdirAll(d, 0o700)
 	return d
 }
-func (h *host) Errorf(format string, args ...any) { h.log.Error("aws-local: code: " + fmt.Sprintf(format, args...)) }
-func (h *host) Fatal(args ...any)                 { h.log.Error("aws-local: code: " + fmt.Sprint(args...)) }
-func (h *host) Cleanup(func())                    {}
+func (h *host) Errorf(format string, args ...any) {
+	h.log.Error("aws-local: code: " + fmt.Sprintf(format, args...))
+}
+func (h *host) Fatal(args ...any) { h.log.Error("aws-local: code: " + fmt.Sprint(args...)) }
+func (h *host) Cleanup(func())    {}
