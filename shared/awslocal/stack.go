@@ -332,6 +332,28 @@ func Open(ctx context.Context, o Options, ln net.Listener) (*Stack, error) {
 	s.closers = append(s.closers, rtSrv.Close)
 
 	services := map[string]http.Handler{"dynamodb": ddb, "s3": s3h, "scheduler": sched, "logs": s.logs, "lambda": s.code, "iam": s.code}
+	// The operator's own access (no role, nothing recorded): what
+	// scripts/issue-token and scripts/first-account.sh use with an AWS
+	// account's credentials, described in <data-dir>/aws-local/operator.env.
+	opLn, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	opSrv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if h := services[serviceOf(r)]; h != nil {
+			h.ServeHTTP(w, r)
+			return
+		}
+		http.Error(w, "aws-local: unknown service", http.StatusNotImplemented)
+	})}
+	go func() { _ = opSrv.Serve(opLn) }()
+	s.closers = append(s.closers, opSrv.Close)
+	opURL := "http://" + opLn.Addr().String()
+	opEnv := fmt.Sprintf("PLATFORM_TABLE=%s\nPLATFORM_BUCKET=%s\nDYNAMODB_ENDPOINT=%s\nS3_ENDPOINT=%s\nAWS_REGION=%s\nAWS_ACCESS_KEY_ID=%s\nAWS_SECRET_ACCESS_KEY=%s\n",
+		tpl.TableName, tpl.BucketName, opURL, opURL, Region, sec.AccessKey, sec.SecretKey)
+	if err := fsutil.WriteFileAtomic(filepath.Join(o.DataDir, "aws-local", "operator.env"), []byte(opEnv)); err != nil {
+		return nil, err
+	}
 	for _, f := range tpl.Functions {
 		epLn, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
@@ -349,6 +371,8 @@ func Open(ctx context.Context, o Options, ln net.Listener) (*Stack, error) {
 			"AWS_LAMBDA_FUNCTION_NAME=" + f.Name, "AWS_LAMBDA_FUNCTION_VERSION=$LATEST",
 			"AWS_LAMBDA_FUNCTION_MEMORY_SIZE=" + strconv.Itoa(f.Memory), "AWS_LAMBDA_LOG_GROUP_NAME=/aws/lambda/" + f.Name,
 			"AWS_EXECUTION_ENV=AWS_Lambda_provided.al2023", "_HANDLER=bootstrap", "LAMBDA_TASK_ROOT=" + binDir,
+			// The bots and integrations of this stack run on this machine.
+			runtime.EnvAllowPrivate + "=1",
 			// Every service at the function's own endpoint.
 			"DYNAMODB_ENDPOINT=" + awsURL, "S3_ENDPOINT=" + awsURL, "SCHEDULER_ENDPOINT=" + awsURL,
 			"LOGS_ENDPOINT=" + awsURL, "LAMBDA_ENDPOINT=" + awsURL, "IAM_ENDPOINT=" + awsURL,
