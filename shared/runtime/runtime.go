@@ -185,10 +185,12 @@ func AreaHandler(ctx context.Context, area httpapi.Area) (http.Handler, error) {
 	store.SetLimits(limits)
 	logs := Logs(cfg, env)
 	// The sweeper (deleteBot's data) deletes file contents only where the
-	// function is told its bucket (the admin function is not: a deleted
-	// bot's contents stay, see docs/data-model.md).
+	// function's role may: not the admin function, whose bucket permission
+	// is the code/ keys alone (template.yaml): a deleted bot's contents
+	// stay, see docs/data-model.md. (The AWS-shaped local stack found each
+	// such deletion refused as AccessDenied.)
 	sweeper := &dynamo.Sweeper{Store: store}
-	if os.Getenv("PLATFORM_BUCKET") != "" {
+	if os.Getenv("PLATFORM_BUCKET") != "" && area != httpapi.AreaAdmin {
 		sweeper.Objects = FileStorage(cfg, env)
 	}
 	hc := httpapi.Config{Store: store, PagingKey: key, Scheduler: Scheduler(cfg, env), Files: FileStorage(cfg, env),
