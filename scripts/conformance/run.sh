@@ -29,7 +29,7 @@ READY_TIMEOUT="${READY_TIMEOUT:-60}"
 log() { printf '==> %s\n' "$*" >&2; }
 die() { printf 'conformance: %s\n' "$*" >&2; exit 1; }
 
-PLATFORM_PKG="${PLATFORM_PKG:-./functions/local}"
+export PLATFORM_PKG="${PLATFORM_PKG:-./functions/local}"
 [[ -f "$ROOT/go.mod" && -d "$ROOT/$PLATFORM_PKG" ]] || die "cannot find the repository root from $HERE"
 for tool in go node npm; do
   command -v "$tool" >/dev/null 2>&1 || die "$tool is required but not installed"
