@@ -83,6 +83,7 @@ type instance struct {
 	start   time.Time
 	polled  bool
 	current *invocation
+	idle    bool // answered, its next poll not yet made
 	timer   *time.Timer
 	exited  chan struct{}
 }
@@ -162,9 +163,9 @@ func (l *lambdaFunction) spawnLocked() error {
 		l.mu.Lock()
 		delete(l.instances, n)
 		cur := in.current
-		if !in.polled || cur == nil {
-			// An instance that dies idle leaves no one waiting; one
-			// that dies before polling took no event.
+		if in.idle {
+			in.idle = false
+			l.idle--
 		}
 		if in.timer != nil {
 			in.timer.Stop()
@@ -204,7 +205,10 @@ func (l *lambdaFunction) serveRuntime(w http.ResponseWriter, r *http.Request, n 
 			}
 		}
 		in.current = nil
-		l.idle++
+		if !in.idle { // counted idle already when it answered
+			l.idle++
+		}
+		in.idle = false
 		l.mu.Unlock()
 		var inv *invocation
 		select {
@@ -246,6 +250,11 @@ func (l *lambdaFunction) serveRuntime(w http.ResponseWriter, r *http.Request, n 
 			if in.timer != nil {
 				in.timer.Stop()
 			}
+			// Idle from its answer on: the next event waits for its next
+			// poll rather than starting another instance (as Lambda
+			// reuses a warm sandbox).
+			in.idle = true
+			l.idle++
 		} else {
 			cur = nil
 		}

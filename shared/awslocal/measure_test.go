@@ -114,6 +114,15 @@ func TestMeasure(t *testing.T) {
 	for _, op := range ops {
 		t.Logf("AWS calls of one %s (serving function): %s", op, callsPerOp[op])
 	}
+	// The two functions no API call starts: upload completion (an
+	// upload) and the scheduler (an event as EventBridge Scheduler sends).
+	_, url := s.botWithFile(t)
+	if status, body := put(t, url, "hello"); status != 200 {
+		t.Fatalf("upload: %d %s", status, body)
+	}
+	if _, _, err := s.Invoke(context.Background(), "SchedulerFunction", []byte(`{}`)); err != nil {
+		t.Fatal(err)
+	}
 	byFn := map[string][]time.Duration{}
 	for _, c := range s.ColdStarts() {
 		byFn[c.Function] = append(byFn[c.Function], c.Took)

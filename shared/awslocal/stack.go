@@ -444,6 +444,17 @@ func (s *Stack) Close() error {
 	return errors.Join(errs...)
 }
 
+// Invoke invokes a function of the stack by its logical id, as Lambda's
+// Invoke API would (tests and measurements).
+func (s *Stack) Invoke(ctx context.Context, logicalID string, payload []byte) (answer []byte, functionError bool, err error) {
+	lf := s.funcs[logicalID]
+	if lf == nil {
+		return nil, false, fmt.Errorf("no function %s", logicalID)
+	}
+	r := lf.Invoke(ctx, payload)
+	return r.Payload, r.FunctionError, r.Err
+}
+
 // ColdStarts are the instances' initialisations so far.
 func (s *Stack) ColdStarts() []ColdStart {
 	s.coldMu.Lock()
