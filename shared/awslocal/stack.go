@@ -68,6 +68,9 @@ type Options struct {
 	FunctionOutput io.Writer
 	// Ready, when set, is called once the API listens, with its address.
 	Ready func(addr string)
+	// Prebuilt, when set, is a directory where Build already built the
+	// functions (tests running several stacks build once).
+	Prebuilt string
 }
 
 // AdminEmail is the email of the stack's first account, as `make run`'s.
@@ -229,7 +232,7 @@ func Open(ctx context.Context, o Options, ln net.Listener) (*Stack, error) {
 	if tplPath == "" {
 		tplPath = filepath.Join(root, "template.yaml")
 	}
-	if err := os.MkdirAll(o.DataDir, 0o700); err != nil {
+	if err := os.MkdirAll(filepath.Join(o.DataDir, "aws-local"), 0o700); err != nil {
 		return nil, err
 	}
 	sec, err := loadSecrets(o.DataDir)
@@ -253,12 +256,15 @@ func Open(ctx context.Context, o Options, ln net.Listener) (*Stack, error) {
 	if s.roles, err = tpl.roleStatements(); err != nil {
 		return nil, err
 	}
-	binDir := filepath.Join(o.DataDir, "aws-local", "bin")
-	start := time.Now()
-	if err := Build(ctx, root, tpl, binDir); err != nil {
-		return nil, err
+	binDir := o.Prebuilt
+	if binDir == "" {
+		binDir = filepath.Join(o.DataDir, "aws-local", "bin")
+		start := time.Now()
+		if err := Build(ctx, root, tpl, binDir); err != nil {
+			return nil, err
+		}
+		log.Info("aws-local: built the functions", "count", len(tpl.Functions), "took", time.Since(start).Round(time.Millisecond))
 	}
-	log.Info("aws-local: built the functions", "count", len(tpl.Functions), "took", time.Since(start).Round(time.Millisecond))
 
 	// DynamoDB: the embedded one (its changes feed the table's stream) or
 	// an external endpoint (no stream: the dispatcher's schedule alone

@@ -16,6 +16,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -23,6 +24,32 @@ import (
 
 	"github.com/botforge/platform/shared/awslocal"
 )
+
+var built struct {
+	once sync.Once
+	dir  string
+	err  error
+}
+
+// functions builds the functions once for every test of the package (a
+// template changed by a test names the same packages).
+func functions(t *testing.T) string {
+	t.Helper()
+	built.once.Do(func() {
+		tpl, err := awslocal.ReadTemplate("../../template.yaml", "../../Makefile", map[string]string{"PagingKey": "00"}, "")
+		if err != nil {
+			built.err = err
+			return
+		}
+		if built.dir, built.err = os.MkdirTemp("", "awslocal-bin-"); built.err == nil {
+			built.err = awslocal.Build(context.Background(), "../..", tpl, built.dir)
+		}
+	})
+	if built.err != nil {
+		t.Fatal(built.err)
+	}
+	return built.dir
+}
 
 type stack struct {
 	*awslocal.Stack
@@ -36,12 +63,13 @@ func startStack(t *testing.T, template string) *stack {
 	if testing.Short() {
 		t.Skip("builds and runs the Lambda functions")
 	}
+	bin := functions(t)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	s, err := awslocal.Open(context.Background(), awslocal.Options{DataDir: dir, Root: "../..", Template: template, FunctionOutput: io.Discard}, ln)
+	s, err := awslocal.Open(context.Background(), awslocal.Options{DataDir: dir, Root: "../..", Template: template, FunctionOutput: io.Discard, Prebuilt: bin}, ln)
 	if err != nil {
 		ln.Close()
 		t.Fatal(err)
