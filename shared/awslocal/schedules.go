@@ -220,6 +220,21 @@ func (s *schedules) fireDue(ctx context.Context, now time.Time) {
 	}
 }
 
+// fireAll fires every enabled schedule once now, waiting for each.
+func (s *schedules) fireAll(ctx context.Context) {
+	s.mu.Lock()
+	var all []schedule
+	for _, x := range s.items {
+		if x.State != "DISABLED" {
+			all = append(all, *x)
+		}
+	}
+	s.mu.Unlock()
+	for _, x := range all {
+		s.fire(ctx, x)
+	}
+}
+
 func (s *schedules) fire(ctx context.Context, x schedule) {
 	retries := 185
 	if x.Target.RetryPolicy != nil && x.Target.RetryPolicy.MaximumRetryAttempts != nil {

@@ -95,6 +95,7 @@ type Stack struct {
 	cold      []ColdStart
 	roles     map[string][]iampolicyStatement // role ARN -> its statements
 	streamMap *streamMapping
+	schedules *schedules
 }
 
 // secrets are made at the first start and kept in the data directory.
@@ -321,6 +322,7 @@ func Open(ctx context.Context, o Options, ln net.Listener) (*Stack, error) {
 		return nil, err
 	}
 	sched.invoke = s.invokeAs
+	s.schedules = sched
 	if s.logs, err = openCWLogs(filepath.Join(o.DataDir, "aws-local", "cloudwatch-logs.jsonl")); err != nil {
 		return nil, err
 	}
@@ -460,6 +462,11 @@ func (s *Stack) Invoke(ctx context.Context, logicalID string, payload []byte) (a
 	r := lf.Invoke(ctx, payload)
 	return r.Payload, r.FunctionError, r.Err
 }
+
+// FireSchedules fires every EventBridge Scheduler schedule of the stack
+// once, now, as if its time had come, and waits for the invocations (tests
+// need not wait for a cron's next minute).
+func (s *Stack) FireSchedules(ctx context.Context) { s.schedules.fireAll(ctx) }
 
 // ColdStarts are the instances' initialisations so far.
 func (s *Stack) ColdStarts() []ColdStart {

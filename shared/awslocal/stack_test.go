@@ -279,6 +279,16 @@ func TestRecordedCallsAreAllowed(t *testing.T) {
 	s.call(t, "POST", "/v1/tables/rolesTable/rows/find", hdr, map[string]any{}, 200)
 	now := time.Now().UTC()
 	s.call(t, "GET", "/v1/admin/bots/"+botID+"/logs?timeStart="+now.Add(-time.Hour).Format(time.RFC3339)+"&timeEnd="+now.Format(time.RFC3339), adm, nil, 200)
+	// EventBridge Scheduler fires the recurring event: the scheduler
+	// function, invoked with SchedulerRole, delivers it to the bot.
+	s.FireSchedules(context.Background())
+	for typ := ""; typ != "t"; {
+		select {
+		case typ = <-delivered:
+		case <-time.After(30 * time.Second):
+			t.Fatal("the recurring event was not delivered to the bot")
+		}
+	}
 	s.call(t, "DELETE", "/v1/admin/bots/"+botID, adm, nil, 200)
 
 	byFunction := map[string]map[string]bool{}
@@ -303,6 +313,7 @@ func TestRecordedCallsAreAllowed(t *testing.T) {
 		{"AdminFunction", "scheduler:CreateSchedule"}, {"AdminFunction", "iam:PassRole"}, {"AdminFunction", "scheduler:DeleteSchedule"},
 		{"AdminFunction", "logs:StartQuery"}, {"ChatFunction", "dynamodb:PutItem"}, {"TablesFunction", "dynamodb:Query"},
 		{"FilesFunction", "s3:PutObject"}, {"UploadCompletionFunction", "s3:GetObject"}, {"DispatcherFunction", "dynamodb:GetRecords"},
+		{"bot-platform-SchedulerRole-LOCAL", "lambda:InvokeFunction"}, {"SchedulerFunction", "dynamodb:GetItem"},
 	} {
 		if !byFunction[want.function][want.action] {
 			t.Errorf("no %s call by %s recorded", want.action, want.function)
