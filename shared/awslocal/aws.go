@@ -114,6 +114,24 @@ type endpoint struct {
 	services map[string]http.Handler
 	rec      *Recorder
 	role     func(name string) url.Values // roles made through IAM
+	// created, when set, is called after an S3 request that created an
+	// object succeeded (an external S3 notifies no one here: the stack
+	// makes its object-created events from what it sees pass).
+	created func(bucket, key string, size int64)
+}
+
+// statusRecorder keeps the status of an answer.
+type statusRecorder struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *statusRecorder) WriteHeader(code int) { w.status = code; w.ResponseWriter.WriteHeader(code) }
+func (w *statusRecorder) Write(b []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	return w.ResponseWriter.Write(b)
 }
 
 var credentialScope = regexp.MustCompile(`Credential=[^/,\s]+/\d{8}/[^/]+/([a-z0-9-]+)/aws4_request`)
@@ -167,7 +185,19 @@ func (e *endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	h.ServeHTTP(w, r)
+	if svc != "s3" || e.created == nil {
+		h.ServeHTTP(w, r)
+		return
+	}
+	sw := &statusRecorder{ResponseWriter: w}
+	h.ServeHTTP(sw, r)
+	q := r.URL.Query()
+	bucket, key, _ := strings.Cut(strings.TrimPrefix(r.URL.Path, "/"), "/")
+	put := r.Method == http.MethodPut && !q.Has("partNumber")
+	complete := r.Method == http.MethodPost && q.Has("uploadId")
+	if sw.status == http.StatusOK && key != "" && (put || complete) {
+		e.created(bucket, key, int64(len(body)))
+	}
 }
 
 // accessDenied answers as the service does when IAM refuses a call.

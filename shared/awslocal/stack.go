@@ -38,6 +38,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	awss3 "github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/botforge/platform/shared/dynamo"
 	"github.com/botforge/platform/shared/fsutil"
@@ -46,6 +47,7 @@ import (
 	"github.com/botforge/platform/shared/localdynamo"
 	"github.com/botforge/platform/shared/locals3"
 	"github.com/botforge/platform/shared/runtime"
+	"github.com/botforge/platform/shared/s3store"
 )
 
 // Options configure the stack.
@@ -315,6 +317,9 @@ func Open(ctx context.Context, o Options, ln net.Listener) (*Stack, error) {
 		if s3h, err = reverseProxy(o.S3Endpoint); err != nil {
 			return nil, err
 		}
+		if err := ensureBucket(ctx, s3h, tpl.BucketName, sec); err != nil {
+			return nil, err
+		}
 	}
 
 	sched, err := openSchedules(filepath.Join(o.DataDir, "aws-local", "schedules.json"), log)
@@ -367,7 +372,13 @@ func Open(ctx context.Context, o Options, ln net.Listener) (*Stack, error) {
 		if err != nil {
 			return nil, err
 		}
-		ep := &http.Server{Handler: &endpoint{fn: f, services: services, rec: s.Calls, role: s.code.Role}}
+		e := &endpoint{fn: f, services: services, rec: s.Calls, role: s.code.Role}
+		if o.S3Endpoint != "" {
+			e.created = func(bucket, key string, size int64) {
+				_ = s.objectCreated(context.Background(), locals3.PutObject{Bucket: bucket, Key: key, Size: size})
+			}
+		}
+		ep := &http.Server{Handler: e}
 		go func() { _ = ep.Serve(epLn) }()
 		s.closers = append(s.closers, ep.Close)
 		awsURL := "http://" + epLn.Addr().String()
@@ -667,6 +678,14 @@ func reverseProxy(endpoint string) (http.Handler, error) {
 	d := p.Director
 	p.Director = func(r *http.Request) { host := r.Host; d(r); r.Host = host }
 	return p, nil
+}
+
+// ensureBucket creates the stack's bucket in an external S3 when missing.
+func ensureBucket(ctx context.Context, h http.Handler, bucket string, sec secrets) error {
+	client := s3store.New(awss3.New(awss3.Options{Region: Region, BaseEndpoint: aws.String("http://s3.local"), UsePathStyle: true,
+		Credentials: credentials.NewStaticCredentialsProvider(sec.AccessKey, sec.SecretKey, ""),
+		HTTPClient:  &http.Client{Transport: runtime.InProcess(h)}}), bucket, s3store.Options{})
+	return client.EnsureBucket(ctx, Region)
 }
 
 // bootstrap makes the first account and its token on first start, and

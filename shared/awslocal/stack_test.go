@@ -23,6 +23,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/botforge/platform/shared/awslocal"
+	"github.com/botforge/platform/shared/mototest"
 )
 
 var built struct {
@@ -60,6 +61,11 @@ type stack struct {
 // the test ends.
 func startStack(t *testing.T, template string) *stack {
 	t.Helper()
+	return startStackWith(t, awslocal.Options{Template: template})
+}
+
+func startStackWith(t *testing.T, o awslocal.Options) *stack {
+	t.Helper()
 	if testing.Short() {
 		t.Skip("builds and runs the Lambda functions")
 	}
@@ -69,7 +75,8 @@ func startStack(t *testing.T, template string) *stack {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	s, err := awslocal.Open(context.Background(), awslocal.Options{DataDir: dir, Root: "../..", Template: template, FunctionOutput: io.Discard, Prebuilt: bin}, ln)
+	o.DataDir, o.Root, o.FunctionOutput, o.Prebuilt = dir, "../..", io.Discard, bin
+	s, err := awslocal.Open(context.Background(), o, ln)
 	if err != nil {
 		ln.Close()
 		t.Fatal(err)
@@ -330,4 +337,28 @@ func TestRecordedCallsAreAllowed(t *testing.T) {
 	}
 	sort.Strings(fns)
 	t.Logf("calls by function:\n%s", strings.Join(fns, "\n"))
+}
+
+// TestExternalServices runs the stack over moto_server's DynamoDB and S3
+// (a third-party emulator) instead of the embedded ones: the API works, and
+// an upload through the presigned URL is completed by the object-created
+// event the stack makes from the PUT it sees pass.
+func TestExternalServices(t *testing.T) {
+	moto := mototest.Start(t)
+	s := startStackWith(t, awslocal.Options{DynamoEndpoint: moto, S3Endpoint: moto})
+	hdr, url := s.botWithFile(t)
+	if status, body := put(t, url, "hello"); status != 200 {
+		t.Fatalf("upload: %d %s", status, body)
+	}
+	if st := s.call(t, "GET", "/v1/files/notes.txt", hdr, nil, 200)["file"].(map[string]any)["status"]; st != "upload_completed" {
+		t.Fatalf("file status %v", st)
+	}
+	s.call(t, "POST", "/v1/tables", hdr, map[string]any{"name": "motoTable", "schema": map[string]any{"type": "object", "properties": map[string]any{"n": map[string]any{"type": "number"}}}}, 200)
+	s.call(t, "POST", "/v1/tables/motoTable/rows", hdr, map[string]any{"rows": []any{map[string]any{"n": 1}}}, 200)
+	if rows := s.call(t, "POST", "/v1/tables/motoTable/rows/find", hdr, map[string]any{}, 200)["rows"].([]any); len(rows) != 1 {
+		t.Fatalf("rows: %v", rows)
+	}
+	if d := s.Calls.Denied(); len(d) != 0 {
+		t.Fatalf("denied: %+v", d)
+	}
 }
