@@ -37,11 +37,31 @@ type Call struct {
 	Allowed  bool
 }
 
+// Request is one request a function sent to an AWS service (one
+// TransactWriteItems, one PutObject), whatever it needed authorized.
+type Request struct {
+	Function, Service, Operation string
+}
+
 // Recorder keeps every call made through the stack's endpoints.
 type Recorder struct {
-	mu    sync.Mutex
-	calls []Call
-	log   *slog.Logger
+	mu       sync.Mutex
+	calls    []Call
+	requests []Request
+	log      *slog.Logger
+}
+
+func (r *Recorder) request(q Request) {
+	r.mu.Lock()
+	r.requests = append(r.requests, q)
+	r.mu.Unlock()
+}
+
+// Requests returns the requests made so far (a copy).
+func (r *Recorder) Requests() []Request {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]Request(nil), r.requests...)
 }
 
 func (r *Recorder) add(c Call) {
@@ -177,6 +197,7 @@ func (e *endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case "iam":
 		needs = iamAuthz(r, body, e.role)
 	}
+	e.rec.request(Request{Function: e.fn.LogicalID, Service: svc, Operation: operation(svc, r, needs)})
 	for _, a := range needs {
 		d, _ := iampolicy.Evaluate(e.fn.Policy, iampolicy.Request{Action: a.action, Resource: a.resource, Context: a.context})
 		e.rec.add(Call{Function: e.fn.LogicalID, Service: svc, Action: a.action, Resource: a.resource, Allowed: d == iampolicy.Allow})
@@ -198,6 +219,21 @@ func (e *endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if sw.status == http.StatusOK && key != "" && (put || complete) {
 		e.created(bucket, key, int64(len(body)))
 	}
+}
+
+// operation names a request: the API operation of the JSON protocols, the
+// S3 method, else the action of its first authorization.
+func operation(svc string, r *http.Request, needs []authz) string {
+	if t := r.Header.Get("X-Amz-Target"); t != "" {
+		return t[strings.LastIndex(t, ".")+1:]
+	}
+	if svc == "s3" {
+		return "S3 " + r.Method
+	}
+	if len(needs) > 0 {
+		return needs[0].action
+	}
+	return svc
 }
 
 // accessDenied answers as the service does when IAM refuses a call.

@@ -29,7 +29,7 @@ type target struct {
 	name  string
 	url   string
 	token string
-	calls func() []awslocal.Call // nil for the local platform
+	calls func() []awslocal.Request // nil for the local platform
 }
 
 func (tg target) stack() *stack {
@@ -41,7 +41,7 @@ func TestMeasure(t *testing.T) {
 		t.Skip("AWS_LOCAL_MEASURE=1 measures the stack against the local platform")
 	}
 	s := startStack(t, "")
-	aws := target{name: "aws-local", url: s.URL, token: s.token, calls: s.Calls.Calls}
+	aws := target{name: "aws-local", url: s.URL, token: s.token, calls: s.Calls.Requests}
 
 	dir := t.TempDir()
 	p, err := local.Open(context.Background(), dir, "", slog.New(slog.NewTextHandler(io.Discard, nil)))
@@ -93,9 +93,12 @@ func TestMeasure(t *testing.T) {
 				took = append(took, time.Since(start))
 				if tg.calls != nil && i == n-1 {
 					by := map[string]int{}
+					// The serving function's requests (the Lambda
+					// service's log writes are not the function's).
 					for _, c := range tg.calls()[before:] {
-						if c.Function == map[string]string{"findTableRows": "TablesFunction"}[op] || c.Function == "ChatFunction" && op != "findTableRows" {
-							by[c.Action]++
+						serving := c.Function == "ChatFunction" && op != "findTableRows" || c.Function == "TablesFunction" && op == "findTableRows"
+						if serving && c.Service != "logs" {
+							by[c.Operation]++
 						}
 					}
 					var parts []string

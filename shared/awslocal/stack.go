@@ -486,11 +486,13 @@ func (s *Stack) ColdStarts() []ColdStart {
 	return append([]ColdStart(nil), s.cold...)
 }
 
-// report is <data-dir>/aws-calls.json: every call, counted, and the
-// refused ones; and the cold starts.
+// report is <data-dir>/aws-calls.json: every request and every call (an
+// IAM authorization), counted, and the refused ones; and the cold starts.
 type report struct {
-	Calls      []CallCount `json:"calls"`
-	Denied     []CallCount `json:"denied"`
+	// Requests counts the requests by function, service and operation.
+	Requests   map[string]int `json:"requests"`
+	Calls      []CallCount    `json:"calls"`
+	Denied     []CallCount    `json:"denied"`
 	ColdStarts []struct {
 		Function string  `json:"function"`
 		Millis   float64 `json:"ms"`
@@ -499,6 +501,10 @@ type report struct {
 
 func (s *Stack) writeReport(dir string) error {
 	var r report
+	r.Requests = map[string]int{}
+	for _, q := range s.Calls.Requests() {
+		r.Requests[q.Function+" "+q.Service+" "+q.Operation]++
+	}
 	r.Calls = s.Calls.Summary()
 	r.Denied = []CallCount{}
 	for _, c := range r.Calls {
