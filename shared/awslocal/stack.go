@@ -256,6 +256,9 @@ func Open(ctx context.Context, o Options, ln net.Listener) (*Stack, error) {
 		return nil, err
 	}
 	s.Template = tpl
+	if len(tpl.Skipped) > 0 {
+		log.Warn("aws-local: functions of the template without a Go package of the repository do not run here", "functions", tpl.Skipped)
+	}
 	if s.roles, err = tpl.roleStatements(); err != nil {
 		return nil, err
 	}

@@ -34,9 +34,13 @@ func (t *Template) roleStatements() (map[string][]iampolicy.Statement, error) {
 		if err != nil {
 			return nil, err
 		}
-		if out[arn], err = t.rolePolicy(id); err != nil {
-			return nil, fmt.Errorf("role %s: %w", id, err)
+		st, err := t.rolePolicy(id)
+		if err != nil {
+			// A role no function of the stack runs with, in a form not
+			// resolved here: a service assuming it is refused.
+			continue
 		}
+		out[arn] = st
 	}
 	return out, nil
 }

@@ -1,6 +1,7 @@
 package awslocal
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"regexp"
@@ -29,6 +30,9 @@ const (
 type Template struct {
 	Functions []*Function
 	Routes    []Route
+	// Skipped are the functions the stack cannot run: no Makefile target
+	// build-<LogicalId> names a Go package of the repository for them.
+	Skipped []string
 	// TableName, BucketName: the physical names of the stack's table and
 	// bucket.
 	TableName, BucketName string
@@ -148,6 +152,12 @@ func ReadTemplate(path, makefile string, params map[string]string, apiURL string
 			continue
 		}
 		f, err := t.function(id, globals, string(mk))
+		if errors.Is(err, errNoPackage) {
+			// Not a Go function of the repository (inline code, a
+			// custom resource's handler): the stack runs without it.
+			t.Skipped = append(t.Skipped, id)
+			continue
+		}
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", id, err)
 		}
@@ -177,6 +187,8 @@ func (t *Template) props(id string) map[string]any {
 	return p
 }
 
+var errNoPackage = errors.New("no Go package: no Makefile target")
+
 var buildTarget = regexp.MustCompile(`(?m)^build-(\w+):\s*\n\t[^\n]*?(\./functions/[\w-]+)`)
 
 func (t *Template) function(id string, globals map[string]any, makefile string) (*Function, error) {
@@ -188,7 +200,7 @@ func (t *Template) function(id string, globals map[string]any, makefile string) 
 		}
 	}
 	if f.Package == "" {
-		return nil, fmt.Errorf("no Makefile target build-%s naming its package", id)
+		return nil, fmt.Errorf("%w build-%s", errNoPackage, id)
 	}
 	var err error
 	if f.Name, err = t.ref(id); err != nil {
