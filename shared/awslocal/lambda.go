@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
 	"os/exec"
 	"strconv"
 	"strings"
@@ -88,6 +87,9 @@ type instance struct {
 	exited  chan struct{}
 }
 
+// kill ends the instance's process group.
+func (in *instance) kill() { _ = syscall.Kill(-in.cmd.Process.Pid, syscall.SIGKILL) }
+
 func newLambdaFunction(fn *Function, binary string, env []string, runtimeAddr string) *lambdaFunction {
 	return &lambdaFunction{fn: fn, binary: binary, env: env, runtime: runtimeAddr,
 		queue: make(chan *invocation), instances: map[int]*instance{}}
@@ -137,7 +139,9 @@ func (l *lambdaFunction) spawnLocked() error {
 		"AWS_LAMBDA_LOG_STREAM_NAME="+time.Now().UTC().Format("2006/01/02")+"/[$LATEST]"+strings.ReplaceAll(uuid.NewString(), "-", ""),
 	)
 	// The instances die with the stack, even a killed one (kill -9).
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	// In a process group of their own, killed whole (a timed-out
+	// instance's children included, as Lambda ends the sandbox).
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		return err
@@ -230,7 +234,7 @@ func (l *lambdaFunction) serveRuntime(w http.ResponseWriter, r *http.Request, n 
 		l.mu.Lock()
 		in.timer = time.AfterFunc(time.Until(inv.deadline), func() {
 			inv.finish(invokeResult{Payload: lambdaError("Sandbox.Timedout", fmt.Sprintf("Task timed out after %d.00 seconds", l.fn.Timeout)), FunctionError: true})
-			_ = in.cmd.Process.Kill()
+			in.kill()
 		})
 		l.mu.Unlock()
 		h := w.Header()
@@ -278,7 +282,7 @@ func (l *lambdaFunction) serveRuntime(w http.ResponseWriter, r *http.Request, n 
 			l.output(l.fn, "INIT_ERROR "+string(body))
 		}
 		w.WriteHeader(http.StatusAccepted)
-		_ = in.cmd.Process.Kill()
+		in.kill()
 	default:
 		http.Error(w, "unknown runtime API call", http.StatusNotFound)
 	}
@@ -289,7 +293,7 @@ func (l *lambdaFunction) close() {
 	l.mu.Lock()
 	l.closed = true
 	for _, in := range l.instances {
-		_ = in.cmd.Process.Signal(os.Kill)
+		in.kill()
 	}
 	l.mu.Unlock()
 	l.wg.Wait()
