@@ -1,5 +1,5 @@
 # The two commands of README.md: `make run` and `make test`.
-.PHONY: run test vet unit conformance cli-e2e deploy-e2e console-e2e console-vendor build infra lambda cfn-lint
+.PHONY: run aws-local test vet unit conformance conformance-aws cli-e2e deploy-e2e deploy-e2e-aws console-e2e console-vendor build infra lambda cfn-lint
 
 # Where `make run` listens: loopback only unless told otherwise
 # (make run ADDR=:8080 listens on every interface).
@@ -8,7 +8,14 @@ ADDR ?= 127.0.0.1:8080
 run:
 	go run ./functions/local --addr $(ADDR)
 
-test: vet unit infra conformance cli-e2e deploy-e2e console-e2e
+# The AWS build run whole on this machine, without an AWS account
+# (docs/deploy.md): the Lambda functions of template.yaml behind its API
+# Gateway routes, each AWS call checked against the function's role. State
+# in ./.data-aws; the first account's token in ./.data-aws/admin-token.
+aws-local:
+	go run ./functions/aws-local --addr $(ADDR)
+
+test: vet unit infra conformance conformance-aws cli-e2e deploy-e2e deploy-e2e-aws console-e2e
 
 vet:
 	go vet ./...
@@ -20,6 +27,11 @@ unit:
 conformance:
 	bash scripts/conformance/run.sh
 
+# The same suite against the AWS build (./functions/aws-local): the first
+# start builds the Lambda functions (minutes on a cold build cache).
+conformance-aws:
+	PLATFORM_PKG=./functions/aws-local READY_TIMEOUT=600 bash scripts/conformance/run.sh
+
 # `bp dev` of the official CLI (a bot, an integration) through the
 # platform's own tunnel (about 15 s).
 cli-e2e:
@@ -29,6 +41,11 @@ cli-e2e:
 # deployed code answering through the runtime (scripts/deploy-e2e).
 deploy-e2e:
 	bash scripts/deploy-e2e/run.sh
+
+# The same against the AWS build (./functions/aws-local): deployed code in
+# Lambda functions made by the admin function, under its role.
+deploy-e2e-aws:
+	PLATFORM_PKG=./functions/aws-local READY_TIMEOUT=600 bash scripts/deploy-e2e/run.sh
 
 # The web console in headless Chromium, then Firefox (system packages; fails
 # without them) against a fresh local platform and a plain-JS SDK bot;

@@ -358,15 +358,16 @@ func mutatedCDK(t *testing.T, template []byte, mutate func(resources map[string]
 
 // TestEnvironmentCoversRuntime: every variable shared/runtime reads is set
 // on at least one function of the stack, except the *_ENDPOINT variables
-// that point the code at stand-ins of AWS services (never set in AWS), and
-// every variable the stack sets is one the code reads.
+// that point the code at stand-ins of AWS services (never set in AWS) and
+// PLATFORM_DELIVERY_ALLOW_PRIVATE (set by the AWS-shaped local stack only:
+// never in AWS), and every variable the stack sets is one the code reads.
 func TestEnvironmentCoversRuntime(t *testing.T) {
 	src, err := filepath.Glob("../shared/runtime/*.go")
 	if err != nil || len(src) == 0 {
 		t.Fatalf("shared/runtime: %v", err)
 	}
 	read := map[string]bool{}
-	name := regexp.MustCompile(`(?:Getenv|get)\("([A-Z][A-Z0-9_]*)"`)
+	name := regexp.MustCompile(`(?:Getenv|get)\("([A-Z][A-Z0-9_]*)"|Env[A-Za-z]* = "([A-Z][A-Z0-9_]*)"`)
 	for _, f := range src {
 		if strings.HasSuffix(f, "_test.go") {
 			continue
@@ -376,7 +377,7 @@ func TestEnvironmentCoversRuntime(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, m := range name.FindAllStringSubmatch(string(b), -1) {
-			read[m[1]] = true
+			read[m[1]+m[2]] = true
 		}
 	}
 	set := map[string]bool{}
@@ -386,7 +387,7 @@ func TestEnvironmentCoversRuntime(t *testing.T) {
 		}
 	}
 	for v := range read {
-		if !set[v] && !strings.HasSuffix(v, "_ENDPOINT") {
+		if !set[v] && !strings.HasSuffix(v, "_ENDPOINT") && v != "PLATFORM_DELIVERY_ALLOW_PRIVATE" {
 			t.Errorf("shared/runtime reads %s, which no function of the stack sets", v)
 		}
 	}

@@ -41,6 +41,7 @@ import (
 	iamtypes "github.com/aws/aws-sdk-go-v2/service/iam/types"
 	"github.com/aws/aws-sdk-go-v2/service/lambda"
 	"github.com/aws/aws-sdk-go-v2/service/lambda/types"
+	smithy "github.com/aws/smithy-go"
 
 	"github.com/botforge/platform/shared/platform"
 )
@@ -574,15 +575,26 @@ func (r *Runner) remove(ctx context.Context, kind, id string) error {
 		return err
 	}
 	var nf *types.ResourceNotFoundException
-	if _, err := r.Lambda.DeleteFunction(ctx, &lambda.DeleteFunctionInput{FunctionName: &name}); err != nil && !errors.As(err, &nf) {
+	_, err = r.Lambda.DeleteFunction(ctx, &lambda.DeleteFunctionInput{FunctionName: &name})
+	if err != nil && !errors.As(err, &nf) {
 		return fmt.Errorf("delete function %s: %w", name, err)
 	}
+	functionGone := err != nil
 	if r.IAM == nil {
 		return nil
 	}
 	var none *iamtypes.NoSuchEntityException
 	if _, err := r.IAM.DeleteRolePolicy(ctx, &iam.DeleteRolePolicyInput{RoleName: &name, PolicyName: aws.String(policyName)}); err != nil && !errors.As(err, &none) {
-		return fmt.Errorf("delete the policy of role %s: %w", name, err)
+		// IAM names a role that does not exist without its path, which
+		// the admin role's permissions (roles under RolePath) cannot
+		// match: AccessDenied, not NoSuchEntity. With no function either,
+		// the bot or integration never had code deployed: nothing to
+		// remove (the AWS-shaped local stack, shared/awslocal, found this).
+		var denied smithy.APIError
+		if !functionGone || !errors.As(err, &denied) || denied.ErrorCode() != "AccessDenied" {
+			return fmt.Errorf("delete the policy of role %s: %w", name, err)
+		}
+		return nil
 	}
 	if _, err := r.IAM.DeleteRole(ctx, &iam.DeleteRoleInput{RoleName: &name}); err != nil && !errors.As(err, &none) {
 		return fmt.Errorf("delete role %s: %w", name, err)

@@ -201,7 +201,13 @@ func (s *Server) writeOne(w *writeRequest) error {
 	if err != nil {
 		return err
 	}
-	return s.commit(b, dead)
+	if err := s.commit(b, dead); err != nil {
+		return err
+	}
+	if c, ok := w.t.change(w.old, w.new); ok {
+		s.notify([]Change{c})
+	}
+	return nil
 }
 
 func checkReturnValues(rv string, allowed ...string) error {
@@ -673,7 +679,20 @@ func (s *Server) writeMany(ws []*writeRequest) error {
 		}
 		dead += d
 	}
-	return s.commit(b, dead)
+	if err := s.commit(b, dead); err != nil {
+		return err
+	}
+	var cs []Change
+	for _, w := range ws {
+		if w.change == nil {
+			continue
+		}
+		if c, ok := w.t.change(w.old, w.new); ok {
+			cs = append(cs, c)
+		}
+	}
+	s.notify(cs)
+	return nil
 }
 
 // canceled reports the requests of writeMany whose condition failed.

@@ -111,5 +111,5 @@ func StartDispatcher() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	lambda.Start(DrainOutbox(Dispatcher(cfg, env, delivery.Client(false))))
+	lambda.Start(DrainOutbox(Dispatcher(cfg, env, Outbound())))
 }

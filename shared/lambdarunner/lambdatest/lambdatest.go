@@ -30,7 +30,7 @@ import (
 // with the machine's node, as Lambda's Node.js runtime calls index.handler)
 // and IAM's query API.
 type Server struct {
-	t   testing.TB
+	t   TB
 	srv *httptest.Server
 	// URL is the endpoint (LAMBDA_ENDPOINT and IAM_ENDPOINT).
 	URL string
@@ -64,6 +64,7 @@ type Server struct {
 	// PageSize is how many functions or roles a list call answers at most
 	// (Lambda's and IAM's default: 50 and 100).
 	PageSize int
+	onLogs   func(config map[string]any, lines []string)
 }
 
 // SetDeny makes every call (e.g. "Lambda.DeleteFunction") answer
@@ -174,13 +175,56 @@ func (f *Server) Reserved(name string) int {
 	return 0
 }
 
+// TB is what the Server needs of its user: a testing.TB, or a long-running
+// program's stand-in (shared/awslocal serves deployed code with it).
+type TB interface {
+	TempDir() string
+	Errorf(format string, args ...any)
+	Fatal(args ...any)
+	Cleanup(func())
+}
+
+var _ TB = testing.TB(nil)
+
 func New(t testing.TB) *Server {
-	f := &Server{t: t, bodies: map[string][]map[string]any{}, functions: map[string]*function{}, roles: map[string]url.Values{}, policies: map[string]string{},
-		policyNames: map[string]string{}, deny: map[string]bool{}, hang: map[string]bool{}}
-	f.srv = httptest.NewServer(http.HandlerFunc(f.serve))
+	f := NewHandler(t)
+	f.srv = httptest.NewServer(f)
 	f.URL = f.srv.URL
 	t.Cleanup(f.srv.Close)
 	return f
+}
+
+// NewHandler is a Server without a listener of its own: its user serves
+// it (ServeHTTP) and sets URL.
+func NewHandler(t TB) *Server {
+	return &Server{t: t, bodies: map[string][]map[string]any{}, functions: map[string]*function{}, roles: map[string]url.Values{}, policies: map[string]string{},
+		policyNames: map[string]string{}, deny: map[string]bool{}, hang: map[string]bool{}}
+}
+
+// ServeHTTP serves the Lambda and IAM APIs.
+func (f *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { f.serve(w, r) }
+
+// OnLogs, when set, receives the lines a function wrote on stdout, with
+// the function's configuration (its LoggingConfig says where they go).
+func (f *Server) OnLogs(fn func(config map[string]any, lines []string)) {
+	f.mu.Lock()
+	f.onLogs = fn
+	f.mu.Unlock()
+}
+
+// Role is the CreateRole request of a role made through the server (its
+// Path, PermissionsBoundary, ...), nil when there is none.
+func (f *Server) Role(name string) url.Values {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if q := f.roles[name]; q != nil {
+		out := url.Values{}
+		for k, v := range q {
+			out[k] = append([]string(nil), v...)
+		}
+		return out
+	}
+	return nil
 }
 
 func (f *Server) record(call string, body map[string]any) {
@@ -329,8 +373,14 @@ func (f *Server) serveLambda(w http.ResponseWriter, r *http.Request, body []byte
 			lambdaError(w, 429, "TooManyRequestsException", "Rate exceeded")
 			return
 		}
+		// The function runs without the lock: invocations run at once.
+		f.mu.Unlock()
 		out, fnErr, logs := runFunction(f.t, fn, body)
+		f.mu.Lock()
 		f.logs = append(f.logs, logs...)
+		if f.onLogs != nil && len(logs) > 0 {
+			f.onLogs(fn.config, logs)
+		}
 		if fnErr {
 			w.Header().Set("X-Amz-Function-Error", "Unhandled")
 		}
@@ -436,7 +486,7 @@ func (f *Server) serveIAM(w http.ResponseWriter, r *http.Request, body []byte) {
 // the zip unpacked, index.handler(event) called with the payload, its
 // result (or the error it throws) returned; the function's environment
 // is its configuration's.
-func runFunction(t testing.TB, fn *function, payload []byte) (out []byte, fnErr bool, logs []string) {
+func runFunction(t TB, fn *function, payload []byte) (out []byte, fnErr bool, logs []string) {
 	dir := t.TempDir()
 	zr, err := zip.NewReader(bytes.NewReader(fn.zip), int64(len(fn.zip)))
 	if err != nil {
@@ -539,7 +589,7 @@ func (f *Server) SetThrottle(on bool) {
 
 func base64Decode(s string) ([]byte, error) { return base64.StdEncoding.DecodeString(s) }
 
-func freePort(t testing.TB) string {
+func freePort(t TB) string {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
