@@ -171,7 +171,8 @@ func MapStorageFull(o *dynamodb.Options) {
 				out, md, err := next.HandleInitialize(ctx, in)
 				var ae smithy.APIError
 				if err != nil && errors.As(err, &ae) && ae.ErrorCode() == "InsufficientStorageException" {
-					err = platform.Errorf(platform.ErrInsufficientStorage, "the platform's disk is full: writes are refused until space is freed (reads still work)")
+					// The store's words: the free space, the reserve, how to change it.
+					err = platform.Errorf(platform.ErrInsufficientStorage, "%s", ae.ErrorMessage())
 				}
 				return out, md, err
 			}), middleware.After)

@@ -18,6 +18,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -56,6 +57,40 @@ type Options struct {
 	Limits Limits
 	// Ready, when set, is called once the server listens, with its address.
 	Ready func(addr string)
+	// DiskReserveMiB, when set, is the free space (MiB) below which the
+	// embedded DynamoDB refuses writes (0 keeps none); unset, it is
+	// PLATFORM_LOCAL_DISK_RESERVE_MIB or 64 (the -disk-reserve-mib flag).
+	DiskReserveMiB *int64
+}
+
+// DiskReserveEnv names the variable setting the disk reserve in MiB.
+const DiskReserveEnv = "PLATFORM_LOCAL_DISK_RESERVE_MIB"
+
+// reserveHint ends the disk-full refusal's message (507 answers and a
+// refused start alike): how to change the reserve.
+const reserveHint = "free some space, or change the reserve with the -disk-reserve-mib flag or the " + DiskReserveEnv + " environment variable (in MiB; 0 keeps none)"
+
+// diskReserve is the reserve in bytes: o's, else the variable's, else the
+// store's default.
+func diskReserve(mib *int64) (int64, error) {
+	if mib == nil {
+		v := os.Getenv(DiskReserveEnv)
+		if v == "" {
+			return localdynamo.DefaultMinFreeBytes, nil
+		}
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < 0 || n > 1<<40 {
+			return 0, fmt.Errorf("%s=%q: want a whole number of MiB, 0 or more", DiskReserveEnv, v)
+		}
+		mib = &n
+	}
+	if *mib < 0 || *mib > 1<<40 {
+		return 0, fmt.Errorf("disk reserve %d MiB: want a whole number of MiB, 0 or more", *mib)
+	}
+	if *mib == 0 {
+		return -1, nil // localdynamo: a negative reserve keeps none
+	}
+	return *mib << 20, nil
 }
 
 // AdminEmail is the email of the first account of a fresh local platform.
@@ -133,7 +168,16 @@ func (p *Platform) OnUsage(f func(op string, u *dynamo.Usage)) { p.onUsage.Store
 // Open starts the stand-ins, creates the table and bucket when missing and
 // the first account on first start, and returns the platform's handler.
 // baseURL is where clients reach the server (used in presigned URLs).
+// The disk reserve is PLATFORM_LOCAL_DISK_RESERVE_MIB's, or 64 MiB.
 func Open(ctx context.Context, dataDir, baseURL string, log *slog.Logger) (*Platform, error) {
+	return open(ctx, dataDir, baseURL, log, nil)
+}
+
+func open(ctx context.Context, dataDir, baseURL string, log *slog.Logger, reserveMiB *int64) (*Platform, error) {
+	reserve, err := diskReserve(reserveMiB)
+	if err != nil {
+		return nil, err
+	}
 	if log == nil {
 		log = slog.Default()
 	}
@@ -159,7 +203,7 @@ func Open(ctx context.Context, dataDir, baseURL string, log *slog.Logger) (*Plat
 	}
 	var ddbHandler http.Handler
 	if env.DynamoEndpoint == "" {
-		d, err := localdynamo.Open(filepath.Join(dataDir, "dynamodb"))
+		d, err := localdynamo.OpenWith(filepath.Join(dataDir, "dynamodb"), localdynamo.Options{MinFreeBytes: reserve, ReserveHint: reserveHint, Logger: log})
 		if err != nil {
 			return nil, fmt.Errorf("embedded DynamoDB: %w", err)
 		}
@@ -414,7 +458,7 @@ func Run(ctx context.Context, o Options) error {
 	if strings.HasPrefix(o.Addr, ":") {
 		base = "http://localhost" + o.Addr
 	}
-	p, err := Open(ctx, o.DataDir, base, log)
+	p, err := open(ctx, o.DataDir, base, log, o.DiskReserveMiB)
 	if err != nil {
 		ln.Close()
 		return err
