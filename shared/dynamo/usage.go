@@ -47,6 +47,19 @@ func (u *Usage) Calls(op string) int {
 	return u.calls[op]
 }
 
+// UsageOf returns the Usage counting ctx's calls (nil without one).
+func UsageOf(ctx context.Context) *Usage {
+	u, _ := ctx.Value(usageKey{}).(*Usage)
+	return u
+}
+
+// Wrote tells whether any write call was made.
+func (u *Usage) Wrote() bool {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return u.calls["PutItem"]+u.calls["UpdateItem"]+u.calls["DeleteItem"]+u.calls["BatchWriteItem"]+u.calls["TransactWriteItems"] > 0
+}
+
 // String renders the counts, e.g. "GetItem=2 TransactWriteItems=1".
 func (u *Usage) String() string {
 	u.mu.Lock()

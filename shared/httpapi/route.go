@@ -121,7 +121,16 @@ func (s *server) serve(w http.ResponseWriter, c *call, rt route) (any, error) {
 		return nil, err
 	}
 	c.body = body
-	// An integration sees its own tags without its alias (chat_tagview.go).
+	out, err := s.handleAs(c, rt)
+	if u := dynamo.UsageOf(c.ctx); err == nil && rt.scope == scopeBot && (u == nil || u.Wrote()) {
+		err = s.recheckBot(c)
+	}
+	return out, err
+}
+
+// handleAs runs the handler. An integration sees its own tags without its
+// alias (chat_tagview.go).
+func (s *server) handleAs(c *call, rt route) (any, error) {
 	if alias := tagAlias(c, rt); alias != "" {
 		prefixRequest(c, alias)
 		out, err := rt.handle(c)
@@ -131,6 +140,23 @@ func (s *server) serve(w http.ResponseWriter, c *call, rt route) (any, error) {
 		return unprefixAnswer(out, alias), nil
 	}
 	return rt.handle(c)
+}
+
+// recheckBot follows a bot-scoped call that wrote (one GetItem): if the bot was
+// deleted meanwhile (the call read it before deleteBot, and wrote after),
+// what it stored is left to the deletion's sweep (dynamo.RecheckBot), which
+// runs again, and the call answers that the bot is not found.
+func (s *server) recheckBot(c *call) error {
+	ctx := context.WithoutCancel(c.ctx) // what was written must be handed over
+	gone, err := s.Store.RecheckBot(ctx, c.bot.ID)
+	if err != nil {
+		return err
+	}
+	if !gone {
+		return nil
+	}
+	s.sweep(&call{ctx: ctx}, c.bot.ID)
+	return platform.NotFound("bot", c.bot.ID)
 }
 
 func (s *server) authenticate(c *call) error {
