@@ -116,6 +116,8 @@ type Platform struct {
 	Dispatcher *dispatch.Dispatcher
 	// Dynamo is the embedded DynamoDB (nil with DYNAMODB_ENDPOINT set).
 	Dynamo *localdynamo.Server
+	// S3 is the embedded S3 (nil with an external one).
+	S3 *locals3.Server
 	// FirstToken is the first account's token when this start created it.
 	FirstToken string
 	closers    []func() error
@@ -233,7 +235,8 @@ func open(ctx context.Context, dataDir, baseURL string, log *slog.Logger, reserv
 		s3, err := locals3.Open(locals3.Options{
 			Dir: filepath.Join(dataDir, "s3"), Region: "us-east-1",
 			AccessKeyID: sec.S3AccessKey, SecretAccessKey: sec.S3SecretKey,
-			PathPrefix: S3Prefix,
+			PathPrefix:   S3Prefix,
+			MinFreeBytes: reserve, ReserveHint: reserveHint,
 			OnPut: func(ctx context.Context, obj locals3.PutObject) error {
 				if obj.Bucket != env.Bucket || strings.HasPrefix(obj.Key, httpapi.CodeKeyPrefix) {
 					return nil // deployed code is no upload to complete
@@ -245,6 +248,7 @@ func open(ctx context.Context, dataDir, baseURL string, log *slog.Logger, reserv
 			return nil, fmt.Errorf("embedded S3: %w", err)
 		}
 		p.closers = append(p.closers, s3.Close)
+		p.S3 = s3
 		if err := s3.EnsureBucket(ctx, env.Bucket); err != nil {
 			return nil, err
 		}

@@ -327,26 +327,7 @@ func (s *Server) checkSpace() (response, bool) {
 		return response{}, false
 	}
 	s.spaceRefused.Add(1)
-	return errorResponse(http.StatusBadRequest, "InsufficientStorageException", ReserveMessage(free, need, s.opts.ReserveHint)), true
-}
-
-// ReserveMessage says why a write is refused: the free space, the reserve,
-// and how to change it (hint, e.g. a flag and a variable). The platform's
-// 507 answers and the local platform's start say the same words.
-func ReserveMessage(free uint64, reserve int64, hint string) string {
-	msg := fmt.Sprintf("the disk holding the data has %s free, less than the %s it keeps in reserve: writes are refused until space is freed (reads still work)", mib(int64(free)), mib(reserve))
-	if hint != "" {
-		msg += "; " + hint
-	}
-	return msg
-}
-
-// mib writes n bytes in MiB (with a decimal below 10 MiB).
-func mib(n int64) string {
-	if n < 10<<20 {
-		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
-	}
-	return fmt.Sprintf("%d MiB", n>>20)
+	return errorResponse(http.StatusBadRequest, "InsufficientStorageException", fsutil.ReserveMessage(free, need, s.opts.ReserveHint)), true
 }
 
 func (s *Server) freeBytes() (uint64, error) {
