@@ -50,3 +50,4 @@ func TestUpdatesCheckReferencesAsCreates(t *testing.T) {
 		t.Fatalf("update to a user of the bot: %s", got.Raw)
 	}
 }
+
