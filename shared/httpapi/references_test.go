@@ -50,4 +50,3 @@ func TestUpdatesCheckReferencesAsCreates(t *testing.T) {
 		t.Fatalf("update to a user of the bot: %s", got.Raw)
 	}
 }
-
