@@ -47,12 +47,6 @@ func (u *Usage) Calls(op string) int {
 	return u.calls[op]
 }
 
-// UsageOf returns the Usage counting ctx's calls (nil without one).
-func UsageOf(ctx context.Context) *Usage {
-	u, _ := ctx.Value(usageKey{}).(*Usage)
-	return u
-}
-
 // Wrote tells whether any write call was made.
 func (u *Usage) Wrote() bool {
 	u.mu.Lock()

@@ -84,6 +84,9 @@ func (s *server) handler(rt route) http.Handler {
 		ctx, usage := dynamo.WithUsage(r.Context())
 		c := &call{Request: r.WithContext(ctx), ctx: ctx, s: s, op: rt.op}
 		out, err := s.serve(w, c, rt)
+		if err == nil && rt.scope == scopeBot && usage.Wrote() {
+			err = s.recheckBot(c)
+		}
 		if s.OnUsage != nil {
 			s.OnUsage(rt.op, usage)
 		}
@@ -121,16 +124,7 @@ func (s *server) serve(w http.ResponseWriter, c *call, rt route) (any, error) {
 		return nil, err
 	}
 	c.body = body
-	out, err := s.handleAs(c, rt)
-	if u := dynamo.UsageOf(c.ctx); err == nil && rt.scope == scopeBot && (u == nil || u.Wrote()) {
-		err = s.recheckBot(c)
-	}
-	return out, err
-}
-
-// handleAs runs the handler. An integration sees its own tags without its
-// alias (chat_tagview.go).
-func (s *server) handleAs(c *call, rt route) (any, error) {
+	// An integration sees its own tags without its alias (chat_tagview.go).
 	if alias := tagAlias(c, rt); alias != "" {
 		prefixRequest(c, alias)
 		out, err := rt.handle(c)
