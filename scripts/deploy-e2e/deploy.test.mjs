@@ -46,10 +46,15 @@ async function api(method, p, body, headers = {}) {
 
 async function eventually(what, f, ms = 30_000) {
   const end = Date.now() + ms
+  let lastErr // a check that throws is retried: only the time up fails
   for (;;) {
-    const v = await f()
-    if (v) return v
-    if (Date.now() > end) throw new Error(`${what}: not within ${ms} ms`)
+    try {
+      const v = await f()
+      if (v) return v
+    } catch (err) {
+      lastErr = err
+    }
+    if (Date.now() > end) throw new Error(`${what}: not within ${ms} ms${lastErr ? `; last error: ${lastErr.stack ?? lastErr}` : ''}`)
     await new Promise((r) => setTimeout(r, 20))
   }
 }

@@ -87,6 +87,9 @@ func (s *server) handler(rt route) http.Handler {
 		ctx, usage := dynamo.WithUsage(r.Context())
 		c := &call{Request: r.WithContext(ctx), ctx: ctx, s: s, op: rt.op}
 		out, err := s.serve(w, c, rt)
+		if err == nil && rt.scope == scopeBot && usage.Wrote() {
+			err = s.recheckBot(c)
+		}
 		if s.OnUsage != nil {
 			s.OnUsage(rt.op, usage)
 		}
@@ -139,6 +142,23 @@ func (s *server) serve(w http.ResponseWriter, c *call, rt route) (any, error) {
 		return unprefixAnswer(out, alias), nil
 	}
 	return rt.handle(c)
+}
+
+// recheckBot follows a bot-scoped call that wrote (one GetItem): if the bot was
+// deleted meanwhile (the call read it before deleteBot, and wrote after),
+// what it stored is left to the deletion's sweep (dynamo.RecheckBot), which
+// runs again, and the call answers that the bot is not found.
+func (s *server) recheckBot(c *call) error {
+	ctx := context.WithoutCancel(c.ctx) // what was written must be handed over
+	gone, err := s.Store.RecheckBot(ctx, c.bot.ID)
+	if err != nil {
+		return err
+	}
+	if !gone {
+		return nil
+	}
+	s.sweep(&call{ctx: ctx}, c.bot.ID)
+	return platform.NotFound("bot", c.bot.ID)
 }
 
 func (s *server) authenticate(c *call) error {

@@ -70,7 +70,7 @@ func TestTablesDynamoDBCalls(t *testing.T) {
 	f.createTable("callTable", tableBenchSchema)
 	f.rows("callTable", tableBenchRows(0, 1000)...)
 	u := rec.of("createTableRows")
-	if u.Calls("TransactWriteItems") != 11 || u.Calls("UpdateItem") != 1 || u.Calls("GetItem") != 4 || u.Calls("") != 16 {
+	if u.Calls("TransactWriteItems") != 11 || u.Calls("UpdateItem") != 1 || u.Calls("GetItem") != 5 || u.Calls("") != 17 {
 		t.Fatalf("createTableRows of 1000 rows: %s", u)
 	}
 	t.Logf("createTableRows (1000 rows): %s", u)

@@ -72,10 +72,15 @@ const sleep = (ms) => new Promise((ok) => setTimeout(ok, ms))
 
 async function until(what, check, ms = 8000) {
   const end = Date.now() + ms
+  let lastErr // a check that throws is retried: only the time up fails
   for (;;) {
-    const v = await check()
-    if (v) return v
-    if (Date.now() > end) assert.fail(`timed out waiting for ${what}`)
+    try {
+      const v = await check()
+      if (v) return v
+    } catch (err) {
+      lastErr = err
+    }
+    if (Date.now() > end) assert.fail(`timed out waiting for ${what}${lastErr ? `; last error: ${lastErr.stack ?? lastErr}` : ''}`)
     await sleep(100)
   }
 }
