@@ -83,6 +83,7 @@ type Server struct {
 	spaceRefused atomic.Int64 // writes refused for lack of space (tests, metrics)
 	minFree      atomic.Int64 // current MinFreeBytes
 	calls        sync.Map     // operation name -> *atomic.Int64 (Calls)
+	units        meter        // capacity units (CountUnits, Usage)
 }
 
 // Calls returns how many requests of each operation the server answered
