@@ -360,6 +360,13 @@ func Open(ctx context.Context, dataDir, baseURL string, log *slog.Logger) (*Plat
 	// delivery, and every second for retries and scheduled events; what
 	// was pending before a crash goes out now.
 	p.Dispatcher = &dispatch.Dispatcher{Store: p.Store, Client: outbound, Log: log, Observer: p.observeDelivery, Code: p.Workers}
+	// A data directory written before the outbox was sharded: its entries
+	// move into their shards (idempotent, each in one transaction).
+	if n, err := p.Store.MigrateOutbox(ctx); err != nil {
+		return nil, fmt.Errorf("runtime: migrating the outbox: %w", err)
+	} else if n > 0 {
+		log.Info("runtime: outbox entries moved into the sharded layout", "count", n)
+	}
 	// This process alone holds the data directory: a lease found now is a
 	// dead process's, and would hold its delivery back for minutes.
 	if n, err := p.Store.ReleaseLeases(ctx); err != nil {
@@ -367,7 +374,7 @@ func Open(ctx context.Context, dataDir, baseURL string, log *slog.Logger) (*Plat
 	} else if n > 0 {
 		log.Info("runtime: deliveries interrupted by the last stop will be made again", "count", n)
 	}
-	p.Store.OnOutbox(p.Dispatcher.Wake)
+	p.Store.OnOutbox(p.Dispatcher.WakeShards)
 	dctx, stop := context.WithCancel(context.WithoutCancel(ctx))
 	done := make(chan struct{})
 	go func() {
