@@ -65,7 +65,7 @@ type streamSource struct {
 	BatchingWindow   int      `json:"maximumBatchingWindowInSeconds"`
 	MaxRetries       int      `json:"maximumRetryAttempts"` // -1: until the records expire
 	Parallelization  int      `json:"parallelizationFactor"`
-	Filters          []string `json:"filters"`              // patterns, canonical JSON
+	Filters          []string `json:"filters"` // patterns, canonical JSON
 	Enabled          bool     `json:"enabled"`
 }
 
