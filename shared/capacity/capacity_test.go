@@ -2,6 +2,7 @@ package capacity_test
 
 import (
 	"context"
+	"fmt"
 	"sort"
 	"strings"
 	"testing"
@@ -45,5 +46,22 @@ func TestNoHotPartition(t *testing.T) {
 		if share := k.w / total; share > 0.05 {
 			t.Errorf("partition key %q (index %q) takes %.1f%% of all write units (%.0f of %.0f)", k.p.Key, k.p.Index, 100*share, k.w, total)
 		}
+	}
+}
+
+// BenchmarkDeliveries: deliveries per second of the local platform, users'
+// messages written to 1, 8 and 64 conversations at once and delivered to
+// a bot that answers at once (the dispatcher works conversations' shards
+// in parallel; one conversation's go out one at a time, in order).
+func BenchmarkDeliveries(b *testing.B) {
+	for _, convs := range []int{1, 8, 64} {
+		b.Run(fmt.Sprint("conversations=", convs), func(b *testing.B) {
+			n := max(b.N, convs)
+			took, err := capacity.Throughput(context.Background(), convs, n)
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.ReportMetric(float64(n)/took.Seconds(), "deliveries/s")
+		})
 	}
 }

@@ -320,3 +320,84 @@ func Heat(u localdynamo.Usage) []KeyHeat {
 	})
 	return out
 }
+
+// Throughput writes messages users' messages spread over conversations
+// conversations of one bot (each conversation's written one after the
+// other, the conversations at once) on a fresh local platform, and returns
+// how long it took from the first write until every message was delivered
+// to the bot (which answers at once).
+func Throughput(ctx context.Context, conversations, messages int) (time.Duration, error) {
+	dir, err := os.MkdirTemp("", "throughput-")
+	if err != nil {
+		return 0, err
+	}
+	defer os.RemoveAll(dir)
+	p, err := local.Open(ctx, dir, "http://127.0.0.1:1", slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		return 0, err
+	}
+	defer p.Close()
+	api := httptest.NewServer(p.Handler)
+	defer api.Close()
+	bot := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = io.WriteString(w, "{}") }))
+	defer bot.Close()
+	var delivered atomic.Int64
+	all := make(chan struct{})
+	p.OnDelivery(func(_ context.Context, r delivery.Result) {
+		if r.Outcome == delivery.Delivered && delivered.Add(1) == int64(messages) {
+			close(all)
+		}
+	})
+	c := &client{base: api.URL, token: p.FirstToken}
+	ws, err := c.do("POST", "/v1/admin/workspaces", nil, map[string]any{"name": "throughput"})
+	if err != nil {
+		return 0, err
+	}
+	b, err := c.do("POST", "/v1/admin/bots", map[string]string{"x-workspace-id": str(ws, "id")}, map[string]any{"name": "t", "dev": true, "url": bot.URL})
+	if err != nil {
+		return 0, err
+	}
+	h := map[string]string{"x-bot-id": str(b, "bot", "id")}
+	// A user per conversation (a message's write checks its author).
+	var convs, users []string
+	for range conversations {
+		cv, err := c.do("POST", "/v1/chat/conversations", h, map[string]any{"channel": "web", "tags": map[string]string{}})
+		if err != nil {
+			return 0, err
+		}
+		u, err := c.do("POST", "/v1/chat/users", h, map[string]any{"tags": map[string]string{}})
+		if err != nil {
+			return 0, err
+		}
+		convs, users = append(convs, str(cv, "conversation", "id")), append(users, str(u, "user", "id"))
+	}
+	start := time.Now()
+	errs := make(chan error, conversations)
+	for i, cv := range convs {
+		n := messages / conversations
+		if i < messages%conversations {
+			n++
+		}
+		go func() {
+			for j := range n {
+				if _, err := c.do("POST", "/v1/chat/messages", h, map[string]any{"conversationId": cv, "userId": users[i],
+					"type": "text", "payload": map[string]any{"text": fmt.Sprint(j)}, "tags": map[string]string{}}); err != nil {
+					errs <- err
+					return
+				}
+			}
+			errs <- nil
+		}()
+	}
+	for range convs {
+		if err := <-errs; err != nil {
+			return 0, err
+		}
+	}
+	select {
+	case <-all:
+	case <-time.After(5 * time.Minute):
+		return 0, fmt.Errorf("throughput: %d of %d delivered after 5 minutes", delivered.Load(), messages)
+	}
+	return time.Since(start), nil
+}
