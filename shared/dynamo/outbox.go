@@ -72,6 +72,20 @@ func sweepBucket(shard string) string {
 
 func sweepSK(due int64, id string) string { return fmt.Sprintf("%013d#%s", due, id) }
 
+// botDeliveryLists is how many gsi2 lists hold a bot's entries of no
+// conversation (a conversation's are found with it, its shard): a deleted
+// bot's are removed through them. Spread over several keys, so that a
+// bot's events do not all write one index partition.
+const botDeliveryLists = 16
+
+func botDeliveries(bot string, n int) string { return fmt.Sprintf("BOT#%s#DLVS#%02d", bot, n) }
+
+func botDeliveryList(bot, id string) string {
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(id))
+	return botDeliveries(bot, int(h.Sum32()%botDeliveryLists))
+}
+
 // PrefixDelivery starts delivery ids.
 const PrefixDelivery = "dlv_"
 
@@ -92,9 +106,13 @@ func outboxItem(d platform.Delivery) (item, error) {
 	}
 	due, _ := time.Parse(platform.TimeFormat, d.DueAt)
 	shard := Shard(d)
-	return item{attrPK: str(shard), attrSK: str(d.ID), attrDoc: str(string(b)),
+	it := item{attrPK: str(shard), attrSK: str(d.ID), attrDoc: str(string(b)),
 		attrDueAt: num(due.UnixMilli()), attrAttempts: num(int64(d.Attempts)),
-		attrGSI1PK: str(sweepBucket(shard)), attrGSI1SK: str(sweepSK(due.UnixMilli(), d.ID))}, nil
+		attrGSI1PK: str(sweepBucket(shard)), attrGSI1SK: str(sweepSK(due.UnixMilli(), d.ID))}
+	if d.ConversationID == "" {
+		it[attrGSI2PK], it[attrGSI2SK] = str(botDeliveryList(d.BotID, d.ID)), str(d.ID)
+	}
+	return it, nil
 }
 
 // newDelivery is a delivery due now (or at due, when later).
@@ -279,6 +297,17 @@ func (s *Store) SetEventStatus(ctx context.Context, bot, id, status string, fail
 		e.Status, e.FailureReason = status, failureReason
 		return nil
 	})
+}
+
+// purgeBotDeliveries deletes a deleted bot's outbox entries of no
+// conversation (those of its conversations go with them).
+func (s *Store) purgeBotDeliveries(ctx context.Context, bot string) error {
+	for n := range botDeliveryLists {
+		if err := s.purgeIndex(ctx, GSI2, botDeliveries(bot, n)); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // purgeIndex deletes every item of an index partition (a deleted bot's

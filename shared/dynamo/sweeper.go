@@ -270,9 +270,11 @@ func (s *Store) purgeBot(ctx context.Context, bot string, owners []string, objec
 			return err
 		}
 	}
-	// The bot's outbox entries are not listed per bot (a busy bot's list
-	// would be one hot partition): the dispatcher drops each when its turn
-	// comes, the bot being gone (docs/runtime.md).
+	// Its outbox entries of no conversation (its conversations' went with
+	// their shards).
+	if err := s.purgeBotDeliveries(ctx, bot); err != nil {
+		return err
+	}
 	statePKs := []string{statePK(platform.StateKey{BotID: bot, Type: platform.StateBot})}
 	for _, o := range owners {
 		statePKs = append(statePKs, statePK(platform.StateKey{BotID: bot, Type: platform.StateIntegration, OwnerID: o}))
