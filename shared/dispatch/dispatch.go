@@ -3,10 +3,13 @@
 // bot's own events, scheduled ones when due) and the bot's messages to the
 // integration of their conversation (message_created).
 //
-// It knows nothing of where it runs: the local platform runs it in a
-// goroutine woken after each commit that queued a delivery; on AWS a
-// Lambda runs RunOnce when the table's stream shows a new outbox entry,
-// and on a schedule for retries and scheduled events.
+// The outbox is sharded, a shard per conversation (or per entry of none):
+// a pass works shards in parallel, each in order. It knows nothing of
+// where it runs: the local platform runs it in a goroutine woken with the
+// shards each commit wrote to (WakeShards), sweeping every second; on AWS
+// a Lambda runs RunShards on the shards a batch of the table's stream
+// names, and RunOnce (a sweep) on a schedule for retries and scheduled
+// events.
 //
 // Rules:
 //   - 2xx: delivered; the event becomes processed.
@@ -15,7 +18,8 @@
 //   - 5xx, no answer, no connection: retried with exponential backoff
 //     (MaxAttempts in all), then failed with the last reason.
 //   - Deliveries of one conversation go out one at a time, in the order
-//     they were written; a retry holds back the conversation's later ones.
+//     they were written; a retry holds back the conversation's later ones,
+//     an entry scheduled for later does not.
 //   - At least once: an entry leaves the outbox only after its outcome is
 //     recorded, so a crash in between delivers it again, with the same
 //     event id.
