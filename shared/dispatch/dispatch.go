@@ -111,7 +111,15 @@ type Dispatcher struct {
 
 	nextDue time.Time
 	hinted  map[string]bool // shards named by WakeShards, not yet worked
+	// comingDue are the due times (epoch ms) of the entries this
+	// dispatcher left waiting (retries, scheduled entries): Run sweeps
+	// when one has passed rather than every interval.
+	comingDue map[int64]bool
 }
+
+// FullSweep is how often Run sweeps even when no entry it knows of has
+// come due (entries it never saw: another process's).
+const FullSweep = 30 * time.Second
 
 // SetRetry changes the retry policy of a running dispatcher (tests).
 func (d *Dispatcher) SetRetry(first time.Duration, attempts int) {
@@ -206,34 +214,78 @@ func (d *Dispatcher) takeHinted() (shards []string, sweep bool) {
 	return shards, sweep
 }
 
-// Run delivers until ctx ends: the shards named by WakeShards as soon as
-// they are, and a sweep at least every interval (retries, scheduled
-// entries come due). What was pending at start is delivered first.
+// Run delivers until ctx ends, for a process that writes every entry it
+// delivers (the local platform): the shards named by WakeShards as soon as
+// they are; every interval, a sweep if an entry it left waiting (a retry,
+// a scheduled entry) has come due, or FullSweep has passed since the last
+// one. It starts with a sweep of every shard, due or not, so that it
+// knows when what was pending comes due.
 func (d *Dispatcher) Run(ctx context.Context, interval time.Duration) {
 	d.init()
 	t := time.NewTicker(interval)
 	defer t.Stop()
-	sweep := true
+	if _, err := d.runAll(ctx); err != nil && ctx.Err() == nil {
+		d.Log.Error("dispatch: the first pass failed", "err", err)
+	}
+	lastSweep := time.Now()
+	tick := false
 	for {
 		shards, asked := d.takeHinted()
 		var err error
-		if sweep || asked {
+		switch {
+		case asked || tick && (d.cameDue(d.now()) || time.Since(lastSweep) >= FullSweep):
 			_, err = d.RunOnce(ctx, shards...)
-		} else if len(shards) > 0 {
+			lastSweep = time.Now()
+		case len(shards) > 0:
 			_, err = d.RunShards(ctx, shards)
 		}
 		if err != nil && ctx.Err() == nil {
 			d.Log.Error("dispatch: a pass failed", "err", err)
 		}
-		sweep = false
+		tick = false
 		select {
 		case <-ctx.Done():
 			return
 		case <-d.wake:
 		case <-t.C:
-			sweep = true
+			tick = true
 		}
 	}
+}
+
+// runAll works every shard with an entry, due or not.
+func (d *Dispatcher) runAll(ctx context.Context) (int, error) {
+	d.init()
+	all, err := d.Store.DueShards(ctx, d.now().AddDate(100, 0, 0), sweepPerBucket)
+	if err != nil {
+		return 0, err
+	}
+	return d.RunShards(ctx, all)
+}
+
+// noteComing records an entry left waiting until due.
+func (d *Dispatcher) noteComing(due time.Time) {
+	d.mu.Lock()
+	if d.comingDue == nil {
+		d.comingDue = map[int64]bool{}
+	}
+	d.comingDue[due.UnixMilli()] = true
+	d.mu.Unlock()
+}
+
+// cameDue tells whether an entry left waiting has come due by now (and
+// forgets those that have).
+func (d *Dispatcher) cameDue(now time.Time) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	came := false
+	for due := range d.comingDue {
+		if due <= now.UnixMilli() {
+			delete(d.comingDue, due)
+			came = true
+		}
+	}
+	return came
 }
 
 // RunOnce makes one pass: it sweeps for the shards with something due
@@ -312,6 +364,7 @@ func (d *Dispatcher) runShard(ctx context.Context, shard string) (int, error) {
 					d.noteDue(due) // a retry's backoff: what follows waits
 					return done, nil
 				}
+				d.noteComing(due)
 				continue // scheduled: the sweep finds it when due
 			}
 			finished, err := d.deliver(ctx, dl)
@@ -332,6 +385,7 @@ func (d *Dispatcher) runShard(ctx context.Context, shard string) (int, error) {
 
 // noteDue records an entry left waiting until due, for NextDue.
 func (d *Dispatcher) noteDue(due time.Time) {
+	d.noteComing(due)
 	d.mu.Lock()
 	if d.nextDue.IsZero() || due.Before(d.nextDue) {
 		d.nextDue = due
@@ -436,6 +490,9 @@ func (d *Dispatcher) deliver(ctx context.Context, dl platform.Delivery) (finishe
 		}
 	}
 	if next != nil {
+		if due, err := time.Parse(platform.TimeFormat, next.DueAt); err == nil {
+			d.noteComing(due) // a run of its own: Run sweeps when it is due
+		}
 		return true, d.Store.FinishAndQueue(ctx, dl, *next)
 	}
 	return true, d.Store.FinishDelivery(ctx, dl)
