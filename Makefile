@@ -1,5 +1,5 @@
 # The two commands of README.md: `make run` and `make test`.
-.PHONY: run aws-local test vet unit conformance conformance-aws cli-e2e deploy-e2e deploy-e2e-aws console-e2e console-vendor build infra lambda cfn-lint
+.PHONY: run aws-local test vet unit conformance conformance-aws cli-e2e deploy-e2e deploy-e2e-aws console-e2e console-vendor build infra lambda cfn-lint capacity
 
 # Where `make run` listens: loopback only unless told otherwise
 # (make run ADDR=:8080 listens on every interface).
@@ -60,6 +60,13 @@ console-vendor:
 
 build:
 	go build ./...
+
+# The capacity model (docs/data-model.md, "Heat"): a load's shape replayed
+# through the embedded DynamoDB, which counts units per partition key; it
+# prints the peak units per key, the ceiling, Lambda concurrency and the
+# cost per million messages. make capacity ARGS="-rate 500 -bots 50".
+capacity:
+	go run ./scripts/capacity $(ARGS)
 
 # Deployment (docs/deploy.md). The CDK app in infra/ is its own Go module:
 # its tests (CDK assertions, agreement with template.yaml) run here, not in

@@ -678,6 +678,36 @@ func dispatcherHandler(t *testing.T) func(context.Context, json.RawMessage) erro
 	return runtime.DrainOutbox(runtime.Dispatcher(cfg, runtime.FromEnv(), delivery.Client(true)))
 }
 
+// Keys of events/dispatcher-stream.json's record: an outbox shard (a
+// conversation's) and an entry of it.
+const (
+	samplePK = "OUTBOX#bot_01JDZ4Y3V6Q8J2M7N5P0R4T9XK#conv_01JDZ4Y3V6Q8J2M7N5P0R4T9XK"
+	sampleSK = "dlv_01JDZ4Y3V6Q8J2M7N5P0R4T9XK"
+)
+
+// streamSample is events/dispatcher-stream.json with the keys of the one
+// outbox entry pending: the record the table's stream shows for its
+// insert.
+func streamSample(t *testing.T) []byte {
+	t.Helper()
+	ctx := context.Background()
+	cfg, err := runtime.AWSConfig(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := runtime.FromEnv()
+	store := dynamo.New(runtime.DynamoClient(cfg, env, nil), env.Table)
+	shards, err := store.DueShards(ctx, time.Now().Add(time.Second), 10)
+	if err != nil || len(shards) != 1 {
+		t.Fatalf("outbox shards pending: %v, %v; want one", shards, err)
+	}
+	ds, _, err := store.PendingDeliveries(ctx, shards[0], "", 10)
+	if err != nil || len(ds) != 1 {
+		t.Fatalf("entries of %s: %v, %v; want one", shards[0], ds, err)
+	}
+	return sampleEvent(t, "dispatcher-stream.json", map[string]string{samplePK: shards[0], sampleSK: ds[0].ID})
+}
+
 // queueEvent creates an event of the bot through the Chat function: it is
 // written with its outbox entry, and waits there for the dispatcher.
 func (s *standIns) queueEvent(t *testing.T, botID, typ string) string {
@@ -721,8 +751,12 @@ func TestDispatcherSampleEvents(t *testing.T) {
 			if st := s.eventStatus(t, botID, id); st != "pending" {
 				t.Fatalf("status %s before the dispatcher ran, want pending", st)
 			}
+			event := sampleEvent(t, tc.sample, nil)
+			if tc.sample == "dispatcher-stream.json" {
+				event = streamSample(t)
+			}
 			s.DynamoOps.reset()
-			if err := handle(context.Background(), sampleEvent(t, tc.sample, nil)); err != nil {
+			if err := handle(context.Background(), event); err != nil {
 				t.Fatal(err)
 			}
 			checkDispatcherOps(t, s.DynamoOps.reset())
@@ -804,7 +838,7 @@ func TestDispatcherWaitsForASoonRetry(t *testing.T) {
 	ctx, cancel := context.WithDeadline(context.Background(), time.Now().Add(runtime.DispatchReserve+time.Minute))
 	defer cancel()
 	start := time.Now()
-	if err := handle(ctx, sampleEvent(t, "dispatcher-stream.json", nil)); err != nil {
+	if err := handle(ctx, streamSample(t)); err != nil {
 		t.Fatal(err)
 	}
 	n := 0

@@ -264,7 +264,7 @@ func TestFunctionBinaries(t *testing.T) {
 		botID, received := s.recurringBot(t)
 		id := s.queueEvent(t, botID, "ping")
 		s.DynamoOps.reset()
-		inv := invoke(t, "dispatcher", s.Env, sampleEvent(t, "dispatcher-stream.json", nil))
+		inv := invoke(t, "dispatcher", s.Env, streamSample(t))
 		// A refused delivery: failed for good, the failure made a bot issue.
 		checkDispatcherOps(t, s.DynamoOps.reset())
 		t.Logf("dispatcher: initialisation %v, first event %v", inv.Init.Round(time.Microsecond), inv.Handle.Round(time.Microsecond))

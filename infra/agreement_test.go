@@ -114,7 +114,8 @@ func TestSAMAndCDKAgree(t *testing.T) {
 	// one-minute schedule.
 	outbox := sam.StreamSources["DispatcherFunction <- ${Table.StreamArn}"]
 	if sam.Tables["Table"].Stream != "KEYS_ONLY" || len(sam.StreamSources) != 1 ||
-		fmt.Sprint(outbox.Filters) != `[{"dynamodb":{"Keys":{"pk":{"S":["OUTBOX"]}}},"eventName":["INSERT"]}]` ||
+		fmt.Sprint(outbox.Filters) != `[{"dynamodb":{"Keys":{"pk":{"S":[{"prefix":"OUTBOX#"}]}}},"eventName":["INSERT"]}]` ||
+		outbox.Parallelization != 10 ||
 		outbox.StartingPosition != "LATEST" || !outbox.Enabled {
 		t.Fatalf("the dispatcher's stream trigger: table stream %q, sources %+v", sam.Tables["Table"].Stream, sam.StreamSources)
 	}
@@ -212,9 +213,14 @@ func TestAgreementCatchesDrift(t *testing.T) {
 		{"stream filter changed in the CDK template", func(t *testing.T) (stackModel, stackModel) {
 			return sam, cdkModel(t, mutatedCDK(t, cdkJSON, func(res map[string]any) {
 				props := res["DispatcherFunctionOutbox"].(map[string]any)["Properties"].(map[string]any)
-				props["FilterCriteria"] = map[string]any{"Filters": []any{map[string]any{"Pattern": `{"eventName":["INSERT","MODIFY"],"dynamodb":{"Keys":{"pk":{"S":["OUTBOX"]}}}}`}}}
+				props["FilterCriteria"] = map[string]any{"Filters": []any{map[string]any{"Pattern": `{"eventName":["INSERT","MODIFY"],"dynamodb":{"Keys":{"pk":{"S":[{"prefix":"OUTBOX#"}]}}}}`}}}
 			}), lambdaDir)
 		}, []string{"streamSources.DispatcherFunction <- ${Table.StreamArn}.filters"}},
+		{"stream parallelization changed in the CDK template", func(t *testing.T) (stackModel, stackModel) {
+			return sam, cdkModel(t, mutatedCDK(t, cdkJSON, func(res map[string]any) {
+				res["DispatcherFunctionOutbox"].(map[string]any)["Properties"].(map[string]any)["ParallelizationFactor"] = 1
+			}), lambdaDir)
+		}, []string{"streamSources.DispatcherFunction <- ${Table.StreamArn}.parallelizationFactor"}},
 		{"schedule rule removed from the CDK template", func(t *testing.T) (stackModel, stackModel) {
 			return sam, cdkModel(t, mutatedCDK(t, cdkJSON, func(res map[string]any) {
 				deleteOfType(res, "AWS::Events::Rule")

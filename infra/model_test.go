@@ -72,7 +72,8 @@ type streamSource struct {
 	BatchSize        int      `json:"batchSize"`
 	BatchingWindow   int      `json:"maximumBatchingWindowInSeconds"`
 	MaxRetries       int      `json:"maximumRetryAttempts"` // -1: until the records expire
-	Filters          []string `json:"filters"`              // patterns, canonical JSON
+	Parallelization  int      `json:"parallelizationFactor"`
+	Filters          []string `json:"filters"` // patterns, canonical JSON
 	Enabled          bool     `json:"enabled"`
 }
 
@@ -916,8 +917,8 @@ func samFunction(id string, r *serverless.Function, g global.Function, packageOf
 			if e == nil {
 				return f, evs, fmt.Errorf("event %s: not a DynamoDB event (or a property the model does not know)", name)
 			}
-			if e.BisectBatchOnFunctionError != nil || e.DestinationConfig != nil || e.MaximumRecordAgeInSeconds != nil || e.ParallelizationFactor != nil {
-				return f, evs, fmt.Errorf("event %s: only the stream, starting position, batching, retries and filters are modelled", name)
+			if e.BisectBatchOnFunctionError != nil || e.DestinationConfig != nil || e.MaximumRecordAgeInSeconds != nil {
+				return f, evs, fmt.Errorf("event %s: only the stream, starting position, batching, retries, parallelization and filters are modelled", name)
 			}
 			var patterns []string
 			if fc, ok := r.AWSCloudFormationMetadata[filterMetadata+name].(map[string]any); ok {
@@ -934,7 +935,8 @@ func samFunction(id string, r *serverless.Function, g global.Function, packageOf
 			evs.streams = append(evs.streams, streamSource{
 				Function: id, Stream: e.Stream, StartingPosition: e.StartingPosition,
 				BatchSize: intOr(e.BatchSize, 100), BatchingWindow: intOr(e.MaximumBatchingWindowInSeconds, 0),
-				MaxRetries: intOr(e.MaximumRetryAttempts, -1), Filters: filters, Enabled: e.Enabled == nil || *e.Enabled,
+				MaxRetries: intOr(e.MaximumRetryAttempts, -1), Parallelization: intOr(e.ParallelizationFactor, 1),
+				Filters: filters, Enabled: e.Enabled == nil || *e.Enabled,
 			})
 		case "Schedule":
 			e := ev.Properties.ScheduleEvent
@@ -990,11 +992,11 @@ func intOr(p *int, def int) int {
 func streamSourceOf(r *lambda.EventSourceMapping) (streamSource, error) {
 	src := streamSource{Function: logicalIDOf(r.FunctionName), Stream: deref(r.EventSourceArn), StartingPosition: deref(r.StartingPosition),
 		BatchSize: intOr(r.BatchSize, 100), BatchingWindow: intOr(r.MaximumBatchingWindowInSeconds, 0),
-		MaxRetries: intOr(r.MaximumRetryAttempts, -1), Enabled: r.Enabled == nil || *r.Enabled}
+		MaxRetries: intOr(r.MaximumRetryAttempts, -1), Parallelization: intOr(r.ParallelizationFactor, 1), Enabled: r.Enabled == nil || *r.Enabled}
 	if src.Function == "" {
 		return src, fmt.Errorf("function %q is not a function of this template", r.FunctionName)
 	}
-	if r.BisectBatchOnFunctionError != nil || r.DestinationConfig != nil || r.MaximumRecordAgeInSeconds != nil || r.ParallelizationFactor != nil ||
+	if r.BisectBatchOnFunctionError != nil || r.DestinationConfig != nil || r.MaximumRecordAgeInSeconds != nil ||
 		len(r.FunctionResponseTypes) > 0 || r.TumblingWindowInSeconds != nil || len(r.Topics) > 0 || len(r.Queues) > 0 {
 		return src, fmt.Errorf("only the stream, starting position, batching, retries and filters are modelled")
 	}

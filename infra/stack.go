@@ -602,7 +602,7 @@ func (s *builder) uploadNotification() {
 // schedule for retries and scheduled events.
 func (s *builder) dispatcherTriggers() {
 	fn := s.fns["Dispatcher"]
-	pattern := `{"eventName":["INSERT"],"dynamodb":{"Keys":{"pk":{"S":["OUTBOX"]}}}}`
+	pattern := `{"eventName":["INSERT"],"dynamodb":{"Keys":{"pk":{"S":[{"prefix":"OUTBOX#"}]}}}}`
 	awslambda.NewCfnEventSourceMapping(s.stack, jsii.String("DispatcherFunctionOutbox"), &awslambda.CfnEventSourceMappingProps{
 		FunctionName:                   fn.FunctionName(),
 		EventSourceArn:                 s.table.TableStreamArn(),
@@ -612,6 +612,9 @@ func (s *builder) dispatcherTriggers() {
 		// Then the batch is dropped: the entries stay in the outbox for
 		// the next run.
 		MaximumRetryAttempts: jsii.Number(2),
+		// Batches of one stream shard in parallel, each outbox shard's
+		// records in order (template.yaml says the same).
+		ParallelizationFactor: jsii.Number(10),
 		FilterCriteria: &awslambda.CfnEventSourceMapping_FilterCriteriaProperty{
 			Filters: &[]any{&awslambda.CfnEventSourceMapping_FilterProperty{Pattern: jsii.String(pattern)}},
 		},

@@ -177,7 +177,8 @@ func TestStackResources(t *testing.T) {
 		tmpl.HasResourceProperties(jsii.String("AWS::Lambda::EventSourceMapping"), obj{
 			"FunctionName": obj{"Ref": "DispatcherFunction"}, "EventSourceArn": obj{"Fn::GetAtt": []any{"Table", "StreamArn"}},
 			"StartingPosition": "LATEST", "BatchSize": 100, "MaximumBatchingWindowInSeconds": 0, "MaximumRetryAttempts": 2,
-			"FilterCriteria": obj{"Filters": []any{obj{"Pattern": `{"eventName":["INSERT"],"dynamodb":{"Keys":{"pk":{"S":["OUTBOX"]}}}}`}}},
+			"ParallelizationFactor": 10,
+			"FilterCriteria":        obj{"Filters": []any{obj{"Pattern": `{"eventName":["INSERT"],"dynamodb":{"Keys":{"pk":{"S":[{"prefix":"OUTBOX#"}]}}}}`}}},
 		})
 	})
 	// Logical ids as SAM makes them of DispatcherFunction's events.

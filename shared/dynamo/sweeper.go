@@ -334,7 +334,9 @@ func (s *Store) purgeBot(ctx context.Context, bot string, owners []string, objec
 			return err
 		}
 	}
-	if err := s.purgeIndex(ctx, GSI1, botList(bot, listDeliveries)); err != nil {
+	// Its outbox entries of no conversation (its conversations' went with
+	// their shards).
+	if err := s.purgeBotDeliveries(ctx, bot); err != nil {
 		return err
 	}
 	statePKs := []string{statePK(platform.StateKey{BotID: bot, Type: platform.StateBot})}

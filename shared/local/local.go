@@ -419,6 +419,13 @@ func open(ctx context.Context, dataDir, baseURL string, log *slog.Logger, reserv
 	// was pending before a crash goes out now.
 	p.Dispatcher = &dispatch.Dispatcher{Store: p.Store, Client: outbound, Log: log, Observer: p.observeDelivery, Code: p.Workers,
 		Builtins: p.Builtins, WebhookBase: strings.TrimSuffix(baseURL, "/") + "/webhooks"}
+	// A data directory written before the outbox was sharded: its entries
+	// move into their shards (idempotent, each in one transaction).
+	if n, err := p.Store.MigrateOutbox(ctx); err != nil {
+		return nil, fmt.Errorf("runtime: migrating the outbox: %w", err)
+	} else if n > 0 {
+		log.Info("runtime: outbox entries moved into the sharded layout", "count", n)
+	}
 	// This process alone holds the data directory: a lease found now is a
 	// dead process's, and would hold its delivery back for minutes.
 	if n, err := p.Store.ReleaseLeases(ctx); err != nil {
@@ -426,7 +433,7 @@ func open(ctx context.Context, dataDir, baseURL string, log *slog.Logger, reserv
 	} else if n > 0 {
 		log.Info("runtime: deliveries interrupted by the last stop will be made again", "count", n)
 	}
-	p.Store.OnOutbox(p.Dispatcher.Wake)
+	p.Store.OnOutbox(p.Dispatcher.WakeShards)
 	dctx, stop := context.WithCancel(context.WithoutCancel(ctx))
 	done := make(chan struct{})
 	go func() {

@@ -87,6 +87,7 @@ type Server struct {
 	minFree      atomic.Int64 // current MinFreeBytes
 	calls        sync.Map     // operation name -> *atomic.Int64 (Calls)
 	onChange     atomic.Pointer[changeHook]
+	units        meter // capacity units (CountUnits, Usage)
 }
 
 // Calls returns how many requests of each operation the server answered
