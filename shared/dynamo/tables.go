@@ -278,6 +278,13 @@ func (s *Store) DeleteTable(ctx context.Context, rec TableRecord) error {
 			return err
 		}
 	}
+	// Column ids are c1..c<NextColumn>: every index partition the table
+	// ever had, also of columns removed since.
+	for n := 1; n <= rec.State.NextColumn; n++ {
+		if err := s.purge(ctx, tableIndexPK(rec.ID, "c"+strconv.Itoa(n))); err != nil {
+			return err
+		}
+	}
 	if rec.State.KeyIndex != "" {
 		return s.purge(ctx, tableKeysPK(rec.ID, rec.State.KeyIndex))
 	}
@@ -357,23 +364,6 @@ const (
 	rowTxMaxBytes = 3500 << 10
 )
 
-// rowChunks splits n row writes of the sizes given into transactions.
-func rowChunks(sizes []int) [][2]int {
-	var out [][2]int
-	start, bytes := 0, 0
-	for i, sz := range sizes {
-		if i > start && (i-start >= rowsPerTx || bytes+sz > rowTxMaxBytes) {
-			out = append(out, [2]int{start, i})
-			start, bytes = i, 0
-		}
-		bytes += sz
-	}
-	if start < len(sizes) {
-		out = append(out, [2]int{start, len(sizes)})
-	}
-	return out
-}
-
 // txRetry runs a transaction, again while it is cancelled only by other
 // transactions on the same items (the table's count item is shared by every
 // concurrent row write of the table).
@@ -406,23 +396,40 @@ func onlyTxConflicts(tc *types.TransactionCanceledException) bool {
 
 // InsertRows writes new rows (fresh ids from ReserveRowIDs) and counts
 // them, stale[i] telling whether rows[i] is stale, in transactions of up to
-// 99 rows each with the table's count update. A table deleted or replaced
-// meanwhile is a 404 and its rows are not written.
-func (s *Store) InsertRows(ctx context.Context, rec TableRecord, rows []platform.TableRow, stale []bool) error {
+// 99 items each with the table's count update: a row and, when keys is
+// not nil, its column index entries keys[i] go in the same transaction. A
+// table deleted or replaced meanwhile is a 404 and its rows are not
+// written.
+func (s *Store) InsertRows(ctx context.Context, rec TableRecord, rows []platform.TableRow, stale []bool, keys [][]platform.TableIndexKey) error {
 	items := make([]item, len(rows))
 	sizes := make([]int, len(rows))
+	counts := make([]int, len(rows))
 	for i, r := range rows {
 		it, err := rowItem(rec.ID, r, 1)
 		if err != nil {
 			return err
 		}
-		items[i], sizes[i] = it, len(getS(it, attrDoc))+64
+		items[i], sizes[i], counts[i] = it, len(getS(it, attrDoc))+64, 1
+		if keys != nil {
+			counts[i] += len(keys[i])
+			for _, k := range keys[i] {
+				sizes[i] += len(k.Key) + 64
+			}
+		}
 	}
-	for _, c := range rowChunks(sizes) {
+	for _, c := range txChunks(sizes, counts, rowsPerTx) {
 		w := make([]types.TransactWriteItem, 0, c[1]-c[0]+1)
 		nStale := int64(0)
+		owner := make([]int, 0, cap(w)) // the row of each write
 		for i := c[0]; i < c[1]; i++ {
 			w = append(w, putNew(items[i]))
+			owner = append(owner, i)
+			if keys != nil {
+				for _, ix := range indexWrites(rec.ID, rows[i].ID, nil, keys[i]) {
+					w = append(w, ix)
+					owner = append(owner, i)
+				}
+			}
 			if stale[i] {
 				nStale++
 			}
@@ -433,7 +440,7 @@ func (s *Store) InsertRows(ctx context.Context, rec TableRecord, rows []platform
 			if i == last || i < 0 {
 				return platform.NotFound("table", rec.Name)
 			}
-			return fmt.Errorf("row %d already exists", rows[c[0]+i].ID)
+			return fmt.Errorf("row %d already exists", rows[owner[i]].ID)
 		})
 		if err != nil {
 			return err
@@ -448,10 +455,19 @@ func (s *Store) InsertRows(ctx context.Context, rec TableRecord, rows []platform
 // changed or went since it was read, the chunk is read again and what is
 // still there deleted at its new version; the rows deleted are returned (a
 // concurrent delete of a row counts it once).
-func (s *Store) DeleteRows(ctx context.Context, rec TableRecord, rows []RowRecord, isStale func(platform.TableRow) bool) ([]RowRecord, error) {
+//
+// keysOf, when not nil, gives a row's column index entries (at most
+// maxKeys), deleted with it.
+func (s *Store) DeleteRows(ctx context.Context, rec TableRecord, rows []RowRecord, isStale func(platform.TableRow) bool, keysOf func(*platform.TableRow) []platform.TableIndexKey, maxKeys int) ([]RowRecord, error) {
 	var deleted []RowRecord
+	perTx := rowsPerTx
+	if keysOf != nil {
+		// A chunk read again after a conflict may hold more entries than
+		// first seen: size it by the most a row can have.
+		perTx = max(rowsPerTx/(1+maxKeys), 1)
+	}
 	for len(rows) > 0 {
-		n := min(len(rows), rowsPerTx)
+		n := min(len(rows), perTx)
 		chunk := append([]RowRecord(nil), rows[:n]...)
 		rows = rows[n:]
 		for attempt := 0; len(chunk) > 0; attempt++ {
@@ -467,11 +483,15 @@ func (s *Store) DeleteRows(ctx context.Context, rec TableRecord, rows []RowRecor
 					ExpressionAttributeNames:  map[string]string{"#ver": attrVer},
 					ExpressionAttributeValues: item{":ver": num(r.Ver)},
 				}})
+				if keysOf != nil {
+					w = append(w, indexWrites(rec.ID, r.ID, keysOf(&r.TableRow), nil)...)
+				}
 				nStale += b2n(isStale(r.TableRow))
 			}
 			w = append(w, countRows(rec, -int64(len(chunk)), -nStale))
+			last := len(w) - 1
 			err := s.txRetry(ctx, w, func(i int) error {
-				if i >= 0 && i < len(chunk) {
+				if i >= 0 && i < last {
 					return ErrVersionConflict
 				}
 				return platform.NotFound("table", rec.Name)
@@ -709,17 +729,24 @@ func skipJSON(doc []byte, p *int) bool {
 	return false
 }
 
-// PutRows writes rows of a table with BatchWriteItem, 25 rows a call. The
-// rows have ids no other row has (fresh ids, or a copy's own ids), so no
-// condition is needed.
-func (s *Store) PutRows(ctx context.Context, table string, rows []platform.TableRow) error {
+// PutRows writes rows of a table with BatchWriteItem, 25 items a call,
+// and, when keysOf is not nil, their column index entries. The rows have
+// ids no other row has (a copy's own ids, while nothing else may write the
+// copy), so no condition is needed, and writing them again writes the
+// same items (a duplicate job redoes a chunk that died).
+func (s *Store) PutRows(ctx context.Context, table string, rows []platform.TableRow, keysOf func(*platform.TableRow) []platform.TableIndexKey) error {
 	items := make([]item, 0, len(rows))
-	for _, r := range rows {
-		it, err := rowItem(table, r, 1)
+	for i := range rows {
+		it, err := rowItem(table, rows[i], 1)
 		if err != nil {
 			return err
 		}
 		items = append(items, it)
+		if keysOf != nil {
+			for _, k := range keysOf(&rows[i]) {
+				items = append(items, key(tableIndexPK(table, k.Col), indexSK(k, rows[i].ID)))
+			}
+		}
 	}
 	return s.batchPut(ctx, items)
 }
@@ -768,20 +795,27 @@ func (s *Store) GetRows(ctx context.Context, table string, ids []int64) (map[int
 // PutItem): a concurrent change makes it fail with ErrVersionConflict, and
 // the caller re-reads the row and applies its change again. When the row
 // becomes stale or fresh (staleDelta ±1), the table's stale count moves in
-// the same transaction.
-func (s *Store) ReplaceRow(ctx context.Context, rec TableRecord, r platform.TableRow, ver, staleDelta int64) error {
+// the same transaction, and so do the changes of its column index entries
+// (from oldKeys, the version read, to newKeys).
+func (s *Store) ReplaceRow(ctx context.Context, rec TableRecord, r platform.TableRow, ver, staleDelta int64, oldKeys, newKeys []platform.TableIndexKey) error {
 	it, err := rowItem(rec.ID, r, ver+1)
 	if err != nil {
 		return err
 	}
-	if staleDelta != 0 {
-		err := s.txRetry(ctx, []types.TransactWriteItem{{Put: &types.Put{
+	ix := indexWrites(rec.ID, r.ID, oldKeys, newKeys)
+	if staleDelta != 0 || len(ix) > 0 {
+		w := []types.TransactWriteItem{{Put: &types.Put{
 			Item:                      it,
 			ConditionExpression:       aws.String("#ver = :ver"),
 			ExpressionAttributeNames:  map[string]string{"#ver": attrVer},
 			ExpressionAttributeValues: item{":ver": num(ver)},
-		}}, countRows(rec, 0, staleDelta)}, func(i int) error {
-			if i == 1 {
+		}}}
+		w = append(w, ix...)
+		if staleDelta != 0 {
+			w = append(w, countRows(rec, 0, staleDelta))
+		}
+		err := s.txRetry(ctx, w, func(i int) error {
+			if staleDelta != 0 && i == len(w)-1 {
 				return platform.NotFound("table", rec.Name)
 			}
 			return ErrVersionConflict

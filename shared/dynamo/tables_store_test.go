@@ -20,7 +20,7 @@ func TestDeleteBotTables(t *testing.T) {
 		if err := s.CreateTable(ctx, bot, tb, platform.TableState{}, 0, 0, 0); err != nil {
 			t.Fatal(err)
 		}
-		if err := s.PutRows(ctx, tb.ID, []platform.TableRow{{ID: 1, Values: map[string]json.RawMessage{}}}); err != nil {
+		if err := s.PutRows(ctx, tb.ID, []platform.TableRow{{ID: 1, Values: map[string]json.RawMessage{}}}, nil); err != nil {
 			t.Fatal(err)
 		}
 		ids = append(ids, tb.ID)

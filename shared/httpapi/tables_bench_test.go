@@ -61,16 +61,17 @@ func (f *tablesFixture) fillBench(name string, n int) {
 
 // TestTablesDynamoDBCalls pins the DynamoDB calls of the Tables API: a
 // bot-scoped call pays 3 GetItem (token, bot, membership), a table by
-// name one more; 1000 new rows are one UpdateItem (their ids) and 11
-// TransactWriteItems (99 rows and the table's counts each); a page of rows by id reads what it returns, whatever
-// the table's size.
+// name one more; 1000 new rows of 3 indexed columns are one UpdateItem
+// (their ids) and 42 TransactWriteItems (24 rows, their 72 index entries
+// and the table's counts each); a page of rows by id reads what it
+// returns, whatever the table's size, and so does an equality filter.
 func TestTablesDynamoDBCalls(t *testing.T) {
 	f := newTablesFixture(t)
 	rec := watchTableUsage(f.Env)
 	f.createTable("callTable", tableBenchSchema)
 	f.rows("callTable", tableBenchRows(0, 1000)...)
 	u := rec.of("createTableRows")
-	if u.Calls("TransactWriteItems") != 11 || u.Calls("UpdateItem") != 1 || u.Calls("GetItem") != 4 || u.Calls("") != 16 {
+	if u.Calls("TransactWriteItems") != 42 || u.Calls("UpdateItem") != 1 || u.Calls("GetItem") != 4 || u.Calls("") != 47 {
 		t.Fatalf("createTableRows of 1000 rows: %s", u)
 	}
 	t.Logf("createTableRows (1000 rows): %s", u)
@@ -103,14 +104,16 @@ func TestTablesDynamoDBCalls(t *testing.T) {
 	if read[1000] != 101 || read[3000] != 101 {
 		t.Fatalf("items read for a page of 100: %v, want 101 whatever the table's size", read)
 	}
-	// An equality filter reads every row, but DynamoDB returns only those
-	// holding the value.
+	// An equality filter reads its 30 index entries (one Query) and their
+	// rows (one BatchGetItem), not the table's 3,000 rows.
 	r := f.find("callTable", map[string]any{"filter": map[string]any{"city": "city 7"}, "limit": 1000})
 	if len(r.List("rows")) != 30 {
 		t.Fatalf("filter: %d rows", len(r.List("rows")))
 	}
 	u = rec.of("findTableRows")
-	t.Logf("findTableRows with an equality filter: %s, %d rows returned by DynamoDB", u, u.ItemsRead-u.Calls("GetItem"))
+	if u.Calls("Query") != 1 || u.Calls("BatchGetItem") != 1 || u.ItemsRead-u.Calls("GetItem") != 60 {
+		t.Fatalf("findTableRows with an equality filter: %s, %d items read", u, u.ItemsRead-u.Calls("GetItem"))
+	}
 }
 
 // BenchmarkCreateTableRows measures createTableRows of 1000 rows on the

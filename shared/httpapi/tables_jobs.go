@@ -69,7 +69,9 @@ func (s *server) duplicateTable(c *call) (any, error) {
 	}
 	// The copy keeps its source's column ids, so rows are copied as they
 	// are stored, and its row ids, so it continues after the source's last.
-	st := platform.TableState{Columns: src.State.Columns, NextColumn: src.State.NextColumn}
+	// Its column index is written with its rows (the source's may not be
+	// complete yet: it is not copied).
+	st := platform.TableState{Columns: src.State.Columns, NextColumn: src.State.NextColumn, Index: platform.TableIndexReady}
 	if t.KeyColumn != "" {
 		st.KeyIndex = newKeyIndexID()
 	}
@@ -186,7 +188,7 @@ func (s *server) advanceJob(ctx context.Context, botID, tableID, jobID string, b
 			return err
 		}
 		if len(rows) > 0 {
-			if err := s.Store.PutRows(ctx, tableID, rows); err != nil {
+			if err := s.Store.PutRows(ctx, tableID, rows, indexKeys(target, schema)); err != nil {
 				return err
 			}
 			job.State.Cursor = rows[len(rows)-1].ID

@@ -27,16 +27,6 @@ const (
 	keyClaimGrace = time.Minute
 )
 
-// tableRows is the rows of one table as a tables.RowSource.
-type tableRows struct {
-	st    *dynamo.Store
-	table string
-}
-
-func (t tableRows) ScanRows(ctx context.Context, sc tables.Scan, fn func(r *platform.TableRow) (bool, error)) error {
-	return t.st.QueryRows(ctx, t.table, dynamo.RowScan{Descending: sc.Descending, Limit: sc.Want, Needles: sc.Needles}, fn)
-}
-
 // writable refuses row writes on a table a duplicate is still filling.
 func writable(rec dynamo.TableRecord) error {
 	if rec.State.FillJob != "" {
@@ -293,7 +283,14 @@ func (s *server) insertRows(c *call, rec dynamo.TableRecord, schema *tables.Sche
 		stale = append(stale, schema.IsStale(r))
 		out = append(out, doneRow{index: pending[k].index, row: r})
 	}
-	if err := s.Store.InsertRows(c.ctx, rec, write, stale); err != nil {
+	var keys [][]platform.TableIndexKey
+	if keysOf := indexKeys(rec, schema); keysOf != nil {
+		keys = make([][]platform.TableIndexKey, len(write))
+		for k := range write {
+			keys[k] = keysOf(&write[k])
+		}
+	}
+	if err := s.Store.InsertRows(c.ctx, rec, write, stale, keys); err != nil {
 		s.abandonRows(c, rec, col, rows, keep)
 		return nil, err
 	}
@@ -339,6 +336,7 @@ func (s *server) updateRows(c *call, rec dynamo.TableRecord, schema *tables.Sche
 		return nil, err
 	}
 	col := keyColumn(rec, schema)
+	keysOf := indexKeys(rec, schema)
 	now := platform.Now()
 	results := make([]*platform.TableRow, len(updates))
 	var ferr firstErr
@@ -375,7 +373,11 @@ func (s *server) updateRows(c *call, rec dynamo.TableRecord, schema *tables.Sche
 				}
 			}
 			delta := b2i(schema.IsStale(next)) - b2i(schema.IsStale(rr.TableRow))
-			err := s.Store.ReplaceRow(c.ctx, rec, next, rr.Ver, delta)
+			var oldKeys, newKeys []platform.TableIndexKey
+			if keysOf != nil {
+				oldKeys, newKeys = keysOf(&rr.TableRow), keysOf(&next)
+			}
+			err := s.Store.ReplaceRow(c.ctx, rec, next, rr.Ver, delta, oldKeys, newKeys)
 			if errors.Is(err, dynamo.ErrVersionConflict) {
 				if col != nil && newV != oldV && newV != "" {
 					_ = s.Store.ReleaseKey(c.ctx, rec.ID, rec.State.KeyIndex, newV, u.id)
@@ -868,11 +870,8 @@ func (s *server) deleteTableRows(c *call) (any, error) {
 				return nil, err
 			}
 		}
-		var needles []string
-		if f != nil {
-			needles = f.Needles()
-		}
-		err := s.Store.QueryRows(c.ctx, rec.ID, dynamo.RowScan{Needles: needles}, func(r *platform.TableRow) (bool, error) {
+		sc := tables.Scan{Needles: f.Needles(), Index: f.Index()}
+		err := (tableRows{st: s.Store, rec: rec}).ScanRows(c.ctx, sc, func(r *platform.TableRow) (bool, error) {
 			if f.Match(schema, r) {
 				ids = append(ids, r.ID)
 			}
@@ -908,7 +907,7 @@ func (s *server) deleteRows(c *call, rec dynamo.TableRecord, schema *tables.Sche
 			rows = append(rows, r)
 		}
 		sort.Slice(rows, func(i, j int) bool { return rows[i].ID < rows[j].ID })
-		gone, err := s.Store.DeleteRows(c.ctx, rec, rows, schema.IsStale)
+		gone, err := s.Store.DeleteRows(c.ctx, rec, rows, schema.IsStale, indexKeys(rec, schema), schema.IndexedColumns())
 		deleted += int64(len(gone))
 		if err != nil {
 			return deleted, err
@@ -1038,7 +1037,7 @@ func (s *server) findTableRows(c *call) (any, error) {
 			warnings = append(warnings, "orderBy is ignored when searching: rows come by similarity, best first")
 		}
 	}
-	res, err := tables.Find(c.ctx, tableRows{st: s.Store, table: rec.ID}, schema, q)
+	res, err := tables.Find(c.ctx, tableRows{st: s.Store, rec: rec}, schema, q)
 	if err != nil {
 		return nil, err
 	}

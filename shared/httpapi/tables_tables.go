@@ -132,7 +132,7 @@ func newTable(name string, in tableInput) (platform.Table, platform.TableState, 
 	if err != nil {
 		return t, platform.TableState{}, err
 	}
-	st, _ := schema.Bind(nil, platform.TableState{})
+	st, _ := schema.Bind(nil, platform.TableState{Index: platform.TableIndexReady})
 	t = platform.Table{
 		ID: platform.NewID(platform.PrefixTable), Name: name, Factor: 1, Schema: schema.JSON(),
 		Tags: map[string]string{}, CreatedAt: platform.Now(),
