@@ -94,6 +94,9 @@ func (s *Store) IndexRowIDs(ctx context.Context, table string, lk platform.Table
 		}
 	}
 	if len(lk.Prefixes) == 0 {
+		if lk.Lo > lk.Hi {
+			return nil // an empty range (DynamoDB refuses BETWEEN bounds in this order)
+		}
 		_, err := run("sk BETWEEN :lo AND :hi", item{":lo": str(lk.Lo), ":hi": str(lk.Hi)})
 		return err
 	}
@@ -198,14 +201,10 @@ func (s *Store) RowRecords(ctx context.Context, table string, after int64, limit
 // request.
 func (s *Store) TablesToIndex(ctx context.Context) ([]TableRecord, error) {
 	in := &dynamodb.ScanInput{
-		TableName:                &s.table,
-		FilterExpression:         aws.String("begins_with(pk, :p) AND begins_with(sk, :s) AND NOT contains(#doc, :ready)"),
-		ExpressionAttributeNames: map[string]string{"#doc": attrDoc},
-		ExpressionAttributeValues: item{
-			":p": str("BOTTABLES#"), ":s": str("TABLE#"),
-			":ready": str(`"index":` + strconv.Itoa(platform.TableIndexReady)),
-		},
-		ConsistentRead: aws.Bool(true),
+		TableName:                 &s.table,
+		FilterExpression:          aws.String("begins_with(pk, :p) AND begins_with(sk, :s)"),
+		ExpressionAttributeValues: item{":p": str("BOTTABLES#"), ":s": str("TABLE#")},
+		ConsistentRead:            aws.Bool(true),
 	}
 	var out []TableRecord
 	for {

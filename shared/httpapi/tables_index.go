@@ -29,9 +29,13 @@ type tableRows struct {
 	rec dynamo.TableRecord
 }
 
-// rowBatch is how many rows a find through the index reads per
-// BatchGetItem (DynamoDB's most).
-const rowBatch = 100
+// A find through the index reads rows by BatchGetItem, first rowBatchMin
+// at a time, then twice as many each call up to DynamoDB's most (100): a
+// page that needs few rows reads few more.
+const (
+	rowBatchMin = 16
+	rowBatch    = 100
+)
 
 func (t tableRows) ScanRows(ctx context.Context, sc tables.Scan, fn func(r *platform.TableRow) (bool, error)) error {
 	if sc.Index != nil && t.rec.State.Index == platform.TableIndexReady {
@@ -59,14 +63,14 @@ func (t tableRows) scanIndex(ctx context.Context, sc tables.Scan, fn func(r *pla
 	lk := *sc.Index
 	if len(lk.Prefixes) == 1 {
 		var batch []int64
-		stopped := false
+		size, stopped := rowBatchMin, false
 		err := t.st.IndexRowIDs(ctx, t.rec.ID, lk, sc.Descending, func(id int64) (bool, error) {
 			batch = append(batch, id)
-			if len(batch) < rowBatch {
+			if len(batch) < size {
 				return true, nil
 			}
 			more, err := t.emit(ctx, batch, fn)
-			batch, stopped = batch[:0], !more
+			batch, stopped, size = batch[:0], !more, min(size*2, rowBatch)
 			return more, err
 		})
 		if err != nil || stopped || len(batch) == 0 {
@@ -88,8 +92,8 @@ func (t tableRows) scanIndex(ctx context.Context, sc tables.Scan, fn func(r *pla
 		return err
 	}
 	sort.Slice(ids, func(i, j int) bool { return (ids[i] < ids[j]) != sc.Descending })
-	for start := 0; start < len(ids); start += rowBatch {
-		more, err := t.emit(ctx, ids[start:min(start+rowBatch, len(ids))], fn)
+	for start, size := 0, rowBatchMin; start < len(ids); start, size = start+size, min(size*2, rowBatch) {
+		more, err := t.emit(ctx, ids[start:min(start+size, len(ids))], fn)
 		if err != nil || !more {
 			return err
 		}

@@ -46,9 +46,9 @@ type Migrator struct {
 	// Grace: DefaultGrace when zero.
 	Grace time.Duration
 	Log   *slog.Logger
-	// afterChunk, in tests, runs after each chunk of the fill; an error
-	// stops the fill there, as a crash would.
-	afterChunk func(table string, lastID int64) error
+	// AfterChunk, when set, runs after each chunk of a fill (progress,
+	// tests); an error stops the fill there, as a crash would.
+	AfterChunk func(table string, lastID int64) error
 }
 
 func (m *Migrator) grace() time.Duration {
@@ -227,8 +227,8 @@ func (m *Migrator) fill(ctx context.Context, rec dynamo.TableRecord) error {
 			}
 		}
 		after = chunk[len(chunk)-1].ID
-		if m.afterChunk != nil {
-			if err := m.afterChunk(rec.ID, after); err != nil {
+		if m.AfterChunk != nil {
+			if err := m.AfterChunk(rec.ID, after); err != nil {
 				return err
 			}
 		}
