@@ -3,6 +3,8 @@ package httpapi_test
 import (
 	"context"
 	"fmt"
+	"os"
+	"sort"
 	"sync"
 	"testing"
 	"time"
@@ -229,4 +231,76 @@ func BenchmarkFindTableRows(b *testing.B) {
 			b.Logf("%s: %v, raw paginated Query %v: ratio %.2f", c.name, best[k+1], best[0], ratio)
 		}
 	})
+}
+
+// BenchmarkFindTableRowsIndexed measures selective finds (an equality,
+// a $in of 3 values, a range of 10 rows: each answered through the column
+// index) on tables of 1,000 and 100,000 rows, and of 1,000,000 with
+// TABLES_BENCH_1M=1 (filling it takes minutes): the p50 of each table size,
+// its ratio to the 1,000-row figure, and the items read per find.
+//
+//	go test ./shared/httpapi -run XXX -bench FindTableRowsIndexed -benchtime 200x -v
+func BenchmarkFindTableRowsIndexed(b *testing.B) {
+	sizes := []int{1000, 100000}
+	if os.Getenv("TABLES_BENCH_1M") != "" {
+		sizes = append(sizes, 1000000)
+	}
+	e := apitest.New(b)
+	f := &tablesFixture{fixture: &fixture{Env: e}}
+	f.ws = e.Check(e.Do(apitest.Req{Method: "POST", Path: "/v1/admin/workspaces", Token: e.AdminToken, Body: map[string]any{"name": "bench"}}), 200, "createWorkspace").Str("id")
+	f.bot = f.createBot(e.AdminToken, nil)
+	rec := watchTableUsage(e)
+	bodies := []map[string]any{
+		{"filter": map[string]any{"n": 317}},
+		{"filter": map[string]any{"n": map[string]any{"$in": []any{5, 317, 999}}}},
+		{"filter": map[string]any{"n": map[string]any{"$gte": 500, "$lt": 510}}},
+	}
+	p50 := map[int]time.Duration{}
+	for _, size := range sizes {
+		name := fmt.Sprintf("rows%d", size)
+		start := time.Now()
+		f.createTable(name, tableBenchSchema)
+		// 4 writers of 1000 rows at a time.
+		var wg sync.WaitGroup
+		next := make(chan int)
+		for w := 0; w < 4; w++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for at := range next {
+					r := f.tb(e.AdminToken, "POST", "/v1/tables/"+name+"/rows", map[string]any{"rows": tableBenchRows(at, min(1000, size-at))})
+					if r.Status != 200 {
+						b.Error(string(r.Raw))
+					}
+				}
+			}()
+		}
+		for at := 0; at < size; at += 1000 {
+			next <- at
+		}
+		close(next)
+		wg.Wait()
+		b.Logf("%d rows written in %v", size, time.Since(start).Round(time.Millisecond))
+		b.Run(name, func(b *testing.B) {
+			var times []time.Duration
+			read := 0
+			for i := 0; i < b.N; i++ {
+				body := bodies[i%len(bodies)]
+				t0 := time.Now()
+				r := f.tb(e.AdminToken, "POST", "/v1/tables/"+name+"/rows/find", body)
+				times = append(times, time.Since(t0))
+				if r.Status != 200 || len(r.List("rows")) == 0 {
+					b.Fatal(string(r.Raw))
+				}
+				read += rowsRead(rec.of("findTableRows"))
+			}
+			sort.Slice(times, func(i, j int) bool { return times[i] < times[j] })
+			p50[size] = times[len(times)/2]
+			b.ReportMetric(float64(p50[size].Microseconds())/1000, "p50-ms")
+			b.ReportMetric(float64(read)/float64(b.N), "items-read/op")
+		})
+	}
+	for _, size := range sizes {
+		b.Logf("selective find p50 at %d rows: %v (%.2f x the 1,000-row figure)", size, p50[size], float64(p50[size])/float64(max(p50[1000], 1)))
+	}
 }
