@@ -21,7 +21,8 @@ import (
 //
 //	table       BOTTABLES#<botId>   TABLE#<name>   doc, ver, tableId, nextId, rowCount, staleCount
 //	table id    TABLE#<tableId>     TABLE          botId, name
-//	row         TROWS#<tableId>     <id, 10 digits> doc, ver
+//	row         TROWS#<tableId>#<id mod shards> <id, 10 digits> doc, ver
+//	            (TROWS#<tableId> for a table of the previous layout)
 //	key index   TKEY#<tableId>#<ix> <key JSON>     row
 //	job         TJOBS#<tableId>     <jobId>        doc, ver, ttl
 func botTablesPK(bot string) string       { return "BOTTABLES#" + bot }
@@ -30,6 +31,37 @@ func tableIDPK(id string) string          { return "TABLE#" + id }
 func tableRowsPK(table string) string     { return "TROWS#" + table }
 func tableKeysPK(table, ix string) string { return "TKEY#" + table + "#" + ix }
 func tableJobsPK(table string) string     { return "TJOBS#" + table }
+
+// RowSet is where a table's rows are: the table's id and the number of
+// partitions its rows spread over (TableState.RowShards; 0 or 1: the one
+// partition of the previous layout).
+type RowSet struct {
+	Table  string
+	Shards int
+}
+
+// RowSet returns where the table's rows are.
+func (r TableRecord) RowSet() RowSet { return RowSet{Table: r.ID, Shards: r.State.RowShards} }
+
+// pk is the partition of row id.
+func (rs RowSet) pk(id int64) string {
+	if rs.Shards <= 1 {
+		return tableRowsPK(rs.Table)
+	}
+	return tableRowsPK(rs.Table) + "#" + strconv.FormatInt(id%int64(rs.Shards), 10)
+}
+
+// partitions are all the partitions of the rows.
+func (rs RowSet) partitions() []string {
+	if rs.Shards <= 1 {
+		return []string{tableRowsPK(rs.Table)}
+	}
+	out := make([]string, rs.Shards)
+	for i := range out {
+		out[i] = tableRowsPK(rs.Table) + "#" + strconv.Itoa(i)
+	}
+	return out
+}
 
 // rowSK is a row's sort key: its id zero-padded to 10 digits (row ids
 // are at most 2^31-1), so that string order is id order.
@@ -273,7 +305,7 @@ func (s *Store) DeleteTable(ctx context.Context, rec TableRecord) error {
 	if err != nil {
 		return err
 	}
-	for _, pk := range []string{tableRowsPK(rec.ID), tableJobsPK(rec.ID)} {
+	for _, pk := range append(rec.RowSet().partitions(), tableJobsPK(rec.ID)) {
 		if err := s.purge(ctx, pk); err != nil {
 			return err
 		}
@@ -405,7 +437,7 @@ func (s *Store) InsertRows(ctx context.Context, rec TableRecord, rows []platform
 	sizes := make([]int, len(rows))
 	counts := make([]int, len(rows))
 	for i, r := range rows {
-		it, err := rowItem(rec.ID, r, 1)
+		it, err := rowItem(rec.RowSet(), r, 1)
 		if err != nil {
 			return err
 		}
@@ -478,7 +510,7 @@ func (s *Store) DeleteRows(ctx context.Context, rec TableRecord, rows []RowRecor
 			nStale := int64(0)
 			for _, r := range chunk {
 				w = append(w, types.TransactWriteItem{Delete: &types.Delete{
-					Key:                       key(tableRowsPK(rec.ID), rowSK(r.ID)),
+					Key:                       key(rec.RowSet().pk(r.ID), rowSK(r.ID)),
 					ConditionExpression:       aws.String("#ver = :ver"),
 					ExpressionAttributeNames:  map[string]string{"#ver": attrVer},
 					ExpressionAttributeValues: item{":ver": num(r.Ver)},
@@ -503,7 +535,7 @@ func (s *Store) DeleteRows(ctx context.Context, rec TableRecord, rows []RowRecor
 				for i, r := range chunk {
 					ids[i] = r.ID
 				}
-				cur, gerr := s.GetRows(ctx, rec.ID, ids)
+				cur, gerr := s.GetRows(ctx, rec.RowSet(), ids)
 				if gerr != nil {
 					return deleted, gerr
 				}
@@ -544,12 +576,12 @@ type RowRecord struct {
 	Ver int64
 }
 
-func rowItem(table string, r platform.TableRow, ver int64) (item, error) {
+func rowItem(rs RowSet, r platform.TableRow, ver int64) (item, error) {
 	doc, err := encodeDoc(r)
 	if err != nil {
 		return nil, err
 	}
-	it := key(tableRowsPK(table), rowSK(r.ID))
+	it := key(rs.pk(r.ID), rowSK(r.ID))
 	it[attrDoc], it[attrVer] = str(doc), num(ver)
 	return it, nil
 }
@@ -734,10 +766,11 @@ func skipJSON(doc []byte, p *int) bool {
 // ids no other row has (a copy's own ids, while nothing else may write the
 // copy), so no condition is needed, and writing them again writes the
 // same items (a duplicate job redoes a chunk that died).
-func (s *Store) PutRows(ctx context.Context, table string, rows []platform.TableRow, keysOf func(*platform.TableRow) []platform.TableIndexKey) error {
+func (s *Store) PutRows(ctx context.Context, rs RowSet, rows []platform.TableRow, keysOf func(*platform.TableRow) []platform.TableIndexKey) error {
+	table := rs.Table
 	items := make([]item, 0, len(rows))
 	for i := range rows {
-		it, err := rowItem(table, rows[i], 1)
+		it, err := rowItem(rs, rows[i], 1)
 		if err != nil {
 			return err
 		}
@@ -752,11 +785,11 @@ func (s *Store) PutRows(ctx context.Context, table string, rows []platform.Table
 }
 
 // GetRow reads one row (one GetItem).
-func (s *Store) GetRow(ctx context.Context, table string, id int64) (RowRecord, bool, error) {
+func (s *Store) GetRow(ctx context.Context, rs RowSet, id int64) (RowRecord, bool, error) {
 	if id < 1 || id > platform.MaxTableRowID {
 		return RowRecord{}, false, nil
 	}
-	it, err := s.get(ctx, tableRowsPK(table), rowSK(id))
+	it, err := s.get(ctx, rs.pk(id), rowSK(id))
 	if err != nil || it == nil {
 		return RowRecord{}, false, err
 	}
@@ -766,7 +799,7 @@ func (s *Store) GetRow(ctx context.Context, table string, id int64) (RowRecord, 
 
 // GetRows reads rows by id (BatchGetItem, 100 a call); missing rows are
 // absent from the result.
-func (s *Store) GetRows(ctx context.Context, table string, ids []int64) (map[int64]RowRecord, error) {
+func (s *Store) GetRows(ctx context.Context, rs RowSet, ids []int64) (map[int64]RowRecord, error) {
 	keys := make([]item, 0, len(ids))
 	seen := map[int64]bool{}
 	for _, id := range ids {
@@ -774,7 +807,7 @@ func (s *Store) GetRows(ctx context.Context, table string, ids []int64) (map[int
 			continue
 		}
 		seen[id] = true
-		keys = append(keys, key(tableRowsPK(table), rowSK(id)))
+		keys = append(keys, key(rs.pk(id), rowSK(id)))
 	}
 	items, err := s.batchGet(ctx, keys)
 	if err != nil {
@@ -798,7 +831,7 @@ func (s *Store) GetRows(ctx context.Context, table string, ids []int64) (map[int
 // the same transaction, and so do the changes of its column index entries
 // (from oldKeys, the version read, to newKeys).
 func (s *Store) ReplaceRow(ctx context.Context, rec TableRecord, r platform.TableRow, ver, staleDelta int64, oldKeys, newKeys []platform.TableIndexKey) error {
-	it, err := rowItem(rec.ID, r, ver+1)
+	it, err := rowItem(rec.RowSet(), r, ver+1)
 	if err != nil {
 		return err
 	}
@@ -848,69 +881,118 @@ type RowScan struct {
 	After, Before int64
 }
 
-// QueryRows reads a table's rows in id order with Query on the table's
-// row partition (never Scan), calling fn for each until it returns false.
-func (s *Store) QueryRows(ctx context.Context, table string, sc RowScan, fn func(r *platform.TableRow) (bool, error)) error {
+// QueryRows reads a table's rows in id order with a Query per row
+// partition (never Scan), merged by id, calling fn for each until it
+// returns false.
+func (s *Store) QueryRows(ctx context.Context, rs RowSet, sc RowScan, fn func(r *platform.TableRow) (bool, error)) error {
+	return s.queryRowItems(ctx, rs, sc, func(it item) (bool, error) {
+		r, err := rowFrom(it)
+		if err != nil {
+			return false, err
+		}
+		return fn(&r.TableRow)
+	})
+}
+
+// rowStream is the rows of one partition, in order, read a page at a time
+// when the merge needs them.
+type rowStream struct {
+	in   *dynamodb.QueryInput
+	buf  []item
+	done bool
+}
+
+func (st *rowStream) head(ctx context.Context, db *dynamodb.Client) (item, error) {
+	for len(st.buf) == 0 && !st.done {
+		out, err := db.Query(ctx, st.in)
+		if err != nil {
+			return nil, err
+		}
+		st.buf = out.Items
+		if len(out.LastEvaluatedKey) == 0 {
+			st.done = true
+		} else {
+			st.in.ExclusiveStartKey = out.LastEvaluatedKey
+			if st.in.Limit != nil {
+				st.in.Limit = aws.Int32(min(*st.in.Limit*2, 10000))
+			}
+		}
+	}
+	if len(st.buf) == 0 {
+		return nil, nil
+	}
+	return st.buf[0], nil
+}
+
+// queryRowItems merges the row partitions' Queries by id. With a Limit,
+// each partition's first Query reads its share of it plus one (the ids
+// of a table are spread evenly: id mod shards), and a partition needing
+// more reads twice as many next: a page reads little more than it returns.
+func (s *Store) queryRowItems(ctx context.Context, rs RowSet, sc RowScan, fn func(it item) (bool, error)) error {
 	lo, hi := rowSK(max(sc.After+1, 0)), rowSK(platform.MaxTableRowID)
 	if sc.Before > 0 {
 		hi = rowSK(sc.Before - 1)
 	}
-	in := &dynamodb.QueryInput{
-		TableName:                 &s.table,
-		KeyConditionExpression:    aws.String("pk = :pk AND sk BETWEEN :lo AND :hi"),
-		ExpressionAttributeValues: item{":pk": str(tableRowsPK(table)), ":lo": str(lo), ":hi": str(hi)},
-		ScanIndexForward:          aws.Bool(!sc.Descending),
-		ConsistentRead:            aws.Bool(true),
+	if lo > hi {
+		return nil
 	}
-	if sc.After <= 0 && sc.Before <= 0 {
-		in.KeyConditionExpression = aws.String("pk = :pk")
-		in.ExpressionAttributeValues = item{":pk": str(tableRowsPK(table))}
-	}
-	left := sc.Limit
-	if sc.Limit > 0 {
-		in.Limit = aws.Int32(int32(min(sc.Limit, 10000)))
-	} else if len(sc.Needles) > 0 {
-		// Only without Limit: with both, DynamoDB's Limit counts the rows
-		// read, not those passing the filter.
-		in.ExpressionAttributeNames = map[string]string{"#d": attrDoc}
-		expr := ""
-		for i, n := range sc.Needles {
-			p := ":n" + strconv.Itoa(i)
-			if expr != "" {
-				expr += " AND "
+	parts := rs.partitions()
+	streams := make([]*rowStream, len(parts))
+	for i, pk := range parts {
+		in := &dynamodb.QueryInput{
+			TableName:                 &s.table,
+			KeyConditionExpression:    aws.String("pk = :pk AND sk BETWEEN :lo AND :hi"),
+			ExpressionAttributeValues: item{":pk": str(pk), ":lo": str(lo), ":hi": str(hi)},
+			ScanIndexForward:          aws.Bool(!sc.Descending),
+			ConsistentRead:            aws.Bool(true),
+		}
+		if sc.Limit > 0 {
+			share := sc.Limit
+			if len(parts) > 1 {
+				share = (sc.Limit+len(parts)-1)/len(parts) + 1
 			}
-			expr += "contains(#d, " + p + ")"
-			in.ExpressionAttributeValues[p] = str(n)
+			in.Limit = aws.Int32(int32(min(share, 10000)))
+		} else if len(sc.Needles) > 0 {
+			// Only without Limit: with both, DynamoDB's Limit counts the rows
+			// read, not those passing the filter.
+			in.ExpressionAttributeNames = map[string]string{"#d": attrDoc}
+			expr := ""
+			for i, n := range sc.Needles {
+				p := ":n" + strconv.Itoa(i)
+				if expr != "" {
+					expr += " AND "
+				}
+				expr += "contains(#d, " + p + ")"
+				in.ExpressionAttributeValues[p] = str(n)
+			}
+			in.FilterExpression = aws.String(expr)
 		}
-		in.FilterExpression = aws.String(expr)
+		streams[i] = &rowStream{in: in}
 	}
-	for {
-		out, err := s.db.Query(ctx, in)
-		if err != nil {
-			return err
-		}
-		for _, it := range out.Items {
-			r, err := rowFrom(it)
+	for n := 0; sc.Limit <= 0 || n < sc.Limit; n++ {
+		best, bestSK := -1, ""
+		for i, st := range streams {
+			it, err := st.head(ctx, s.db)
 			if err != nil {
 				return err
 			}
-			more, err := fn(&r.TableRow)
-			if err != nil || !more {
-				return err
+			if it == nil {
+				continue
+			}
+			if sk := getS(it, attrSK); best < 0 || (sk < bestSK) != sc.Descending {
+				best, bestSK = i, sk
 			}
 		}
-		if sc.Limit > 0 {
-			left -= len(out.Items)
-			if left <= 0 {
-				return nil
-			}
-			in.Limit = aws.Int32(int32(min(left, 10000)))
-		}
-		if len(out.LastEvaluatedKey) == 0 {
+		if best < 0 {
 			return nil
 		}
-		in.ExclusiveStartKey = out.LastEvaluatedKey
+		it := streams[best].buf[0]
+		streams[best].buf = streams[best].buf[1:]
+		if more, err := fn(it); err != nil || !more {
+			return err
+		}
 	}
+	return nil
 }
 
 // --- Unique index of a table's key column ---

@@ -114,7 +114,8 @@ func (s *Store) IndexRowIDs(ctx context.Context, table string, lk platform.Table
 // the migration's fill of a table written before the index existed. Rows
 // that changed or went meanwhile are returned (their writers maintained the
 // index since; the caller reads them again).
-func (s *Store) PutIndexEntries(ctx context.Context, table string, rows []RowRecord, keys [][]platform.TableIndexKey) ([]int64, error) {
+func (s *Store) PutIndexEntries(ctx context.Context, rs RowSet, rows []RowRecord, keys [][]platform.TableIndexKey) ([]int64, error) {
+	table := rs.Table
 	sizes := make([]int, len(rows))
 	counts := make([]int, len(rows))
 	for i := range rows {
@@ -127,7 +128,7 @@ func (s *Store) PutIndexEntries(ctx context.Context, table string, rows []RowRec
 		for i := c[0]; i < c[1]; i++ {
 			w = append(w, types.TransactWriteItem{ConditionCheck: &types.ConditionCheck{
 				TableName:                 &s.table,
-				Key:                       key(tableRowsPK(table), rowSK(rows[i].ID)),
+				Key:                       key(rs.pk(rows[i].ID), rowSK(rows[i].ID)),
 				ConditionExpression:       aws.String("#ver = :ver"),
 				ExpressionAttributeNames:  map[string]string{"#ver": attrVer},
 				ExpressionAttributeValues: item{":ver": num(rows[i].Ver)},
@@ -170,29 +171,15 @@ func txChunks(sizes, counts []int, maxItems int) [][2]int {
 }
 
 // RowRecords reads up to limit rows of a table after row id after, in id
-// order, with their versions (one Query).
-func (s *Store) RowRecords(ctx context.Context, table string, after int64, limit int) ([]RowRecord, error) {
-	out, err := s.db.Query(ctx, &dynamodb.QueryInput{
-		TableName:              &s.table,
-		KeyConditionExpression: aws.String("pk = :pk AND sk BETWEEN :lo AND :hi"),
-		ExpressionAttributeValues: item{
-			":pk": str(tableRowsPK(table)), ":lo": str(rowSK(max(after+1, 0))), ":hi": str(rowSK(platform.MaxTableRowID)),
-		},
-		ConsistentRead: aws.Bool(true),
-		Limit:          aws.Int32(int32(limit)),
-	})
-	if err != nil {
-		return nil, err
-	}
-	rows := make([]RowRecord, 0, len(out.Items))
-	for _, it := range out.Items {
+// order, with their versions.
+func (s *Store) RowRecords(ctx context.Context, rs RowSet, after int64, limit int) ([]RowRecord, error) {
+	var rows []RowRecord
+	err := s.queryRowItems(ctx, rs, RowScan{After: after, Limit: limit}, func(it item) (bool, error) {
 		r, err := rowFrom(it)
-		if err != nil {
-			return nil, err
-		}
 		rows = append(rows, r)
-	}
-	return rows, nil
+		return err == nil, err
+	})
+	return rows, err
 }
 
 // TablesToIndex lists the tables whose column index is not complete

@@ -15,6 +15,7 @@ import (
 
 	"github.com/botforge/platform/shared/apitest"
 	"github.com/botforge/platform/shared/dynamo"
+	"github.com/botforge/platform/shared/platform"
 )
 
 // tableUsage keeps the DynamoDB usage of the last call of an operation.
@@ -66,7 +67,8 @@ func (f *tablesFixture) fillBench(name string, n int) {
 // name one more; 1000 new rows of 3 indexed columns are one UpdateItem
 // (their ids) and 42 TransactWriteItems (24 rows, their 72 index entries
 // and the table's counts each); a page of rows by id reads what it
-// returns, whatever the table's size, and so does an equality filter.
+// returns (plus at most 2 rows per row partition), whatever the table's
+// size, and so does an equality filter.
 func TestTablesDynamoDBCalls(t *testing.T) {
 	f := newTablesFixture(t)
 	rec := watchTableUsage(f.Env)
@@ -97,14 +99,15 @@ func TestTablesDynamoDBCalls(t *testing.T) {
 				t.Fatalf("find: %s", r.Raw)
 			}
 			u := rec.of("findTableRows")
-			if u.Calls("Query") != 1 {
+			if u.Calls("Query") != platform.TableRowShards {
 				t.Fatalf("find by id: %s", u)
 			}
 			read[size] = u.ItemsRead - u.Calls("GetItem") // rows read by the Query
 		}
 	}
-	if read[1000] != 101 || read[3000] != 101 {
-		t.Fatalf("items read for a page of 100: %v, want 101 whatever the table's size", read)
+	// 8 partitions of 14 rows (101/8, rounded up, plus one).
+	if read[1000] != 112 || read[3000] != 112 {
+		t.Fatalf("items read for a page of 100: %v, want 112 whatever the table's size", read)
 	}
 	// An equality filter reads its 30 index entries (one Query) and their
 	// rows (BatchGetItem of 16, then of the 14 left), not the table's
@@ -189,20 +192,24 @@ func BenchmarkFindTableRows(b *testing.B) {
 	raw := func() int {
 		in := &dynamodb.QueryInput{
 			TableName: aws.String(table), KeyConditionExpression: aws.String("pk = :pk"), ConsistentRead: aws.Bool(true),
-			ExpressionAttributeValues: map[string]types.AttributeValue{":pk": &types.AttributeValueMemberS{Value: "TROWS#" + bigID}},
 		}
 		n := 0
-		for {
-			out, err := db.Query(context.Background(), in)
-			if err != nil {
-				b.Fatal(err)
+		for shard := 0; shard < platform.TableRowShards; shard++ {
+			in.ExclusiveStartKey = nil
+			in.ExpressionAttributeValues = map[string]types.AttributeValue{":pk": &types.AttributeValueMemberS{Value: fmt.Sprintf("TROWS#%s#%d", bigID, shard)}}
+			for {
+				out, err := db.Query(context.Background(), in)
+				if err != nil {
+					b.Fatal(err)
+				}
+				n += len(out.Items)
+				if len(out.LastEvaluatedKey) == 0 {
+					break
+				}
+				in.ExclusiveStartKey = out.LastEvaluatedKey
 			}
-			n += len(out.Items)
-			if len(out.LastEvaluatedKey) == 0 {
-				return n
-			}
-			in.ExclusiveStartKey = out.LastEvaluatedKey
 		}
+		return n
 	}
 	cases := []struct {
 		name string

@@ -44,7 +44,7 @@ func (t tableRows) ScanRows(ctx context.Context, sc tables.Scan, fn func(r *plat
 			return err
 		}
 	}
-	return t.st.QueryRows(ctx, t.rec.ID, dynamo.RowScan{Descending: sc.Descending, Limit: sc.Want, Needles: sc.Needles}, fn)
+	return t.st.QueryRows(ctx, t.rec.RowSet(), dynamo.RowScan{Descending: sc.Descending, Limit: sc.Want, Needles: sc.Needles}, fn)
 }
 
 // maxCandidates bounds the candidates of a lookup read before any row
@@ -104,7 +104,7 @@ func (t tableRows) scanIndex(ctx context.Context, sc tables.Scan, fn func(r *pla
 // emit reads rows by id (one BatchGetItem) and passes them to fn in the
 // order given; an id whose row went meanwhile is skipped, as is a repeat.
 func (t tableRows) emit(ctx context.Context, ids []int64, fn func(r *platform.TableRow) (bool, error)) (bool, error) {
-	rows, err := t.st.GetRows(ctx, t.rec.ID, ids)
+	rows, err := t.st.GetRows(ctx, t.rec.RowSet(), ids)
 	if err != nil {
 		return false, err
 	}

@@ -69,7 +69,7 @@ func (f *tablesFixture) checkIndex(name string) {
 		f.T.Fatal(err)
 	}
 	want := map[string]bool{}
-	err = f.Platform.Store.QueryRows(context.Background(), rec.ID, dynamo.RowScan{}, func(r *platform.TableRow) (bool, error) {
+	err = f.Platform.Store.QueryRows(context.Background(), rec.RowSet(), dynamo.RowScan{}, func(r *platform.TableRow) (bool, error) {
 		for _, k := range schema.IndexKeys(r) {
 			want[fmt.Sprintf("%s|%s\x00%010d", k.Col, k.Key, r.ID)] = true
 		}
@@ -96,17 +96,44 @@ func (f *tablesFixture) checkIndex(name string) {
 }
 
 // toPreviousLayout makes a table what the platform wrote before the
-// column index existed: no index entries, no index state.
+// column index and row shards existed: no index entries, no index state,
+// its rows in one partition TROWS#<tableId>.
 func (f *tablesFixture) toPreviousLayout(name string) {
 	f.T.Helper()
 	ctx := context.Background()
 	rec := f.tableRecord(name)
+	db, table := f.Platform.Store.Client(), f.Platform.Env.Table
+	for shard := 0; shard < rec.State.RowShards; shard++ {
+		in := &dynamodb.QueryInput{
+			TableName: aws.String(table), KeyConditionExpression: aws.String("pk = :pk"), ConsistentRead: aws.Bool(true),
+			ExpressionAttributeValues: map[string]types.AttributeValue{":pk": &types.AttributeValueMemberS{Value: fmt.Sprintf("TROWS#%s#%d", rec.ID, shard)}},
+		}
+		for {
+			res, err := db.Query(ctx, in)
+			if err != nil {
+				f.T.Fatal(err)
+			}
+			for _, it := range res.Items {
+				k := map[string]types.AttributeValue{"pk": it["pk"], "sk": it["sk"]}
+				it["pk"] = &types.AttributeValueMemberS{Value: "TROWS#" + rec.ID}
+				if _, err := db.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(table), Item: it}); err != nil {
+					f.T.Fatal(err)
+				}
+				if _, err := db.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: aws.String(table), Key: k}); err != nil {
+					f.T.Fatal(err)
+				}
+			}
+			if len(res.LastEvaluatedKey) == 0 {
+				break
+			}
+			in.ExclusiveStartKey = res.LastEvaluatedKey
+		}
+	}
 	st := rec.State
-	st.Index, st.IndexSince = platform.TableIndexNone, ""
+	st.Index, st.IndexSince, st.RowShards = platform.TableIndexNone, "", 0
 	if err := f.Platform.Store.SaveTable(ctx, rec, rec.Table, st, false); err != nil {
 		f.T.Fatal(err)
 	}
-	db, table := f.Platform.Store.Client(), f.Platform.Env.Table
 	for k := range f.indexItems(rec) {
 		col, sk, _ := strings.Cut(k, "|")
 		_, err := db.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: aws.String(table), Key: map[string]types.AttributeValue{
@@ -452,4 +479,119 @@ func TestTableIndexMigration(t *testing.T) {
 	if chunks != 4 { // 1 interrupted + 3 (1,201 rows)
 		t.Fatalf("%d chunks", chunks)
 	}
+}
+
+// rowsPerPartition counts a table's row items in each of its partitions.
+func (f *tablesFixture) rowsPerPartition(rec dynamo.TableRecord) map[string]int {
+	f.T.Helper()
+	db, table := f.Platform.Store.Client(), f.Platform.Env.Table
+	pks := []string{"TROWS#" + rec.ID}
+	for shard := 0; shard < platform.TableRowShards; shard++ {
+		pks = append(pks, fmt.Sprintf("TROWS#%s#%d", rec.ID, shard))
+	}
+	out := map[string]int{}
+	for _, pk := range pks {
+		res, err := db.Query(context.Background(), &dynamodb.QueryInput{
+			TableName: aws.String(table), KeyConditionExpression: aws.String("pk = :pk"), ConsistentRead: aws.Bool(true),
+			ExpressionAttributeValues: map[string]types.AttributeValue{":pk": &types.AttributeValueMemberS{Value: pk}},
+		})
+		if err != nil {
+			f.T.Fatal(err)
+		}
+		if len(res.Items) > 0 {
+			out[pk] = len(res.Items)
+		}
+	}
+	return out
+}
+
+// TestTableRowsSharded: a table's rows spread evenly over 8 partitions
+// (row id mod 8), and listing keeps id order, paging and exact counts, also
+// with whole partitions emptied by deletes; a table of the previous layout
+// (one partition) answers alike and is duplicated into a sharded copy.
+func TestTableRowsSharded(t *testing.T) {
+	f := newTablesFixture(t)
+	f.fillBench("spreadTable", 400)
+	f.fillBench("oneTable", 400)
+	f.toPreviousLayout("oneTable")
+	if parts := f.rowsPerPartition(f.tableRecord("spreadTable")); len(parts) != platform.TableRowShards {
+		t.Fatalf("rows per partition: %v", parts)
+	} else {
+		for pk, n := range parts {
+			if n != 400/platform.TableRowShards {
+				t.Fatalf("partition %s holds %d rows of 400: %v", pk, n, parts)
+			}
+		}
+	}
+	if parts := f.rowsPerPartition(f.tableRecord("oneTable")); len(parts) != 1 {
+		t.Fatalf("previous layout: %v", parts)
+	}
+	// Delete one partition's rows (ids 3, 11, 19, ...) and a few others.
+	var gone []int
+	for id := 3; id <= 400; id += 8 {
+		gone = append(gone, id)
+	}
+	gone = append(gone, 1, 2, 100, 398, 400)
+	var left []int
+	for id := 1; id <= 400; id++ {
+		if !containsInt(gone, id) {
+			left = append(left, id)
+		}
+	}
+	for _, name := range []string{"spreadTable", "oneTable"} {
+		r := f.ok("deleteTableRows", "POST", "/v1/tables/"+name+"/rows/delete", map[string]any{"ids": gone})
+		if r.Body["deletedRows"] != float64(len(gone)) {
+			t.Fatalf("%s: %s", name, r.Raw)
+		}
+		if rows := f.ok("getTable", "GET", "/v1/tables/"+name, nil).Body["rows"]; rows != float64(len(left)) {
+			t.Fatalf("%s: getTable rows %v, want %d", name, rows, len(left))
+		}
+		for _, dir := range []string{"asc", "desc"} {
+			want := append([]int{}, left...)
+			if dir == "desc" {
+				for i, j := 0, len(want)-1; i < j; i, j = i+1, j-1 {
+					want[i], want[j] = want[j], want[i]
+				}
+			}
+			var got []int
+			for offset := 0; ; offset += 37 {
+				r := f.find(name, map[string]any{"limit": 37, "offset": offset, "orderDirection": dir})
+				got = append(got, tids(r.List("rows"))...)
+				if r.Body["hasMore"] != true {
+					break
+				}
+			}
+			if tjson(got) != tjson(want) {
+				t.Fatalf("%s %s: pages give %v", name, dir, got)
+			}
+		}
+		r = f.find(name, map[string]any{"group": map[string]any{"city": "key", "id": "count"}, "limit": 1000})
+		total := 0
+		for _, g := range r.List("rows") {
+			total += int(g.(map[string]any)["idCount"].(float64))
+		}
+		if total != len(left) {
+			t.Fatalf("%s: groups count %d rows, want %d", name, total, len(left))
+		}
+	}
+	r := f.ok("duplicateTable", "POST", "/v1/tables/oneTable/duplicate", map[string]any{"tableName": "spreadCopy"})
+	if r.Str("job.status") != "completed" {
+		t.Fatalf("duplicate: %s", r.Raw)
+	}
+	if parts := f.rowsPerPartition(f.tableRecord("spreadCopy")); len(parts) != platform.TableRowShards-1 {
+		t.Fatalf("the copy's rows per partition: %v", parts)
+	}
+	if got := tids(f.find("spreadCopy", map[string]any{"limit": 1000}).List("rows")); tjson(got) != tjson(left) {
+		t.Fatalf("the copy's rows: %v", got)
+	}
+	f.checkIndex("spreadCopy")
+}
+
+func containsInt(l []int, v int) bool {
+	for _, x := range l {
+		if x == v {
+			return true
+		}
+	}
+	return false
 }

@@ -173,7 +173,7 @@ func (s *server) claimKey(c *call, rec dynamo.TableRecord, col *tables.Column, v
 		if err != nil || owner == id {
 			return owner, err
 		}
-		r, ok, err := s.Store.GetRow(c.ctx, rec.ID, owner)
+		r, ok, err := s.Store.GetRow(c.ctx, rec.RowSet(), owner)
 		if err != nil {
 			return 0, err
 		}
@@ -331,7 +331,7 @@ func (s *server) updateRows(c *call, rec dynamo.TableRecord, schema *tables.Sche
 	for k, u := range updates {
 		ids[k] = u.id
 	}
-	current, err := s.Store.GetRows(c.ctx, rec.ID, ids)
+	current, err := s.Store.GetRows(c.ctx, rec.RowSet(), ids)
 	if err != nil {
 		return nil, err
 	}
@@ -382,7 +382,7 @@ func (s *server) updateRows(c *call, rec dynamo.TableRecord, schema *tables.Sche
 				if col != nil && newV != oldV && newV != "" {
 					_ = s.Store.ReleaseKey(c.ctx, rec.ID, rec.State.KeyIndex, newV, u.id)
 				}
-				rr, ok, err = s.Store.GetRow(c.ctx, rec.ID, u.id)
+				rr, ok, err = s.Store.GetRow(c.ctx, rec.RowSet(), u.id)
 				if err != nil {
 					ferr.set(err)
 					return
@@ -659,7 +659,7 @@ func (s *server) upsert(c *call, rec dynamo.TableRecord, schema *tables.Schema, 
 				want = append(want, ids[i])
 			}
 		}
-		found, err := s.Store.GetRows(c.ctx, rec.ID, want)
+		found, err := s.Store.GetRows(c.ctx, rec.RowSet(), want)
 		if err != nil {
 			return nil, err
 		}
@@ -681,7 +681,7 @@ func (s *server) upsert(c *call, rec dynamo.TableRecord, schema *tables.Schema, 
 		for _, id := range owners {
 			rowIDs = append(rowIDs, id)
 		}
-		rows, err := s.Store.GetRows(c.ctx, rec.ID, rowIDs)
+		rows, err := s.Store.GetRows(c.ctx, rec.RowSet(), rowIDs)
 		if err != nil {
 			return nil, err
 		}
@@ -694,7 +694,7 @@ func (s *server) upsert(c *call, rec dynamo.TableRecord, schema *tables.Schema, 
 		// No index on this column: one pass over the table's rows.
 		rep.warnings = append(rep.warnings, fmt.Sprintf("upsert by %q, which is not the table's keyColumn, reads every row of the table; set keyColumn to %q to index it", keyName, keyName))
 		dups := map[string]bool{}
-		err := s.Store.QueryRows(c.ctx, rec.ID, dynamo.RowScan{}, func(r *platform.TableRow) (bool, error) {
+		err := s.Store.QueryRows(c.ctx, rec.RowSet(), dynamo.RowScan{}, func(r *platform.TableRow) (bool, error) {
 			v := tables.KeyValue(r.Values[col.ID])
 			if _, wanted := seen[v]; !wanted || v == "" {
 				return true, nil
@@ -811,7 +811,7 @@ func (s *server) lookupOwner(c *call, rec dynamo.TableRecord, schema *tables.Sch
 		return 0, false
 	}
 	for wait := 0; wait < 20; wait++ {
-		if _, ok, err := s.Store.GetRow(c.ctx, rec.ID, owners[v]); err != nil || ok {
+		if _, ok, err := s.Store.GetRow(c.ctx, rec.RowSet(), owners[v]); err != nil || ok {
 			break
 		}
 		select {
@@ -897,7 +897,7 @@ func (s *server) deleteRows(c *call, rec dynamo.TableRecord, schema *tables.Sche
 	var deleted int64
 	for len(ids) > 0 {
 		n := min(len(ids), 1000)
-		got, err := s.Store.GetRows(c.ctx, rec.ID, ids[:n])
+		got, err := s.Store.GetRows(c.ctx, rec.RowSet(), ids[:n])
 		ids = ids[n:]
 		if err != nil {
 			return deleted, err
@@ -947,7 +947,7 @@ func (s *server) getTableRow(c *call) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	r, ok, err := s.Store.GetRow(c.ctx, rec.ID, id)
+	r, ok, err := s.Store.GetRow(c.ctx, rec.RowSet(), id)
 	if err != nil {
 		return nil, err
 	}

@@ -65,7 +65,15 @@ type TableState struct {
 	// 3339): the migration fills it only once every write that read the
 	// table before then has ended.
 	IndexSince string `json:"indexSince,omitempty"`
+	// RowShards is how many partitions the table's rows are spread over
+	// (by row id modulo RowShards); 0: one partition, the layout of tables
+	// created before rows were sharded, which they keep.
+	RowShards int `json:"rowShards,omitempty"`
 }
+
+// TableRowShards is how many partitions a new table's rows spread over
+// (docs/tables.md, "Write heat").
+const TableRowShards = 8
 
 // States of a table's column index (TableState.Index).
 const (

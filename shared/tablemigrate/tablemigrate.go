@@ -193,7 +193,7 @@ func (m *Migrator) fill(ctx context.Context, rec dynamo.TableRecord) error {
 		if err != nil {
 			return err
 		}
-		chunk, err := m.Store.RowRecords(ctx, rec.ID, after, fillChunk)
+		chunk, err := m.Store.RowRecords(ctx, cur.RowSet(), after, fillChunk)
 		if err != nil || len(chunk) == 0 {
 			return err
 		}
@@ -206,7 +206,7 @@ func (m *Migrator) fill(ctx context.Context, rec dynamo.TableRecord) error {
 			for i := range rows {
 				keys[i] = schema.IndexKeys(&rows[i].TableRow)
 			}
-			changed, err := m.Store.PutIndexEntries(ctx, rec.ID, rows, keys)
+			changed, err := m.Store.PutIndexEntries(ctx, cur.RowSet(), rows, keys)
 			if err != nil {
 				return err
 			}
@@ -215,7 +215,7 @@ func (m *Migrator) fill(ctx context.Context, rec dynamo.TableRecord) error {
 			}
 			// A transaction whose rows changed wrote nothing: read them
 			// again (a row gone needs no entry) and write theirs.
-			again, err := m.Store.GetRows(ctx, rec.ID, changed)
+			again, err := m.Store.GetRows(ctx, cur.RowSet(), changed)
 			if err != nil {
 				return err
 			}
