@@ -2,8 +2,10 @@ package httpapi
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"sort"
+	"sync"
 
 	"github.com/botforge/platform/shared/dynamo"
 	"github.com/botforge/platform/shared/platform"
@@ -117,6 +119,53 @@ func (t tableRows) emit(ctx context.Context, ids []int64, fn func(r *platform.Ta
 		more, err := fn(&r.TableRow)
 		if err != nil || !more {
 			return false, err
+		}
+	}
+	return true, nil
+}
+
+// upsertOwnersByIndex passes to add the rows holding the values of an
+// upsert's column (canonical JSON, the keys of want), read through the
+// column index: one lookup per value, then the rows. False when the index
+// cannot serve them (not built yet, or a value it does not bound), and the
+// caller reads the table.
+func (s *server) upsertOwnersByIndex(c *call, rec dynamo.TableRecord, col *tables.Column, want map[string]int, add func(r *platform.TableRow)) (bool, error) {
+	if rec.State.Index != platform.TableIndexReady || !col.Indexed() {
+		return false, nil
+	}
+	var lookups []platform.TableIndexLookup
+	for v := range want {
+		lk, ok := col.Lookup(json.RawMessage(v))
+		if !ok {
+			return false, nil
+		}
+		lookups = append(lookups, lk)
+	}
+	var mu sync.Mutex
+	var ids []int64
+	var ferr firstErr
+	parallel(len(lookups), rowWorkers, func(k int) {
+		err := s.Store.IndexRowIDs(c.ctx, rec.ID, lookups[k], false, func(id int64) (bool, error) {
+			mu.Lock()
+			ids = append(ids, id)
+			mu.Unlock()
+			return true, nil
+		})
+		if err != nil {
+			ferr.set(err)
+		}
+	})
+	if err := ferr.get(); err != nil {
+		return false, err
+	}
+	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
+	rows, err := s.Store.GetRows(c.ctx, rec.RowSet(), ids)
+	if err != nil {
+		return false, err
+	}
+	for _, id := range ids {
+		if r, ok := rows[id]; ok {
+			add(&r.TableRow)
 		}
 	}
 	return true, nil

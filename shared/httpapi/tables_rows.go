@@ -691,22 +691,32 @@ func (s *server) upsert(c *call, rec dynamo.TableRecord, schema *tables.Schema, 
 			}
 		}
 	default:
-		// No index on this column: one pass over the table's rows.
-		rep.warnings = append(rep.warnings, fmt.Sprintf("upsert by %q, which is not the table's keyColumn, reads every row of the table; set keyColumn to %q to index it", keyName, keyName))
+		// Not the key column: the rows holding each value, through the
+		// column index, or in one pass over the table's rows.
 		dups := map[string]bool{}
-		err := s.Store.QueryRows(c.ctx, rec.RowSet(), dynamo.RowScan{}, func(r *platform.TableRow) (bool, error) {
+		add := func(r *platform.TableRow) {
 			v := tables.KeyValue(r.Values[col.ID])
 			if _, wanted := seen[v]; !wanted || v == "" {
-				return true, nil
+				return
 			}
-			if _, twice := owner[v]; twice {
+			if id, twice := owner[v]; twice && id != r.ID {
 				dups[v] = true
 			}
 			owner[v] = r.ID
-			return true, nil
-		})
+		}
+		served, err := s.upsertOwnersByIndex(c, rec, col, seen, add)
 		if err != nil {
 			return nil, err
+		}
+		if !served {
+			rep.warnings = append(rep.warnings, fmt.Sprintf("upsert by %q, which is not the table's keyColumn, reads every row of the table (its column index is not built yet); set keyColumn to %q to make its values unique", keyName, keyName))
+			err := s.Store.QueryRows(c.ctx, rec.RowSet(), dynamo.RowScan{}, func(r *platform.TableRow) (bool, error) {
+				add(r)
+				return true, nil
+			})
+			if err != nil {
+				return nil, err
+			}
 		}
 		for v := range dups {
 			i := seen[v]

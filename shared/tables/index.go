@@ -1,6 +1,7 @@
 package tables
 
 import (
+	"encoding/json"
 	"fmt"
 	"math"
 	"sort"
@@ -103,6 +104,17 @@ func indexKey(v any) (string, bool) {
 		return "s" + x, true
 	}
 	return "", false
+}
+
+// Lookup returns the index lookup of the rows whose value of the column
+// equals a stored value (canonical JSON); false when the index does not
+// bound it (null, not a scalar, a string holding NUL).
+func (c *Column) Lookup(raw json.RawMessage) (platform.TableIndexLookup, bool) {
+	k, ok := servable(decodeValue(raw))
+	if !ok || !c.Indexed() {
+		return platform.TableIndexLookup{}, false
+	}
+	return platform.TableIndexLookup{Col: c.ID, Prefixes: []string{k + "\x00"}}, true
 }
 
 // Index returns how the store can find candidate rows of the filter
