@@ -214,3 +214,22 @@ func (s *Store) TablesToIndex(ctx context.Context) ([]TableRecord, error) {
 		in.ExclusiveStartKey = res.LastEvaluatedKey
 	}
 }
+
+// migrationsPK holds one item per data migration completed over the whole
+// table (its name as sort key), so that a process starting again does not
+// look for work a migration already finished.
+const migrationsPK = "MIGRATIONS"
+
+// MigrationDone reports whether migration name was completed.
+func (s *Store) MigrationDone(ctx context.Context, name string) (bool, error) {
+	it, err := s.get(ctx, migrationsPK, name)
+	return it != nil, err
+}
+
+// MarkMigrationDone records that migration name was completed.
+func (s *Store) MarkMigrationDone(ctx context.Context, name string) error {
+	it := key(migrationsPK, name)
+	it["at"] = str(platform.Now())
+	_, err := s.db.PutItem(ctx, &dynamodb.PutItemInput{TableName: &s.table, Item: it})
+	return err
+}

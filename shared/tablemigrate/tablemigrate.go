@@ -37,8 +37,12 @@ import (
 // makes its id reservation fail, every 1000 rows).
 const DefaultGrace = 2 * time.Minute
 
-// fillChunk is how many rows one step of the fill reads (one Query).
+// fillChunk is how many rows one step of the fill reads.
 const fillChunk = 500
+
+// migrationName marks the migration done (Store.MarkMigrationDone) once no
+// table is left: the platform only creates tables with an index since.
+const migrationName = "table-column-index"
 
 // Migrator builds the column index of the tables that lack it.
 type Migrator struct {
@@ -67,6 +71,11 @@ func (m *Migrator) Run(ctx context.Context) (pending int, err error) {
 	if err != nil {
 		return 0, err
 	}
+	defer func() {
+		if err == nil && pending == 0 {
+			err = m.Store.MarkMigrationDone(ctx, migrationName)
+		}
+	}()
 	for _, rec := range recs {
 		done, err := m.Table(ctx, rec)
 		if err != nil {
@@ -80,8 +89,13 @@ func (m *Migrator) Run(ctx context.Context) (pending int, err error) {
 }
 
 // Loop runs Run at once and then every period while tables remain, until
-// ctx ends; errors are logged and retried.
+// ctx ends; errors are logged and retried. Once a run finds no table left
+// the migration is marked done, and a later Loop (a restart) reads only
+// that mark.
 func (m *Migrator) Loop(ctx context.Context, every time.Duration) {
+	if done, err := m.Store.MigrationDone(ctx, migrationName); err == nil && done {
+		return
+	}
 	for {
 		pending, err := m.Run(ctx)
 		if err != nil && ctx.Err() == nil && m.Log != nil {
