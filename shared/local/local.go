@@ -41,6 +41,7 @@ import (
 	"github.com/botforge/platform/shared/runtime"
 	"github.com/botforge/platform/shared/s3store"
 	"github.com/botforge/platform/shared/scheduler"
+	"github.com/botforge/platform/shared/tablemigrate"
 	"github.com/botforge/platform/shared/tunnel"
 	"github.com/botforge/platform/shared/worker"
 )
@@ -350,6 +351,15 @@ func open(ctx context.Context, dataDir, baseURL string, log *slog.Logger, reserv
 	go func() { defer close(swept); sweeper.Loop(sweepCtx, time.Minute) }()
 	p.closers = append(p.closers, func() error { stopSweep(); <-swept; return nil })
 	p.Sweeper = sweeper
+
+	// Tables written before the column index existed get it in the
+	// background (tablemigrate): at once, then every minute until none
+	// is left; their finds read the table until then.
+	migrator := &tablemigrate.Migrator{Store: p.Store, Log: log}
+	migrateCtx, stopMigrate := context.WithCancel(context.WithoutCancel(ctx))
+	migrated := make(chan struct{})
+	go func() { defer close(migrated); migrator.Loop(migrateCtx, time.Minute) }()
+	p.closers = append(p.closers, func() error { stopMigrate(); <-migrated; return nil })
 
 	p.Builtins = runtime.Builtins()
 	api := httpapi.New(httpapi.Config{
