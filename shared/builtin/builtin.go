@@ -112,6 +112,10 @@ type Outgoing struct {
 // the *platform.Error it carries.
 type API interface {
 	Call(ctx context.Context, in Install, method, path string, body, out any) error
+	// Installation reads the installation as it is now: false when the
+	// bot no longer has it under the same webhook id (removed, the bot
+	// deleted), so a long-lived stream can tell it has to end.
+	Installation(ctx context.Context, in Install) (platform.IntegrationInstance, bool, error)
 }
 
 // Registry is the set of built-in integrations of a process.

@@ -2,6 +2,8 @@ package runtime
 
 import (
 	"github.com/botforge/platform/shared/builtin"
+	"github.com/botforge/platform/shared/chatapi"
+	"github.com/botforge/platform/shared/listen"
 )
 
 // Builtins is the registry of the integrations built into the platform
@@ -9,6 +11,9 @@ import (
 // serves their webhooks and actions, the dispatcher hands them the bots'
 // messages, and the admin function (locally: the platform at start)
 // publishes them in the hub.
+//
+// The listener hub holds the end users' streams of this process (the
+// chat integration's listenConversation).
 func Builtins() *builtin.Registry {
-	return builtin.NewRegistry()
+	return builtin.NewRegistry(chatapi.New(listen.NewHub()))
 }
