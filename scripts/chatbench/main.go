@@ -8,13 +8,15 @@
 //
 //   - the server's memory per listener (RSS with the streams open minus
 //     RSS before, divided by the listeners);
+//
 //   - fan-out: -messages messages posted by one user, the time from the
 //     POST to each listener's receipt of the message_created signal, p50
 //     and p99 over all receipts, and the p99 of each message's last one;
+//
 //   - idle CPU: the server's CPU time over -idle seconds with every stream
 //     open and quiet (keep-alive comments every 3 s, pings every 30 s).
 //
-//	go run ./scripts/chatbench -listeners 1000
+//     go run ./scripts/chatbench -listeners 1000
 package main
 
 import (
