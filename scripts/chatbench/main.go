@@ -107,10 +107,19 @@ func main() {
 	for i := 0; i < *listeners; i++ {
 		opened.Add(1)
 		go func(key string) {
-			req, _ := http.NewRequest("GET", webhook+"/conversations/"+conv+"/listen", nil)
-			req.Header.Set("x-user-key", key)
-			res, err := client.Do(req)
-			check(err)
+			var res *http.Response
+			for {
+				req, _ := http.NewRequest("GET", webhook+"/conversations/"+conv+"/listen", nil)
+				req.Header.Set("x-user-key", key)
+				var err error
+				res, err = client.Do(req)
+				check(err)
+				if res.StatusCode != 429 { // the key's rate: wait it out
+					break
+				}
+				res.Body.Close()
+				time.Sleep(100 * time.Millisecond)
+			}
 			if res.StatusCode != 200 {
 				b, _ := io.ReadAll(res.Body)
 				panic(fmt.Sprintf("listen: %d %s", res.StatusCode, b))

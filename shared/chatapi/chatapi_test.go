@@ -115,10 +115,11 @@ func (s *site) must(method, path, key string, body any, status int) map[string]a
 
 // stream is an open listenConversation.
 type stream struct {
-	signals chan map[string]any
-	pings   chan struct{}
-	res     *http.Response
-	done    chan struct{}
+	signals  chan map[string]any
+	pings    chan struct{} // "data: ping"
+	comments chan string   // ": ..." lines
+	res      *http.Response
+	done     chan struct{}
 }
 
 func (s *site) listen(key, conv string) *stream {
@@ -133,7 +134,7 @@ func (s *site) listen(key, conv string) *stream {
 		b, _ := io.ReadAll(res.Body)
 		s.t.Fatalf("listen: %d %s", res.StatusCode, b)
 	}
-	st := &stream{signals: make(chan map[string]any, 64), pings: make(chan struct{}, 64), res: res, done: make(chan struct{})}
+	st := &stream{signals: make(chan map[string]any, 64), pings: make(chan struct{}, 1024), comments: make(chan string, 1024), res: res, done: make(chan struct{})}
 	s.t.Cleanup(func() { res.Body.Close() })
 	go func() {
 		defer close(st.done)
@@ -143,11 +144,18 @@ func (s *site) listen(key, conv string) *stream {
 			data, ok := strings.CutPrefix(line, "data: ")
 			if !ok {
 				if strings.HasPrefix(line, ":") {
-					st.pings <- struct{}{}
+					select {
+					case st.comments <- line:
+					default:
+					}
 				}
 				continue
 			}
 			if data == "ping" {
+				select {
+				case st.pings <- struct{}{}:
+				default:
+				}
 				continue
 			}
 			var sig map[string]any
@@ -416,5 +424,46 @@ func TestChatAPIStreamEndsWhenDisabled(t *testing.T) {
 	}
 	if code, _ := s.chat("GET", "/users/me", key, nil); code != 404 {
 		t.Fatalf("a disabled installation's Chat API: %d, want 404", code)
+	}
+}
+
+// TestChatAPIRemovedInstallation: removing the installation ends its
+// streams at once (its unregister), not at the next check.
+func TestChatAPIRemovedInstallation(t *testing.T) {
+	s := newSite(t, map[string]any{})
+	key := s.must("POST", "/users", "", map[string]any{}, 201)["key"].(string)
+	conv := s.must("POST", "/conversations", key, map[string]any{}, 201)["conversation"].(map[string]any)["id"].(string)
+	st := s.listen(key, conv)
+	s.admin("PUT", "/v1/admin/bots/"+s.botID, map[string]string{"x-workspace-id": s.ws}, map[string]any{"integrations": map[string]any{s.intID: nil}}, 200)
+	select {
+	case <-st.done:
+	case <-time.After(chatapi.CheckEvery / 2):
+		t.Fatal("the stream of a removed installation stays open")
+	}
+}
+
+// TestChatAPIStreamKeepsBusy: a stream sends a comment line every
+// KeepAlive and "data: ping" every PingEvery.
+func TestChatAPIStreamKeepsBusy(t *testing.T) {
+	chatapi.PingEvery, chatapi.KeepAlive = 200*time.Millisecond, 50*time.Millisecond
+	defer func() { chatapi.PingEvery, chatapi.KeepAlive = 30*time.Second, 3*time.Second }()
+	s := newSite(t, map[string]any{})
+	key := s.must("POST", "/users", "", map[string]any{}, 201)["key"].(string)
+	conv := s.must("POST", "/conversations", key, map[string]any{}, 201)["conversation"].(map[string]any)["id"].(string)
+	st := s.listen(key, conv)
+	for want := 3; want > 0; {
+		select {
+		case c := <-st.comments:
+			if c == ": ka" {
+				want--
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatal("no keep-alive comments")
+		}
+	}
+	select {
+	case <-st.pings:
+	case <-time.After(5 * time.Second):
+		t.Fatal("no ping")
 	}
 }
