@@ -95,6 +95,7 @@ func main() {
 		chatCall(webhook, "POST", "/conversations/"+conv+"/participants", keys[0], map[string]any{"userId": fmt.Sprintf("user-%d", i)})
 	}
 	rssBefore, _ := p.memory()
+	heapBefore := p.lastGC()
 
 	// The streams.
 	type receipt struct {
@@ -181,6 +182,7 @@ func main() {
 	time.Sleep(*idle)
 	cpu1 := p.cpu()
 	rssIdle, _ := p.memory()
+	heapIdle := p.lastGC()
 
 	slices.Sort(all)
 	slices.Sort(last)
@@ -192,6 +194,7 @@ func main() {
 	// Go collects (and shrinks the streams' stacks, grown by the calls
 	// that opened them) at least every 2 minutes: -idle 150s shows it.
 	fmt.Printf("server RSS after the idle time: %d MiB: %.1f KiB per listener\n", rssIdle>>10, float64(rssIdle-rssBefore)/float64(*listeners))
+	fmt.Printf("server's last collection before the streams: %s\nand after the idle time: %s\n", heapBefore, heapIdle)
 }
 
 func q(xs []float64, p float64) float64 { return xs[min(len(xs)-1, int(p*float64(len(xs))))] }
@@ -260,9 +263,13 @@ func (p *platform) start() {
 	l.Close()
 	p.url = "http://" + addr
 	p.cmd = exec.Command(p.bin, "--addr", addr, "--data-dir", p.dir)
+	// Each collection logs the live heap and the goroutines' stacks.
+	p.cmd.Env = append(os.Environ(), "GODEBUG=gctrace=1")
 	logf, err := os.OpenFile(filepath.Join(filepath.Dir(p.dir), "server.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	check(err)
 	p.cmd.Stdout, p.cmd.Stderr = logf, logf
+	// The server dies with this program, even when a panic ends it.
+	p.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	begin := time.Now()
 	check(p.cmd.Start())
 	for {
@@ -304,6 +311,18 @@ func (p *platform) memory() (rss, hwm int64) {
 		}
 	}
 	return rss, hwm
+}
+
+// lastGC is the server's last gctrace line (live heap, stacks).
+func (p *platform) lastGC() string {
+	b, _ := os.ReadFile(filepath.Join(filepath.Dir(p.dir), "server.log"))
+	last := ""
+	for _, line := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(line, "gc ") {
+			last = line
+		}
+	}
+	return last
 }
 
 // cpu is the server's user+system CPU time.

@@ -287,6 +287,17 @@ func StableID(prefix, seed string) string {
 	return prefix + ulid.MustNew(0, bytes.NewReader(h[:])).String()
 }
 
+// OnFreshStack runs f on a goroutine of its own and waits for it. A
+// request held for hours (a stream) keeps the stack its goroutine grew to:
+// calls that go deep (the store, the in-process API) run here instead, so
+// the long-lived goroutine stays small (Go shrinks an idle stack only a
+// half per collection).
+func OnFreshStack(f func() error) error {
+	done := make(chan error, 1)
+	go func() { done <- f() }()
+	return <-done
+}
+
 // ErrorBody is the API's error shape for err ({id, code, type, message}),
 // with its status, for handlers that write their own answers.
 func ErrorBody(err error) (int, map[string]any) {

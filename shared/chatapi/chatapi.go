@@ -209,7 +209,12 @@ func (ci *Integration) stillEnabled(ctx context.Context, in builtin.Install) boo
 	if time.Since(c.at) < CheckEvery && !c.at.IsZero() {
 		return c.enabled
 	}
-	cur, ok, err := in.API.Installation(ctx, in)
+	var cur platform.IntegrationInstance
+	var ok bool
+	err := builtin.OnFreshStack(func() (err error) {
+		cur, ok, err = in.API.Installation(ctx, in)
+		return err
+	})
 	if err != nil {
 		return true // unknown: keep the stream; the next check decides
 	}

@@ -49,7 +49,11 @@ func (ci *Integration) SendMessage(_ context.Context, in builtin.Install, m buil
 // listen holds the stream of conversation fid until the client leaves,
 // the conversation is deleted, or the installation is disabled or removed.
 func (q *req) listen(fid string) error {
-	c, err := q.myConversation(fid)
+	var c platform.Conversation
+	err := builtin.OnFreshStack(func() (err error) {
+		c, err = q.myConversation(fid)
+		return err
+	})
 	if err != nil {
 		return err
 	}
