@@ -242,7 +242,7 @@ func (q *req) userByFid(fid string) (platform.User, error) {
 		var out struct {
 			User platform.User `json:"user"`
 		}
-		err := q.call("GET", "/v1/chat/users/"+id.(string), nil, &out)
+		err := q.call("GET", "/v1/chat/users/"+id, nil, &out)
 		if err == nil && out.User.Tags["fid"] == fid {
 			return out.User, nil
 		}
@@ -274,7 +274,7 @@ func (q *req) fidOf(id string) string {
 		return id
 	}
 	if f, ok := q.ci.fids.Load(q.cacheKey(id)); ok {
-		return f.(string)
+		return f
 	}
 	var out struct {
 		User platform.User `json:"user"`

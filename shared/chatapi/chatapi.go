@@ -60,9 +60,9 @@ type Integration struct {
 	mu      sync.Mutex
 	buckets map[string]*bucket // webhookId + key: the key's rate
 	streams map[string]int     // webhookId + user fid: open streams
-	users   sync.Map           // webhookId + fid -> platform user id
-	convs   sync.Map           // webhookId + fid -> platform conversation id
-	fids    sync.Map           // webhookId + platform user id -> fid
+	users   *idCache           // webhookId + fid -> platform user id
+	convs   *idCache           // webhookId + fid -> platform conversation id
+	fids    *idCache           // webhookId + platform user id -> fid
 	checks  sync.Map           // webhookId -> *installCheck
 }
 
@@ -71,7 +71,8 @@ func New(hub *listen.Hub) *Integration {
 	if hub == nil {
 		hub = listen.NewHub()
 	}
-	return &Integration{Hub: hub, buckets: map[string]*bucket{}, streams: map[string]int{}}
+	return &Integration{Hub: hub, buckets: map[string]*bucket{}, streams: map[string]int{},
+		users: newIDCache(), convs: newIDCache(), fids: newIDCache()}
 }
 
 var messageTypes = []string{"text", "markdown", "image", "audio", "video", "file", "location", "card", "carousel", "choice", "dropdown", "bloc"}

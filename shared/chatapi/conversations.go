@@ -21,7 +21,7 @@ func (q *req) convByFid(fid string) (platform.Conversation, error) {
 		var out struct {
 			Conversation platform.Conversation `json:"conversation"`
 		}
-		err := q.call("GET", "/v1/chat/conversations/"+id.(string), nil, &out)
+		err := q.call("GET", "/v1/chat/conversations/"+id, nil, &out)
 		if err == nil && out.Conversation.Tags["fid"] == fid && out.Conversation.Integration == q.in.Instance.Alias {
 			return out.Conversation, nil
 		}
