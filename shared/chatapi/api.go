@@ -191,7 +191,7 @@ func (q *req) limit() error {
 		who = "addr:" + clientAddr(q.r)
 	}
 	if !q.ci.allow(q.in.Instance.WebhookID + "\x00" + who) {
-		return platform.Errorf(platform.ErrRateLimited, "too many requests for this user key: at most %d a second (bursts of %d)", RatePerSecond, Burst)
+		return platform.Errorf(platform.ErrRateLimited, "too many requests for this user key: at most %g a second (bursts of %d)", RatePerSecond, Burst)
 	}
 	return nil
 }

@@ -35,11 +35,14 @@ const (
 const (
 	// MaxBody caps a request body (a message's payload, a user's profile).
 	MaxBody = 64 << 10
-	// RatePerSecond and Burst bound a key's requests (a token bucket).
-	RatePerSecond = 20
-	Burst         = 100
 	// MaxListeners is how many streams one key may hold open at once.
 	MaxListeners = 5
+)
+
+// RatePerSecond and Burst bound a key's requests (a token bucket).
+var (
+	RatePerSecond = 20.0
+	Burst         = 100
 )
 
 // Stream timing: the client's watchdog drops a stream silent for 60 s, so
@@ -156,15 +159,15 @@ func (ci *Integration) allow(key string) bool {
 		if len(ci.buckets) > 100000 {
 			// Forget idle buckets (full again by now) rather than grow.
 			for k, v := range ci.buckets {
-				if now.Sub(v.last) > Burst*time.Second/RatePerSecond {
+				if now.Sub(v.last).Seconds() > float64(Burst)/RatePerSecond {
 					delete(ci.buckets, k)
 				}
 			}
 		}
-		b = &bucket{tokens: Burst, last: now}
+		b = &bucket{tokens: float64(Burst), last: now}
 		ci.buckets[key] = b
 	}
-	b.tokens = min(Burst, b.tokens+now.Sub(b.last).Seconds()*RatePerSecond)
+	b.tokens = min(float64(Burst), b.tokens+now.Sub(b.last).Seconds()*RatePerSecond)
 	b.last = now
 	if b.tokens < 1 {
 		return false

@@ -339,7 +339,10 @@ func TestChatAPIRefusals(t *testing.T) {
 	if code, out := s.chat("GET", "/conversations/"+conv+"/listen", key, nil); code != 429 {
 		t.Errorf("one stream too many: %d %v, want 429", code, out)
 	}
-	// Rate: the burst, then 429.
+	// Rate: the burst, then 429 (no refill meanwhile, however slow the
+	// machine).
+	chatapi.RatePerSecond = 0.001
+	defer func() { chatapi.RatePerSecond = 20 }()
 	limited := false
 	for i := 0; i < chatapi.Burst+10 && !limited; i++ {
 		code, _ := s.chat("GET", "/users/me", key, nil)
