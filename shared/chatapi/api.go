@@ -128,6 +128,8 @@ func (q *req) route(path string) (any, int, error) {
 		return ok(q.getConversation(seg[1]))
 	case is("DELETE", "conversations", "*"):
 		return ok(q.deleteConversation(seg[1]))
+	case is("GET", "conversations", "*", "listen") && isWebSocket(q.r):
+		return nil, 0, q.listenWebSocket(seg[1])
 	case is("GET", "conversations", "*", "listen"):
 		return nil, 0, q.listen(seg[1])
 	case is("GET", "conversations", "*", "messages"):
@@ -212,6 +214,11 @@ func clientAddr(r *http.Request) string {
 // getOrCreateUser does that).
 func (q *req) authenticate() error {
 	q.key = strings.TrimSpace(q.r.Header.Get("x-user-key"))
+	if q.key == "" && isWebSocket(q.r) {
+		// A WebSocket from a browser cannot send headers: the client puts
+		// the key in the query string.
+		q.key = strings.TrimSpace(q.r.URL.Query().Get("x-user-key"))
+	}
 	if q.key == "" {
 		return platform.Errorf(platform.ErrUnauthorized, "missing x-user-key: connect with a user key")
 	}

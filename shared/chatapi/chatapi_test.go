@@ -3,16 +3,21 @@ package chatapi_test
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/coder/websocket"
 
 	"github.com/botforge/platform/shared/apitest"
 	"github.com/botforge/platform/shared/builtin"
@@ -468,5 +473,64 @@ func TestChatAPIStreamKeepsBusy(t *testing.T) {
 	case <-st.pings:
 	case <-time.After(5 * time.Second):
 		t.Fatal("no ping")
+	}
+}
+
+// TestChatAPIWebSocketListen: listenConversation({protocol: 'websocket'}):
+// the key in the query string, one text message per signal (the JSON of
+// an SSE frame's data); a foreign origin or another user's key refused.
+func TestChatAPIWebSocketListen(t *testing.T) {
+	s := newSite(t, map[string]any{"allowedOrigins": []string{"https://shop.example"}})
+	key := s.must("POST", "/users", "", map[string]any{}, 201)["key"].(string)
+	conv := s.must("POST", "/conversations", key, map[string]any{}, 201)["conversation"].(map[string]any)["id"].(string)
+	other := s.must("POST", "/users", "", map[string]any{}, 201)["key"].(string)
+	wsURL := "ws" + strings.TrimPrefix(s.webhookURL, "http") + "/conversations/" + conv + "/listen?x-user-key="
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+
+	for _, c := range []struct {
+		name, key, origin string
+		status            int
+	}{
+		{"another user's key", other, "", 403},
+		{"no key", "", "", 401},
+		{"an origin not allowed", key, "https://evil.example", 403},
+	} {
+		h := http.Header{}
+		if c.origin != "" {
+			h.Set("Origin", c.origin)
+		}
+		_, res, err := websocket.Dial(ctx, wsURL+url.QueryEscape(c.key), &websocket.DialOptions{HTTPHeader: h})
+		if err == nil || res == nil || res.StatusCode != c.status {
+			t.Errorf("%s: %v %v, want %d", c.name, err, res, c.status)
+		}
+	}
+
+	conn, _, err := websocket.Dial(ctx, wsURL+url.QueryEscape(key), &websocket.DialOptions{HTTPHeader: http.Header{"Origin": {"https://shop.example"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.CloseNow()
+	s.must("POST", "/messages", key, map[string]any{"conversationId": conv, "payload": map[string]any{"type": "text", "text": "ws"}}, 201)
+	var got []string
+	for len(got) < 2 {
+		_, b, err := conn.Read(ctx)
+		if err != nil {
+			t.Fatalf("read: %v (got %v)", err, got)
+		}
+		var sig struct {
+			Type string
+			Data struct {
+				IsBot   bool
+				Payload map[string]any
+			}
+		}
+		if err := json.Unmarshal(b, &sig); err != nil {
+			t.Fatalf("a message that is not a signal: %q", b)
+		}
+		got = append(got, fmt.Sprintf("%s %v %v", sig.Type, sig.Data.IsBot, sig.Data.Payload["text"]))
+	}
+	if got[0] != "message_created false ws" || got[1] != "message_created true echo: ws" {
+		t.Fatalf("signals: %v", got)
 	}
 }

@@ -20,6 +20,10 @@ import (
 // client's 60 s watchdog), and a comment line ": ka" every KeepAlive keeps
 // the socket busy in between.
 
+func contextWithTimeout(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, d)
+}
+
 // frame is a signal as one SSE event.
 func frame(typ string, data any) []byte {
 	b, _ := json.Marshal(map[string]any{"type": typ, "data": data})
