@@ -194,6 +194,7 @@ func (r *Registry) Names() []string {
 type Publisher interface {
 	EnsureWorkspace(ctx context.Context, w platform.Workspace) error
 	CreateIntegration(ctx context.Context, i platform.Integration) error
+	IntegrationByID(ctx context.Context, id string) (platform.Integration, error)
 }
 
 // Publish makes every registered integration public in the hub, under the
@@ -216,25 +217,20 @@ func (r *Registry) Publish(ctx context.Context, p Publisher) error {
 		r.mu.RLock()
 		b := r.byName[name]
 		r.mu.RUnlock()
-		err := p.CreateIntegration(ctx, Record(b, now))
+		rec := Record(b, now)
+		err := p.CreateIntegration(ctx, rec)
 		if platform.TypeOf(err) == platform.ErrAlreadyExists {
-			if isNameTaken(err) {
-				errs = append(errs, fmt.Errorf("built-in integration %q: %w", name, err))
+			// Published before (by this process or another), or the
+			// name is another workspace's: only the record tells.
+			if _, gerr := p.IntegrationByID(ctx, rec.ID); gerr == nil {
+				continue
 			}
-			continue
 		}
 		if err != nil {
 			errs = append(errs, fmt.Errorf("built-in integration %q: %w", name, err))
 		}
 	}
 	return errors.Join(errs...)
-}
-
-// isNameTaken tells the refusal of a public name another workspace holds
-// from the version being there already (published before: fine).
-func isNameTaken(err error) bool {
-	var pe *platform.Error
-	return errors.As(err, &pe) && bytes.Contains([]byte(pe.Message), []byte("another workspace"))
 }
 
 // Record is the stored version of built-in b: its definition with the
