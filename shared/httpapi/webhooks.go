@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/botforge/platform/shared/builtin"
 	"github.com/botforge/platform/shared/delivery"
 	"github.com/botforge/platform/shared/dynamo"
 	"github.com/botforge/platform/shared/platform"
@@ -91,17 +92,26 @@ func (s *server) relayWebhook(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	target, err := s.Store.InstallByWebhook(r.Context(), id)
-	if err != nil {
+	// On a goroutine of its own: a built-in integration may hold this
+	// request for hours (a stream), and the store's calls would leave it
+	// a deep stack (builtin.OnFreshStack).
+	var (
+		target dynamo.WebhookInstall
+		rec    dynamo.IntegrationRecord
+	)
+	err = builtin.OnFreshStack(func() error {
+		if target, err = s.Store.InstallByWebhook(r.Context(), id); err != nil {
+			return err
+		}
+		if !target.Install.Enabled {
+			return platform.Errorf(platform.ErrResourceNotFound, "webhook %q: the integration %q is disabled on its bot", id, target.Install.Alias)
+		}
+		rec, err = s.Store.GetIntegration(r.Context(), target.Install.IntegrationID)
+		if platform.TypeOf(err) == platform.ErrResourceNotFound {
+			return platform.Errorf(platform.ErrResourceNotFound, "webhook %q: its integration no longer exists", id)
+		}
 		return err
-	}
-	if !target.Install.Enabled {
-		return platform.Errorf(platform.ErrResourceNotFound, "webhook %q: the integration %q is disabled on its bot", id, target.Install.Alias)
-	}
-	rec, err := s.Store.GetIntegration(r.Context(), target.Install.IntegrationID)
-	if platform.TypeOf(err) == platform.ErrResourceNotFound {
-		return platform.Errorf(platform.ErrResourceNotFound, "webhook %q: its integration no longer exists", id)
-	}
+	})
 	if err != nil {
 		return err
 	}
