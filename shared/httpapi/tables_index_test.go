@@ -286,10 +286,10 @@ func TestTableFilterCostGrowsWithoutIndex(t *testing.T) {
 	rec := watchTableUsage(f.Env)
 	for _, body := range []map[string]any{
 		{"filter": map[string]any{"n": 31}},
-		{"filter": map[string]any{"n": map[string]any{"$gte": 100, "$lt": 110}}},
+		{"filter": map[string]any{"n": map[string]any{"$gte": 50, "$lt": 60}}},
 	} {
 		small, large := f.findCost(rec, "smallTable", body), f.findCost(rec, "largeTable", body)
-		if tjson(stripTimes(small.answer.List("rows"))) != tjson(stripTimes(large.answer.List("rows"))) {
+		if len(small.answer.List("rows")) == 0 || tjson(stripTimes(small.answer.List("rows"))) != tjson(stripTimes(large.answer.List("rows"))) {
 			t.Fatalf("answers differ: %s %s", small.answer.Raw, large.answer.Raw)
 		}
 		for _, m := range []struct {
