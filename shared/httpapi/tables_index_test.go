@@ -276,7 +276,8 @@ func TestTableIndexedFilterCost(t *testing.T) {
 // TestTableIndexedFilterCost can fail. With the column index switched off
 // (both tables in the layout before it), a selective filter reads the
 // table, and items read, read units answered and read units counted on the
-// table's keys all grow about tenfold from 100 to 1,000 rows.
+// table's keys all grow with it (more than threefold from 100 to 1,000
+// rows; the reads of authorization stay the same).
 func TestTableFilterCostGrowsWithoutIndex(t *testing.T) {
 	f := newTablesFixture(t)
 	f.fillBench("smallTable", 100) // the same tenfold as 300 and 3,000, moved faster
@@ -300,7 +301,7 @@ func TestTableFilterCostGrowsWithoutIndex(t *testing.T) {
 			{"read units answered", small.units, large.units},
 			{"read units counted on the table's keys", small.counted, large.counted},
 		} {
-			if m.small == 0 || m.large < 5*m.small {
+			if m.small == 0 || m.large < 3*m.small {
 				t.Errorf("%v without an index: %s %.1f on 100 rows, %.1f on 1,000: the check would not see the table's size", body, m.name, m.small, m.large)
 			}
 		}
