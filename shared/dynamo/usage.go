@@ -51,7 +51,21 @@ func (u *Usage) Calls(op string) int {
 func (u *Usage) Wrote() bool {
 	u.mu.Lock()
 	defer u.mu.Unlock()
-	return u.calls["PutItem"]+u.calls["UpdateItem"]+u.calls["DeleteItem"]+u.calls["BatchWriteItem"]+u.calls["TransactWriteItems"] > 0
+	for op, n := range u.calls {
+		if n > 0 && isWrite(op) {
+			return true
+		}
+	}
+	return false
+}
+
+// isWrite tells whether a DynamoDB operation writes items.
+func isWrite(op string) bool {
+	switch op {
+	case "PutItem", "UpdateItem", "DeleteItem", "BatchWriteItem", "TransactWriteItems":
+		return true
+	}
+	return false
 }
 
 // String renders the counts, e.g. "GetItem=2 TransactWriteItems=1".
@@ -69,6 +83,7 @@ func (u *Usage) String() string {
 func (u *Usage) record(op string, cc []types.ConsumedCapacity, items int) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
+	writes := isWrite(op)
 	u.calls[op]++
 	u.total++
 	u.ItemsRead += items
@@ -79,8 +94,13 @@ func (u *Usage) record(op string, cc []types.ConsumedCapacity, items int) {
 		if c.WriteCapacityUnits != nil {
 			u.WriteUnits += *c.WriteCapacityUnits
 		}
+		// An answer giving only the total: the operation says which kind.
 		if c.CapacityUnits != nil && c.ReadCapacityUnits == nil && c.WriteCapacityUnits == nil {
-			u.ReadUnits += *c.CapacityUnits
+			if writes {
+				u.WriteUnits += *c.CapacityUnits
+			} else {
+				u.ReadUnits += *c.CapacityUnits
+			}
 		}
 	}
 }
@@ -118,6 +138,8 @@ func askCapacity(p any) {
 		in.ReturnConsumedCapacity = total
 	case *dynamodb.QueryInput:
 		in.ReturnConsumedCapacity = total
+	case *dynamodb.ScanInput:
+		in.ReturnConsumedCapacity = total
 	case *dynamodb.BatchGetItemInput:
 		in.ReturnConsumedCapacity = total
 	case *dynamodb.BatchWriteItemInput:
@@ -151,6 +173,8 @@ func capacityOf(r any) ([]types.ConsumedCapacity, int) {
 		return one(out.ConsumedCapacity), 0
 	case *dynamodb.QueryOutput:
 		// ScannedCount >= Count in DynamoDB; the embedded one leaves it 0.
+		return one(out.ConsumedCapacity), int(max(out.ScannedCount, out.Count))
+	case *dynamodb.ScanOutput:
 		return one(out.ConsumedCapacity), int(max(out.ScannedCount, out.Count))
 	case *dynamodb.BatchGetItemOutput:
 		n := 0

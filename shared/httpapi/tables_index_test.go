@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/botforge/platform/shared/apitest"
 	"github.com/botforge/platform/shared/dynamo"
 	"github.com/botforge/platform/shared/platform"
 	"github.com/botforge/platform/shared/tablemigrate"
@@ -151,11 +152,44 @@ func (f *tablesFixture) toPreviousLayout(name string) {
 // rowsRead is what a find read besides authorization (its GetItems).
 func rowsRead(u *dynamo.Usage) int { return u.ItemsRead - u.Calls("GetItem") }
 
+// findCost is what one findTableRows read, measured three ways: items
+// read (besides authorization), read units as DynamoDB answered the
+// store's calls (ConsumedCapacity, summed by dynamo.Usage), and read units
+// the embedded DynamoDB counted on the table's own partition keys (its
+// rows and column index entries: localdynamo Usage).
+type findCost struct {
+	answer  apitest.Response
+	items   int
+	units   float64 // answered
+	counted float64 // counted by the embedded DynamoDB
+	usage   *dynamo.Usage
+}
+
+// findCost runs a find on a table and measures it.
+func (f *tablesFixture) findCost(rec *tableUsage, table string, body map[string]any) findCost {
+	f.T.Helper()
+	id := f.tableRecord(table).ID
+	ddb := f.Platform.Dynamo
+	ddb.CountUnits(true)
+	defer ddb.CountUnits(false)
+	r := f.find(table, body)
+	var counted float64
+	for p, u := range ddb.Usage().Partitions {
+		if strings.Contains(p.Key, "#"+id) {
+			counted += u.Read
+		}
+	}
+	u := rec.of("findTableRows")
+	return findCost{answer: r, items: rowsRead(u), units: u.ReadUnits, counted: counted, usage: u}
+}
+
 // TestTableIndexedFilterCost is the index's promise: a selective filter
 // (equality, $in, number and string ranges; by id, ordered by a column,
-// grouped, and a delete by filter) reads the same items and read units on
-// a table of 300 rows and on one of 3,000, where reading the table would
-// read ten times more.
+// grouped, and a delete by filter) reads the same items and read units
+// (as answered and as the embedded DynamoDB counted them on the table's
+// partition keys) on a table of 300 rows and on one of 3,000, where
+// reading the table would read ten times more
+// (TestTableFilterCostGrowsWithoutIndex shows these checks fail then).
 func TestTableIndexedFilterCost(t *testing.T) {
 	f := newTablesFixture(t)
 	f.fillBench("smallTable", 300)
@@ -181,29 +215,33 @@ func TestTableIndexedFilterCost(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			var answers [2]string
 			var read [2]int
-			var units [2]float64
+			var units, counted [2]float64
 			for i, table := range []string{"smallTable", "largeTable"} {
-				r := f.find(table, tc.body)
-				if got := len(r.List("rows")); got != tc.n {
-					t.Fatalf("%s: %d rows, want %d: %s", table, got, tc.n, r.Raw)
+				c := f.findCost(rec, table, tc.body)
+				if got := len(c.answer.List("rows")); got != tc.n {
+					t.Fatalf("%s: %d rows, want %d: %s", table, got, tc.n, c.answer.Raw)
 				}
-				answers[i] = tjson(stripTimes(r.List("rows")))
-				u := rec.of("findTableRows")
-				read[i], units[i] = rowsRead(u), u.ReadUnits
+				answers[i] = tjson(stripTimes(c.answer.List("rows")))
+				read[i], units[i], counted[i] = c.items, c.units, c.counted
 				if tc.read == 0 {
 					tc.read = 2*tc.n + 12
 				}
 				if read[i] == 0 || read[i] > tc.read {
-					t.Fatalf("%s: %d items read for %d rows: %s", table, read[i], tc.n, u)
+					t.Fatalf("%s: %d items read for %d rows: %s", table, read[i], tc.n, c.usage)
+				}
+				// Both measures must see the reads (a store answering no
+				// ConsumedCapacity would make the comparison below empty).
+				if units[i] == 0 || counted[i] == 0 || counted[i] > units[i] {
+					t.Fatalf("%s: %.1f read units answered, %.1f counted on the table's keys", table, units[i], counted[i])
 				}
 			}
 			if answers[0] != answers[1] {
 				t.Fatalf("answers differ:\n%s\n%s", answers[0], answers[1])
 			}
-			if read[0] != read[1] || units[0] != units[1] {
-				t.Fatalf("items read %v, read units %v: they grow with the table's size", read, units)
+			if read[0] != read[1] || units[0] != units[1] || counted[0] != counted[1] {
+				t.Fatalf("items read %v, read units answered %v, counted on the table's keys %v: they grow with the table's size", read, units, counted)
 			}
-			t.Logf("%d rows: %d items read, %.1f read units, on 300 and 3,000 rows", tc.n, read[1], units[1])
+			t.Logf("%d rows: %d items read, %.1f read units (%.1f on the table's keys), on 300 and 3,000 rows", tc.n, read[1], units[1], counted[1])
 		})
 	}
 	// An upsert by a column that is not the key column finds its rows
@@ -232,6 +270,44 @@ func TestTableIndexedFilterCost(t *testing.T) {
 		t.Fatalf("delete by filter: items read %v grow with the table's size", read)
 	}
 	f.checkIndex("smallTable")
+}
+
+// TestTableFilterCostGrowsWithoutIndex: the checks of
+// TestTableIndexedFilterCost can fail. With the column index switched off
+// (both tables in the layout before it), a selective filter reads the
+// table, and items read, read units answered and read units counted on the
+// table's keys all grow with it (more than threefold from 100 to 1,000
+// rows; the reads of authorization stay the same).
+func TestTableFilterCostGrowsWithoutIndex(t *testing.T) {
+	f := newTablesFixture(t)
+	f.fillBench("smallTable", 100) // the same tenfold as 300 and 3,000, moved faster
+	f.fillBench("largeTable", 1000)
+	f.toPreviousLayout("smallTable")
+	f.toPreviousLayout("largeTable")
+	rec := watchTableUsage(f.Env)
+	for _, body := range []map[string]any{
+		{"filter": map[string]any{"n": 31}},
+		{"filter": map[string]any{"n": map[string]any{"$gte": 50, "$lt": 60}}},
+	} {
+		small, large := f.findCost(rec, "smallTable", body), f.findCost(rec, "largeTable", body)
+		if len(small.answer.List("rows")) == 0 || tjson(stripTimes(small.answer.List("rows"))) != tjson(stripTimes(large.answer.List("rows"))) {
+			t.Fatalf("answers differ: %s %s", small.answer.Raw, large.answer.Raw)
+		}
+		for _, m := range []struct {
+			name         string
+			small, large float64
+		}{
+			{"items read", float64(small.items), float64(large.items)},
+			{"read units answered", small.units, large.units},
+			{"read units counted on the table's keys", small.counted, large.counted},
+		} {
+			if m.small == 0 || m.large < 3*m.small {
+				t.Errorf("%v without an index: %s %.1f on 100 rows, %.1f on 1,000: the check would not see the table's size", body, m.name, m.small, m.large)
+			}
+		}
+		t.Logf("without an index: %.0f/%.0f items, %.1f/%.1f read units answered, %.1f/%.1f counted, on 100/1,000 rows",
+			float64(small.items), float64(large.items), small.units, large.units, small.counted, large.counted)
+	}
 }
 
 // stripTimes drops the system times of rows (two tables' rows were

@@ -62,7 +62,8 @@
 // CountUnits makes the server count the read and write capacity units of
 // every request as DynamoDB bills them on demand, per partition key of the
 // table and of each index and per operation (units.go); Usage returns
-// them. Off by default.
+// them. Off by default. A request asking ReturnConsumedCapacity (TOTAL or
+// INDEXES) is answered its ConsumedCapacity from the same charge.
 //
 // # Disk
 //

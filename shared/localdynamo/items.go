@@ -189,15 +189,15 @@ func (w *writeRequest) apply(r pebble.Reader) error {
 	return nil
 }
 
-// writeOne runs one single-item write (of operation op) durably.
-func (s *Server) writeOne(op string, w *writeRequest) error {
+// writeOne runs one single-item write (of operation op) durably, its units
+// charged to c.
+func (s *Server) writeOne(op string, w *writeRequest, c *charge) error {
 	unlock := s.lockItems(w.dk)
 	defer unlock()
 	if err := w.apply(s.db); err != nil {
-		if isConditionFailed(err) && s.units.counting() {
-			var c charge
-			w.t.chargeWrite(&c, w.key, w.old, w.old, 1, true)
-			s.units.record(op, &c)
+		if isConditionFailed(err) {
+			w.t.chargeWrite(c, w.key, w.old, w.old, 1, true)
+			s.units.record(op, c)
 		}
 		return err
 	}
@@ -210,13 +210,10 @@ func (s *Server) writeOne(op string, w *writeRequest) error {
 	if err := s.commit(b, dead); err != nil {
 		return err
 	}
-	if s.units.counting() {
-		var c charge
-		w.t.chargeWrite(&c, w.key, w.old, w.new, 1, false)
-		s.units.record(op, &c)
-	}
-	if c, ok := w.t.change(w.old, w.new); ok {
-		s.notify([]Change{c})
+	w.t.chargeWrite(c, w.key, w.old, w.new, 1, false)
+	s.units.record(op, c)
+	if ch, ok := w.t.change(w.old, w.new); ok {
+		s.notify([]Change{ch})
 	}
 	return nil
 }
@@ -258,10 +255,11 @@ func (l legacyParams) check() error {
 }
 
 type getItemInput struct {
-	TableName            string
-	Key                  json.RawMessage
-	ProjectionExpression string
-	ConsistentRead       bool
+	TableName              string
+	Key                    json.RawMessage
+	ProjectionExpression   string
+	ConsistentRead         bool
+	ReturnConsumedCapacity string
 	exprInput
 	legacyParams
 }
@@ -275,18 +273,23 @@ func (s *Server) getItem(body []byte) (any, error) {
 	if err != nil {
 		return nil, err
 	}
+	c, err := s.newCharge(in.ReturnConsumedCapacity)
+	if err != nil {
+		return nil, err
+	}
 	it, err := read(s.db, dk)
 	if err != nil {
 		return nil, err
 	}
-	s.chargeGet("GetItem", t, key, it, in.ConsistentRead, 1)
+	chargeGet(c, t, key, it, in.ConsistentRead, 1)
+	s.units.record("GetItem", c)
 	if it == nil {
-		return json.RawMessage("{}"), nil
+		return s.answer(json.RawMessage("{}"), c, false, false), nil
 	}
 	if it, err = proj.apply(it); err != nil {
 		return nil, asInvalid(err)
 	}
-	return map[string]any{"Item": itemJSON(it)}, nil
+	return s.answer(map[string]any{"Item": itemJSON(it)}, c, false, false), nil
 }
 
 // prepareGet validates a GetItem-shaped request.
@@ -305,15 +308,10 @@ func (s *Server) prepareGet(in getItemInput) (*tableDef, item, []byte, *projecti
 	return t, key, dk, proj, nil
 }
 
-// chargeGet counts the units of reading one item (it, nil when absent) by
-// its key.
-func (s *Server) chargeGet(op string, t *tableDef, key, it item, consistent bool, factor float64) {
-	if !s.units.counting() {
-		return
-	}
-	var c charge
-	chargeRead(&c, Partition{Table: t.Name, Key: keyText(key[t.Hash])}, itemSize(it), consistent, factor)
-	s.units.record(op, &c)
+// chargeGet charges c the units of reading one item (it, nil when absent)
+// by its key.
+func chargeGet(c *charge, t *tableDef, key, it item, consistent bool, factor float64) {
+	chargeRead(c, Partition{Table: t.Name, Key: keyText(key[t.Hash])}, itemSize(it), consistent, factor)
 }
 
 // keyed resolves the table and the Key of a single-item request.
@@ -342,6 +340,7 @@ type putInput struct {
 	ConditionExpression                 *string
 	ReturnValues                        string
 	ReturnValuesOnConditionCheckFailure string
+	ReturnConsumedCapacity              string
 	exprInput
 	legacyParams
 }
@@ -396,12 +395,12 @@ func (s *Server) putItem(body []byte) (any, error) {
 	if err := decode(body, &in); err != nil {
 		return nil, err
 	}
-	return s.replace("PutItem", in.ReturnValues, func() (*writeRequest, error) { return s.preparePut(in) })
+	return s.replace("PutItem", in.ReturnValues, in.ReturnConsumedCapacity, func() (*writeRequest, error) { return s.preparePut(in) })
 }
 
 // replace runs a PutItem or DeleteItem and answers its ReturnValues (NONE
-// or ALL_OLD).
-func (s *Server) replace(op, returnValues string, prepare func() (*writeRequest, error)) (any, error) {
+// or ALL_OLD) and ReturnConsumedCapacity.
+func (s *Server) replace(op, returnValues, returnCapacity string, prepare func() (*writeRequest, error)) (any, error) {
 	if err := checkReturnValues(returnValues, "ALL_OLD"); err != nil {
 		return nil, err
 	}
@@ -409,13 +408,17 @@ func (s *Server) replace(op, returnValues string, prepare func() (*writeRequest,
 	if err != nil {
 		return nil, err
 	}
-	if err := s.writeOne(op, w); err != nil {
+	c, err := s.newCharge(returnCapacity)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.writeOne(op, w, c); err != nil {
 		return nil, err
 	}
 	if returnValues == "ALL_OLD" && w.old != nil {
-		return map[string]any{"Attributes": itemJSON(w.old)}, nil
+		return s.answer(map[string]any{"Attributes": itemJSON(w.old)}, c, true, false), nil
 	}
-	return json.RawMessage("{}"), nil
+	return s.answer(json.RawMessage("{}"), c, true, false), nil
 }
 
 type deleteInput struct {
@@ -424,6 +427,7 @@ type deleteInput struct {
 	ConditionExpression                 *string
 	ReturnValues                        string
 	ReturnValuesOnConditionCheckFailure string
+	ReturnConsumedCapacity              string
 	exprInput
 	legacyParams
 }
@@ -446,7 +450,7 @@ func (s *Server) deleteItem(body []byte) (any, error) {
 	if err := decode(body, &in); err != nil {
 		return nil, err
 	}
-	return s.replace("DeleteItem", in.ReturnValues, func() (*writeRequest, error) { return s.prepareDelete(in) })
+	return s.replace("DeleteItem", in.ReturnValues, in.ReturnConsumedCapacity, func() (*writeRequest, error) { return s.prepareDelete(in) })
 }
 
 type updateInput struct {
@@ -456,6 +460,7 @@ type updateInput struct {
 	ConditionExpression                 *string
 	ReturnValues                        string
 	ReturnValuesOnConditionCheckFailure string
+	ReturnConsumedCapacity              string
 	exprInput
 	legacyParams
 }
@@ -509,7 +514,11 @@ func (s *Server) updateItem(body []byte) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := s.writeOne("UpdateItem", w); err != nil {
+	c, err := s.newCharge(in.ReturnConsumedCapacity)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.writeOne("UpdateItem", w, c); err != nil {
 		return nil, err
 	}
 	var out item
@@ -533,9 +542,9 @@ func (s *Server) updateItem(body []byte) (any, error) {
 		}
 	}
 	if len(out) == 0 {
-		return json.RawMessage("{}"), nil
+		return s.answer(json.RawMessage("{}"), c, true, false), nil
 	}
-	return map[string]any{"Attributes": itemJSON(out)}, nil
+	return s.answer(map[string]any{"Attributes": itemJSON(out)}, c, true, false), nil
 }
 
 const (
@@ -554,9 +563,14 @@ type keysAndAttributes struct {
 
 func (s *Server) batchGetItem(body []byte) (any, error) {
 	var in struct {
-		RequestItems map[string]keysAndAttributes
+		RequestItems           map[string]keysAndAttributes
+		ReturnConsumedCapacity string
 	}
 	if err := decode(body, &in); err != nil {
+		return nil, err
+	}
+	c, err := s.newCharge(in.ReturnConsumedCapacity)
+	if err != nil {
 		return nil, err
 	}
 	if len(in.RequestItems) == 0 {
@@ -600,7 +614,7 @@ func (s *Server) batchGetItem(body []byte) (any, error) {
 			if err != nil {
 				return nil, err
 			}
-			s.chargeGet("BatchGetItem", t, key, it, ka.ConsistentRead, 1)
+			chargeGet(c, t, key, it, ka.ConsistentRead, 1)
 			if it == nil {
 				continue
 			}
@@ -611,7 +625,8 @@ func (s *Server) batchGetItem(body []byte) (any, error) {
 		}
 		responses[name] = out
 	}
-	return map[string]any{"Responses": responses, "UnprocessedKeys": map[string]any{}}, nil
+	s.units.record("BatchGetItem", c)
+	return s.answer(map[string]any{"Responses": responses, "UnprocessedKeys": map[string]any{}}, c, false, true), nil
 }
 
 func (s *Server) batchWriteItem(body []byte) (any, error) {
@@ -620,8 +635,13 @@ func (s *Server) batchWriteItem(body []byte) (any, error) {
 			PutRequest    *struct{ Item json.RawMessage }
 			DeleteRequest *struct{ Key json.RawMessage }
 		}
+		ReturnConsumedCapacity string
 	}
 	if err := decode(body, &in); err != nil {
+		return nil, err
+	}
+	c, err := s.newCharge(in.ReturnConsumedCapacity)
+	if err != nil {
 		return nil, err
 	}
 	if len(in.RequestItems) == 0 {
@@ -663,17 +683,17 @@ func (s *Server) batchWriteItem(body []byte) (any, error) {
 	if len(ws) > maxBatchWrite {
 		return nil, invalid("1 validation error detected: Value at 'requestItems' failed to satisfy constraint: Map value must satisfy constraint: [Member must have length less than or equal to 25, Member must have length greater than or equal to 1]")
 	}
-	if err := s.writeMany("BatchWriteItem", 1, ws); err != nil {
+	if err := s.writeMany("BatchWriteItem", 1, ws, c); err != nil {
 		return nil, err
 	}
-	return map[string]any{"UnprocessedItems": map[string]any{}}, nil
+	return s.answer(map[string]any{"UnprocessedItems": map[string]any{}}, c, true, true), nil
 }
 
 // writeMany applies several single-item writes atomically: all conditions
 // hold and all changes commit in one batch, or nothing changes. The error
 // of a failed condition says which request failed. op and factor are for
-// the units counted (a transaction's are doubled).
-func (s *Server) writeMany(op string, factor float64, ws []*writeRequest) error {
+// the units charged to c (a transaction's are doubled).
+func (s *Server) writeMany(op string, factor float64, ws []*writeRequest, c *charge) error {
 	keys := make([][]byte, len(ws))
 	for i, w := range ws {
 		keys[i] = w.dk
@@ -692,14 +712,11 @@ func (s *Server) writeMany(op string, factor float64, ws []*writeRequest) error 
 		}
 	}
 	if len(failed) > 0 {
-		if s.units.counting() {
-			// A canceled transaction still costs what it read to decide.
-			var c charge
-			for _, w := range ws {
-				w.t.chargeWrite(&c, w.key, w.old, w.old, factor, true)
-			}
-			s.units.record(op, &c)
+		// A canceled transaction still costs what it read to decide.
+		for _, w := range ws {
+			w.t.chargeWrite(c, w.key, w.old, w.old, factor, true)
 		}
+		s.units.record(op, c)
 		return &canceled{ws: ws, failed: failed}
 	}
 	b := s.db.NewBatch()
@@ -718,17 +735,14 @@ func (s *Server) writeMany(op string, factor float64, ws []*writeRequest) error 
 	if err := s.commit(b, dead); err != nil {
 		return err
 	}
-	if s.units.counting() {
-		var c charge
-		for _, w := range ws {
-			if w.change == nil { // a condition check: read, billed as a write
-				w.t.chargeWrite(&c, w.key, w.old, w.old, factor, true)
-				continue
-			}
-			w.t.chargeWrite(&c, w.key, w.old, w.new, factor, false)
+	for _, w := range ws {
+		if w.change == nil { // a condition check: read, billed as a write
+			w.t.chargeWrite(c, w.key, w.old, w.old, factor, true)
+			continue
 		}
-		s.units.record(op, &c)
+		w.t.chargeWrite(c, w.key, w.old, w.new, factor, false)
 	}
+	s.units.record(op, c)
 	var cs []Change
 	for _, w := range ws {
 		if w.change == nil {
@@ -771,9 +785,14 @@ func (s *Server) transactWriteItems(body []byte) (any, error) {
 				UpdateExpression *string
 			}
 		}
-		ClientRequestToken string
+		ClientRequestToken     string
+		ReturnConsumedCapacity string
 	}
 	if err := decode(body, &in); err != nil {
+		return nil, err
+	}
+	cc, err := s.newCharge(in.ReturnConsumedCapacity)
+	if err != nil {
 		return nil, err
 	}
 	if n := len(in.TransactItems); n == 0 || n > maxTransact {
@@ -831,7 +850,7 @@ func (s *Server) transactWriteItems(body []byte) (any, error) {
 		seen[string(w.dk)] = true
 		ws = append(ws, w)
 	}
-	err := s.writeMany("TransactWriteItems", 2, ws)
+	err = s.writeMany("TransactWriteItems", 2, ws, cc)
 	var c *canceled
 	if errors.As(err, &c) {
 		reasons := make([]map[string]any, len(ws))
@@ -855,7 +874,7 @@ func (s *Server) transactWriteItems(body []byte) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return json.RawMessage("{}"), nil
+	return s.answer(json.RawMessage("{}"), cc, true, true), nil
 }
 
 func (s *Server) transactGetItems(body []byte) (any, error) {
@@ -863,8 +882,13 @@ func (s *Server) transactGetItems(body []byte) (any, error) {
 		TransactItems []struct {
 			Get *getItemInput
 		}
+		ReturnConsumedCapacity string
 	}
 	if err := decode(body, &in); err != nil {
+		return nil, err
+	}
+	c, err := s.newCharge(in.ReturnConsumedCapacity)
+	if err != nil {
 		return nil, err
 	}
 	if n := len(in.TransactItems); n == 0 || n > maxTransact {
@@ -890,7 +914,7 @@ func (s *Server) transactGetItems(body []byte) (any, error) {
 		if err != nil {
 			return nil, err
 		}
-		s.chargeGet("TransactGetItems", t, key, it, true, 2)
+		chargeGet(c, t, key, it, true, 2)
 		if it == nil {
 			out = append(out, map[string]any{})
 			continue
@@ -900,5 +924,6 @@ func (s *Server) transactGetItems(body []byte) (any, error) {
 		}
 		out = append(out, map[string]any{"Item": itemJSON(it)})
 	}
-	return map[string]any{"Responses": out}, nil
+	s.units.record("TransactGetItems", c)
+	return s.answer(map[string]any{"Responses": out}, c, false, true), nil
 }

@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"hash/fnv"
-	"strings"
 
 	"github.com/cockroachdb/pebble"
 	"github.com/truora/minidyn/types"
@@ -25,6 +24,7 @@ type readInput struct {
 	ExclusiveStartKey      json.RawMessage
 	ScanIndexForward       *bool
 	ConsistentRead         bool
+	ReturnConsumedCapacity string
 	Segment                *int64
 	TotalSegments          *int64
 	exprInput
@@ -276,6 +276,10 @@ func (e errorString) Error() string { return string(e) }
 // run walks the page's range: items are read (and counted against Limit
 // and the 1 MB page size) before the filter applies, as in DynamoDB.
 func (s *Server) run(p *page, in readInput) (any, error) {
+	c, err := s.newCharge(in.ReturnConsumedCapacity)
+	if err != nil {
+		return nil, err
+	}
 	snap := s.db.NewSnapshot()
 	defer snap.Close()
 	iter, err := snap.NewIter(&pebble.IterOptions{LowerBound: p.lower, UpperBound: p.upper})
@@ -353,15 +357,11 @@ func (s *Server) run(p *page, in readInput) (any, error) {
 	if last != nil && ((p.limit > 0 && scanned >= p.limit) || bytesRd >= maxPageBytes) {
 		out["LastEvaluatedKey"] = itemJSON(p.t.lastKey(p.ix, last))
 	}
-	_ = strings.TrimSpace
-	if s.units.counting() {
-		var c charge
-		ix := ""
-		if p.ix != nil {
-			ix = p.ix.Name
-		}
-		chargeRead(&c, Partition{Table: p.t.Name, Index: ix, Key: p.part}, sized, in.ConsistentRead, 1)
-		s.units.record(p.op, &c)
+	ix := ""
+	if p.ix != nil {
+		ix = p.ix.Name
 	}
-	return out, nil
+	chargeRead(c, Partition{Table: p.t.Name, Index: ix, Key: p.part}, sized, in.ConsistentRead, 1)
+	s.units.record(p.op, c)
+	return s.answer(out, c, false, false), nil
 }

@@ -3,7 +3,9 @@ package localdynamo
 import (
 	"bytes"
 	"encoding/base64"
+	"maps"
 	"math"
+	"slices"
 	"sync"
 
 	"github.com/truora/minidyn/types"
@@ -91,13 +93,36 @@ func (s *Server) Usage() Usage {
 	return out
 }
 
-// charge is one request's units, gathered before they are added at once.
+// charge is one request's units, gathered before they are added to the
+// meter at once and answered as the request's ConsumedCapacity: the count
+// and the answer come from the same charge. A nil charge (neither counting
+// nor asked) takes nothing.
 type charge struct {
 	parts map[Partition]Units
 	total Units
+	want  string // ReturnConsumedCapacity: "TOTAL", "INDEXES" or "" (none)
+}
+
+// newCharge returns the charge of one request asking ask (its
+// ReturnConsumedCapacity), nil when nobody needs its units.
+func (s *Server) newCharge(ask string) (*charge, error) {
+	switch ask {
+	case "", "NONE":
+		ask = ""
+	case "TOTAL", "INDEXES":
+	default:
+		return nil, invalid("1 validation error detected: Value '%s' at 'returnConsumedCapacity' failed to satisfy constraint: Member must satisfy enum value set: [INDEXES, TOTAL, NONE]", ask)
+	}
+	if ask == "" && !s.units.counting() {
+		return nil, nil
+	}
+	return &charge{want: ask}, nil
 }
 
 func (c *charge) add(p Partition, u Units) {
+	if c == nil {
+		return
+	}
 	if c.parts == nil {
 		c.parts = map[Partition]Units{}
 	}
@@ -163,6 +188,9 @@ func keyText(v *types.Item) string {
 // factor (2 in a transaction). failed: the condition failed (or it was a
 // condition check), nothing was written.
 func (t *tableDef) chargeWrite(c *charge, key, old, nw item, factor float64, failed bool) {
+	if c == nil {
+		return
+	}
 	size := itemSize(old)
 	if !failed {
 		size = max(size, itemSize(nw))
@@ -211,9 +239,123 @@ func sameKey(a, b item, ix *indexDef) bool {
 
 // chargeRead adds the units of reading size bytes from partition p.
 func chargeRead(c *charge, p Partition, size int, consistent bool, factor float64) {
+	if c == nil {
+		return
+	}
 	u := unitsOf(size, readUnitBytes) * factor
 	if !consistent {
 		u /= 2
 	}
 	c.add(p, Units{Read: u})
+}
+
+// capacity is DynamoDB's ConsumedCapacity of one table: the units of the
+// whole request on it, and with INDEXES those of the table and of each
+// index apart.
+type capacity struct {
+	TableName              string
+	CapacityUnits          float64
+	ReadCapacityUnits      *float64                `json:",omitempty"`
+	WriteCapacityUnits     *float64                `json:",omitempty"`
+	Table                  *capacityPart           `json:",omitempty"`
+	GlobalSecondaryIndexes map[string]capacityPart `json:",omitempty"`
+	LocalSecondaryIndexes  map[string]capacityPart `json:",omitempty"`
+}
+
+// capacityPart is the units of a table or an index alone.
+type capacityPart struct {
+	CapacityUnits      float64
+	ReadCapacityUnits  *float64 `json:",omitempty"`
+	WriteCapacityUnits *float64 `json:",omitempty"`
+}
+
+// part gives units as DynamoDB does: CapacityUnits, and the read or write
+// units (both when there are both; a write operation's reads are none).
+func part(u Units, write bool) capacityPart {
+	p := capacityPart{CapacityUnits: u.Read + u.Write}
+	if u.Read > 0 || !write {
+		p.ReadCapacityUnits = &u.Read
+	}
+	if u.Write > 0 || write {
+		p.WriteCapacityUnits = &u.Write
+	}
+	return p
+}
+
+// consumed is the ConsumedCapacity of a charge, one per table in name
+// order (nil when it was not asked for). write: the operation writes.
+func (s *Server) consumed(c *charge, write bool) []capacity {
+	if c == nil || c.want == "" {
+		return nil
+	}
+	type sums struct {
+		total, table Units
+		gsi, lsi     map[string]Units
+	}
+	byTable := map[string]*sums{}
+	for p, u := range c.parts {
+		t := byTable[p.Table]
+		if t == nil {
+			t = &sums{gsi: map[string]Units{}, lsi: map[string]Units{}}
+			byTable[p.Table] = t
+		}
+		t.total.add(u)
+		if p.Index == "" {
+			t.table.add(u)
+			continue
+		}
+		into := t.gsi
+		if td := s.tables[p.Table]; td != nil {
+			if ix := td.index(p.Index); ix != nil && ix.Local {
+				into = t.lsi
+			}
+		}
+		v := into[p.Index]
+		v.add(u)
+		into[p.Index] = v
+	}
+	out := make([]capacity, 0, len(byTable))
+	for _, name := range slices.Sorted(maps.Keys(byTable)) {
+		t := byTable[name]
+		all := part(t.total, write)
+		cc := capacity{TableName: name, CapacityUnits: all.CapacityUnits, ReadCapacityUnits: all.ReadCapacityUnits, WriteCapacityUnits: all.WriteCapacityUnits}
+		if c.want == "INDEXES" {
+			tp := part(t.table, write)
+			cc.Table = &tp
+			for ix, u := range t.gsi {
+				if cc.GlobalSecondaryIndexes == nil {
+					cc.GlobalSecondaryIndexes = map[string]capacityPart{}
+				}
+				cc.GlobalSecondaryIndexes[ix] = part(u, write)
+			}
+			for ix, u := range t.lsi {
+				if cc.LocalSecondaryIndexes == nil {
+					cc.LocalSecondaryIndexes = map[string]capacityPart{}
+				}
+				cc.LocalSecondaryIndexes[ix] = part(u, write)
+			}
+		}
+		out = append(out, cc)
+	}
+	return out
+}
+
+// answer adds a charge's ConsumedCapacity to a response out (a map, or
+// json.RawMessage "{}"): one object for a single-table operation, a list
+// for the batch and transaction operations (list).
+func (s *Server) answer(out any, c *charge, write, list bool) any {
+	cc := s.consumed(c, write)
+	if cc == nil {
+		return out
+	}
+	m, ok := out.(map[string]any)
+	if !ok {
+		m = map[string]any{}
+	}
+	if list {
+		m["ConsumedCapacity"] = cc
+	} else if len(cc) > 0 {
+		m["ConsumedCapacity"] = cc[0]
+	}
+	return m
 }
