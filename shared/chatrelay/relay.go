@@ -98,7 +98,9 @@ func New(db DB, table string, log *slog.Logger) *Relay {
 }
 
 func str(s string) types.AttributeValue { return &types.AttributeValueMemberS{Value: s} }
-func num(n int64) types.AttributeValue  { return &types.AttributeValueMemberN{Value: strconv.FormatInt(n, 10)} }
+func num(n int64) types.AttributeValue {
+	return &types.AttributeValueMemberN{Value: strconv.FormatInt(n, 10)}
+}
 
 func newID(t time.Time) string { return ulid.MustNew(ulid.Timestamp(t), rand.Reader).String() }
 
