@@ -67,7 +67,7 @@ cfn-lint:
 # shim (lambda.norpc), stripped. `make lambda` builds every function into
 # .build/lambda/<function>/bootstrap, the CDK app's assets (cdk.json runs it);
 # sam build runs build-<LogicalId> with ARTIFACTS_DIR set.
-LAMBDA_FUNCTIONS := admin chat tables files scheduler upload-completion dispatcher
+LAMBDA_FUNCTIONS := admin chat tables files scheduler upload-completion dispatcher chatstream chatfanout
 LAMBDA_BUILD = GOOS=linux GOARCH=arm64 CGO_ENABLED=0 go build -trimpath -tags lambda.norpc -ldflags "-s -w"
 
 lambda:
@@ -87,3 +87,7 @@ build-UploadCompletionFunction:
 	$(LAMBDA_BUILD) -o $(ARTIFACTS_DIR)/bootstrap ./functions/upload-completion
 build-DispatcherFunction:
 	$(LAMBDA_BUILD) -o $(ARTIFACTS_DIR)/bootstrap ./functions/dispatcher
+build-ChatStreamFunction:
+	$(LAMBDA_BUILD) -o $(ARTIFACTS_DIR)/bootstrap ./functions/chatstream
+build-ChatFanoutFunction:
+	$(LAMBDA_BUILD) -o $(ARTIFACTS_DIR)/bootstrap ./functions/chatfanout
