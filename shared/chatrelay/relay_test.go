@@ -414,3 +414,25 @@ func waitFor(t *testing.T, cond func() bool, what string) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// TestFanoutSampleEvent: the sample batch of events/chatfanout-stream.json
+// (what `sam local invoke ChatFanoutFunction` sends) decodes as the
+// function's event; its signal is not in the table (collected already),
+// so the fan-out writes nothing and succeeds.
+func TestFanoutSampleEvent(t *testing.T) {
+	c := newCloud(t, time.Minute)
+	raw, err := os.ReadFile("../../events/chatfanout-stream.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ev events.DynamoDBEvent
+	if err := json.Unmarshal(raw, &ev); err != nil || len(ev.Records) != 1 {
+		t.Fatalf("sample: %v, %d records", err, len(ev.Records))
+	}
+	if err := c.tap.fanout.Handle(context.Background(), ev); err != nil {
+		t.Fatal(err)
+	}
+	if got := c.tap.inserted(chatrelay.InboxPrefix); len(got) != 0 {
+		t.Fatalf("inbox entries for a signal that is gone: %v", got)
+	}
+}
