@@ -316,13 +316,16 @@ func TestRelayAcrossFunctions(t *testing.T) {
 		t.Fatalf("%d holders of %s, want 1", n, topic)
 	}
 
+	sent := time.Now()
 	c.call(c.chat.URL, "POST", "/messages", key, map[string]any{"conversationId": convID, "payload": map[string]any{"type": "text", "text": "hello"}}, 201)
 	typ, data := s.next(t, 10*time.Second)
+	t.Logf("user's message: createMessage sent -> on the stream of another function: %s (poll every %s)", time.Since(sent), chatrelay.PollEvery)
 	if typ != "message_created" || data["isBot"] != false || data["payload"].(map[string]any)["text"] != "hello" {
 		t.Fatalf("got %s %v, want the user's message", typ, data)
 	}
 
 	// The dispatcher function hands the bot's reply to the integration.
+	sent = time.Now()
 	err := c.dispatcher.SendMessage(context.Background(), builtin.Install{}, builtin.Outgoing{
 		Message:      platform.Message{ID: "msg_reply", UserID: c.botID, Type: "text", Payload: json.RawMessage(`{"text":"echo: hello"}`), CreatedAt: time.Now().UTC().Format(time.RFC3339Nano)},
 		Conversation: platform.Conversation{ID: strings.TrimPrefix(topic, "conv:"), Tags: map[string]string{"fid": convID}},
@@ -331,6 +334,7 @@ func TestRelayAcrossFunctions(t *testing.T) {
 		t.Fatal(err)
 	}
 	typ, data = s.next(t, 10*time.Second)
+	t.Logf("bot's reply: SendMessage -> on the stream: %s", time.Since(sent))
 	if typ != "message_created" || data["isBot"] != true || data["id"] != "msg_reply" || data["conversationId"] != convID {
 		t.Fatalf("got %s %v, want the bot's reply", typ, data)
 	}
