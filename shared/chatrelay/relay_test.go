@@ -19,6 +19,8 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"net/http/httputil"
+	neturl "net/url"
 	"os"
 	"strings"
 	"sync"
@@ -36,6 +38,7 @@ import (
 	"github.com/botforge/platform/shared/chatapi"
 	"github.com/botforge/platform/shared/chatrelay"
 	"github.com/botforge/platform/shared/httpapi"
+	"github.com/botforge/platform/shared/mototest"
 	"github.com/botforge/platform/shared/platform"
 	"github.com/botforge/platform/shared/runtime"
 )
@@ -70,8 +73,8 @@ func (tp *tap) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	tp.mu.Lock()
 	tp.keys = append(tp.keys, [2]string{pk, sk})
 	tp.mu.Unlock()
-	if !strings.HasPrefix(pk, chatrelay.SignalPrefix) {
-		return // the mapping's filter
+	if tp.fanout == nil || !strings.HasPrefix(pk, chatrelay.SignalPrefix) {
+		return // fed by a real stream; the mapping's filter
 	}
 	ev := events.DynamoDBEvent{Records: []events.DynamoDBEventRecord{{EventName: "INSERT", Change: events.DynamoDBStreamRecord{
 		Keys: map[string]events.DynamoDBAttributeValue{"pk": events.NewStringAttribute(pk), "sk": events.NewStringAttribute(sk)}}}}}
@@ -110,12 +113,32 @@ type cloud struct {
 	timeout    time.Duration // the streaming function's timeout
 }
 
-func newCloud(t *testing.T, timeout time.Duration) *cloud {
+func newCloud(t *testing.T, timeout time.Duration) *cloud { return newCloudOn(t, timeout, "") }
+
+// newCloudOn is newCloud over moto's DynamoDB (endpoint not empty): its
+// table's real stream feeds the fan-out (streamPump), not the tap.
+func newCloudOn(t *testing.T, timeout time.Duration, moto string) *cloud {
+	var next http.Handler
+	if moto != "" {
+		t.Setenv("DYNAMODB_ENDPOINT", moto)
+		t.Setenv("AWS_ACCESS_KEY_ID", "AKIDLOCALTEST")
+		t.Setenv("AWS_SECRET_ACCESS_KEY", "local")
+		u, _ := neturl.Parse(moto)
+		next = httputil.NewSingleHostReverseProxy(u)
+	}
 	f := apitest.New(t)
+	if next == nil {
+		next = f.Platform.Dynamo
+	}
 	c := &cloud{t: t, f: f, table: runtime.FromEnv().Table, timeout: timeout}
-	c.tap = &tap{next: f.Platform.Dynamo}
+	c.tap = &tap{next: next}
 	c.db = runtime.DynamoClient(aws.Config{}, runtime.Env{}, c.tap)
-	c.tap.fanout = &chatrelay.Fanout{DB: c.db, Table: c.table}
+	fanout := &chatrelay.Fanout{DB: c.db, Table: c.table}
+	if moto == "" {
+		c.tap.fanout = fanout
+	} else {
+		streamPump(t, c.db, moto, c.table, fanout)
+	}
 
 	admin := func(method, path string, hdr map[string]string, body any) apitest.Response {
 		return f.Check(f.Do(apitest.Req{Method: method, Path: path, Token: f.AdminToken, Headers: hdr, Body: body}), 200, "")
@@ -439,4 +462,105 @@ func TestFanoutSampleEvent(t *testing.T) {
 	if got := c.tap.inserted(chatrelay.InboxPrefix); len(got) != 0 {
 		t.Fatalf("inbox entries for a signal that is gone: %v", got)
 	}
+}
+
+// streamPump enables the table's KEYS_ONLY stream on moto and hands the
+// fan-out, in order, every record that passes the mapping's filter
+// (INSERT, pk prefixed CHATSIG#), decoded as Lambda decodes the batch, as
+// the event source mapping would, until the test ends.
+func streamPump(t *testing.T, db *dynamodb.Client, moto, table string, fanout *chatrelay.Fanout) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	t.Cleanup(func() { cancel(); <-done })
+	if _, err := db.UpdateTable(ctx, &dynamodb.UpdateTableInput{TableName: aws.String(table),
+		StreamSpecification: &types.StreamSpecification{StreamEnabled: aws.Bool(true), StreamViewType: types.StreamViewTypeKeysOnly}}); err != nil {
+		t.Fatal(err)
+	}
+	desc, err := db.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(table)})
+	if err != nil || desc.Table.LatestStreamArn == nil {
+		t.Fatalf("stream of the table: %v", err)
+	}
+	call := func(op string, in, out any) error {
+		body, _ := json.Marshal(in)
+		req, _ := http.NewRequestWithContext(ctx, "POST", moto, bytes.NewReader(body))
+		req.Header.Set("Content-Type", "application/x-amz-json-1.0")
+		req.Header.Set("X-Amz-Target", "DynamoDBStreams_20120810."+op)
+		req.Header.Set("Authorization", "AWS4-HMAC-SHA256 Credential=AKIDLOCALTEST/20261121/us-east-1/dynamodb/aws4_request, SignedHeaders=host, Signature=0")
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return err
+		}
+		defer res.Body.Close()
+		b, _ := io.ReadAll(res.Body)
+		if res.StatusCode != 200 {
+			return fmt.Errorf("%s: %d %s", op, res.StatusCode, b)
+		}
+		return json.Unmarshal(b, out)
+	}
+	var d struct {
+		StreamDescription struct{ Shards []struct{ ShardId string } }
+	}
+	if err := call("DescribeStream", map[string]any{"StreamArn": *desc.Table.LatestStreamArn}, &d); err != nil || len(d.StreamDescription.Shards) != 1 {
+		t.Fatalf("the stream's shards: %v %+v", err, d)
+	}
+	var it struct{ ShardIterator string }
+	if err := call("GetShardIterator", map[string]any{"StreamArn": *desc.Table.LatestStreamArn, "ShardId": d.StreamDescription.Shards[0].ShardId, "ShardIteratorType": "LATEST"}, &it); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		defer close(done)
+		iter := it.ShardIterator
+		for ctx.Err() == nil {
+			var page struct {
+				Records           []json.RawMessage
+				NextShardIterator string
+			}
+			if err := call("GetRecords", map[string]any{"ShardIterator": iter}, &page); err != nil {
+				if ctx.Err() == nil {
+					t.Errorf("the stream: %v", err)
+				}
+				return
+			}
+			iter = page.NextShardIterator
+			var batch events.DynamoDBEvent
+			for _, raw := range page.Records {
+				var r events.DynamoDBEventRecord
+				if err := json.Unmarshal(raw, &r); err != nil {
+					t.Errorf("a stream record %s: %v", raw, err)
+					return
+				}
+				if r.EventName == "INSERT" && strings.HasPrefix(r.Change.Keys["pk"].String(), chatrelay.SignalPrefix) {
+					batch.Records = append(batch.Records, r)
+				}
+			}
+			if len(batch.Records) > 0 {
+				if err := fanout.Handle(ctx, batch); err != nil && ctx.Err() == nil {
+					t.Errorf("fan-out: %v", err)
+				}
+			} else {
+				time.Sleep(20 * time.Millisecond) // the mapping's polling of an idle shard
+			}
+		}
+	}()
+}
+
+// TestRelayThroughMotoStream: TestRelayAcrossFunctions's turn on a
+// DynamoDB emulator the project did not write (moto), its table's real
+// KEYS_ONLY stream feeding the fan-out: the user's message written by the
+// Chat function reaches the stream held by the streaming function.
+func TestRelayThroughMotoStream(t *testing.T) {
+	fast(t)
+	c := newCloudOn(t, time.Minute, mototest.Start(t))
+	key, convID := c.user()
+	s := c.listen(key, convID)
+	sent := time.Now()
+	c.call(c.chat.URL, "POST", "/messages", key, map[string]any{"conversationId": convID, "payload": map[string]any{"type": "text", "text": "through moto"}}, 201)
+	typ, data := s.next(t, 20*time.Second)
+	if typ != "message_created" || data["payload"].(map[string]any)["text"] != "through moto" {
+		t.Fatalf("got %s %v, want the user's message", typ, data)
+	}
+	t.Logf("createMessage -> the other function's stream, through moto's stream: %s", time.Since(sent))
+	s.body.Close()
+	topic := c.convTopic()
+	waitFor(t, func() bool { return len(c.holders(topic)) == 0 }, "the holder of a client that left removed")
 }
