@@ -25,8 +25,9 @@ import (
 const Description = "Self-hosted bot platform API (Botpress-compatible): four API functions behind " +
 	"one API Gateway HTTP API, a scheduler function fired by EventBridge Scheduler, " +
 	"an upload-completion function fired by S3, a dispatcher function fired by the " +
-	"table's stream and a one-minute schedule, one DynamoDB table and one S3 " +
-	"bucket. The CDK app in infra/ describes the same stack; infra's agreement " +
+	"table's stream and a one-minute schedule, the Chat API's streams (a function " +
+	"URL with response streaming, a fan-out fired by the table's stream), one " +
+	"DynamoDB table and one S3 bucket. The CDK app in infra/ describes the same stack; infra's agreement " +
 	"test keeps the two in step."
 
 // Function is one Lambda function of the stack. Its logical ids are
