@@ -83,7 +83,7 @@ func templateStreamFilter(t *testing.T) map[string]any {
 	}
 	var m [][]string
 	for _, p := range regexp.MustCompile(`(?m)^\s*- Pattern: '(\{.*\})'\s*$`).FindAllStringSubmatch(string(raw), -1) {
-		if strings.Contains(p[1], `"OUTBOX"`) { // the chat fan-out's is shared/chatrelay's
+		if strings.Contains(p[1], "OUTBOX") { // the chat fan-out's is shared/chatrelay's
 			m = append(m, p)
 		}
 	}
