@@ -91,7 +91,7 @@ cfn-lint:
 # shim (lambda.norpc), stripped. `make lambda` builds every function into
 # .build/lambda/<function>/bootstrap, the CDK app's assets (cdk.json runs it);
 # sam build runs build-<LogicalId> with ARTIFACTS_DIR set.
-LAMBDA_FUNCTIONS := admin chat tables files scheduler upload-completion dispatcher sweeper teardown
+LAMBDA_FUNCTIONS := admin chat tables files scheduler upload-completion dispatcher sweeper teardown chatstream chatfanout
 LAMBDA_BUILD = GOOS=linux GOARCH=arm64 CGO_ENABLED=0 go build -trimpath -tags lambda.norpc -ldflags "-s -w"
 
 lambda:
@@ -115,3 +115,7 @@ build-SweeperFunction:
 	$(LAMBDA_BUILD) -o $(ARTIFACTS_DIR)/bootstrap ./functions/sweeper
 build-TeardownFunction:
 	$(LAMBDA_BUILD) -o $(ARTIFACTS_DIR)/bootstrap ./functions/teardown
+build-ChatStreamFunction:
+	$(LAMBDA_BUILD) -o $(ARTIFACTS_DIR)/bootstrap ./functions/chatstream
+build-ChatFanoutFunction:
+	$(LAMBDA_BUILD) -o $(ARTIFACTS_DIR)/bootstrap ./functions/chatfanout

@@ -24,7 +24,7 @@ import (
 )
 
 // functionNames are the directories of functions/ that are Lambda functions.
-var functionNames = []string{"admin", "chat", "tables", "files", "scheduler", "upload-completion", "dispatcher", "sweeper", "teardown"}
+var functionNames = []string{"admin", "chat", "tables", "files", "scheduler", "upload-completion", "dispatcher", "sweeper", "teardown", "chatstream", "chatfanout"}
 
 var built struct {
 	once sync.Once
@@ -308,6 +308,31 @@ func TestFunctionBinaries(t *testing.T) {
 			t.Fatalf("after the sweep: object %v, %d deletions pending; want neither", s.objectExists(t, key), s.pending(t))
 		}
 	})
+	// The Chat API's streams: the streaming function answers through
+	// lambdaurl in Lambda's streaming mode (a JSON prelude with the status
+	// and headers, 8 zero bytes, then the body as it is written).
+	t.Run("chatstream", func(t *testing.T) {
+		inv := invoke(t, "chatstream", s.Env, sampleEvent(t, "chatstream-url.json", nil))
+		t.Logf("chatstream: initialisation %v, first event %v", inv.Init.Round(time.Microsecond), inv.Handle.Round(time.Microsecond))
+		prelude, body, ok := bytes.Cut(inv.Response, make([]byte, 8))
+		var head struct {
+			StatusCode int               `json:"statusCode"`
+			Headers    map[string]string `json:"headers"`
+		}
+		if len(inv.Error) > 0 || !ok || json.Unmarshal(prelude, &head) != nil {
+			t.Fatalf("response %q, error %s", inv.Response, inv.Error)
+		}
+		var e struct{ Code int }
+		if head.StatusCode != 404 || json.Unmarshal(body, &e) != nil || e.Code != 404 {
+			t.Fatalf("an unknown installation: %d %s", head.StatusCode, body)
+		}
+	})
+	t.Run("chatfanout", func(t *testing.T) {
+		inv := invoke(t, "chatfanout", s.Env, sampleEvent(t, "chatfanout-stream.json", nil))
+		if len(inv.Error) > 0 || string(inv.Response) != "null" {
+			t.Fatalf("response %s, error %s", inv.Response, inv.Error)
+		}
+	})
 
 	t.Run("upload-completion", func(t *testing.T) {
 		_, botID := s.bot(t)
@@ -343,6 +368,8 @@ func TestColdStart(t *testing.T) {
 		"dispatcher":        []byte(`{}`),
 		"sweeper":           []byte(`{}`), // nothing pending: one Query
 		"teardown":          []byte(`{}`), // not a CloudFormation request: refused
+		"chatfanout":        []byte(`{"Records":[]}`),
+		"chatstream":        sampleEvent(t, "chatstream-url.json", nil),
 	}
 	for _, name := range functionNames {
 		ev, ok := noop[name]

@@ -34,6 +34,10 @@ func samModel(t *testing.T, path string) stackModel {
 // cdkModel is the model of a synthesized CDK template (JSON).
 func cdkModel(t *testing.T, template []byte, lambdaDir string) stackModel {
 	t.Helper()
+	template, err := liftInvokedViaFunctionUrl(template)
+	if err != nil {
+		t.Fatalf("CDK template: %v", err)
+	}
 	tmpl, err := goformation.ParseJSONWithOptions(template, canonicalOptions(""))
 	if err != nil {
 		t.Fatalf("goformation: CDK template: %v", err)
@@ -106,18 +110,25 @@ func TestSAMAndCDKAgree(t *testing.T) {
 
 	// The comparison is not vacuous: the model holds the whole stack.
 	if len(sam.Functions) != len(Functions) || len(sam.Routes) != 10 || len(sam.Tables) != 1 || len(sam.Buckets) != 1 ||
-		len(sam.ScheduleGroups) != 1 || len(sam.LogGroups) != len(Functions)+2 || len(sam.Roles) != len(Functions)+1 || len(sam.Outputs) != 6 {
+		len(sam.ScheduleGroups) != 1 || len(sam.LogGroups) != len(Functions)+2 || len(sam.Roles) != len(Functions)+1 || len(sam.Outputs) != 7 {
 		t.Fatalf("model misses parts of the stack: %d functions, %d routes, %d tables, %d buckets, %d schedule groups, %d log groups, %d roles, %d outputs",
 			len(sam.Functions), len(sam.Routes), len(sam.Tables), len(sam.Buckets), len(sam.ScheduleGroups), len(sam.LogGroups), len(sam.Roles), len(sam.Outputs))
 	}
 	// The dispatcher's triggers: outbox inserts on the table's stream, a
 	// one-minute schedule.
 	outbox := sam.StreamSources["DispatcherFunction <- ${Table.StreamArn}"]
-	if sam.Tables["Table"].Stream != "KEYS_ONLY" || len(sam.StreamSources) != 1 ||
+	if sam.Tables["Table"].Stream != "KEYS_ONLY" || len(sam.StreamSources) != 2 ||
 		fmt.Sprint(outbox.Filters) != `[{"dynamodb":{"Keys":{"pk":{"S":[{"prefix":"OUTBOX#"}]}}},"eventName":["INSERT"]}]` ||
 		outbox.Parallelization != 10 ||
 		outbox.StartingPosition != "LATEST" || !outbox.Enabled {
 		t.Fatalf("the dispatcher's stream trigger: table stream %q, sources %+v", sam.Tables["Table"].Stream, sam.StreamSources)
+	}
+	// The Chat API's streams: the fan-out on inserted signals, the
+	// streaming function's public URL.
+	signals := sam.StreamSources["ChatFanoutFunction <- ${Table.StreamArn}"]
+	if fmt.Sprint(signals.Filters) != `[{"dynamodb":{"Keys":{"pk":{"S":[{"prefix":"CHATSIG#"}]}}},"eventName":["INSERT"]}]` ||
+		sam.Functions["ChatStreamFunction"].URL != "NONE RESPONSE_STREAM" || sam.Functions["ChatStreamFunction"].Timeout != 900 {
+		t.Fatalf("the chat streams: fan-out %+v, stream function %+v", signals, sam.Functions["ChatStreamFunction"])
 	}
 	if sc := sam.FunctionSchedules["DispatcherFunction rate(1 minute)"]; len(sam.FunctionSchedules) != 2 || !sc.Enabled || !sc.Permitted {
 		t.Fatalf("the dispatcher's schedule: %+v", sam.FunctionSchedules)

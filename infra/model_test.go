@@ -115,7 +115,20 @@ type function struct {
 	Role          string            `json:"role"`
 	Env           map[string]string `json:"env"`
 	DependsOn     []string          `json:"dependsOnLogGroups"`
-	InvokedBy     []string          `json:"invokedBy"` // resource-policy principals
+	InvokedBy     []string          `json:"invokedBy"`     // resource-policy principals
+	URL           string            `json:"url,omitempty"` // its function URL: "<AuthType> <InvokeMode>"
+}
+
+// publicURL is the resource-policy principal of a function URL without
+// auth (SAM's FunctionUrlConfig adds that permission).
+const publicURL = "* (function URL)"
+
+func urlOf(authType string, invokeMode *string) string {
+	mode := "BUFFERED"
+	if invokeMode != nil {
+		mode = *invokeMode
+	}
+	return authType + " " + mode
 }
 
 type route struct {
@@ -189,11 +202,46 @@ func parseTemplate(path string) (*cloudformation.Template, error) {
 	if processed, err = liftFilterCriteria(processed); err != nil {
 		return nil, err
 	}
+	if processed, err = liftInvokedViaFunctionUrl(processed); err != nil {
+		return nil, err
+	}
 	t := &cloudformation.Template{}
 	if err := json.Unmarshal(processed, t); err != nil {
 		return nil, err
 	}
 	return t, nil
+}
+
+// viaURLMetadata is the metadata key that holds a permission's
+// InvokedViaFunctionUrl (see liftInvokedViaFunctionUrl).
+const viaURLMetadata = "model:InvokedViaFunctionUrl"
+
+// liftInvokedViaFunctionUrl moves the InvokedViaFunctionUrl of each
+// AWS::Lambda::Permission (the lambda:InvokeFunction a function URL needs
+// beside lambda:InvokeFunctionUrl) to its metadata: goformation does not
+// know the property and its strict decoding refuses it.
+func liftInvokedViaFunctionUrl(processed []byte) ([]byte, error) {
+	var doc map[string]any
+	if err := json.Unmarshal(processed, &doc); err != nil {
+		return nil, err
+	}
+	resources, _ := doc["Resources"].(map[string]any)
+	for _, r := range resources {
+		res, _ := r.(map[string]any)
+		props, _ := res["Properties"].(map[string]any)
+		v, ok := props["InvokedViaFunctionUrl"]
+		if res["Type"] != "AWS::Lambda::Permission" || !ok {
+			continue
+		}
+		delete(props, "InvokedViaFunctionUrl")
+		meta, _ := res["Metadata"].(map[string]any)
+		if meta == nil {
+			meta = map[string]any{}
+		}
+		meta[viaURLMetadata] = v
+		res["Metadata"] = meta
+	}
+	return json.Marshal(doc)
 }
 
 // filterMetadata prefixes the metadata key that holds a SAM DynamoDB
@@ -560,6 +608,7 @@ func modelOf(t *cloudformation.Template, packageOf func(id string) (string, erro
 	integrations := map[string]*apigatewayv2.Integration{}
 	var routes []*apigatewayv2.Route
 	var permissions []*lambda.Permission
+	var urls []*lambda.Url
 	var s3Events []s3Event
 	var standalonePolicies []*iam.Policy
 	var bucketPolicies []*s3.BucketPolicy
@@ -605,6 +654,8 @@ func modelOf(t *cloudformation.Template, packageOf func(id string) (string, erro
 			routes = append(routes, r)
 		case *lambda.Permission:
 			permissions = append(permissions, r)
+		case *lambda.Url:
+			urls = append(urls, r)
 		case *lambda.EventSourceMapping:
 			src, err := streamSourceOf(r)
 			if err != nil {
@@ -679,6 +730,17 @@ func modelOf(t *cloudformation.Template, packageOf func(id string) (string, erro
 		}
 		m.Routes[r.RouteKey] = route{API: r.ApiId, Function: logicalIDOf(deref(in.IntegrationUri)), PayloadFormatVersion: deref(in.PayloadFormatVersion)}
 	}
+	// Function URLs of a plain template.
+	for _, u := range urls {
+		id := logicalIDOf(u.TargetFunctionArn)
+		f, ok := m.Functions[id]
+		if !ok || u.Cors != nil || u.Qualifier != nil {
+			fail("function URL of %q: not a function of this template, or CORS or a qualifier (not modelled)", u.TargetFunctionArn)
+			continue
+		}
+		f.URL = urlOf(u.AuthType, u.InvokeMode)
+		m.Functions[id] = f
+	}
 	// Resource policies of functions.
 	for _, p := range permissions {
 		id := logicalIDOf(p.FunctionName)
@@ -687,7 +749,12 @@ func modelOf(t *cloudformation.Template, packageOf func(id string) (string, erro
 			fail("permission on %q: not a function of this template", p.FunctionName)
 			continue
 		}
-		f.InvokedBy = uniq(append(f.InvokedBy, principal(p.Principal, deref(p.SourceAccount))))
+		viaURL, _ := p.AWSCloudFormationMetadata[viaURLMetadata].(bool)
+		if p.Principal == "*" && (p.FunctionUrlAuthType != nil && p.Action == "lambda:InvokeFunctionUrl" || viaURL && p.Action == "lambda:InvokeFunction") {
+			f.InvokedBy = uniq(append(f.InvokedBy, publicURL))
+		} else {
+			f.InvokedBy = uniq(append(f.InvokedBy, principal(p.Principal, deref(p.SourceAccount))))
+		}
 		m.Functions[id] = f
 		// EventBridge may invoke the function for the rule the permission names.
 		if p.Principal == "events.amazonaws.com" && p.SourceArn != nil {
@@ -847,6 +914,15 @@ func samFunction(id string, r *serverless.Function, g global.Function, packageOf
 	if r.Environment != nil {
 		for k, v := range r.Environment.Variables {
 			f.Env[k] = v
+		}
+	}
+	if u := r.FunctionUrlConfig; u != nil {
+		if u.Cors != nil {
+			return f, evs, fmt.Errorf("FunctionUrlConfig.Cors is not modelled (the API answers CORS itself)")
+		}
+		f.URL = urlOf(u.AuthType, u.InvokeMode)
+		if u.AuthType == "NONE" {
+			f.InvokedBy = uniq(append(f.InvokedBy, publicURL))
 		}
 	}
 	if f.Role == "" {

@@ -22,13 +22,14 @@ import (
 
 // Description is the stack's description, word for word the one of
 // template.yaml (the agreement test compares them).
-const Description = "Self-hosted bot platform API (Botpress-compatible): four API functions behind " +
-	"one API Gateway HTTP API, a scheduler function fired by EventBridge Scheduler, " +
-	"an upload-completion function fired by S3, a dispatcher function fired by the " +
-	"table's stream and a one-minute schedule, a scheduled deletion sweeper, a " +
-	"teardown of deployed code, one DynamoDB table and one S3 " +
-	"bucket. The CDK app in infra/ describes the same stack; infra's agreement " +
-	"test keeps the two in step."
+const Description = "Self-hosted bot platform API (Botpress-compatible): four API functions " +
+	"behind one API Gateway HTTP API, scheduler (EventBridge Scheduler), " +
+	"upload-completion (S3) and dispatcher (the table's stream, a " +
+	"one-minute schedule) functions, a deletion sweeper, a teardown of " +
+	"deployed code, the Chat API's streams (a streaming function URL, a " +
+	"fan-out fed by the stream), one DynamoDB table and one S3 bucket. The " +
+	"CDK app in infra/ describes the same stack; infra's agreement test " +
+	"keeps the two in step."
 
 // Function is one Lambda function of the stack. Its logical ids are
 // <ID>Function, <ID>FunctionRole and <ID>LogGroup, as in template.yaml.
@@ -62,6 +63,11 @@ var Functions = []Function{
 	// CodeTeardown's handler: answers CloudFormation 15 s before its
 	// Timeout at the latest (teardown.Reserve).
 	{ID: "Teardown", Dir: "teardown", Description: "Deployed code's teardown at stack deletion (functions/teardown)", Timeout: 300, MemorySize: 256},
+	// The Chat API's listen streams through a function URL with response
+	// streaming: a stream lasts up to Lambda's most (it ends 5 s before).
+	{ID: "ChatStream", Dir: "chatstream", Description: "Chat API listen streams (functions/chatstream)", Timeout: 900, MemorySize: 256},
+	// Hands the Chat API's signals to the streams' invocations.
+	{ID: "ChatFanout", Dir: "chatfanout", Description: "Chat API signal fan-out (functions/chatfanout)", Timeout: 60, MemorySize: 256},
 }
 
 // StackOptions configure NewPlatformStack.
@@ -95,6 +101,7 @@ func NewPlatformStack(scope constructs.Construct, opts StackOptions) (awscdk.Sta
 	s.dispatcherTriggers()
 	s.sweeperSchedule()
 	s.codeTeardown()
+	s.chatStreams()
 	s.outputs()
 	return stack, nil
 }
@@ -115,6 +122,7 @@ type builder struct {
 	integrationLogs awslogs.CfnLogGroup
 	codeBoundary    awsiam.CfnManagedPolicy
 	api_            awsapigatewayv2.HttpApi
+	chatStreamURL   awslambda.FunctionUrl
 	fns             map[string]awslambda.Function
 	roles           map[string]awsiam.Role
 	logs            map[string]awslogs.CfnLogGroup
@@ -344,8 +352,15 @@ func (s *builder) policies(id string) map[string]awsiam.PolicyDocument {
 				allow([]string{"s3:ListBucket"}, s.bucket.BucketArn()),
 			),
 		}
-	case "Chat":
+	case "Chat", "ChatStream": // the stream function serves the chat area too
 		return map[string]awsiam.PolicyDocument{"table": table, "platform-logs": writePlatformLogs, "invoke-deployed-code": invokeCode()}
+	case "ChatFanout":
+		return map[string]awsiam.PolicyDocument{
+			// Reads a signal and a topic's listeners, writes inboxes,
+			// deletes expired listeners: no index, no update, no batch.
+			"table":  policy(allow([]string{"dynamodb:GetItem", "dynamodb:Query", "dynamodb:PutItem", "dynamodb:DeleteItem"}, s.table.TableArn())),
+			"stream": streamRead(s.table.TableStreamArn()),
+		}
 	case "Scheduler":
 		return map[string]awsiam.PolicyDocument{
 			"table": table, "platform-logs": writePlatformLogs, "invoke-deployed-code": invokeCode(),
@@ -376,14 +391,8 @@ func (s *builder) policies(id string) map[string]awsiam.PolicyDocument {
 	case "Dispatcher":
 		return map[string]awsiam.PolicyDocument{
 			// Outbox leases, event statuses, bot issues: no batch writes.
-			"table": policy(allow(dispatcherTableActions, s.table.TableArn(), jsii.String(*s.table.TableArn()+"/index/*"))),
-			"stream": policy(
-				// What Lambda's event source mapping reads with this role.
-				allow([]string{"dynamodb:DescribeStream", "dynamodb:GetRecords", "dynamodb:GetShardIterator"}, s.table.TableStreamArn()),
-				// ListStreams has no resource-level permissions (it lists
-				// stream ARNs, no data).
-				allow([]string{"dynamodb:ListStreams"}, jsii.String("*")),
-			),
+			"table":                policy(allow(dispatcherTableActions, s.table.TableArn(), jsii.String(*s.table.TableArn()+"/index/*"))),
+			"stream":               streamRead(s.table.TableStreamArn()),
 			"platform-logs":        writePlatformLogs,
 			"invoke-deployed-code": invokeCode(),
 		}
@@ -419,6 +428,16 @@ func (s *builder) policies(id string) map[string]awsiam.PolicyDocument {
 	panic("no policies for function " + id)
 }
 
+// streamRead is what Lambda's event source mapping reads with a role.
+func streamRead(stream *string) awsiam.PolicyDocument {
+	return policy(
+		allow([]string{"dynamodb:DescribeStream", "dynamodb:GetRecords", "dynamodb:GetShardIterator"}, stream),
+		// ListStreams has no resource-level permissions (it lists stream
+		// ARNs, no data).
+		allow([]string{"dynamodb:ListStreams"}, jsii.String("*")),
+	)
+}
+
 // environment is each function's environment beyond PLATFORM_TABLE.
 func (s *builder) environment(id string) map[string]*string {
 	logs := map[string]*string{
@@ -440,7 +459,7 @@ func (s *builder) environment(id string) map[string]*string {
 		logs["PLATFORM_CODE_LOGS_ARN"] = awscdk.Fn_Sub(jsii.String("arn:${AWS::Partition}:logs:${AWS::Region}:${AWS::AccountId}:log-group:"), nil)
 		logs["PLATFORM_CODE_MAX_RESERVED_CONCURRENCY"] = s.codeConcurrency.ValueAsString()
 		return logs
-	case "Chat":
+	case "Chat", "ChatStream":
 		logs["PLATFORM_PAGING_KEY"] = s.pagingKey.ValueAsString()
 		logs["PLATFORM_CORS_ORIGINS"] = cors
 		logs["PLATFORM_CODE_PREFIX"] = awscdk.Fn_Sub(jsii.String(codePrefix), nil)
@@ -469,6 +488,8 @@ func (s *builder) environment(id string) map[string]*string {
 			"PLATFORM_CODE_PREFIX":    awscdk.Fn_Sub(jsii.String(codePrefix), nil),
 			"PLATFORM_CODE_ROLE_PATH": awscdk.Fn_Sub(jsii.String("/${AWS::StackName}-code/"), nil),
 		}
+	case "ChatFanout":
+		return map[string]*string{}
 	}
 	panic("no environment for function " + id)
 }
@@ -501,7 +522,8 @@ func (s *builder) functions(lambdaDir string) {
 		logicalID(role, f.ID+"FunctionRole")
 		s.roles[f.ID] = role
 
-		env := map[string]*string{"PLATFORM_TABLE": s.table.TableName()}
+		// PLATFORM_BUILTINS: the same built-in integrations in every function.
+		env := map[string]*string{"PLATFORM_TABLE": s.table.TableName(), "PLATFORM_BUILTINS": jsii.String("all")}
 		for k, p := range s.quotas { // every function: the operator's quotas per bot
 			env[k] = p.ValueAsString()
 		}
@@ -667,11 +689,44 @@ func (s *builder) codeTeardown() {
 	s.fns["Admin"].Node().AddDependency(cr)
 }
 
+// chatStreams are the Chat API's streams on AWS (docs/chat-api.md): the
+// streaming function's URL (no auth: the Chat API checks its user keys),
+// and the fan-out fed by the table's stream with the signals
+// (shared/chatrelay.StreamFilter).
+func (s *builder) chatStreams() {
+	s.chatStreamURL = s.fns["ChatStream"].AddFunctionUrl(&awslambda.FunctionUrlOptions{
+		AuthType: awslambda.FunctionUrlAuthType_NONE, InvokeMode: awslambda.InvokeMode_RESPONSE_STREAM})
+	logicalID(s.chatStreamURL, "ChatStreamFunctionUrl")
+	for _, c := range *s.fns["ChatStream"].Node().Children() {
+		// Named as SAM names its own, and as template.yaml names the
+		// lambda:InvokeFunction one (InvokedViaFunctionUrl) SAM does not add.
+		if p, ok := c.(awslambda.CfnPermission); ok && p.FunctionUrlAuthType() != nil {
+			p.OverrideLogicalId(jsii.String("ChatStreamFunctionUrlPublicPermissions"))
+		} else if ok && *p.Action() == "lambda:InvokeFunction" {
+			p.OverrideLogicalId(jsii.String("ChatStreamFunctionUrlInvokePermission"))
+		}
+	}
+	awslambda.NewCfnEventSourceMapping(s.stack, jsii.String("ChatFanoutFunctionSignals"), &awslambda.CfnEventSourceMappingProps{
+		FunctionName:                   s.fns["ChatFanout"].FunctionName(),
+		EventSourceArn:                 s.table.TableStreamArn(),
+		StartingPosition:               jsii.String("LATEST"),
+		BatchSize:                      jsii.Number(100),
+		MaximumBatchingWindowInSeconds: jsii.Number(0),
+		// Then the batch is dropped: a signal is best effort.
+		MaximumRetryAttempts: jsii.Number(2),
+		FilterCriteria: &awslambda.CfnEventSourceMapping_FilterCriteriaProperty{
+			Filters: &[]any{&awslambda.CfnEventSourceMapping_FilterProperty{
+				Pattern: jsii.String(`{"eventName":["INSERT"],"dynamodb":{"Keys":{"pk":{"S":[{"prefix":"CHATSIG#"}]}}}}`)}},
+		},
+	})
+}
+
 func (s *builder) outputs() {
 	out := func(id, description string, value *string) {
 		awscdk.NewCfnOutput(s.stack, jsii.String(id), &awscdk.CfnOutputProps{Description: jsii.String(description), Value: value})
 	}
 	out("ApiUrl", "Base URL of the API (apiUrl of @botpress/client)", s.api_.ApiEndpoint())
+	out("ChatStreamUrl", "Base URL of the Chat API's streams (apiUrl of @botpress/chat: <ChatStreamUrl>webhooks/<webhookId>)", s.chatStreamURL.Url())
 	out("TableName", "DynamoDB table (PLATFORM_TABLE of scripts/issue-token and scripts/first-account.sh)", s.table.TableName())
 	out("BucketName", "S3 bucket of file contents", s.bucket.BucketName())
 	out("ScheduleGroupName", "EventBridge Scheduler group of the bots' recurring events", s.scheduleGroup.Ref())

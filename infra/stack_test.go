@@ -38,7 +38,7 @@ func arrayWith(items ...any) assertions.Matcher {
 func TestStackResources(t *testing.T) {
 	tmpl := stackTemplate(t)
 	for typ, n := range map[string]float64{
-		"AWS::Lambda::Function":           9, // no CDK custom-resource functions (CodeTeardown's is the stack's own)
+		"AWS::Lambda::Function":           11, // no CDK custom-resource functions (CodeTeardown's is the stack's own)
 		"AWS::ApiGatewayV2::Api":          1,
 		"AWS::ApiGatewayV2::Stage":        1,
 		"AWS::ApiGatewayV2::Route":        10, // 7, the console's 2 and the catch-all $default
@@ -48,11 +48,12 @@ func TestStackResources(t *testing.T) {
 		"AWS::S3::BucketPolicy":           1,
 		"AWS::Scheduler::ScheduleGroup":   1,
 		"AWS::Scheduler::Schedule":        0, // created at run time by the admin function
-		"AWS::Logs::LogGroup":             11,
-		"AWS::IAM::Role":                  10,
+		"AWS::Logs::LogGroup":             13,
+		"AWS::IAM::Role":                  12,
 		"AWS::IAM::Policy":                0, // inline policies only
 		"AWS::IAM::ManagedPolicy":         1, // the boundary of deployed code's roles, attached to none
-		"AWS::Lambda::EventSourceMapping": 1, // the dispatcher's stream trigger
+		"AWS::Lambda::EventSourceMapping": 2, // the dispatcher's and the chat fan-out's stream triggers
+		"AWS::Lambda::Url":                1, // the Chat API's streams
 		"AWS::Events::Rule":               2, // the dispatcher's one-minute schedule, the sweeper's five-minute one
 	} {
 		check(t, typ, func() { tmpl.ResourceCountIs(jsii.String(typ), jsii.Number(n)) })
@@ -226,13 +227,33 @@ func checkLeastPrivilege(t *testing.T, m stackModel) {
 		"logs:startquery":       {"AdminFunctionRole"},
 		"logs:getqueryresults":  {"AdminFunctionRole"},
 		"logs:stopquery":        {"AdminFunctionRole"},
-		"lambda:invokefunction": {"SchedulerRole", "AdminFunctionRole", "ChatFunctionRole", "SchedulerFunctionRole", "DispatcherFunctionRole"},
-		"lambda:":               {"SchedulerRole", "AdminFunctionRole", "ChatFunctionRole", "SchedulerFunctionRole", "DispatcherFunctionRole", "TeardownFunctionRole"},
-		// The table's stream: what the dispatcher's event source mapping reads.
-		"dynamodb:describestream":   {"DispatcherFunctionRole"},
-		"dynamodb:getrecords":       {"DispatcherFunctionRole"},
-		"dynamodb:getsharditerator": {"DispatcherFunctionRole"},
-		"dynamodb:liststreams":      {"DispatcherFunctionRole"},
+		"lambda:invokefunction": {"SchedulerRole", "AdminFunctionRole", "ChatFunctionRole", "ChatStreamFunctionRole", "SchedulerFunctionRole", "DispatcherFunctionRole"},
+		"lambda:":               {"SchedulerRole", "AdminFunctionRole", "ChatFunctionRole", "ChatStreamFunctionRole", "SchedulerFunctionRole", "DispatcherFunctionRole", "TeardownFunctionRole"},
+		// The table's stream: what the event source mappings read (the
+		// dispatcher's outbox, the chat fan-out's signals).
+		"dynamodb:describestream":   {"DispatcherFunctionRole", "ChatFanoutFunctionRole"},
+		"dynamodb:getrecords":       {"DispatcherFunctionRole", "ChatFanoutFunctionRole"},
+		"dynamodb:getsharditerator": {"DispatcherFunctionRole", "ChatFanoutFunctionRole"},
+		"dynamodb:liststreams":      {"DispatcherFunctionRole", "ChatFanoutFunctionRole"},
+	}
+	// Only the Chat API's streams are served by a function URL, and it is
+	// public (no auth: the Chat API checks its user keys) and streams.
+	for id, f := range m.Functions {
+		if f.URL != "" && (id != "ChatStreamFunction" || f.URL != "NONE RESPONSE_STREAM") {
+			t.Errorf("%s: function URL %q (only ChatStreamFunction's, NONE RESPONSE_STREAM)", id, f.URL)
+		}
+		if containsString(f.InvokedBy, publicURL) != (id == "ChatStreamFunction") {
+			t.Errorf("%s: invoked by %v (only ChatStreamFunction is public, through its URL)", id, f.InvokedBy)
+		}
+	}
+	// The fan-out reads signals and listeners, writes inboxes, deletes
+	// expired listeners: nothing else of the table, no index.
+	for _, st := range m.Roles["ChatFanoutFunctionRole"].Statements {
+		fields := strings.Fields(st)
+		if strings.HasPrefix(fields[1], "dynamodb:") && !strings.Contains(st, "StreamArn") && fields[1] != "dynamodb:liststreams" &&
+			(!containsString([]string{"dynamodb:getitem", "dynamodb:query", "dynamodb:putitem", "dynamodb:deleteitem"}, fields[1]) || fields[3] != "${Table.Arn}") {
+			t.Errorf("ChatFanoutFunctionRole: beyond item reads and writes of the table: %s", st)
+		}
 	}
 	roleOfFunction := map[string]string{}
 	for id, f := range m.Functions {
@@ -349,10 +370,11 @@ func checkLeastPrivilege(t *testing.T, m stackModel) {
 	if _, ok := m.Functions["ChatFunction"].Env["PLATFORM_BUCKET"]; ok {
 		t.Error("the chat function is told the bucket's name")
 	}
-	// Only the API functions hold the paging key.
+	// Only the API functions (behind API Gateway or the streams' function
+	// URL) hold the paging key.
 	for id, f := range m.Functions {
 		_, has := f.Env["PLATFORM_PAGING_KEY"]
-		api := f.InvokedBy != nil && containsString(f.InvokedBy, "apigateway.amazonaws.com")
+		api := f.InvokedBy != nil && (containsString(f.InvokedBy, "apigateway.amazonaws.com") || containsString(f.InvokedBy, publicURL))
 		if has != api {
 			t.Errorf("%s: holds the paging key: %v, is an API function: %v", id, has, api)
 		}

@@ -55,10 +55,21 @@ var (
 	CheckEvery = 10 * time.Second // how often a stream's installation is checked again
 )
 
+// Hub is what the integration needs of a listener hub: streams
+// subscribe to topics, the API publishes signals and closes topics.
+// *listen.Hub is the in-process one (the local platform); on AWS,
+// shared/chatrelay relays publications through the table so that a
+// signal published by any function reaches the streams another holds.
+type Hub interface {
+	Subscribe(topics ...string) *listen.Sub
+	Publish(topic string, frame []byte) int
+	CloseTopic(topic string)
+}
+
 // Integration is the chat integration. Its listener hub may be shared
 // with other APIs that hold streams (a webchat API).
 type Integration struct {
-	Hub *listen.Hub
+	Hub Hub
 
 	mu      sync.Mutex
 	buckets map[string]*bucket // webhookId + key: the key's rate
@@ -70,8 +81,8 @@ type Integration struct {
 }
 
 // New returns the chat integration over hub (nil: a hub of its own).
-func New(hub *listen.Hub) *Integration {
-	if hub == nil {
+func New(hub Hub) *Integration {
+	if hub == nil || hub == Hub((*listen.Hub)(nil)) {
 		hub = listen.NewHub()
 	}
 	return &Integration{Hub: hub, buckets: map[string]*bucket{}, streams: map[string]int{},

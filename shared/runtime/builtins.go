@@ -22,8 +22,13 @@ import (
 //
 // The listener hub holds the end users' streams of this process (the
 // chat integration's listenConversation).
-func Builtins() *builtin.Registry {
-	all := []builtin.Integration{chatapi.New(listen.NewHub())}
+func Builtins() *builtin.Registry { return BuiltinsWith(listen.NewHub()) }
+
+// BuiltinsWith is Builtins over the given listener hub: on AWS, a
+// chatrelay.Relay, so that the signals a function publishes reach the
+// streams the streaming function holds (docs/chat-api.md).
+func BuiltinsWith(hub chatapi.Hub) *builtin.Registry {
+	all := []builtin.Integration{chatapi.New(hub)}
 	choice := strings.TrimSpace(os.Getenv("PLATFORM_BUILTINS"))
 	r := builtin.NewRegistry()
 	for _, b := range all {

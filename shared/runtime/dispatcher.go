@@ -3,6 +3,7 @@ package runtime
 import (
 	"context"
 	"encoding/json"
+	"github.com/botforge/platform/shared/chatrelay"
 	"log"
 	"log/slog"
 	"net/http"
@@ -35,7 +36,9 @@ func Dispatcher(cfg aws.Config, env Env, client *http.Client) *dispatch.Dispatch
 		Client:   client,
 		Observer: logstore.Observer(Logs(cfg, env), store, nil),
 		Log:      slog.Default(),
-		Builtins: Builtins(),
+		// The bots' replies reach the streams the streaming function
+		// holds through the table (shared/chatrelay).
+		Builtins: BuiltinsWith(chatrelay.New(DynamoClient(cfg, env, nil), env.Table, slog.Default())),
 	}
 	// Deployed code: Lambda functions, invoked through the client.
 	if code := CodeRunner(cfg, env, CodeEnvFromEnv(), nil, nil); code != nil {

@@ -9,6 +9,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/botforge/platform/shared/chatapi"
+	"github.com/botforge/platform/shared/chatrelay"
 	"log"
 	"log/slog"
 	"net/http"
@@ -164,6 +166,12 @@ func (f roundTripper) RoundTrip(r *http.Request) (*http.Response, error) { retur
 // AreaHandler builds the HTTP handler of one API area from the environment,
 // for a Lambda function.
 func AreaHandler(ctx context.Context, area httpapi.Area) (http.Handler, error) {
+	return areaHandler(ctx, area, nil)
+}
+
+// areaHandler is AreaHandler over the given listener hub (nil: a relay of
+// its own, which publishes the Chat API's signals through the table).
+func areaHandler(ctx context.Context, area httpapi.Area, hub chatapi.Hub) (http.Handler, error) {
 	env := FromEnv()
 	key, err := env.PagingKeyBytes()
 	if err != nil {
@@ -200,7 +208,10 @@ func AreaHandler(ctx context.Context, area httpapi.Area) (http.Handler, error) {
 	if code := CodeRunner(cfg, env, CodeEnvFromEnv(), store, hc.Files); code != nil {
 		hc.Code, hc.Outbound = code, WithCode(code, hc.Outbound)
 	}
-	hc.Builtins = Builtins()
+	if hub == nil {
+		hub = chatrelay.New(DynamoClient(cfg, env, nil), env.Table, slog.Default())
+	}
+	hc.Builtins = BuiltinsWith(hub)
 	if area == httpapi.AreaAdmin {
 		// The hub lists them: published (idempotently) at each cold start
 		// of the admin function.
