@@ -43,6 +43,7 @@ import (
 	"github.com/botforge/platform/shared/dynamo"
 	"github.com/botforge/platform/shared/fsutil"
 	"github.com/botforge/platform/shared/httpapi"
+	"github.com/botforge/platform/shared/iampolicy"
 	"github.com/botforge/platform/shared/lambdarunner/lambdatest"
 	"github.com/botforge/platform/shared/localdynamo"
 	"github.com/botforge/platform/shared/locals3"
@@ -73,6 +74,11 @@ type Options struct {
 	// Prebuilt, when set, is a directory where Build already built the
 	// functions (tests running several stacks build once).
 	Prebuilt string
+	// CheckRoles are more templates whose roles each function's calls
+	// must satisfy too, by logical id: the template the CDK app in infra/
+	// synthesizes (cdk.out/bot-platform.template.json), so a call its
+	// role would refuse is refused here as on a stack deployed with it.
+	CheckRoles []string
 }
 
 // AdminEmail is the email of the stack's first account, as `make run`'s.
@@ -253,6 +259,9 @@ func Open(ctx context.Context, o Options, ln net.Listener) (*Stack, error) {
 	tpl, err := ReadTemplate(tplPath, filepath.Join(root, "Makefile"),
 		map[string]string{"PagingKey": sec.PagingKey, "CorsOrigins": httpapi.LocalOrigins}, s.URL)
 	if err != nil {
+		return nil, err
+	}
+	if err := tpl.addRoleChecks(o.CheckRoles); err != nil {
 		return nil, err
 	}
 	s.Template = tpl
@@ -503,6 +512,12 @@ type report struct {
 }
 
 func (s *Stack) writeReport(dir string) error {
+	return s.WriteReport(filepath.Join(dir, "aws-calls.json"))
+}
+
+// WriteReport writes what <data-dir>/aws-calls.json holds at exit to path:
+// the calls so far (ReadCalls reads them back).
+func (s *Stack) WriteReport(path string) error {
 	var r report
 	r.Requests = map[string]int{}
 	for _, q := range s.Calls.Requests() {
@@ -522,7 +537,7 @@ func (s *Stack) writeReport(dir string) error {
 		}{c.Function, float64(c.Took.Microseconds()) / 1000})
 	}
 	b, _ := json.MarshalIndent(r, "", "  ")
-	return fsutil.WriteFileAtomic(filepath.Join(dir, "aws-calls.json"), b)
+	return fsutil.WriteFileAtomic(path, b)
 }
 
 func (s *Stack) serveRuntime(w http.ResponseWriter, r *http.Request) {
@@ -579,9 +594,9 @@ func (s *Stack) codeLogs(config map[string]any, lines []string) {
 // authorize records a call made on a function's behalf and says whether
 // its role allows it.
 func (s *Stack) authorize(f *Function, svc, action, resource string) bool {
-	d, _ := evaluate(f.Policy, action, resource, nil)
-	s.Calls.add(Call{Function: f.LogicalID, Service: svc, Action: action, Resource: resource, Allowed: d})
-	return d
+	d, by := f.allows(action, resource, nil)
+	s.Calls.add(Call{Function: f.LogicalID, Service: svc, Action: action, Resource: resource, Allowed: d == iampolicy.Allow, RefusedBy: by})
+	return d == iampolicy.Allow
 }
 
 // invokeAs invokes a function of the stack by its ARN as a service that
