@@ -88,6 +88,8 @@ func TestCDKRolesAllowRecordedCalls(t *testing.T) {
 			[]string{"AdminFunction iam:PassRole"}},
 		{"DispatcherFunctionRole without the stream", withoutCDKStatement("DispatcherFunctionRole", "stream", 0),
 			[]string{"DispatcherFunction dynamodb:DescribeStream", "DispatcherFunction dynamodb:GetRecords", "DispatcherFunction dynamodb:GetShardIterator"}},
+		{"TeardownFunctionRole without its listing", withoutCDKStatement("TeardownFunctionRole", "deployed-code", 0),
+			[]string{"TeardownFunction iam:ListRoles", "TeardownFunction lambda:ListFunctions"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

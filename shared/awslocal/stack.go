@@ -642,13 +642,38 @@ func (s *Stack) ruleLoop(ctx context.Context, f *Function, expr string) {
 			return
 		case <-time.After(time.Until(next)):
 		}
-		ev, _ := json.Marshal(map[string]any{
-			"version": "0", "id": randomHex(16), "detail-type": "Scheduled Event", "source": "aws.events",
-			"account": Account, "time": next.UTC().Format(time.RFC3339), "region": Region,
-			"resources": []string{"arn:aws:events:" + Region + ":" + Account + ":rule/" + f.Name + "-schedule"}, "detail": map[string]any{},
-		})
-		go s.funcs[f.LogicalID].Invoke(ctx, ev)
+		go s.funcs[f.LogicalID].Invoke(ctx, scheduledEvent(f, next))
 	}
+}
+
+// scheduledEvent is the event an EventBridge rule sends at time at.
+func scheduledEvent(f *Function, at time.Time) []byte {
+	ev, _ := json.Marshal(map[string]any{
+		"version": "0", "id": randomHex(16), "detail-type": "Scheduled Event", "source": "aws.events",
+		"account": Account, "time": at.UTC().Format(time.RFC3339), "region": Region,
+		"resources": []string{"arn:aws:events:" + Region + ":" + Account + ":rule/" + f.Name + "-schedule"}, "detail": map[string]any{},
+	})
+	return ev
+}
+
+// FireRules fires every Schedule event of the template's functions (the
+// dispatcher's retries, the sweeper's runs) once, now, as its rule would,
+// and waits for each invocation: tests need not wait five minutes. It
+// returns the function errors.
+func (s *Stack) FireRules(ctx context.Context) error {
+	var errs []error
+	for _, f := range s.Template.Functions {
+		for range f.Schedule {
+			r := s.funcs[f.LogicalID].Invoke(ctx, scheduledEvent(f, time.Now()))
+			switch {
+			case r.Err != nil:
+				errs = append(errs, fmt.Errorf("%s: %w", f.LogicalID, r.Err))
+			case r.FunctionError:
+				errs = append(errs, fmt.Errorf("%s: function error: %s", f.LogicalID, r.Payload))
+			}
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // objectCreated is the bucket's notification: an object-created event to
@@ -760,3 +785,76 @@ func (h *host) Errorf(format string, args ...any) {
 }
 func (h *host) Fatal(args ...any) { h.log.Error("aws-local: code: " + fmt.Sprint(args...)) }
 func (h *host) Cleanup(func())    {}
+
+// CustomResourceAnswer is what a custom resource's function answered
+// CloudFormation.
+type CustomResourceAnswer struct {
+	LogicalID string
+	Status    string // SUCCESS or FAILED
+	Reason    string
+}
+
+// DeleteCustomResources does what CloudFormation does to the template's
+// custom resources when the stack is deleted: each gets a Delete request,
+// its ServiceToken (a function of the stack) invoked with it, and must
+// answer at the request's ResponseURL (a presigned S3 URL on AWS; here a
+// listener of this call's) before the invocation ends. The answers, in the
+// template's order of logical ids.
+func (s *Stack) DeleteCustomResources(ctx context.Context) ([]CustomResourceAnswer, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	var mu sync.Mutex
+	answers := map[string][]byte{}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		answers[strings.TrimPrefix(r.URL.Path, "/")] = b
+		mu.Unlock()
+	})}
+	go srv.Serve(ln)
+	defer srv.Close()
+	var ids []string
+	for id := range s.Template.resources {
+		if strings.HasPrefix(s.Template.typeOf(id), "Custom::") || s.Template.typeOf(id) == "AWS::CloudFormation::CustomResource" {
+			ids = append(ids, id)
+		}
+	}
+	sort.Strings(ids)
+	var out []CustomResourceAnswer
+	for _, id := range ids {
+		token, err := s.Template.str(s.Template.props(id)["ServiceToken"])
+		if err != nil {
+			return out, fmt.Errorf("%s: ServiceToken: %w", id, err)
+		}
+		var fn *Function
+		for _, f := range s.Template.Functions {
+			if f.ARN == token {
+				fn = f
+			}
+		}
+		if fn == nil {
+			return out, fmt.Errorf("%s: ServiceToken %s is no function of the stack", id, token)
+		}
+		props, _ := s.Template.resolve(s.Template.props(id))
+		ev, _ := json.Marshal(map[string]any{
+			"RequestType": "Delete", "RequestId": randomHex(16), "ResponseURL": "http://" + ln.Addr().String() + "/" + id + "?X-Amz-Signature=local",
+			"ResourceType": s.Template.typeOf(id), "LogicalResourceId": id, "PhysicalResourceId": physical(id),
+			"StackId": StackID, "ServiceToken": token, "ResourceProperties": props,
+		})
+		r := s.funcs[fn.LogicalID].Invoke(ctx, ev)
+		if r.Err != nil || r.FunctionError {
+			return out, fmt.Errorf("%s: %s: %v %s", id, fn.LogicalID, r.Err, r.Payload)
+		}
+		mu.Lock()
+		raw := answers[id]
+		mu.Unlock()
+		var a struct{ Status, Reason string }
+		if err := json.Unmarshal(raw, &a); err != nil {
+			return out, fmt.Errorf("%s: %s did not answer CloudFormation before its end (%q)", id, fn.LogicalID, raw)
+		}
+		out = append(out, CustomResourceAnswer{LogicalID: id, Status: a.Status, Reason: a.Reason})
+	}
+	return out, nil
+}

@@ -316,6 +316,16 @@ func TestRecordedCallsAreAllowed(t *testing.T) {
 		}
 	}
 	s.call(t, "DELETE", "/v1/admin/bots/"+botID, adm, nil, 200)
+	// The template's rules (the sweeper's five minutes, the dispatcher's
+	// minute), fired now; then the stack's deletion: CodeTeardown's
+	// Delete to the teardown function, which answers CloudFormation.
+	if err := s.FireRules(context.Background()); err != nil {
+		t.Fatalf("rules: %v", err)
+	}
+	answers, err := s.DeleteCustomResources(context.Background())
+	if err != nil || len(answers) != 1 || answers[0].LogicalID != "CodeTeardown" || answers[0].Status != "SUCCESS" {
+		t.Fatalf("custom resources' deletion: %+v, %v", answers, err)
+	}
 
 	byFunction := map[string]map[string]bool{}
 	for _, c := range s.Calls.Summary() {
@@ -340,6 +350,7 @@ func TestRecordedCallsAreAllowed(t *testing.T) {
 		{"AdminFunction", "logs:StartQuery"}, {"ChatFunction", "dynamodb:PutItem"}, {"TablesFunction", "dynamodb:Query"},
 		{"FilesFunction", "s3:PutObject"}, {"UploadCompletionFunction", "s3:GetObject"}, {"DispatcherFunction", "dynamodb:GetRecords"},
 		{"bot-platform-SchedulerRole-LOCAL", "lambda:InvokeFunction"}, {"SchedulerFunction", "dynamodb:GetItem"},
+		{"SweeperFunction", "dynamodb:Query"}, {"TeardownFunction", "lambda:ListFunctions"}, {"TeardownFunction", "iam:ListRoles"},
 	} {
 		if !byFunction[want.function][want.action] {
 			t.Errorf("no %s call by %s recorded", want.action, want.function)
