@@ -583,12 +583,59 @@ func (s *Stack) codeLogs(config map[string]any, lines []string) {
 	if group == "" {
 		group = "/aws/lambda/" + name
 	}
+	// The stream as Lambda names those of a custom log group, written
+	// with the function's role as the admin function made it: its inline
+	// policy within its permissions boundary. A role that does not allow
+	// it loses the lines, as on AWS.
+	stream := time.Now().UTC().Format("2006/01/02") + "/" + name + "[$LATEST]local"
+	role, _ := config["Role"].(string)
+	res := logGroupARN(group) + ":log-stream:" + stream
+	ok := true
+	for _, a := range []string{"logs:CreateLogStream", "logs:PutLogEvents"} {
+		ok = s.authorizeCode(role, "logs", a, res) && ok
+	}
+	if !ok {
+		return
+	}
 	now := time.Now().UnixMilli()
 	evs := make([]cwEvent, 0, len(lines))
 	for _, l := range lines {
 		evs = append(evs, cwEvent{Time: now, Message: l})
 	}
-	_ = s.logs.put(group, name, true, evs)
+	_ = s.logs.put(group, stream, true, evs)
+}
+
+// authorizeCode records a call the Lambda service makes for deployed code
+// with the role the admin function made for it (roleARN) and says whether
+// the role allows it: its inline policies must, and its permissions
+// boundary (the template's CodeBoundary) too. The call is recorded under
+// the role's name.
+func (s *Stack) authorizeCode(roleARN, svc, action, resource string) bool {
+	name := roleARN[strings.LastIndex(roleARN, "/")+1:]
+	req := iampolicy.Request{Action: action, Resource: resource}
+	allowed := false
+	refusedBy := "the role " + name
+	if doc := s.code.Policy(name); doc != "" {
+		var d struct{ Statement any }
+		if json.Unmarshal([]byte(doc), &d) == nil {
+			if st, err := iampolicy.ParseStatements(d.Statement); err == nil {
+				dec, _ := iampolicy.Evaluate(st, req)
+				allowed = dec == iampolicy.Allow
+			}
+		}
+	}
+	if b := s.code.Role(name).Get("PermissionsBoundary"); allowed && b != "" {
+		st, known := s.Template.managedPolicy(b)
+		dec, _ := iampolicy.Evaluate(st, req)
+		if allowed = known && dec == iampolicy.Allow; !allowed {
+			refusedBy = "the permissions boundary " + b
+		}
+	}
+	if allowed {
+		refusedBy = ""
+	}
+	s.Calls.add(Call{Function: name, Service: svc, Action: action, Resource: resource, Allowed: allowed, RefusedBy: refusedBy})
+	return allowed
 }
 
 // authorize records a call made on a function's behalf and says whether

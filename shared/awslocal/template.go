@@ -436,6 +436,27 @@ func (t *Template) rolePolicy(id string) ([]iampolicy.Statement, error) {
 	return out, nil
 }
 
+// managedPolicy is the statements of the template's managed policy of
+// that ARN (the permissions boundary of deployed code's roles).
+func (t *Template) managedPolicy(arn string) ([]iampolicy.Statement, bool) {
+	for id := range t.resources {
+		if t.typeOf(id) != "AWS::IAM::ManagedPolicy" {
+			continue
+		}
+		if a, err := t.ref(id); err != nil || a != arn {
+			continue
+		}
+		doc, err := t.resolve(t.props(id)["PolicyDocument"])
+		if err != nil {
+			return nil, false
+		}
+		dm, _ := doc.(map[string]any)
+		st, err := iampolicy.ParseStatements(dm["Statement"])
+		return st, err == nil
+	}
+	return nil, false
+}
+
 // str resolves v to a string.
 func (t *Template) str(v any) (string, error) {
 	r, err := t.resolve(v)
