@@ -87,6 +87,9 @@ type StreamSource struct {
 	BatchSize        int
 	WindowSeconds    int
 	MaxRetryAttempts int
+	// Parallelization is the ParallelizationFactor: concurrent batches
+	// of the shard (the stack's stream is one shard).
+	Parallelization int
 	Filters          []string // FilterCriteria patterns (JSON)
 }
 
@@ -333,6 +336,10 @@ func (t *Template) function(id string, globals map[string]any, makefile string) 
 			s.MaxRetryAttempts = -1 // until the record expires
 			if n, ok := ep["MaximumRetryAttempts"]; ok {
 				s.MaxRetryAttempts, _ = strconv.Atoi(fmt.Sprint(n))
+			}
+			s.Parallelization = 1
+			if n, ok := ep["ParallelizationFactor"]; ok {
+				s.Parallelization, _ = strconv.Atoi(fmt.Sprint(n))
 			}
 			fc, _ := ep["FilterCriteria"].(map[string]any)
 			fl, _ := fc["Filters"].([]any)
