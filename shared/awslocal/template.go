@@ -90,7 +90,7 @@ type StreamSource struct {
 	// Parallelization is the ParallelizationFactor: concurrent batches
 	// of the shard (the stack's stream is one shard).
 	Parallelization int
-	Filters          []string // FilterCriteria patterns (JSON)
+	Filters         []string // FilterCriteria patterns (JSON)
 }
 
 // S3Source is an S3 event notification.
