@@ -27,7 +27,16 @@ func main() {
 	template := flag.String("template", "", "the template to run (default: the repository's template.yaml)")
 	ddb := flag.String("dynamodb-endpoint", os.Getenv("DYNAMODB_ENDPOINT"), "an external DynamoDB (moto) instead of the embedded one")
 	s3 := flag.String("s3-endpoint", os.Getenv("S3_ENDPOINT"), "an external S3 (moto) instead of the embedded one")
+	var checkRoles []string
+	flag.Func("check-roles", "one more template whose roles each function's calls must satisfy (the CDK app's: infra/cdk.out/bot-platform.template.json); repeatable", func(v string) error {
+		checkRoles = append(checkRoles, v)
+		return nil
+	})
+	checkCalls := flag.String("check-calls", "", "check the calls an aws-calls.json recorded against the roles of the --check-roles templates, then exit (1 when one is refused): no stack runs")
 	flag.Parse()
+	if *checkCalls != "" {
+		os.Exit(check(*checkCalls, checkRoles))
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := os.MkdirAll(filepath.Join(*dataDir, "aws-local"), 0o700); err != nil {
@@ -43,9 +52,45 @@ func main() {
 	}
 	defer out.Close()
 	err = awslocal.Run(ctx, awslocal.Options{Addr: *addr, DataDir: *dataDir, Root: *root, Template: *template,
-		DynamoEndpoint: *ddb, S3Endpoint: *s3, FunctionOutput: out})
+		DynamoEndpoint: *ddb, S3Endpoint: *s3, FunctionOutput: out, CheckRoles: checkRoles})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "aws-local:", err)
 		os.Exit(1)
 	}
+}
+
+// check evaluates recorded calls against each template's roles and prints
+// the refused ones: 0 when all are allowed, 1 when one is refused, 2 when
+// the check cannot be made.
+func check(callsPath string, templates []string) int {
+	if len(templates) == 0 {
+		fmt.Fprintln(os.Stderr, "aws-local: --check-calls needs a --check-roles template")
+		return 2
+	}
+	calls, err := awslocal.ReadCalls(callsPath)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "aws-local:", err)
+		return 2
+	}
+	code := 0
+	for _, t := range templates {
+		roles, err := awslocal.ReadRoles(t, nil)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "aws-local:", err)
+			return 2
+		}
+		refused, err := awslocal.CheckCalls(calls, roles)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "aws-local: %s: %v\n", t, err)
+			return 2
+		}
+		for _, c := range refused {
+			fmt.Printf("AccessDenied (%s): %s %s on %s\n", t, c.Function, c.Action, c.Resource)
+			code = 1
+		}
+		if len(refused) == 0 {
+			fmt.Printf("%s: the %d recorded calls are all allowed\n", t, len(calls))
+		}
+	}
+	return code
 }

@@ -86,11 +86,20 @@ func TestAPIGateway(t *testing.T) {
 	}
 }
 
-// The stream's filter as Lambda applies the template's pattern: only
-// inserts of outbox entries reach the dispatcher.
+// The stream's filter as Lambda applies the template's pattern (a prefix
+// of the partition key: the outbox's shards): only inserts of outbox
+// entries reach the dispatcher.
 func TestStreamFilter(t *testing.T) {
+	tpl, err := ReadTemplate("../../template.yaml", "../../Makefile", map[string]string{"PagingKey": "00"}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := tpl.FunctionByName("DispatcherFunction")
+	if d == nil || d.Stream == nil || len(d.Stream.Filters) != 1 {
+		t.Fatalf("the dispatcher's stream filters: %+v", d)
+	}
 	var pat map[string]any
-	if err := json.Unmarshal([]byte(`{"eventName":["INSERT"],"dynamodb":{"Keys":{"pk":{"S":["OUTBOX"]}}}}`), &pat); err != nil {
+	if err := json.Unmarshal([]byte(d.Stream.Filters[0]), &pat); err != nil {
 		t.Fatal(err)
 	}
 	rec := func(name, pk string) map[string]any {
@@ -100,7 +109,9 @@ func TestStreamFilter(t *testing.T) {
 		rec  map[string]any
 		want bool
 	}{
-		{rec("INSERT", "OUTBOX"), true}, {rec("MODIFY", "OUTBOX"), false}, {rec("REMOVE", "OUTBOX"), false}, {rec("INSERT", "BOT#1"), false},
+		{rec("INSERT", "OUTBOX#bot_1#conv_1"), true}, {rec("INSERT", "OUTBOX#bot_1#delivery"), true},
+		{rec("MODIFY", "OUTBOX#bot_1#conv_1"), false}, {rec("REMOVE", "OUTBOX#bot_1#conv_1"), false},
+		{rec("INSERT", "OUTBOX"), false}, {rec("INSERT", "BOT#1"), false}, {rec("INSERT", "XOUTBOX#1"), false},
 	} {
 		if got := matchPattern(pat, tc.rec); got != tc.want {
 			t.Errorf("%v: %v", tc.rec, got)

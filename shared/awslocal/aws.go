@@ -34,7 +34,11 @@ type Call struct {
 	Service  string // dynamodb, s3, scheduler, logs, lambda, iam
 	Action   string // dynamodb:PutItem
 	Resource string
-	Allowed  bool
+	// Context is the call's condition keys ("iam:PassedToService=...").
+	Context string `json:",omitempty"`
+	Allowed bool
+	// RefusedBy names the template whose role refused the call.
+	RefusedBy string `json:",omitempty"`
 }
 
 // Request is one request a function sent to an AWS service (one
@@ -70,7 +74,7 @@ func (r *Recorder) add(c Call) {
 	r.mu.Unlock()
 	if !c.Allowed && r.log != nil {
 		r.log.Error("aws-local: AccessDenied: the role does not allow the call",
-			"function", c.Function, "action", c.Action, "resource", c.Resource)
+			"function", c.Function, "action", c.Action, "resource", c.Resource, "role of", c.RefusedBy)
 	}
 }
 
@@ -199,8 +203,9 @@ func (e *endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	e.rec.request(Request{Function: e.fn.LogicalID, Service: svc, Operation: operation(svc, r, needs)})
 	for _, a := range needs {
-		d, _ := iampolicy.Evaluate(e.fn.Policy, iampolicy.Request{Action: a.action, Resource: a.resource, Context: a.context})
-		e.rec.add(Call{Function: e.fn.LogicalID, Service: svc, Action: a.action, Resource: a.resource, Allowed: d == iampolicy.Allow})
+		d, by := e.fn.allows(a.action, a.resource, a.context)
+		e.rec.add(Call{Function: e.fn.LogicalID, Service: svc, Action: a.action, Resource: a.resource,
+			Context: contextString(a.context), Allowed: d == iampolicy.Allow, RefusedBy: by})
 		if d != iampolicy.Allow {
 			accessDenied(w, svc, e.fn, a, d)
 			return

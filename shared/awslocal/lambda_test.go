@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -40,6 +41,10 @@ func TestInvocationOutcomes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The runtime endpoint serves instances of earlier subtests still
+	// polling while a subtest adds its function: funcs and the cold
+	// starts under mu.
+	var mu sync.Mutex
 	funcs := map[string]*lambdaFunction{}
 	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		parts := strings.SplitN(strings.TrimPrefix(r.URL.Path, "/"), "/", 3)
@@ -47,7 +52,10 @@ func TestInvocationOutcomes(t *testing.T) {
 		for _, c := range parts[1] {
 			n = n*10 + int(c-'0')
 		}
-		funcs[parts[0]].serveRuntime(w, r, n, "/"+parts[2])
+		mu.Lock()
+		lf := funcs[parts[0]]
+		mu.Unlock()
+		lf.serveRuntime(w, r, n, "/"+parts[2])
 	})}
 	go func() { _ = srv.Serve(ln) }()
 	defer srv.Close()
@@ -63,8 +71,11 @@ func TestInvocationOutcomes(t *testing.T) {
 			fn := &Function{LogicalID: tc.mode, Name: tc.mode, Timeout: 1}
 			lf := newLambdaFunction(fn, script, []string{"PATH=" + os.Getenv("PATH"), "MODE=" + tc.mode, "TMPDIR=" + dir}, ln.Addr().String())
 			var cold []ColdStart
-			lf.started = func(c ColdStart) { cold = append(cold, c) }
+			colds := func() int { mu.Lock(); defer mu.Unlock(); return len(cold) }
+			lf.started = func(c ColdStart) { mu.Lock(); cold = append(cold, c); mu.Unlock() }
+			mu.Lock()
 			funcs[tc.mode] = lf
+			mu.Unlock()
 			defer lf.close()
 			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 			defer cancel()
@@ -72,12 +83,12 @@ func TestInvocationOutcomes(t *testing.T) {
 			if r.Err != nil || r.FunctionError != tc.fnErr || !strings.Contains(string(r.Payload), tc.want) {
 				t.Fatalf("%+v %s", r, r.Payload)
 			}
-			if len(cold) != 1 {
-				t.Errorf("cold starts: %v", cold)
+			if n := colds(); n != 1 {
+				t.Errorf("cold starts: %d", n)
 			}
 			if tc.mode == "answer" { // a warm instance takes the next event
-				if r := lf.Invoke(ctx, []byte(`{"n":2}`)); string(r.Payload) != `{"n":2}` || len(cold) != 1 {
-					t.Errorf("second event: %s, cold starts %d", r.Payload, len(cold))
+				if r := lf.Invoke(ctx, []byte(`{"n":2}`)); string(r.Payload) != `{"n":2}` || colds() != 1 {
+					t.Errorf("second event: %s, cold starts %d", r.Payload, colds())
 				}
 			}
 		})

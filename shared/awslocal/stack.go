@@ -43,6 +43,7 @@ import (
 	"github.com/botforge/platform/shared/dynamo"
 	"github.com/botforge/platform/shared/fsutil"
 	"github.com/botforge/platform/shared/httpapi"
+	"github.com/botforge/platform/shared/iampolicy"
 	"github.com/botforge/platform/shared/lambdarunner/lambdatest"
 	"github.com/botforge/platform/shared/localdynamo"
 	"github.com/botforge/platform/shared/locals3"
@@ -73,6 +74,11 @@ type Options struct {
 	// Prebuilt, when set, is a directory where Build already built the
 	// functions (tests running several stacks build once).
 	Prebuilt string
+	// CheckRoles are more templates whose roles each function's calls
+	// must satisfy too, by logical id: the template the CDK app in infra/
+	// synthesizes (cdk.out/bot-platform.template.json), so a call its
+	// role would refuse is refused here as on a stack deployed with it.
+	CheckRoles []string
 }
 
 // AdminEmail is the email of the stack's first account, as `make run`'s.
@@ -253,6 +259,9 @@ func Open(ctx context.Context, o Options, ln net.Listener) (*Stack, error) {
 	tpl, err := ReadTemplate(tplPath, filepath.Join(root, "Makefile"),
 		map[string]string{"PagingKey": sec.PagingKey, "CorsOrigins": httpapi.LocalOrigins}, s.URL)
 	if err != nil {
+		return nil, err
+	}
+	if err := tpl.addRoleChecks(o.CheckRoles); err != nil {
 		return nil, err
 	}
 	s.Template = tpl
@@ -503,6 +512,12 @@ type report struct {
 }
 
 func (s *Stack) writeReport(dir string) error {
+	return s.WriteReport(filepath.Join(dir, "aws-calls.json"))
+}
+
+// WriteReport writes what <data-dir>/aws-calls.json holds at exit to path:
+// the calls so far (ReadCalls reads them back).
+func (s *Stack) WriteReport(path string) error {
 	var r report
 	r.Requests = map[string]int{}
 	for _, q := range s.Calls.Requests() {
@@ -522,7 +537,7 @@ func (s *Stack) writeReport(dir string) error {
 		}{c.Function, float64(c.Took.Microseconds()) / 1000})
 	}
 	b, _ := json.MarshalIndent(r, "", "  ")
-	return fsutil.WriteFileAtomic(filepath.Join(dir, "aws-calls.json"), b)
+	return fsutil.WriteFileAtomic(path, b)
 }
 
 func (s *Stack) serveRuntime(w http.ResponseWriter, r *http.Request) {
@@ -568,20 +583,67 @@ func (s *Stack) codeLogs(config map[string]any, lines []string) {
 	if group == "" {
 		group = "/aws/lambda/" + name
 	}
+	// The stream as Lambda names those of a custom log group, written
+	// with the function's role as the admin function made it: its inline
+	// policy within its permissions boundary. A role that does not allow
+	// it loses the lines, as on AWS.
+	stream := time.Now().UTC().Format("2006/01/02") + "/" + name + "[$LATEST]local"
+	role, _ := config["Role"].(string)
+	res := logGroupARN(group) + ":log-stream:" + stream
+	ok := true
+	for _, a := range []string{"logs:CreateLogStream", "logs:PutLogEvents"} {
+		ok = s.authorizeCode(role, "logs", a, res) && ok
+	}
+	if !ok {
+		return
+	}
 	now := time.Now().UnixMilli()
 	evs := make([]cwEvent, 0, len(lines))
 	for _, l := range lines {
 		evs = append(evs, cwEvent{Time: now, Message: l})
 	}
-	_ = s.logs.put(group, name, true, evs)
+	_ = s.logs.put(group, stream, true, evs)
+}
+
+// authorizeCode records a call the Lambda service makes for deployed code
+// with the role the admin function made for it (roleARN) and says whether
+// the role allows it: its inline policies must, and its permissions
+// boundary (the template's CodeBoundary) too. The call is recorded under
+// the role's name.
+func (s *Stack) authorizeCode(roleARN, svc, action, resource string) bool {
+	name := roleARN[strings.LastIndex(roleARN, "/")+1:]
+	req := iampolicy.Request{Action: action, Resource: resource}
+	allowed := false
+	refusedBy := "the role " + name
+	if doc := s.code.Policy(name); doc != "" {
+		var d struct{ Statement any }
+		if json.Unmarshal([]byte(doc), &d) == nil {
+			if st, err := iampolicy.ParseStatements(d.Statement); err == nil {
+				dec, _ := iampolicy.Evaluate(st, req)
+				allowed = dec == iampolicy.Allow
+			}
+		}
+	}
+	if b := s.code.Role(name).Get("PermissionsBoundary"); allowed && b != "" {
+		st, known := s.Template.managedPolicy(b)
+		dec, _ := iampolicy.Evaluate(st, req)
+		if allowed = known && dec == iampolicy.Allow; !allowed {
+			refusedBy = "the permissions boundary " + b
+		}
+	}
+	if allowed {
+		refusedBy = ""
+	}
+	s.Calls.add(Call{Function: name, Service: svc, Action: action, Resource: resource, Allowed: allowed, RefusedBy: refusedBy})
+	return allowed
 }
 
 // authorize records a call made on a function's behalf and says whether
 // its role allows it.
 func (s *Stack) authorize(f *Function, svc, action, resource string) bool {
-	d, _ := evaluate(f.Policy, action, resource, nil)
-	s.Calls.add(Call{Function: f.LogicalID, Service: svc, Action: action, Resource: resource, Allowed: d})
-	return d
+	d, by := f.allows(action, resource, nil)
+	s.Calls.add(Call{Function: f.LogicalID, Service: svc, Action: action, Resource: resource, Allowed: d == iampolicy.Allow, RefusedBy: by})
+	return d == iampolicy.Allow
 }
 
 // invokeAs invokes a function of the stack by its ARN as a service that
@@ -627,13 +689,38 @@ func (s *Stack) ruleLoop(ctx context.Context, f *Function, expr string) {
 			return
 		case <-time.After(time.Until(next)):
 		}
-		ev, _ := json.Marshal(map[string]any{
-			"version": "0", "id": randomHex(16), "detail-type": "Scheduled Event", "source": "aws.events",
-			"account": Account, "time": next.UTC().Format(time.RFC3339), "region": Region,
-			"resources": []string{"arn:aws:events:" + Region + ":" + Account + ":rule/" + f.Name + "-schedule"}, "detail": map[string]any{},
-		})
-		go s.funcs[f.LogicalID].Invoke(ctx, ev)
+		go s.funcs[f.LogicalID].Invoke(ctx, scheduledEvent(f, next))
 	}
+}
+
+// scheduledEvent is the event an EventBridge rule sends at time at.
+func scheduledEvent(f *Function, at time.Time) []byte {
+	ev, _ := json.Marshal(map[string]any{
+		"version": "0", "id": randomHex(16), "detail-type": "Scheduled Event", "source": "aws.events",
+		"account": Account, "time": at.UTC().Format(time.RFC3339), "region": Region,
+		"resources": []string{"arn:aws:events:" + Region + ":" + Account + ":rule/" + f.Name + "-schedule"}, "detail": map[string]any{},
+	})
+	return ev
+}
+
+// FireRules fires every Schedule event of the template's functions (the
+// dispatcher's retries, the sweeper's runs) once, now, as its rule would,
+// and waits for each invocation: tests need not wait five minutes. It
+// returns the function errors.
+func (s *Stack) FireRules(ctx context.Context) error {
+	var errs []error
+	for _, f := range s.Template.Functions {
+		for range f.Schedule {
+			r := s.funcs[f.LogicalID].Invoke(ctx, scheduledEvent(f, time.Now()))
+			switch {
+			case r.Err != nil:
+				errs = append(errs, fmt.Errorf("%s: %w", f.LogicalID, r.Err))
+			case r.FunctionError:
+				errs = append(errs, fmt.Errorf("%s: function error: %s", f.LogicalID, r.Payload))
+			}
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // objectCreated is the bucket's notification: an object-created event to
@@ -745,3 +832,76 @@ func (h *host) Errorf(format string, args ...any) {
 }
 func (h *host) Fatal(args ...any) { h.log.Error("aws-local: code: " + fmt.Sprint(args...)) }
 func (h *host) Cleanup(func())    {}
+
+// CustomResourceAnswer is what a custom resource's function answered
+// CloudFormation.
+type CustomResourceAnswer struct {
+	LogicalID string
+	Status    string // SUCCESS or FAILED
+	Reason    string
+}
+
+// DeleteCustomResources does what CloudFormation does to the template's
+// custom resources when the stack is deleted: each gets a Delete request,
+// its ServiceToken (a function of the stack) invoked with it, and must
+// answer at the request's ResponseURL (a presigned S3 URL on AWS; here a
+// listener of this call's) before the invocation ends. The answers, in the
+// template's order of logical ids.
+func (s *Stack) DeleteCustomResources(ctx context.Context) ([]CustomResourceAnswer, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	var mu sync.Mutex
+	answers := map[string][]byte{}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		answers[strings.TrimPrefix(r.URL.Path, "/")] = b
+		mu.Unlock()
+	})}
+	go srv.Serve(ln)
+	defer srv.Close()
+	var ids []string
+	for id := range s.Template.resources {
+		if strings.HasPrefix(s.Template.typeOf(id), "Custom::") || s.Template.typeOf(id) == "AWS::CloudFormation::CustomResource" {
+			ids = append(ids, id)
+		}
+	}
+	sort.Strings(ids)
+	var out []CustomResourceAnswer
+	for _, id := range ids {
+		token, err := s.Template.str(s.Template.props(id)["ServiceToken"])
+		if err != nil {
+			return out, fmt.Errorf("%s: ServiceToken: %w", id, err)
+		}
+		var fn *Function
+		for _, f := range s.Template.Functions {
+			if f.ARN == token {
+				fn = f
+			}
+		}
+		if fn == nil {
+			return out, fmt.Errorf("%s: ServiceToken %s is no function of the stack", id, token)
+		}
+		props, _ := s.Template.resolve(s.Template.props(id))
+		ev, _ := json.Marshal(map[string]any{
+			"RequestType": "Delete", "RequestId": randomHex(16), "ResponseURL": "http://" + ln.Addr().String() + "/" + id + "?X-Amz-Signature=local",
+			"ResourceType": s.Template.typeOf(id), "LogicalResourceId": id, "PhysicalResourceId": physical(id),
+			"StackId": StackID, "ServiceToken": token, "ResourceProperties": props,
+		})
+		r := s.funcs[fn.LogicalID].Invoke(ctx, ev)
+		if r.Err != nil || r.FunctionError {
+			return out, fmt.Errorf("%s: %s: %v %s", id, fn.LogicalID, r.Err, r.Payload)
+		}
+		mu.Lock()
+		raw := answers[id]
+		mu.Unlock()
+		var a struct{ Status, Reason string }
+		if err := json.Unmarshal(raw, &a); err != nil {
+			return out, fmt.Errorf("%s: %s did not answer CloudFormation before its end (%q)", id, fn.LogicalID, raw)
+		}
+		out = append(out, CustomResourceAnswer{LogicalID: id, Status: a.Status, Reason: a.Reason})
+	}
+	return out, nil
+}

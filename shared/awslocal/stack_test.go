@@ -204,16 +204,26 @@ func TestRoleWithoutStatementRefusesItsCall(t *testing.T) {
 	cases := []struct {
 		name     string
 		template func(t *testing.T) string
-		status   int
+		// checkRoles: the role removed from a template checked besides
+		// the one run (Options.CheckRoles, as the CDK app's is).
+		checkRoles bool
+		status     int
 	}{
-		{"template.yaml", func(*testing.T) string { return "" }, 200},
+		{"template.yaml", func(*testing.T) string { return "" }, false, 200},
 		{"FilesFunctionRole without its files/ statement", func(t *testing.T) string {
 			return withoutStatement(t, "FilesFunctionRole", "bucket", 0)
-		}, 403},
+		}, false, 403},
+		{"checked against a template whose FilesFunctionRole lacks it", func(t *testing.T) string {
+			return withoutStatement(t, "FilesFunctionRole", "bucket", 0)
+		}, true, 403},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			s := startStack(t, tc.template(t))
+			o := awslocal.Options{Template: tc.template(t)}
+			if tc.checkRoles {
+				o = awslocal.Options{CheckRoles: []string{o.Template}}
+			}
+			s := startStackWith(t, o)
 			hdr, url := s.botWithFile(t)
 			status, body := put(t, url, "hello")
 			if status != tc.status {
@@ -233,6 +243,15 @@ func TestRoleWithoutStatementRefusesItsCall(t *testing.T) {
 			if len(denied) != 1 || denied[0].Function != "FilesFunction" || denied[0].Action != "s3:PutObject" ||
 				!strings.HasPrefix(denied[0].Resource, "arn:aws:s3:::"+s.Template.BucketName+"/files/") {
 				t.Fatalf("denied: %+v", denied)
+			}
+			// The template that refused: the one run (its file name), or
+			// the one checked besides it (its path as given).
+			want := "template.yaml"
+			if tc.checkRoles {
+				want = o.CheckRoles[0]
+			}
+			if denied[0].RefusedBy != want {
+				t.Errorf("refused by %q, want %q", denied[0].RefusedBy, want)
 			}
 			if file["status"] != "upload_pending" {
 				t.Errorf("file status %v", file["status"])
@@ -297,6 +316,16 @@ func TestRecordedCallsAreAllowed(t *testing.T) {
 		}
 	}
 	s.call(t, "DELETE", "/v1/admin/bots/"+botID, adm, nil, 200)
+	// The template's rules (the sweeper's five minutes, the dispatcher's
+	// minute), fired now; then the stack's deletion: CodeTeardown's
+	// Delete to the teardown function, which answers CloudFormation.
+	if err := s.FireRules(context.Background()); err != nil {
+		t.Fatalf("rules: %v", err)
+	}
+	answers, err := s.DeleteCustomResources(context.Background())
+	if err != nil || len(answers) != 1 || answers[0].LogicalID != "CodeTeardown" || answers[0].Status != "SUCCESS" {
+		t.Fatalf("custom resources' deletion: %+v, %v", answers, err)
+	}
 
 	byFunction := map[string]map[string]bool{}
 	for _, c := range s.Calls.Summary() {
@@ -321,11 +350,13 @@ func TestRecordedCallsAreAllowed(t *testing.T) {
 		{"AdminFunction", "logs:StartQuery"}, {"ChatFunction", "dynamodb:PutItem"}, {"TablesFunction", "dynamodb:Query"},
 		{"FilesFunction", "s3:PutObject"}, {"UploadCompletionFunction", "s3:GetObject"}, {"DispatcherFunction", "dynamodb:GetRecords"},
 		{"bot-platform-SchedulerRole-LOCAL", "lambda:InvokeFunction"}, {"SchedulerFunction", "dynamodb:GetItem"},
+		{"SweeperFunction", "dynamodb:Query"}, {"TeardownFunction", "lambda:ListFunctions"}, {"TeardownFunction", "iam:ListRoles"},
 	} {
 		if !byFunction[want.function][want.action] {
 			t.Errorf("no %s call by %s recorded", want.action, want.function)
 		}
 	}
+	checkRecord(t, s)
 	var fns []string
 	for f, actions := range byFunction {
 		var as []string
@@ -360,5 +391,35 @@ func TestExternalServices(t *testing.T) {
 	}
 	if d := s.Calls.Denied(); len(d) != 0 {
 		t.Fatalf("denied: %+v", d)
+	}
+}
+
+// callRecord is the record of calls infra's TestCDKRolesAllowRecordedCalls
+// checks against the roles the CDK app synthesizes (infra is its own
+// module and runs no stack).
+const callRecord = "../../infra/testdata/aws-calls.json"
+
+// checkRecord keeps callRecord whole: every allowed call made here (by
+// function, action and condition keys: resources name ids made anew each
+// run) must be in it. AWS_LOCAL_UPDATE_CALLS=1 rewrites it from this run.
+func checkRecord(t *testing.T, s *stack) {
+	t.Helper()
+	if os.Getenv("AWS_LOCAL_UPDATE_CALLS") != "" {
+		if err := s.WriteReport(callRecord); err != nil {
+			t.Fatal(err)
+		}
+	}
+	recorded, err := awslocal.ReadCalls(callRecord)
+	if err != nil {
+		t.Fatal(err)
+	}
+	known := map[string]bool{}
+	for _, c := range recorded {
+		known[c.Function+" "+c.Action+" "+c.Context] = true
+	}
+	for _, c := range s.Calls.Summary() {
+		if c.Allowed && !known[c.Function+" "+c.Action+" "+c.Context] {
+			t.Errorf("%s %s (%s) is not in %s: rerun with AWS_LOCAL_UPDATE_CALLS=1", c.Function, c.Action, c.Context, callRecord)
+		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"hash/fnv"
 	"strconv"
 	"sync"
 	"time"
@@ -58,9 +59,26 @@ type streamMapping struct {
 	src     *StreamSource
 	fn      *Function
 	filters []map[string]any
-	pending []map[string]any
+	// lanes: the ParallelizationFactor's concurrent batches of the
+	// shard, a record's lane chosen by its partition key (a key's records
+	// stay in order, as Lambda keeps them).
+	lanes []*lane
+	seq   int64
+}
+
+// lane is one of the concurrent batch sequences of the shard.
+type lane struct {
+	pending []map[string]any // under streamMapping.mu
 	wake    chan struct{}
-	seq     int64
+}
+
+// laneOf is the lane of a record of these keys among n: by its partition
+// key (pk), so that one key's records go through one lane, in order.
+func laneOf(keys map[string]any, n int) int {
+	h := fnv.New32a()
+	pk, _ := json.Marshal(keys["pk"])
+	h.Write(pk)
+	return int(h.Sum32() % uint32(n))
 }
 
 func (m *streamMapping) start(ctx context.Context, wg *sync.WaitGroup, f *Function) error {
@@ -86,10 +104,15 @@ func (m *streamMapping) start(ctx context.Context, wg *sync.WaitGroup, f *Functi
 		return nil
 	}
 	m.mu.Lock()
-	m.src, m.fn, m.filters, m.wake = f.Stream, f, filters, make(chan struct{}, 1)
+	m.src, m.fn, m.filters = f.Stream, f, filters
+	for range max(1, f.Stream.Parallelization) {
+		m.lanes = append(m.lanes, &lane{wake: make(chan struct{}, 1)})
+	}
 	m.mu.Unlock()
-	wg.Add(1)
-	go func() { defer wg.Done(); m.loop(ctx) }()
+	for _, l := range m.lanes {
+		wg.Add(1)
+		go func() { defer wg.Done(); m.loop(ctx, l) }()
+	}
 	return nil
 }
 
@@ -121,11 +144,12 @@ func (m *streamMapping) changes(cs []localdynamo.Change) {
 		if !m.passes(rec) {
 			continue
 		}
-		m.pending = append(m.pending, rec)
-	}
-	select {
-	case m.wake <- struct{}{}:
-	default:
+		l := m.lanes[laneOf(keys, len(m.lanes))]
+		l.pending = append(l.pending, rec)
+		select {
+		case l.wake <- struct{}{}:
+		default:
+		}
 	}
 }
 
@@ -200,12 +224,13 @@ func matchValue(alt, got any, present bool) bool {
 	return present && alt == got
 }
 
-func (m *streamMapping) loop(ctx context.Context) {
+// loop delivers one lane's records, a batch at a time.
+func (m *streamMapping) loop(ctx context.Context, l *lane) {
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case <-m.wake:
+		case <-l.wake:
 		}
 		if m.src.WindowSeconds > 0 {
 			select {
@@ -216,9 +241,9 @@ func (m *streamMapping) loop(ctx context.Context) {
 		}
 		for {
 			m.mu.Lock()
-			n := min(len(m.pending), m.src.BatchSize)
-			batch := append([]map[string]any(nil), m.pending[:n]...)
-			m.pending = m.pending[n:]
+			n := min(len(l.pending), m.src.BatchSize)
+			batch := append([]map[string]any(nil), l.pending[:n]...)
+			l.pending = l.pending[n:]
 			m.mu.Unlock()
 			if n == 0 {
 				break

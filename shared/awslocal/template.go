@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"regexp"
 	"sort"
 	"strconv"
@@ -39,6 +40,7 @@ type Template struct {
 	TableARN, StreamARN   string
 	resources             map[string]map[string]any
 	params                map[string]string
+	path                  string // the template's file
 	apiURL                string
 }
 
@@ -54,7 +56,11 @@ type Function struct {
 	RoleID    string
 	// Policy is the role's statements (inline policies and the template's
 	// managed policies, flattened).
-	Policy   []iampolicy.Statement
+	Policy []iampolicy.Statement
+	// Checks are the function's roles in other templates (the CDK app's):
+	// a call must be allowed by these too (Options.CheckRoles).
+	Checks   []RoleCheck
+	source   string        // the template Policy comes from
 	Stream   *StreamSource // a DynamoDB event source
 	S3       *S3Source     // an S3 event source
 	Schedule []string      // Schedule events' expressions
@@ -81,7 +87,10 @@ type StreamSource struct {
 	BatchSize        int
 	WindowSeconds    int
 	MaxRetryAttempts int
-	Filters          []string // FilterCriteria patterns (JSON)
+	// Parallelization is the ParallelizationFactor: concurrent batches
+	// of the shard (the stack's stream is one shard).
+	Parallelization int
+	Filters         []string // FilterCriteria patterns (JSON)
 }
 
 // S3Source is an S3 event notification.
@@ -96,36 +105,11 @@ type S3Source struct {
 // is; params are the stack's parameter values (defaults otherwise); apiURL
 // is the HTTP API's endpoint (HttpApi.ApiEndpoint).
 func ReadTemplate(path, makefile string, params map[string]string, apiURL string) (*Template, error) {
-	raw, err := os.ReadFile(path)
+	t, root, err := parseTemplate(path, params, apiURL)
 	if err != nil {
 		return nil, err
 	}
-	var doc yaml.Node
-	if err := yaml.Unmarshal(raw, &doc); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	v, err := nodeValue(&doc)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	root, _ := v.(map[string]any)
-	t := &Template{resources: map[string]map[string]any{}, params: map[string]string{}, apiURL: apiURL}
-	if ps, ok := root["Parameters"].(map[string]any); ok {
-		for name, p := range ps {
-			pm, _ := p.(map[string]any)
-			if d, ok := pm["Default"]; ok {
-				t.params[name] = fmt.Sprint(d)
-			}
-		}
-	}
-	for k, v := range params {
-		t.params[k] = v
-	}
 	res, _ := root["Resources"].(map[string]any)
-	for id, r := range res {
-		rm, _ := r.(map[string]any)
-		t.resources[id] = rm
-	}
 	mk, err := os.ReadFile(makefile)
 	if err != nil {
 		return nil, err
@@ -167,6 +151,93 @@ func ReadTemplate(path, makefile string, params map[string]string, apiURL string
 	return t, nil
 }
 
+// parseTemplate reads a CloudFormation template (YAML with the short
+// tags, or JSON) and the stack's parameter values.
+func parseTemplate(path string, params map[string]string, apiURL string) (*Template, map[string]any, error) {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	var doc yaml.Node
+	if err := yaml.Unmarshal(raw, &doc); err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", path, err)
+	}
+	v, err := nodeValue(&doc)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", path, err)
+	}
+	root, _ := v.(map[string]any)
+	t := &Template{resources: map[string]map[string]any{}, params: map[string]string{}, apiURL: apiURL, path: filepath.Base(path)}
+	if ps, ok := root["Parameters"].(map[string]any); ok {
+		for name, p := range ps {
+			pm, _ := p.(map[string]any)
+			if d, ok := pm["Default"]; ok {
+				t.params[name] = fmt.Sprint(d)
+			}
+		}
+	}
+	for k, v := range params {
+		t.params[k] = v
+	}
+	res, _ := root["Resources"].(map[string]any)
+	for id, r := range res {
+		rm, _ := r.(map[string]any)
+		t.resources[id] = rm
+	}
+	return t, root, nil
+}
+
+// Roles are the roles of a template: a function's by the function's
+// logical id, every role by its name too; each role's statements,
+// flattened.
+type Roles map[string][]iampolicy.Statement
+
+// ReadRoles reads the role of each function of a CloudFormation template,
+// resolved against the same stack names and ARNs as ReadTemplate: the
+// functions of template.yaml (AWS::Serverless::Function) or of the
+// template the CDK app in infra/ synthesizes (AWS::Lambda::Function, the
+// same logical ids). The stack checks its functions' calls against these
+// too (Options.CheckRoles), and CheckCalls a record of calls.
+func ReadRoles(path string, params map[string]string) (Roles, error) {
+	t, _, err := parseTemplate(path, params, "")
+	if err != nil {
+		return nil, err
+	}
+	roles := Roles{}
+	for id := range t.resources {
+		switch t.typeOf(id) {
+		case "AWS::Serverless::Function", "AWS::Lambda::Function":
+		default:
+			continue
+		}
+		role, _ := t.props(id)["Role"].(map[string]any)
+		ga, _ := role["Fn::GetAtt"].([]any)
+		if len(ga) != 2 || t.typeOf(fmt.Sprint(ga[0])) != "AWS::IAM::Role" {
+			return nil, fmt.Errorf("%s: %s: Role is not !GetAtt <a role of the template>.Arn", path, id)
+		}
+		st, err := t.rolePolicy(fmt.Sprint(ga[0]))
+		if err != nil {
+			return nil, fmt.Errorf("%s: %s: role %v: %w", path, id, ga[0], err)
+		}
+		roles[id] = st
+	}
+	// The roles services assume (SchedulerRole: EventBridge Scheduler's),
+	// by name: the stack records their calls under it.
+	for id := range t.resources {
+		if t.typeOf(id) != "AWS::IAM::Role" {
+			continue
+		}
+		name, err := t.ref(id)
+		if err != nil {
+			return nil, err
+		}
+		if st, err := t.rolePolicy(id); err == nil {
+			roles[name] = st
+		}
+	}
+	return roles, nil
+}
+
 // FunctionByName finds a function by its FunctionName or logical id.
 func (t *Template) FunctionByName(name string) *Function {
 	for _, f := range t.Functions {
@@ -193,7 +264,7 @@ var buildTarget = regexp.MustCompile(`(?m)^build-(\w+):\s*\n\t[^\n]*?(\./functio
 
 func (t *Template) function(id string, globals map[string]any, makefile string) (*Function, error) {
 	p := t.props(id)
-	f := &Function{LogicalID: id, Env: map[string]string{}, Timeout: 3, Memory: 128}
+	f := &Function{LogicalID: id, Env: map[string]string{}, Timeout: 3, Memory: 128, source: t.path}
 	for _, m := range buildTarget.FindAllStringSubmatch(makefile, -1) {
 		if m[1] == id {
 			f.Package = m[2]
@@ -265,6 +336,10 @@ func (t *Template) function(id string, globals map[string]any, makefile string) 
 			s.MaxRetryAttempts = -1 // until the record expires
 			if n, ok := ep["MaximumRetryAttempts"]; ok {
 				s.MaxRetryAttempts, _ = strconv.Atoi(fmt.Sprint(n))
+			}
+			s.Parallelization = 1
+			if n, ok := ep["ParallelizationFactor"]; ok {
+				s.Parallelization, _ = strconv.Atoi(fmt.Sprint(n))
 			}
 			fc, _ := ep["FilterCriteria"].(map[string]any)
 			fl, _ := fc["Filters"].([]any)
@@ -340,6 +415,21 @@ func (t *Template) rolePolicy(id string) ([]iampolicy.Statement, error) {
 			return nil, fmt.Errorf("policy %v: %w", xm["PolicyName"], err)
 		}
 	}
+	// AWS::IAM::Policy resources naming the role (what the CDK's grant
+	// methods make).
+	for pid := range t.resources {
+		if t.typeOf(pid) != "AWS::IAM::Policy" {
+			continue
+		}
+		rs, _ := t.props(pid)["Roles"].([]any)
+		for _, r := range rs {
+			if rm, _ := r.(map[string]any); rm["Ref"] == id {
+				if err := add(t.props(pid)["PolicyDocument"]); err != nil {
+					return nil, fmt.Errorf("policy %s: %w", pid, err)
+				}
+			}
+		}
+	}
 	arns, _ := p["ManagedPolicyArns"].([]any)
 	for _, a := range arns {
 		ref, ok := a.(map[string]any)["Ref"].(string)
@@ -351,6 +441,27 @@ func (t *Template) rolePolicy(id string) ([]iampolicy.Statement, error) {
 		}
 	}
 	return out, nil
+}
+
+// managedPolicy is the statements of the template's managed policy of
+// that ARN (the permissions boundary of deployed code's roles).
+func (t *Template) managedPolicy(arn string) ([]iampolicy.Statement, bool) {
+	for id := range t.resources {
+		if t.typeOf(id) != "AWS::IAM::ManagedPolicy" {
+			continue
+		}
+		if a, err := t.ref(id); err != nil || a != arn {
+			continue
+		}
+		doc, err := t.resolve(t.props(id)["PolicyDocument"])
+		if err != nil {
+			return nil, false
+		}
+		dm, _ := doc.(map[string]any)
+		st, err := iampolicy.ParseStatements(dm["Statement"])
+		return st, err == nil
+	}
+	return nil, false
 }
 
 // str resolves v to a string.
@@ -523,7 +634,7 @@ func (t *Template) ref(name string) (string, error) {
 		return physical(name), nil
 	}
 	switch t.typeOf(name) {
-	case "AWS::Serverless::Function":
+	case "AWS::Serverless::Function", "AWS::Lambda::Function":
 		return named("FunctionName")
 	case "AWS::DynamoDB::Table":
 		return named("TableName")
@@ -552,7 +663,7 @@ func (t *Template) getAtt(id, attr string) (string, error) {
 		return "", err
 	}
 	switch t.typeOf(id) + "." + attr {
-	case "AWS::Serverless::Function.Arn":
+	case "AWS::Serverless::Function.Arn", "AWS::Lambda::Function.Arn":
 		return "arn:aws:lambda:" + Region + ":" + Account + ":function:" + name, nil
 	case "AWS::IAM::Role.Arn":
 		path := "/"

@@ -41,3 +41,35 @@ func TestReadTemplate(t *testing.T) {
 		t.Errorf("routes: %v", tpl.Routes)
 	}
 }
+
+// TestStreamLanes: the dispatcher's ParallelizationFactor is read from the
+// template, and the stream mapping's lanes (its concurrent batches) keep
+// one outbox shard's records in one lane (in order) while spreading the
+// shards over the lanes.
+func TestStreamLanes(t *testing.T) {
+	tpl, err := ReadTemplate("../../template.yaml", "../../Makefile", map[string]string{"PagingKey": "00"}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := tpl.FunctionByName("DispatcherFunction")
+	if d == nil || d.Stream == nil || d.Stream.Parallelization != 10 {
+		t.Fatalf("dispatcher's stream: %+v", d.Stream)
+	}
+	keys := func(pk, sk string) map[string]any {
+		return map[string]any{"pk": map[string]any{"S": pk}, "sk": map[string]any{"S": sk}}
+	}
+	used := map[int]bool{}
+	for i := range 100 {
+		pk := "OUTBOX#bot_" + string(rune('a'+i%26)) + "#" + string(rune('A'+i/26))
+		first := laneOf(keys(pk, "1"), 10)
+		for _, sk := range []string{"2", "3", "4"} {
+			if l := laneOf(keys(pk, sk), 10); l != first {
+				t.Fatalf("%s: records in lanes %d and %d", pk, first, l)
+			}
+		}
+		used[first] = true
+	}
+	if len(used) < 5 {
+		t.Errorf("100 shards in %d lanes of 10", len(used))
+	}
+}

@@ -378,8 +378,12 @@ func (f *Server) serveLambda(w http.ResponseWriter, r *http.Request, body []byte
 		out, fnErr, logs := runFunction(f.t, fn, body)
 		f.mu.Lock()
 		f.logs = append(f.logs, logs...)
-		if f.onLogs != nil && len(logs) > 0 {
-			f.onLogs(fn.config, logs)
+		if onLogs := f.onLogs; onLogs != nil && len(logs) > 0 {
+			// Without the lock: the receiver may ask the server
+			// (Role, Policy: the role the lines are written with).
+			f.mu.Unlock()
+			onLogs(fn.config, logs)
+			f.mu.Lock()
 		}
 		if fnErr {
 			w.Header().Set("X-Amz-Function-Error", "Unhandled")
