@@ -47,6 +47,10 @@ type route struct {
 	integrationSelf bool
 	// status is the success status (200 when zero).
 	status int
+	// ownBody: the operation is not in the reference (the cognitive API),
+	// so its JSON body is read (size-checked, well-formed) but validated
+	// by its handler, not against a reference schema.
+	ownBody bool
 	// maxBody, when set, caps this operation's request body instead of
 	// Config.MaxBodyBytes (e.g. 1000 table rows need more than 1 MiB).
 	maxBody int64
@@ -116,7 +120,7 @@ func (s *server) serve(w http.ResponseWriter, c *call, rt route) (any, error) {
 	if err := s.authorize(c, rt); err != nil {
 		return nil, err
 	}
-	body, err := s.readBody(w, c.Request, rt.op, rt.maxBody)
+	body, err := s.readBody(w, c.Request, rt.op, rt.maxBody, rt.ownBody)
 	if err != nil {
 		return nil, err
 	}

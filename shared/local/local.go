@@ -176,6 +176,10 @@ func Open(ctx context.Context, dataDir, baseURL string, log *slog.Logger) (*Plat
 	}
 	p.Store = dynamo.New(db, env.Table)
 	p.Store.SetLimits(limits)
+	gw, err := runtime.LLM() // PLATFORM_LLM_* (docs/llm.md)
+	if err != nil {
+		return nil, err
+	}
 
 	// The embedded S3 at S3Prefix, the API everywhere else. No ServeMux
 	// here: it would answer a path with "." or ".." segments with a
@@ -315,6 +319,7 @@ func Open(ctx context.Context, dataDir, baseURL string, log *slog.Logger) (*Plat
 		Outbound:   outbound,
 		OnDelivery: p.observeDelivery,
 		Code:       p.Workers,
+		LLM:        gw,
 		Files:      fileStore,
 		TableFiles: &files.TableFiles{Store: p.Store, Objects: fileStore, Log: log},
 		// The local process outlives its requests: large table duplicates
@@ -336,7 +341,7 @@ func Open(ctx context.Context, dataDir, baseURL string, log *slog.Logger) (*Plat
 	// `bp dev --tunnelUrl <this server>`: a WebSocket on /<tunnelId> (the
 	// CLI) and requests to /<tunnelId>/... relayed to it; the API's own
 	// first path segments are never tunnel ids.
-	p.Tunnels = tunnel.New(tunnel.Options{Reserved: []string{"v1", "webhooks", "console", strings.TrimPrefix(S3Prefix, "/")}, Logger: log})
+	p.Tunnels = tunnel.New(tunnel.Options{Reserved: []string{"v1", "v2", "webhooks", "console", strings.TrimPrefix(S3Prefix, "/")}, Logger: log})
 	p.closers = append(p.closers, p.Tunnels.Close)
 	p.Handler = httpapi.RequestLog(log, httpapi.CORS(origins, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if p.Tunnels.Claims(r) {

@@ -29,6 +29,7 @@ import (
 	"github.com/botforge/platform/shared/dynamo"
 	"github.com/botforge/platform/shared/files"
 	"github.com/botforge/platform/shared/httpapi"
+	"github.com/botforge/platform/shared/llm"
 	"github.com/botforge/platform/shared/logstore"
 	"github.com/botforge/platform/shared/platform"
 	"github.com/botforge/platform/shared/s3store"
@@ -183,6 +184,10 @@ func AreaHandler(ctx context.Context, area httpapi.Area) (http.Handler, error) {
 	}
 	store := dynamo.New(DynamoClient(cfg, env, nil), env.Table)
 	store.SetLimits(limits)
+	gw, err := LLM()
+	if err != nil {
+		return nil, err
+	}
 	logs := Logs(cfg, env)
 	// The sweeper (deleteBot's data) deletes file contents only where the
 	// function is told its bucket (the admin function is not: a deleted
@@ -193,13 +198,24 @@ func AreaHandler(ctx context.Context, area httpapi.Area) (http.Handler, error) {
 	}
 	hc := httpapi.Config{Store: store, PagingKey: key, Scheduler: Scheduler(cfg, env), Files: FileStorage(cfg, env),
 		TableFiles: &files.TableFiles{Store: store, Objects: FileStorage(cfg, env)},
-		Logs:       logs, OnDelivery: logstore.Observer(logs, store, nil), Logger: slog.Default(), Sweeper: sweeper}
+		Logs:       logs, OnDelivery: logstore.Observer(logs, store, nil), Logger: slog.Default(), Sweeper: sweeper, LLM: gw}
 	// Deployed code: Lambda functions, invoked through the outbound client.
 	if code := CodeRunner(cfg, env, CodeEnvFromEnv(), store, hc.Files); code != nil {
 		hc.Code, hc.Outbound = code, WithCode(code, delivery.Client(false))
 	}
 	api := httpapi.New(hc, area)
 	return httpapi.RequestLog(slog.Default(), httpapi.CORS(origins, api)), nil
+}
+
+// LLM is the gateway of the cognitive API configured by the environment's
+// PLATFORM_LLM_* variables (docs/llm.md); without a provider it answers
+// every call saying which variable to set.
+func LLM() (*llm.Gateway, error) {
+	cfg, err := llm.FromEnv(os.Getenv)
+	if err != nil {
+		return nil, err
+	}
+	return llm.New(cfg, nil)
 }
 
 // UseJSONLogs makes the process log structured JSON lines to stdout (one
