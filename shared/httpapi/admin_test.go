@@ -226,6 +226,16 @@ func TestBotAPIKeyScope(t *testing.T) {
 	key := created.Str("value")
 
 	f.Check(f.ws_(key, "GET", "/v1/admin/bots/"+botA, nil), 200, "getBot")
+	// The SDK's client sends no x-workspace-id: the key's own workspace.
+	if r := f.Check(f.Do(apitest.Req{Method: "GET", Path: "/v1/admin/bots/" + botA, Token: key}), 200, "getBot"); r.Str("bot.id") != botA {
+		t.Fatalf("getBot without x-workspace-id: %s", r.Raw)
+	}
+	if r := f.Do(apitest.Req{Method: "GET", Path: "/v1/admin/bots/" + botB, Token: key}); r.Status != 404 {
+		t.Fatalf("another bot without x-workspace-id: %d %s", r.Status, r.Raw)
+	}
+	if r := f.Do(apitest.Req{Method: "GET", Path: "/v1/admin/bots/" + botA, Token: f.AdminToken}); r.Status != 400 {
+		t.Fatalf("an account without x-workspace-id: %d %s", r.Status, r.Raw)
+	}
 	if r := f.ws_(key, "GET", "/v1/admin/bots/"+botB, nil); r.Status != 404 {
 		t.Fatalf("BAK reading another bot: %d %s", r.Status, r.Raw)
 	}

@@ -51,6 +51,10 @@ type route struct {
 	// so its JSON body is read (size-checked, well-formed) but validated
 	// by its handler, not against a reference schema.
 	ownBody bool
+	// signedAccess, when set, says whether a request without a token
+	// carries its own authorization (a signed file url): it is then
+	// served anonymous, and the handler checks that authorization.
+	signedAccess func(*http.Request) bool
 	// maxBody, when set, caps this operation's request body instead of
 	// Config.MaxBodyBytes (e.g. 1000 table rows need more than 1 MiB).
 	maxBody int64
@@ -114,6 +118,10 @@ func (s *server) handler(rt route) http.Handler {
 }
 
 func (s *server) serve(w http.ResponseWriter, c *call, rt route) (any, error) {
+	if rt.signedAccess != nil && c.Header.Get("Authorization") == "" && rt.signedAccess(c.Request) {
+		SetCaller(c.ctx, "signed-url")
+		return rt.handle(c) // no body: only GET and HEAD take this way
+	}
 	if err := s.authenticate(c); err != nil {
 		return nil, err
 	}
@@ -173,6 +181,12 @@ func (s *server) authorize(c *call, rt route) error {
 		ws := c.Header.Get("x-workspace-id")
 		if rt.scope == scopeWorkspacePath {
 			ws = c.PathValue("id")
+		}
+		// A bot's or integration's own key belongs to one workspace: on
+		// the operations it may call on itself the header is implied (the
+		// SDK's client, e.g. getBot for @botpress/cognitive, sends none).
+		if ws == "" && ((p.Kind == platform.PrincipalBot && rt.botSelf) || (p.Kind == platform.PrincipalIntegration && rt.integrationSelf)) {
+			ws = p.WorkspaceID
 		}
 		if ws == "" {
 			return platform.Invalid("the x-workspace-id header is required")
