@@ -1,5 +1,5 @@
 # The two commands of README.md: `make run` and `make test`.
-.PHONY: run test vet unit conformance cli-e2e deploy-e2e console-e2e console-vendor build infra lambda cfn-lint
+.PHONY: run test vet unit conformance cli-e2e deploy-e2e llm-e2e console-e2e console-vendor build infra lambda cfn-lint
 
 # Where `make run` listens: loopback only unless told otherwise
 # (make run ADDR=:8080 listens on every interface).
@@ -8,7 +8,7 @@ ADDR ?= 127.0.0.1:8080
 run:
 	go run ./functions/local --addr $(ADDR)
 
-test: vet unit infra conformance cli-e2e deploy-e2e console-e2e
+test: vet unit infra conformance cli-e2e deploy-e2e llm-e2e console-e2e
 
 vet:
 	go vet ./...
@@ -29,6 +29,12 @@ cli-e2e:
 # deployed code answering through the runtime (scripts/deploy-e2e).
 deploy-e2e:
 	bash scripts/deploy-e2e/run.sh
+
+# @botpress/cognitive 0.5.4 and @botpress/zai 2.6.21 against a fresh local
+# platform whose LLM provider is a fake OpenAI-compatible endpoint on
+# loopback (scripts/llm-e2e, docs/llm.md; about 5 s).
+llm-e2e:
+	bash scripts/llm-e2e/run.sh
 
 # The web console in headless Chromium, then Firefox (system packages; fails
 # without them) against a fresh local platform and a plain-JS SDK bot;
