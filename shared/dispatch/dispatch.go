@@ -32,6 +32,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/botforge/platform/shared/builtin"
 	"github.com/botforge/platform/shared/chat"
 	"github.com/botforge/platform/shared/delivery"
 	"github.com/botforge/platform/shared/platform"
@@ -87,7 +88,10 @@ type Dispatcher struct {
 	// Code runs deployed code (bots and integrations with code and no
 	// url); nil: none runs here, their deliveries fail saying so.
 	Code platform.CodeRunner
-	Log  *slog.Logger
+	// Builtins are the integrations served in-process (shared/builtin):
+	// the bot's messages in their conversations go to their Sender.
+	Builtins *builtin.Registry
+	Log      *slog.Logger
 	// MaxAttempts and FirstRetry override the defaults.
 	MaxAttempts int
 	FirstRetry  time.Duration
@@ -598,6 +602,9 @@ func (d *Dispatcher) sendOutgoing(ctx context.Context, dl platform.Delivery) out
 	if integ == nil {
 		return outcome{final: true, why: fmt.Sprintf("the bot has no enabled integration %q for this conversation", conv.Integration)}
 	}
+	if b, ok := d.Builtins.Of(*integ); ok {
+		return d.sendBuiltin(ctx, b, bot, inst, *integ, conv, m)
+	}
 	if integ.URL, err = platform.IntegrationTarget(ctx, d.Code, *integ); err != nil {
 		out := codeFailure(err)
 		d.observe(ctx, delivery.Result{Kind: "message_created", BotID: bot.ID, WorkspaceID: bot.WorkspaceID, IntegrationID: integ.ID, Name: inst.Alias}, delivery.Response{Outcome: delivery.Failed, Err: out.why})
@@ -628,6 +635,53 @@ func (d *Dispatcher) sendOutgoing(ctx context.Context, dl platform.Delivery) out
 	res := delivery.Send(ctx, d.Client, req)
 	d.observe(ctx, delivery.Result{Kind: "message_created", BotID: bot.ID, WorkspaceID: bot.WorkspaceID, IntegrationID: integ.ID, Name: inst.Alias, URL: integ.URL}, res)
 	return judge(res)
+}
+
+// sendBuiltin hands a bot's message to a built-in integration in-process,
+// with its records as any integration sees them (tags without its alias).
+func (d *Dispatcher) sendBuiltin(ctx context.Context, b builtin.Integration, bot platform.Bot, inst platform.IntegrationInstance, integ platform.Integration, conv platform.Conversation, m platform.Message) outcome {
+	result := delivery.Result{Kind: "message_created", BotID: bot.ID, WorkspaceID: bot.WorkspaceID, IntegrationID: integ.ID, Name: inst.Alias}
+	sender, ok := b.(builtin.Sender)
+	if !ok {
+		// A built-in integration without a channel has nobody to tell.
+		d.observe(ctx, result, delivery.Response{Outcome: delivery.Delivered})
+		return outcome{ok: true}
+	}
+	out := builtin.Outgoing{
+		Message: m, Conversation: conv,
+		User: platform.User{ID: bot.ID, CreatedAt: bot.CreatedAt, UpdatedAt: bot.UpdatedAt, Tags: map[string]string{}},
+	}
+	var view map[string]any
+	raw, _ := json.Marshal(map[string]any{"message": out.Message, "conversation": out.Conversation})
+	if err := json.Unmarshal(raw, &view); err != nil {
+		return outcome{final: true, why: err.Error()}
+	}
+	chat.UnprefixRecords(view, inst.Alias)
+	raw, _ = json.Marshal(view)
+	var back struct {
+		Message      platform.Message      `json:"message"`
+		Conversation platform.Conversation `json:"conversation"`
+	}
+	if err := json.Unmarshal(raw, &back); err != nil {
+		return outcome{final: true, why: err.Error()}
+	}
+	out.Message, out.Conversation = back.Message, back.Conversation
+	in := builtin.Install{
+		Bot: bot, Instance: inst, Integration: integ,
+		WebhookURL: strings.TrimSuffix(d.WebhookBase, "/") + "/" + inst.WebhookID,
+		API:        d.Builtins.APIFor(),
+	}
+	started := time.Now()
+	err := sender.SendMessage(ctx, in, out)
+	res := delivery.Response{Outcome: delivery.Delivered, StatusCode: 200, Duration: time.Since(started)}
+	if err != nil {
+		res.Outcome, res.StatusCode, res.Err = delivery.Failed, platform.StatusOf(err), err.Error()
+	}
+	d.observe(ctx, result, res)
+	if err == nil {
+		return outcome{ok: true}
+	}
+	return outcome{final: res.StatusCode/100 == 4, why: err.Error()}
 }
 
 // installation finds the bot's enabled instance of the integration named

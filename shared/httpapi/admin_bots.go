@@ -996,7 +996,10 @@ func (s *server) runCalls(ctx context.Context, calls []integrationCall) {
 		go func(ic integrationCall) {
 			defer wg.Done()
 			ctx := context.WithoutCancel(ctx)
-			op, res, err := delivery.RunOperation(ctx, s.Store, client, ic.op, ic.call)
+			op, res, builtIn, err := s.runBuiltinOperation(ctx, ic)
+			if !builtIn {
+				op, res, err = delivery.RunOperation(ctx, s.Store, client, ic.op, ic.call)
+			}
 			if err != nil {
 				s.Logger.Error("recording an integration operation", "operation", ic.op.ID, "err", err)
 			}

@@ -65,6 +65,9 @@ func (s *server) callAction(c *call) (any, error) {
 	if err := checkActionInput(def, in.Input); err != nil {
 		return nil, err
 	}
+	if b, ok := s.builtinOf(i); ok {
+		return s.runBuiltinAction(c, b, inst, i, action, in.Input)
+	}
 	// From here on, each call is recorded (listActionRuns), failed or not.
 	started := time.Now()
 	call := s.callFor(c, "action_triggered", c.bot.Bot, inst, i)

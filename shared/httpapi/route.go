@@ -146,6 +146,12 @@ func (s *server) serve(w http.ResponseWriter, c *call, rt route) (any, error) {
 }
 
 func (s *server) authenticate(c *call) error {
+	if p, ok := inProcessPrincipal(c.ctx); ok {
+		// A built-in integration's call, made in-process (builtin.go).
+		c.principal = p
+		SetCaller(c.ctx, string(p.Kind))
+		return nil
+	}
 	h := c.Header.Get("Authorization")
 	scheme, token, ok := strings.Cut(h, " ")
 	if !ok || !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(token) == "" {

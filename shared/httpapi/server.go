@@ -16,6 +16,7 @@ import (
 	"path"
 	"strings"
 
+	"github.com/botforge/platform/shared/builtin"
 	"github.com/botforge/platform/shared/console"
 	"github.com/botforge/platform/shared/delivery"
 	"github.com/botforge/platform/shared/dynamo"
@@ -74,6 +75,9 @@ type Config struct {
 	// OnUsage, when set, receives the DynamoDB usage of every API call.
 	OnUsage func(op string, u *dynamo.Usage)
 	Logger  *slog.Logger
+	// Builtins are the integrations served in-process (shared/builtin);
+	// nil: none. New gives them the in-process Chat API.
+	Builtins *builtin.Registry
 }
 
 // Area names a group of operations served by one Lambda function.
@@ -98,6 +102,9 @@ type server struct {
 // New returns the handler of the given areas (one in Lambda, all locally).
 func New(cfg Config, areas ...Area) http.Handler {
 	s := newServer(cfg)
+	if cfg.Builtins != nil {
+		cfg.Builtins.SetAPI(newInProcessAPI(s))
+	}
 	mux := http.NewServeMux()
 	for _, a := range areas {
 		for _, rt := range s.routes(a) {
@@ -222,34 +229,6 @@ func (r *statusRecorder) Header() http.Header         { return r.header }
 func (r *statusRecorder) Write(b []byte) (int, error) { return len(b), nil }
 func (r *statusRecorder) WriteHeader(code int)        { r.status = code }
 
-// statusOf maps each error type to the reference's HTTP status.
-var statusOf = map[platform.ErrorType]int{
-	platform.ErrInternal:            500,
-	platform.ErrUnauthorized:        401,
-	platform.ErrForbidden:           403,
-	platform.ErrPayloadTooLarge:     413,
-	platform.ErrInvalidPayload:      400,
-	platform.ErrUnsupportedMedia:    415,
-	platform.ErrMethodNotFound:      405,
-	platform.ErrResourceNotFound:    404,
-	platform.ErrInvalidJSONSchema:   400,
-	platform.ErrInvalidDataFormat:   400,
-	platform.ErrInvalidIdentifier:   400,
-	platform.ErrRelationConflict:    409,
-	platform.ErrReferenceConstrain:  409,
-	platform.ErrResourceLocked:      409,
-	platform.ErrReferenceNotFound:   400,
-	platform.ErrInvalidQuery:        400,
-	platform.ErrAlreadyExists:       409,
-	platform.ErrRateLimited:         429,
-	platform.ErrLimitExceeded:       413,
-	platform.ErrQuotaExceeded:       403,
-	platform.ErrInsufficientStorage: 507,
-	platform.ErrRuntime:             400,
-	platform.ErrBadGateway:          502,
-	platform.ErrOperationTimeout:    504,
-}
-
 // apiError is the error body of the reference API.
 type apiError struct {
 	ID      string `json:"id"`
@@ -272,7 +251,7 @@ func (s *server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	if i := infoOf(r.Context()); i != nil {
 		i.errorID = e.ID
 	}
-	e.Code = statusOf[platform.ErrorType(e.Type)]
+	e.Code = platform.ErrorType(e.Type).Status()
 	if e.Code == 0 {
 		e.Code = 500
 	}

@@ -105,6 +105,9 @@ func (s *server) relayWebhook(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	if b, ok := s.builtinOf(rec.Integration); ok {
+		return s.serveBuiltinWebhook(w, r, b, target, rec.Integration, path)
+	}
 	body, err := readWebhookBody(w, r)
 	if err != nil {
 		return err

@@ -26,6 +26,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	awss3 "github.com/aws/aws-sdk-go-v2/service/s3"
 
+	"github.com/botforge/platform/shared/builtin"
 	"github.com/botforge/platform/shared/delivery"
 	"github.com/botforge/platform/shared/dispatch"
 	"github.com/botforge/platform/shared/dynamo"
@@ -103,6 +104,9 @@ type Platform struct {
 	// Workers run deployed code: one Node.js process per bot and per
 	// integration version with code and no url (<data-dir>/workers).
 	Workers *worker.Manager
+	// Builtins are the integrations served in-process, published in the
+	// hub at start (shared/builtin).
+	Builtins *builtin.Registry
 	// Files is the file storage (file contents, deployed code).
 	Files  platform.FileStorage
 	apiURL atomic.Pointer[string]
@@ -303,7 +307,9 @@ func Open(ctx context.Context, dataDir, baseURL string, log *slog.Logger) (*Plat
 	p.closers = append(p.closers, func() error { stopSweep(); <-swept; return nil })
 	p.Sweeper = sweeper
 
+	p.Builtins = runtime.Builtins()
 	api := httpapi.New(httpapi.Config{
+		Builtins:  p.Builtins,
 		Sweeper:   sweeper,
 		Store:     p.Store,
 		PagingKey: key,
@@ -359,12 +365,17 @@ func Open(ctx context.Context, dataDir, baseURL string, log *slog.Logger) (*Plat
 	if err := bootstrap(ctx, p.Store, dataDir, log, &p.FirstToken); err != nil {
 		return nil, err
 	}
+	if err := p.Builtins.Publish(ctx, p.Store); err != nil {
+		// A name another workspace took first: the others are published.
+		log.Error("publishing the built-in integrations", "err", err)
+	}
 
 	// The runtime: the dispatcher delivers the outbox (events to bots, the
 	// bots' messages to integrations), woken by each commit that queued a
 	// delivery, and every second for retries and scheduled events; what
 	// was pending before a crash goes out now.
-	p.Dispatcher = &dispatch.Dispatcher{Store: p.Store, Client: outbound, Log: log, Observer: p.observeDelivery, Code: p.Workers}
+	p.Dispatcher = &dispatch.Dispatcher{Store: p.Store, Client: outbound, Log: log, Observer: p.observeDelivery, Code: p.Workers,
+		Builtins: p.Builtins, WebhookBase: strings.TrimSuffix(baseURL, "/") + "/webhooks"}
 	// This process alone holds the data directory: a lease found now is a
 	// dead process's, and would hold its delivery back for minutes.
 	if n, err := p.Store.ReleaseLeases(ctx); err != nil {

@@ -17,7 +17,7 @@ import (
 )
 
 // ErrorType is one of the error types of the reference API. The HTTP layer
-// maps each to its status code in one place (httpapi.statusOf).
+// maps each to its status code in one place (ErrorType.Status, status.go).
 type ErrorType string
 
 const (

@@ -35,6 +35,7 @@ func Dispatcher(cfg aws.Config, env Env, client *http.Client) *dispatch.Dispatch
 		Client:   client,
 		Observer: logstore.Observer(Logs(cfg, env), store, nil),
 		Log:      slog.Default(),
+		Builtins: Builtins(),
 	}
 	// Deployed code: Lambda functions, invoked through the client.
 	if code := CodeRunner(cfg, env, CodeEnvFromEnv(), nil, nil); code != nil {

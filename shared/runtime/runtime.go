@@ -203,6 +203,14 @@ func AreaHandler(ctx context.Context, area httpapi.Area) (http.Handler, error) {
 	if code := CodeRunner(cfg, env, CodeEnvFromEnv(), store, hc.Files); code != nil {
 		hc.Code, hc.Outbound = code, WithCode(code, delivery.Client(false))
 	}
+	hc.Builtins = Builtins()
+	if area == httpapi.AreaAdmin {
+		// The hub lists them: published (idempotently) at each cold start
+		// of the admin function.
+		if err := hc.Builtins.Publish(ctx, store); err != nil {
+			slog.Default().Error("publishing the built-in integrations", "err", err)
+		}
+	}
 	api := httpapi.New(hc, area)
 	return httpapi.RequestLog(slog.Default(), httpapi.CORS(origins, api)), nil
 }
