@@ -33,6 +33,7 @@ import (
 	"github.com/botforge/platform/shared/files"
 	"github.com/botforge/platform/shared/fsutil"
 	"github.com/botforge/platform/shared/httpapi"
+	"github.com/botforge/platform/shared/hubstd"
 	"github.com/botforge/platform/shared/localdynamo"
 	"github.com/botforge/platform/shared/locals3"
 	"github.com/botforge/platform/shared/logstore"
@@ -364,6 +365,11 @@ func Open(ctx context.Context, dataDir, baseURL string, log *slog.Logger) (*Plat
 
 	if err := bootstrap(ctx, p.Store, dataDir, log, &p.FirstToken); err != nil {
 		return nil, err
+	}
+	// The hub's standard interfaces (llm, hitl, ...), then the built-in
+	// integrations, some of which implement them.
+	if err := hubstd.Publish(ctx, p.Store); err != nil {
+		log.Error("publishing the standard interfaces", "err", err)
 	}
 	if err := p.Builtins.Publish(ctx, p.Store); err != nil {
 		// A name another workspace took first: the others are published.

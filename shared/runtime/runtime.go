@@ -29,6 +29,7 @@ import (
 	"github.com/botforge/platform/shared/dynamo"
 	"github.com/botforge/platform/shared/files"
 	"github.com/botforge/platform/shared/httpapi"
+	"github.com/botforge/platform/shared/hubstd"
 	"github.com/botforge/platform/shared/llm"
 	"github.com/botforge/platform/shared/logstore"
 	"github.com/botforge/platform/shared/platform"
@@ -206,7 +207,11 @@ func AreaHandler(ctx context.Context, area httpapi.Area) (http.Handler, error) {
 	hc.Builtins = Builtins()
 	if area == httpapi.AreaAdmin {
 		// The hub lists them: published (idempotently) at each cold start
-		// of the admin function.
+		// of the admin function, after the standard interfaces some of
+		// them implement.
+		if err := hubstd.Publish(ctx, store); err != nil {
+			slog.Default().Error("publishing the standard interfaces", "err", err)
+		}
 		if err := hc.Builtins.Publish(ctx, store); err != nil {
 			slog.Default().Error("publishing the built-in integrations", "err", err)
 		}
