@@ -1,14 +1,28 @@
 package runtime
 
 import (
+	"log/slog"
+
 	"github.com/botforge/platform/shared/builtin"
+	"github.com/botforge/platform/shared/llmbuiltin"
 )
 
 // Builtins is the registry of the integrations built into the platform
 // (shared/builtin, docs/builtin.md), the same in every process: the API
 // serves their webhooks and actions, the dispatcher hands them the bots'
 // messages, and the admin function (locally: the platform at start)
-// publishes them in the hub.
+// publishes them in the hub. "llm" is there when the operator configured
+// an LLM provider (PLATFORM_LLM_*, docs/llm.md): without one it could
+// only refuse.
 func Builtins() *builtin.Registry {
-	return builtin.NewRegistry()
+	r := builtin.NewRegistry()
+	gw, err := LLM()
+	if err != nil {
+		// The API refuses to start on it (AreaHandler, local.Open).
+		slog.Default().Error("the llm integration has no provider", "err", err)
+	}
+	if gw.DefaultProvider() != "" {
+		r.Add(&llmbuiltin.Integration{Gateway: gw})
+	}
+	return r
 }
