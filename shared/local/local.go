@@ -181,7 +181,7 @@ func Open(ctx context.Context, dataDir, baseURL string, log *slog.Logger) (*Plat
 	}
 	p.Store = dynamo.New(db, env.Table)
 	p.Store.SetLimits(limits)
-	gw, err := runtime.LLM() // PLATFORM_LLM_* (docs/llm.md)
+	gw, err := runtime.LLM(ctx, false) // PLATFORM_LLM_* (docs/llm.md)
 	if err != nil {
 		return nil, err
 	}
@@ -308,7 +308,7 @@ func Open(ctx context.Context, dataDir, baseURL string, log *slog.Logger) (*Plat
 	p.closers = append(p.closers, func() error { stopSweep(); <-swept; return nil })
 	p.Sweeper = sweeper
 
-	p.Builtins = runtime.Builtins()
+	p.Builtins = runtime.BuiltinsWith(gw)
 	api := httpapi.New(httpapi.Config{
 		Builtins:  p.Builtins,
 		Sweeper:   sweeper,

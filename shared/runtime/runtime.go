@@ -23,6 +23,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	awsscheduler "github.com/aws/aws-sdk-go-v2/service/scheduler"
+	"github.com/aws/aws-sdk-go-v2/service/ssm"
+	ssmtypes "github.com/aws/aws-sdk-go-v2/service/ssm/types"
 	"github.com/awslabs/aws-lambda-go-api-proxy/httpadapter"
 
 	"github.com/botforge/platform/shared/delivery"
@@ -185,7 +187,7 @@ func AreaHandler(ctx context.Context, area httpapi.Area) (http.Handler, error) {
 	}
 	store := dynamo.New(DynamoClient(cfg, env, nil), env.Table)
 	store.SetLimits(limits)
-	gw, err := LLM()
+	gw, err := LLM(ctx, area == httpapi.AreaChat) // only the chat function calls the provider
 	if err != nil {
 		return nil, err
 	}
@@ -204,7 +206,7 @@ func AreaHandler(ctx context.Context, area httpapi.Area) (http.Handler, error) {
 	if code := CodeRunner(cfg, env, CodeEnvFromEnv(), store, hc.Files); code != nil {
 		hc.Code, hc.Outbound = code, WithCode(code, delivery.Client(false))
 	}
-	hc.Builtins = Builtins()
+	hc.Builtins = BuiltinsWith(gw)
 	if area == httpapi.AreaAdmin {
 		// The hub lists them: published (idempotently) at each cold start
 		// of the admin function, after the standard interfaces some of
@@ -222,13 +224,57 @@ func AreaHandler(ctx context.Context, area httpapi.Area) (http.Handler, error) {
 
 // LLM is the gateway of the cognitive API configured by the environment's
 // PLATFORM_LLM_* variables (docs/llm.md); without a provider it answers
-// every call saying which variable to set.
-func LLM() (*llm.Gateway, error) {
-	cfg, err := llm.FromEnv(os.Getenv)
+// every call saying which variable to set. With readKey, a key not in the
+// environment is read from the SSM SecureString PLATFORM_LLM_API_KEY_PARAMETER
+// names (AWS: the stack's /<stack>/llm-api-key, which the chat function
+// may read); a missing parameter is no key.
+func LLM(ctx context.Context, readKey bool) (*llm.Gateway, error) {
+	// The variables the stack sets, read here by name (infra's agreement
+	// test checks the stack and this code name the same ones); the others
+	// (PLATFORM_LLM_API_KEY, PLATFORM_LLM_CONFIG, the token limits) are
+	// read by llm.FromEnv.
+	stackVars := map[string]string{
+		llm.EnvURL:      os.Getenv("PLATFORM_LLM_URL"),
+		llm.EnvProvider: os.Getenv("PLATFORM_LLM_PROVIDER"),
+		llm.EnvModels:   os.Getenv("PLATFORM_LLM_MODELS"),
+		llm.EnvTimeout:  os.Getenv("PLATFORM_LLM_TIMEOUT"),
+	}
+	keyParameter := os.Getenv("PLATFORM_LLM_API_KEY_PARAMETER")
+	get := func(k string) string {
+		if v, ok := stackVars[k]; ok {
+			return v
+		}
+		return os.Getenv(k)
+	}
+	cfg, err := llm.FromEnv(get)
 	if err != nil {
 		return nil, err
 	}
+	if readKey && keyParameter != "" && len(cfg.Providers) > 0 && cfg.Providers[0].APIKey == "" {
+		key, err := ssmSecret(ctx, keyParameter)
+		if err != nil {
+			return nil, fmt.Errorf("the LLM provider's key (%s): %w", keyParameter, err)
+		}
+		cfg.Providers[0].APIKey = key
+	}
 	return llm.New(cfg, nil)
+}
+
+// ssmSecret reads a SecureString parameter, decrypted ("" when missing).
+func ssmSecret(ctx context.Context, name string) (string, error) {
+	awsCfg, err := AWSConfig(ctx)
+	if err != nil {
+		return "", err
+	}
+	out, err := ssm.NewFromConfig(awsCfg).GetParameter(ctx, &ssm.GetParameterInput{Name: aws.String(name), WithDecryption: aws.Bool(true)})
+	var missing *ssmtypes.ParameterNotFound
+	if errors.As(err, &missing) {
+		return "", nil
+	}
+	if err != nil {
+		return "", err
+	}
+	return aws.ToString(out.Parameter.Value), nil
 }
 
 // UseJSONLogs makes the process log structured JSON lines to stdout (one
