@@ -119,6 +119,7 @@ var quotaParameters = []struct{ name, env, description string }{
 	{"QuotaEventsPerMonth", "BP_QUOTA_EVENTS_PER_MONTH", "Events one bot may create with createEvent in a UTC month (0: no quota)."},
 	{"QuotaInvocationsPerMonth", "BP_QUOTA_INVOCATIONS_PER_MONTH", "Calls of one bot by the runtime in a UTC month (0: no quota)."},
 	{"QuotaStorageBytes", "BP_QUOTA_STORAGE_BYTES", "Bytes of files one bot may store (0: no quota)."},
+	{"QuotaLlmTokensPerMonth", "BP_QUOTA_LLM_TOKENS_PER_MONTH", "LLM tokens (input and output) one bot may use in a UTC month (0: no quota); checked before each call (docs/llm.md)."},
 }
 
 // llmKeyParameter is the SSM SecureString holding the LLM provider's key.

@@ -223,3 +223,30 @@ describe('the integration path: the built-in llm integration installed as openai
     assert.deepEqual(models.map((m) => m.ref).sort(), ['openai:llama-test', 'openai:small-test'])
   })
 })
+
+test("the operator's token quota: counted per bot, refused with 403 QuotaExceeded before the provider is called", async () => {
+  const quota = Number(process.env.LLM_QUOTA)
+  const b = (await new Client({ apiUrl, token: adminToken, workspaceId: ws }).createBot({ name: 'spender' })).bot.id
+  const spender = new CognitiveBeta({ apiUrl, token: adminToken, botId: b })
+  const long = 'word '.repeat(Math.ceil(quota / 2))
+  let used = 0
+  while (used < quota) {
+    const res = await spender.generateText({ messages: [{ role: 'user', content: long }] })
+    used += res.metadata.usage.inputTokens + res.metadata.usage.outputTokens
+  }
+  const before = (await upstreamRequests()).length
+  await assert.rejects(spender.generateText({ messages: [{ role: 'user', content: 'one more' }] }), (err) => {
+    assert.equal(err.response?.status, 403)
+    assert.equal(err.response.data.type, 'QuotaExceeded')
+    return true
+  })
+  assert.equal((await upstreamRequests()).length, before)
+  // getBotAnalytics' LLM figures are the counted tokens.
+  const day = new Date().toISOString().slice(0, 10)
+  const a = await api('GET', `/v1/admin/bots/${b}/analytics?startDate=${day}&endDate=${day}`, { headers: { 'x-workspace-id': ws } })
+  assert.equal(a.status, 200, JSON.stringify(a.body))
+  const llm = a.body.records[0].llm
+  assert.equal(llm.inputTokens + llm.outputTokens, used)
+  // The first bot still has room.
+  assert.match((await beta.generateText({ messages: [{ role: 'user', content: 'still here' }] })).output, /still here/)
+})

@@ -108,7 +108,15 @@ func (s *server) generateText(c *call) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return s.LLM.Generate(c.ctx, req)
+	if err := s.Store.LLMRoom(c.ctx, c.bot.ID); err != nil {
+		return nil, err
+	}
+	res, err := s.LLM.Generate(c.ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	s.countLLM(c, res.Metadata)
+	return res, nil
 }
 
 func (s *server) generateTextStream(c *call, w *streamWriter) error {
@@ -116,7 +124,23 @@ func (s *server) generateTextStream(c *call, w *streamWriter) error {
 	if err != nil {
 		return err
 	}
-	return s.LLM.Stream(c.ctx, req, func(ch llm.Chunk) error { return w.line(ch) })
+	if err := s.Store.LLMRoom(c.ctx, c.bot.ID); err != nil {
+		return err
+	}
+	return s.LLM.Stream(c.ctx, req, func(ch llm.Chunk) error {
+		if ch.Finished && ch.Metadata != nil {
+			s.countLLM(c, *ch.Metadata)
+		}
+		return w.line(ch)
+	})
+}
+
+// countLLM counts a completed call in the bot's usage. The tokens are
+// spent: a failure to count is logged, the answer still given.
+func (s *server) countLLM(c *call, md llm.Metadata) {
+	if err := s.Store.CountLLM(c.ctx, c.bot.ID, md.Model, int64(md.Usage.InputTokens), int64(md.Usage.OutputTokens)); err != nil {
+		s.Logger.ErrorContext(c.ctx, "counting an LLM call", "bot", c.bot.ID, "err", err)
+	}
 }
 
 func (s *server) listCognitiveModels(c *call) (any, error) {

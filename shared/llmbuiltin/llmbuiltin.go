@@ -31,9 +31,9 @@ const (
 type Integration struct {
 	// Gateway makes the calls; nil answers that no provider is configured.
 	Gateway *llm.Gateway
-	// OnCall, when set, is told of every completed generateContent (the
-	// usage counters).
-	OnCall func(ctx context.Context, in builtin.Install, res *llm.Response)
+	// Meter, when set, refuses a call past the bot's token quota and
+	// counts each completed one (the usage counters).
+	Meter llm.Meter
 }
 
 var _ builtin.Actor = (*Integration)(nil)
@@ -126,12 +126,18 @@ func (i *Integration) RunAction(ctx context.Context, in builtin.Install, action 
 		if err != nil {
 			return nil, err
 		}
+		if i.Meter != nil {
+			if err := i.Meter.LLMRoom(ctx, in.Bot.ID); err != nil {
+				return nil, err
+			}
+		}
 		res, err := i.Gateway.Generate(ctx, req)
 		if err != nil {
 			return nil, err
 		}
-		if i.OnCall != nil {
-			i.OnCall(ctx, in, res)
+		if i.Meter != nil {
+			// The tokens are spent: a failure to count does not fail the call.
+			_ = i.Meter.CountLLM(ctx, in.Bot.ID, res.Metadata.Model, int64(res.Metadata.Usage.InputTokens), int64(res.Metadata.Usage.OutputTokens))
 		}
 		return json.Marshal(output(res, i.Gateway.DefaultProvider()))
 	case "listLanguageModels":

@@ -308,7 +308,7 @@ func Open(ctx context.Context, dataDir, baseURL string, log *slog.Logger) (*Plat
 	p.closers = append(p.closers, func() error { stopSweep(); <-swept; return nil })
 	p.Sweeper = sweeper
 
-	p.Builtins = runtime.BuiltinsWith(gw)
+	p.Builtins = runtime.BuiltinsWith(gw, p.Store)
 	api := httpapi.New(httpapi.Config{
 		Builtins:  p.Builtins,
 		Sweeper:   sweeper,

@@ -20,16 +20,17 @@ func Builtins() *builtin.Registry {
 		// The API refuses to start on it (AreaHandler, local.Open).
 		slog.Default().Error("the llm integration has no provider", "err", err)
 	}
-	return BuiltinsWith(gw)
+	return BuiltinsWith(gw, nil)
 }
 
-// BuiltinsWith is Builtins with the LLM gateway the process already has.
+// BuiltinsWith is Builtins with the LLM gateway the process already has,
+// and the meter of the bots' LLM usage (the store; nil: not counted).
 // "llm" is there when the operator configured an LLM provider
 // (PLATFORM_LLM_*, docs/llm.md): without one it could only refuse.
-func BuiltinsWith(gw *llm.Gateway) *builtin.Registry {
+func BuiltinsWith(gw *llm.Gateway, meter llm.Meter) *builtin.Registry {
 	r := builtin.NewRegistry()
 	if gw.DefaultProvider() != "" {
-		r.Add(&llmbuiltin.Integration{Gateway: gw})
+		r.Add(&llmbuiltin.Integration{Gateway: gw, Meter: meter})
 	}
 	return r
 }

@@ -69,13 +69,14 @@ type Env struct {
 	QuotaEvents      string // BP_QUOTA_EVENTS_PER_MONTH
 	QuotaInvocations string // BP_QUOTA_INVOCATIONS_PER_MONTH
 	QuotaStorage     string // BP_QUOTA_STORAGE_BYTES
+	QuotaLLMTokens   string // BP_QUOTA_LLM_TOKENS_PER_MONTH
 }
 
 // Limits parses the quotas (an invalid value is an error: the process
 // refuses to start).
 func (e Env) Limits() (dynamo.Limits, error) {
 	vals := map[string]string{dynamo.EnvQuotaMessages: e.QuotaMessages, dynamo.EnvQuotaEvents: e.QuotaEvents,
-		dynamo.EnvQuotaInvocations: e.QuotaInvocations, dynamo.EnvQuotaStorage: e.QuotaStorage}
+		dynamo.EnvQuotaInvocations: e.QuotaInvocations, dynamo.EnvQuotaStorage: e.QuotaStorage, dynamo.EnvQuotaLLMTokens: e.QuotaLLMTokens}
 	return dynamo.ParseLimits(func(k string) string { return vals[k] })
 }
 
@@ -108,6 +109,7 @@ func FromEnv() Env {
 		QuotaEvents:      os.Getenv("BP_QUOTA_EVENTS_PER_MONTH"),
 		QuotaInvocations: os.Getenv("BP_QUOTA_INVOCATIONS_PER_MONTH"),
 		QuotaStorage:     os.Getenv("BP_QUOTA_STORAGE_BYTES"),
+		QuotaLLMTokens:   os.Getenv("BP_QUOTA_LLM_TOKENS_PER_MONTH"),
 	}
 }
 
@@ -206,7 +208,7 @@ func AreaHandler(ctx context.Context, area httpapi.Area) (http.Handler, error) {
 	if code := CodeRunner(cfg, env, CodeEnvFromEnv(), store, hc.Files); code != nil {
 		hc.Code, hc.Outbound = code, WithCode(code, delivery.Client(false))
 	}
-	hc.Builtins = BuiltinsWith(gw)
+	hc.Builtins = BuiltinsWith(gw, store)
 	if area == httpapi.AreaAdmin {
 		// The hub lists them: published (idempotently) at each cold start
 		// of the admin function, after the standard interfaces some of
