@@ -1,3 +1,6 @@
+// Copied from botpress/botpress packages/sdk/src/message.ts (MIT licence),
+// its zui import pointed at @bpinternal/zui: the message types of the SDK
+// that the hitl interface uses (sdk-shim.mjs).
 import { z } from '@bpinternal/zui'
 
 const NonEmptyString = z.string().min(1)
