@@ -57,6 +57,10 @@ func TestStandardInterfacesPublished(t *testing.T) {
 			"events":   map[string]any{}, "channels": map[string]any{},
 		}},
 	}
+	// `bp interfaces get llm` (CLI 0.8.59): getInterfaceByName in the workspace.
+	if r := e.Check(e.Do(apitest.Req{Method: "GET", Path: "/v1/admin/interfaces/llm/latest", Token: e.AdminToken, Headers: h}), 200, "getInterfaceByName"); r.Str("interface.id") != llm["id"] {
+		t.Fatalf("bp interfaces get llm: %s", r.Raw)
+	}
 	r := e.Check(e.Do(apitest.Req{Method: "POST", Path: "/v1/admin/integrations", Token: e.AdminToken, Headers: h, Body: body}), 200, "createIntegration")
 	got := r.Body["integration"].(map[string]any)["interfaces"].(map[string]any)["llm"].(map[string]any)
 	if got["name"] != "llm" || got["version"] != "11.0.0" {
