@@ -1,5 +1,5 @@
 # The two commands of README.md: `make run` and `make test`.
-.PHONY: run test vet unit conformance cli-e2e deploy-e2e llm-e2e console-e2e console-vendor build infra lambda cfn-lint
+.PHONY: run aws-local test vet unit conformance conformance-aws cli-e2e deploy-e2e deploy-e2e-aws llm-e2e console-e2e console-vendor build infra lambda cfn-lint capacity
 
 # Where `make run` listens: loopback only unless told otherwise
 # (make run ADDR=:8080 listens on every interface).
@@ -8,7 +8,14 @@ ADDR ?= 127.0.0.1:8080
 run:
 	go run ./functions/local --addr $(ADDR)
 
-test: vet unit infra conformance cli-e2e deploy-e2e llm-e2e console-e2e
+# The AWS build run whole on this machine, without an AWS account
+# (docs/deploy.md): the Lambda functions of template.yaml behind its API
+# Gateway routes, each AWS call checked against the function's role. State
+# in ./.data-aws; the first account's token in ./.data-aws/admin-token.
+aws-local:
+	go run ./functions/aws-local --addr $(ADDR)
+
+test: vet unit infra conformance conformance-aws cli-e2e deploy-e2e deploy-e2e-aws llm-e2e console-e2e
 
 vet:
 	go vet ./...
@@ -20,6 +27,11 @@ unit:
 conformance:
 	bash scripts/conformance/run.sh
 
+# The same suite against the AWS build (./functions/aws-local): the first
+# start builds the Lambda functions (minutes on a cold build cache).
+conformance-aws:
+	PLATFORM_PKG=./functions/aws-local READY_TIMEOUT=600 bash scripts/conformance/run.sh
+
 # `bp dev` of the official CLI (a bot, an integration) through the
 # platform's own tunnel (about 15 s).
 cli-e2e:
@@ -29,6 +41,11 @@ cli-e2e:
 # deployed code answering through the runtime (scripts/deploy-e2e).
 deploy-e2e:
 	bash scripts/deploy-e2e/run.sh
+
+# The same against the AWS build (./functions/aws-local): deployed code in
+# Lambda functions made by the admin function, under its role.
+deploy-e2e-aws:
+	PLATFORM_PKG=./functions/aws-local READY_TIMEOUT=600 bash scripts/deploy-e2e/run.sh
 
 # @botpress/cognitive 0.5.4 and @botpress/zai 2.6.21 against a fresh local
 # platform whose LLM provider is a fake OpenAI-compatible endpoint on
@@ -49,6 +66,13 @@ console-vendor:
 
 build:
 	go build ./...
+
+# The capacity model (docs/data-model.md, "Heat"): a load's shape replayed
+# through the embedded DynamoDB, which counts units per partition key; it
+# prints the peak units per key, the ceiling, Lambda concurrency and the
+# cost per million messages. make capacity ARGS="-rate 500 -bots 50".
+capacity:
+	go run ./scripts/capacity $(ARGS)
 
 # Deployment (docs/deploy.md). The CDK app in infra/ is its own Go module:
 # its tests (CDK assertions, agreement with template.yaml) run here, not in
@@ -73,7 +97,7 @@ cfn-lint:
 # shim (lambda.norpc), stripped. `make lambda` builds every function into
 # .build/lambda/<function>/bootstrap, the CDK app's assets (cdk.json runs it);
 # sam build runs build-<LogicalId> with ARTIFACTS_DIR set.
-LAMBDA_FUNCTIONS := admin chat tables files scheduler upload-completion dispatcher
+LAMBDA_FUNCTIONS := admin chat tables files scheduler upload-completion dispatcher sweeper teardown
 LAMBDA_BUILD = GOOS=linux GOARCH=arm64 CGO_ENABLED=0 go build -trimpath -tags lambda.norpc -ldflags "-s -w"
 
 lambda:
@@ -93,3 +117,7 @@ build-UploadCompletionFunction:
 	$(LAMBDA_BUILD) -o $(ARTIFACTS_DIR)/bootstrap ./functions/upload-completion
 build-DispatcherFunction:
 	$(LAMBDA_BUILD) -o $(ARTIFACTS_DIR)/bootstrap ./functions/dispatcher
+build-SweeperFunction:
+	$(LAMBDA_BUILD) -o $(ARTIFACTS_DIR)/bootstrap ./functions/sweeper
+build-TeardownFunction:
+	$(LAMBDA_BUILD) -o $(ARTIFACTS_DIR)/bootstrap ./functions/teardown

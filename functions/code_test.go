@@ -62,7 +62,7 @@ func TestDeployedCodeOnAWS(t *testing.T) {
 
 	// The dispatcher delivers an event by invoking the function.
 	id := s.queueEvent(t, botID, "hello")
-	if err := dispatcherHandler(t)(context.Background(), sampleEvent(t, "dispatcher-stream.json", nil)); err != nil {
+	if err := dispatcherHandler(t)(context.Background(), streamSample(t)); err != nil {
 		t.Fatal(err)
 	}
 	if st := s.eventStatus(t, botID, id); st != "processed" {

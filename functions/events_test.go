@@ -20,6 +20,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -50,6 +51,9 @@ type standIns struct {
 	Logs      *logsStandIn
 	// DynamoOps records the DynamoDB operations the functions call.
 	DynamoOps *opRecorder
+	// DenyS3Deletes: S3 answers every DeleteObject AccessDenied, as it does
+	// a role without s3:DeleteObject.
+	DenyS3Deletes atomic.Bool
 }
 
 const (
@@ -81,7 +85,16 @@ func newStandInsOn(t *testing.T, dynamoDB http.Handler) *standIns {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s3Srv := httptest.NewServer(s3)
+	s := &standIns{}
+	s3Srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodDelete && s.DenyS3Deletes.Load() {
+			w.Header().Set("Content-Type", "application/xml")
+			w.WriteHeader(http.StatusForbidden)
+			fmt.Fprint(w, `<?xml version="1.0" encoding="UTF-8"?><Error><Code>AccessDenied</Code><Message>Access Denied</Message></Error>`)
+			return
+		}
+		s3.ServeHTTP(w, r)
+	}))
 	t.Cleanup(func() { s3Srv.Close(); s3.Close() })
 	if err := s3.EnsureBucket(ctx, testBucket); err != nil {
 		t.Fatal(err)
@@ -93,7 +106,8 @@ func newStandInsOn(t *testing.T, dynamoDB http.Handler) *standIns {
 	logsSrv := httptest.NewServer(logs)
 	t.Cleanup(logsSrv.Close)
 
-	s := &standIns{Schedules: sched, Logs: logs, DynamoOps: ops, Env: map[string]string{
+	s.Schedules, s.Logs, s.DynamoOps = sched, logs, ops
+	s.Env = map[string]string{
 		"PLATFORM_TABLE":                 "platform-test",
 		"PLATFORM_BUCKET":                testBucket,
 		"PLATFORM_PAGING_KEY":            hex.EncodeToString([]byte("0123456789abcdef0123456789abcdef")),
@@ -114,7 +128,7 @@ func newStandInsOn(t *testing.T, dynamoDB http.Handler) *standIns {
 		"AWS_CONFIG_FILE":                os.DevNull,
 		"AWS_SHARED_CREDENTIALS_FILE":    os.DevNull,
 		"AWS_EC2_METADATA_DISABLED":      "true",
-	}}
+	}
 	for k, v := range s.Env {
 		t.Setenv(k, v)
 	}
@@ -664,6 +678,36 @@ func dispatcherHandler(t *testing.T) func(context.Context, json.RawMessage) erro
 	return runtime.DrainOutbox(runtime.Dispatcher(cfg, runtime.FromEnv(), delivery.Client(true)))
 }
 
+// Keys of events/dispatcher-stream.json's record: an outbox shard (a
+// conversation's) and an entry of it.
+const (
+	samplePK = "OUTBOX#bot_01JDZ4Y3V6Q8J2M7N5P0R4T9XK#conv_01JDZ4Y3V6Q8J2M7N5P0R4T9XK"
+	sampleSK = "dlv_01JDZ4Y3V6Q8J2M7N5P0R4T9XK"
+)
+
+// streamSample is events/dispatcher-stream.json with the keys of the one
+// outbox entry pending: the record the table's stream shows for its
+// insert.
+func streamSample(t *testing.T) []byte {
+	t.Helper()
+	ctx := context.Background()
+	cfg, err := runtime.AWSConfig(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := runtime.FromEnv()
+	store := dynamo.New(runtime.DynamoClient(cfg, env, nil), env.Table)
+	shards, err := store.DueShards(ctx, time.Now().Add(time.Second), 10)
+	if err != nil || len(shards) != 1 {
+		t.Fatalf("outbox shards pending: %v, %v; want one", shards, err)
+	}
+	ds, _, err := store.PendingDeliveries(ctx, shards[0], "", 10)
+	if err != nil || len(ds) != 1 {
+		t.Fatalf("entries of %s: %v, %v; want one", shards[0], ds, err)
+	}
+	return sampleEvent(t, "dispatcher-stream.json", map[string]string{samplePK: shards[0], sampleSK: ds[0].ID})
+}
+
 // queueEvent creates an event of the bot through the Chat function: it is
 // written with its outbox entry, and waits there for the dispatcher.
 func (s *standIns) queueEvent(t *testing.T, botID, typ string) string {
@@ -707,8 +751,12 @@ func TestDispatcherSampleEvents(t *testing.T) {
 			if st := s.eventStatus(t, botID, id); st != "pending" {
 				t.Fatalf("status %s before the dispatcher ran, want pending", st)
 			}
+			event := sampleEvent(t, tc.sample, nil)
+			if tc.sample == "dispatcher-stream.json" {
+				event = streamSample(t)
+			}
 			s.DynamoOps.reset()
-			if err := handle(context.Background(), sampleEvent(t, tc.sample, nil)); err != nil {
+			if err := handle(context.Background(), event); err != nil {
 				t.Fatal(err)
 			}
 			checkDispatcherOps(t, s.DynamoOps.reset())
@@ -790,7 +838,7 @@ func TestDispatcherWaitsForASoonRetry(t *testing.T) {
 	ctx, cancel := context.WithDeadline(context.Background(), time.Now().Add(runtime.DispatchReserve+time.Minute))
 	defer cancel()
 	start := time.Now()
-	if err := handle(ctx, sampleEvent(t, "dispatcher-stream.json", nil)); err != nil {
+	if err := handle(ctx, streamSample(t)); err != nil {
 		t.Fatal(err)
 	}
 	n := 0

@@ -24,7 +24,7 @@ import (
 )
 
 // functionNames are the directories of functions/ that are Lambda functions.
-var functionNames = []string{"admin", "chat", "tables", "files", "scheduler", "upload-completion", "dispatcher"}
+var functionNames = []string{"admin", "chat", "tables", "files", "scheduler", "upload-completion", "dispatcher", "sweeper", "teardown"}
 
 var built struct {
 	once sync.Once
@@ -264,7 +264,7 @@ func TestFunctionBinaries(t *testing.T) {
 		botID, received := s.recurringBot(t)
 		id := s.queueEvent(t, botID, "ping")
 		s.DynamoOps.reset()
-		inv := invoke(t, "dispatcher", s.Env, sampleEvent(t, "dispatcher-stream.json", nil))
+		inv := invoke(t, "dispatcher", s.Env, streamSample(t))
 		// A refused delivery: failed for good, the failure made a bot issue.
 		checkDispatcherOps(t, s.DynamoOps.reset())
 		t.Logf("dispatcher: initialisation %v, first event %v", inv.Init.Round(time.Microsecond), inv.Handle.Round(time.Microsecond))
@@ -285,6 +285,27 @@ func TestFunctionBinaries(t *testing.T) {
 		}
 		if !s.Logs.wrote(s.Env["PLATFORM_BOT_LOG_GROUP"], id) {
 			t.Fatalf("the refused delivery was not logged to the bot log group: %v", s.Logs.groups())
+		}
+	})
+
+	// A deletion deleteBot could not finish (S3 refused its deletes),
+	// finished by the sweeper function on its schedule.
+	t.Run("sweeper", func(t *testing.T) {
+		ws, botID := s.bot(t)
+		_, key := s.uploadedFile(t, botID, "hello, world")
+		s.DenyS3Deletes.Store(true)
+		s.deleteBot(t, ws, botID)
+		s.DenyS3Deletes.Store(false)
+		if !s.objectExists(t, key) || s.pending(t) != 1 {
+			t.Fatalf("before the sweep: object %v, %d deletions pending; want the object and 1", s.objectExists(t, key), s.pending(t))
+		}
+		inv := invoke(t, "sweeper", s.Env, sampleEvent(t, "sweeper-schedule.json", nil))
+		t.Logf("sweeper: initialisation %v, first event %v", inv.Init.Round(time.Microsecond), inv.Handle.Round(time.Microsecond))
+		if len(inv.Error) > 0 || string(inv.Response) != "null" {
+			t.Fatalf("response %s, error %s", inv.Response, inv.Error)
+		}
+		if s.objectExists(t, key) || s.pending(t) != 0 {
+			t.Fatalf("after the sweep: object %v, %d deletions pending; want neither", s.objectExists(t, key), s.pending(t))
 		}
 	})
 
@@ -320,6 +341,8 @@ func TestColdStart(t *testing.T) {
 		"scheduler":         []byte(`{}`),
 		"upload-completion": []byte(`{"Records":[]}`),
 		"dispatcher":        []byte(`{}`),
+		"sweeper":           []byte(`{}`), // nothing pending: one Query
+		"teardown":          []byte(`{}`), // not a CloudFormation request: refused
 	}
 	for _, name := range functionNames {
 		ev, ok := noop[name]

@@ -114,12 +114,17 @@ func TestSAMAndCDKAgree(t *testing.T) {
 	// one-minute schedule.
 	outbox := sam.StreamSources["DispatcherFunction <- ${Table.StreamArn}"]
 	if sam.Tables["Table"].Stream != "KEYS_ONLY" || len(sam.StreamSources) != 1 ||
-		fmt.Sprint(outbox.Filters) != `[{"dynamodb":{"Keys":{"pk":{"S":["OUTBOX"]}}},"eventName":["INSERT"]}]` ||
+		fmt.Sprint(outbox.Filters) != `[{"dynamodb":{"Keys":{"pk":{"S":[{"prefix":"OUTBOX#"}]}}},"eventName":["INSERT"]}]` ||
+		outbox.Parallelization != 10 ||
 		outbox.StartingPosition != "LATEST" || !outbox.Enabled {
 		t.Fatalf("the dispatcher's stream trigger: table stream %q, sources %+v", sam.Tables["Table"].Stream, sam.StreamSources)
 	}
-	if sc := sam.FunctionSchedules["DispatcherFunction rate(1 minute)"]; len(sam.FunctionSchedules) != 1 || !sc.Enabled || !sc.Permitted {
+	if sc := sam.FunctionSchedules["DispatcherFunction rate(1 minute)"]; len(sam.FunctionSchedules) != 2 || !sc.Enabled || !sc.Permitted {
 		t.Fatalf("the dispatcher's schedule: %+v", sam.FunctionSchedules)
+	}
+	// The sweeper's: pending deletions finished every five minutes.
+	if sc := sam.FunctionSchedules["SweeperFunction rate(5 minutes)"]; !sc.Enabled || !sc.Permitted {
+		t.Fatalf("the sweeper's schedule: %+v", sam.FunctionSchedules)
 	}
 	if len(sam.Other) > 0 {
 		t.Fatalf("resources the model does not compare: %v", sam.Other)
@@ -208,9 +213,14 @@ func TestAgreementCatchesDrift(t *testing.T) {
 		{"stream filter changed in the CDK template", func(t *testing.T) (stackModel, stackModel) {
 			return sam, cdkModel(t, mutatedCDK(t, cdkJSON, func(res map[string]any) {
 				props := res["DispatcherFunctionOutbox"].(map[string]any)["Properties"].(map[string]any)
-				props["FilterCriteria"] = map[string]any{"Filters": []any{map[string]any{"Pattern": `{"eventName":["INSERT","MODIFY"],"dynamodb":{"Keys":{"pk":{"S":["OUTBOX"]}}}}`}}}
+				props["FilterCriteria"] = map[string]any{"Filters": []any{map[string]any{"Pattern": `{"eventName":["INSERT","MODIFY"],"dynamodb":{"Keys":{"pk":{"S":[{"prefix":"OUTBOX#"}]}}}}`}}}
 			}), lambdaDir)
 		}, []string{"streamSources.DispatcherFunction <- ${Table.StreamArn}.filters"}},
+		{"stream parallelization changed in the CDK template", func(t *testing.T) (stackModel, stackModel) {
+			return sam, cdkModel(t, mutatedCDK(t, cdkJSON, func(res map[string]any) {
+				res["DispatcherFunctionOutbox"].(map[string]any)["Properties"].(map[string]any)["ParallelizationFactor"] = 1
+			}), lambdaDir)
+		}, []string{"streamSources.DispatcherFunction <- ${Table.StreamArn}.parallelizationFactor"}},
 		{"schedule rule removed from the CDK template", func(t *testing.T) (stackModel, stackModel) {
 			return sam, cdkModel(t, mutatedCDK(t, cdkJSON, func(res map[string]any) {
 				deleteOfType(res, "AWS::Events::Rule")
@@ -354,15 +364,16 @@ func mutatedCDK(t *testing.T, template []byte, mutate func(resources map[string]
 
 // TestEnvironmentCoversRuntime: every variable shared/runtime reads is set
 // on at least one function of the stack, except the *_ENDPOINT variables
-// that point the code at stand-ins of AWS services (never set in AWS), and
-// every variable the stack sets is one the code reads.
+// that point the code at stand-ins of AWS services (never set in AWS) and
+// PLATFORM_DELIVERY_ALLOW_PRIVATE (set by the AWS-shaped local stack only:
+// never in AWS), and every variable the stack sets is one the code reads.
 func TestEnvironmentCoversRuntime(t *testing.T) {
 	src, err := filepath.Glob("../shared/runtime/*.go")
 	if err != nil || len(src) == 0 {
 		t.Fatalf("shared/runtime: %v", err)
 	}
 	read := map[string]bool{}
-	name := regexp.MustCompile(`(?:Getenv|get)\("([A-Z][A-Z0-9_]*)"`)
+	name := regexp.MustCompile(`(?:Getenv|get)\("([A-Z][A-Z0-9_]*)"|Env[A-Za-z]* = "([A-Z][A-Z0-9_]*)"`)
 	for _, f := range src {
 		if strings.HasSuffix(f, "_test.go") {
 			continue
@@ -372,7 +383,7 @@ func TestEnvironmentCoversRuntime(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, m := range name.FindAllStringSubmatch(string(b), -1) {
-			read[m[1]] = true
+			read[m[1]+m[2]] = true
 		}
 	}
 	set := map[string]bool{}
@@ -382,7 +393,8 @@ func TestEnvironmentCoversRuntime(t *testing.T) {
 		}
 	}
 	for v := range read {
-		if !set[v] && !strings.HasSuffix(v, "_ENDPOINT") {
+		// PLATFORM_BUILTINS: unset in the stack (every built-in integration).
+		if !set[v] && !strings.HasSuffix(v, "_ENDPOINT") && v != "PLATFORM_DELIVERY_ALLOW_PRIVATE" && v != "PLATFORM_BUILTINS" {
 			t.Errorf("shared/runtime reads %s, which no function of the stack sets", v)
 		}
 	}

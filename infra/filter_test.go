@@ -3,13 +3,15 @@ package main
 import (
 	"encoding/json"
 	"os"
+	"strings"
 	"testing"
 )
 
 // matchesFilter applies a Lambda event filter pattern to a record, for the
 // pattern forms the stack uses: nested objects, and arrays of values one of
-// which the record's value must equal. Any other form fails the test (the
-// matcher would not know what it means).
+// which the record's value must equal, or of {"prefix": p} a string record
+// must start with. Any other form fails the test (the matcher would not
+// know what it means).
 func matchesFilter(t *testing.T, pattern, record any) bool {
 	t.Helper()
 	switch p := pattern.(type) {
@@ -27,8 +29,17 @@ func matchesFilter(t *testing.T, pattern, record any) bool {
 		return true
 	case []any:
 		for _, want := range p {
-			switch want.(type) {
+			switch w := want.(type) {
 			case string, float64, bool, nil:
+			case map[string]any:
+				prefix, ok := w["prefix"].(string)
+				if len(w) != 1 || !ok {
+					t.Fatalf("filter operator %v is not understood by this test", want)
+				}
+				if s, ok := record.(string); ok && strings.HasPrefix(s, prefix) {
+					return true
+				}
+				continue
 			default:
 				t.Fatalf("filter operator %v is not understood by this test", want)
 			}
@@ -78,6 +89,12 @@ func TestDispatcherStreamFilter(t *testing.T) {
 		want   bool
 	}{
 		{"the sample: an outbox entry inserted", record(nil), true},
+		{"an entry of another shard inserted", record(func(r map[string]any) {
+			keys(r)["pk"] = map[string]any{"S": "OUTBOX#bot_2#conv_9"}
+		}), true},
+		{"an entry of the previous layout's single partition", record(func(r map[string]any) {
+			keys(r)["pk"] = map[string]any{"S": "OUTBOX"}
+		}), false},
 		{"an outbox entry leased or put back for a retry", record(func(r map[string]any) { r["eventName"] = "MODIFY" }), false},
 		{"an outbox entry removed", record(func(r map[string]any) { r["eventName"] = "REMOVE" }), false},
 		{"another item inserted", record(func(r map[string]any) {

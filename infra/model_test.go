@@ -55,6 +55,14 @@ type stackModel struct {
 	LogGroups       map[string]logGroup      `json:"logGroups"`
 	Outputs         map[string]output        `json:"outputs"`
 	Other           map[string]otherResource `json:"otherResources"` // any resource type the model does not know
+	// Custom resources (Custom::*), by logical id.
+	CustomResources map[string]customResource `json:"customResources"`
+}
+
+type customResource struct {
+	Type       string            `json:"type"`
+	Properties map[string]string `json:"properties"` // canonical values
+	DependsOn  []string          `json:"dependsOn"`
 }
 
 type streamSource struct {
@@ -64,7 +72,8 @@ type streamSource struct {
 	BatchSize        int      `json:"batchSize"`
 	BatchingWindow   int      `json:"maximumBatchingWindowInSeconds"`
 	MaxRetries       int      `json:"maximumRetryAttempts"` // -1: until the records expire
-	Filters          []string `json:"filters"`              // patterns, canonical JSON
+	Parallelization  int      `json:"parallelizationFactor"`
+	Filters          []string `json:"filters"` // patterns, canonical JSON
 	Enabled          bool     `json:"enabled"`
 }
 
@@ -530,6 +539,7 @@ func modelOf(t *cloudformation.Template, packageOf func(id string) (string, erro
 		Schedules: map[string]string{}, Roles: map[string]role{}, LogGroups: map[string]logGroup{},
 		Outputs: map[string]output{}, Other: map[string]otherResource{}, ManagedPolicies: map[string][]string{},
 		StreamSources: map[string]streamSource{}, FunctionSchedules: map[string]functionSchedule{},
+		CustomResources: map[string]customResource{},
 	}
 	for name, p := range t.Parameters {
 		if name == "BootstrapVersion" { // the CDK bootstrap check, not part of the stack
@@ -644,6 +654,13 @@ func modelOf(t *cloudformation.Template, packageOf func(id string) (string, erro
 				fail("%s: %v", id, err)
 			}
 			m.ManagedPolicies[id] = st
+		case *cloudformation.CustomResource:
+			cr := customResource{Type: r.Type, Properties: map[string]string{}, DependsOn: append([]string{}, r.AWSCloudFormationDependsOn...)}
+			for k, v := range r.Properties {
+				cr.Properties[k] = canon(v)
+			}
+			sort.Strings(cr.DependsOn)
+			m.CustomResources[id] = cr
 		case *logs.LogGroup:
 			m.LogGroups[id] = logGroup{Name: deref(r.LogGroupName), Retention: numberRef(t, deref(r.RetentionInDays)),
 				DeletionPolicy: deletionPolicy(r.AWSCloudFormationDeletionPolicy)}
@@ -737,8 +754,8 @@ func modelOf(t *cloudformation.Template, packageOf func(id string) (string, erro
 			m.Roles[id] = ro
 		}
 	}
-	// A function's log group dependencies (the other DependsOn are implied
-	// by references).
+	// A function's log group and custom resource dependencies (the other
+	// DependsOn are implied by references).
 	for id, f := range m.Functions {
 		var deps []string
 		switch r := t.Resources[id].(type) {
@@ -749,7 +766,8 @@ func modelOf(t *cloudformation.Template, packageOf func(id string) (string, erro
 		}
 		f.DependsOn = []string{}
 		for _, d := range deps {
-			if _, ok := t.Resources[d].(*logs.LogGroup); ok {
+			switch t.Resources[d].(type) {
+			case *logs.LogGroup, *cloudformation.CustomResource:
 				f.DependsOn = append(f.DependsOn, d)
 			}
 		}
@@ -899,8 +917,8 @@ func samFunction(id string, r *serverless.Function, g global.Function, packageOf
 			if e == nil {
 				return f, evs, fmt.Errorf("event %s: not a DynamoDB event (or a property the model does not know)", name)
 			}
-			if e.BisectBatchOnFunctionError != nil || e.DestinationConfig != nil || e.MaximumRecordAgeInSeconds != nil || e.ParallelizationFactor != nil {
-				return f, evs, fmt.Errorf("event %s: only the stream, starting position, batching, retries and filters are modelled", name)
+			if e.BisectBatchOnFunctionError != nil || e.DestinationConfig != nil || e.MaximumRecordAgeInSeconds != nil {
+				return f, evs, fmt.Errorf("event %s: only the stream, starting position, batching, retries, parallelization and filters are modelled", name)
 			}
 			var patterns []string
 			if fc, ok := r.AWSCloudFormationMetadata[filterMetadata+name].(map[string]any); ok {
@@ -917,7 +935,8 @@ func samFunction(id string, r *serverless.Function, g global.Function, packageOf
 			evs.streams = append(evs.streams, streamSource{
 				Function: id, Stream: e.Stream, StartingPosition: e.StartingPosition,
 				BatchSize: intOr(e.BatchSize, 100), BatchingWindow: intOr(e.MaximumBatchingWindowInSeconds, 0),
-				MaxRetries: intOr(e.MaximumRetryAttempts, -1), Filters: filters, Enabled: e.Enabled == nil || *e.Enabled,
+				MaxRetries: intOr(e.MaximumRetryAttempts, -1), Parallelization: intOr(e.ParallelizationFactor, 1),
+				Filters: filters, Enabled: e.Enabled == nil || *e.Enabled,
 			})
 		case "Schedule":
 			e := ev.Properties.ScheduleEvent
@@ -973,11 +992,11 @@ func intOr(p *int, def int) int {
 func streamSourceOf(r *lambda.EventSourceMapping) (streamSource, error) {
 	src := streamSource{Function: logicalIDOf(r.FunctionName), Stream: deref(r.EventSourceArn), StartingPosition: deref(r.StartingPosition),
 		BatchSize: intOr(r.BatchSize, 100), BatchingWindow: intOr(r.MaximumBatchingWindowInSeconds, 0),
-		MaxRetries: intOr(r.MaximumRetryAttempts, -1), Enabled: r.Enabled == nil || *r.Enabled}
+		MaxRetries: intOr(r.MaximumRetryAttempts, -1), Parallelization: intOr(r.ParallelizationFactor, 1), Enabled: r.Enabled == nil || *r.Enabled}
 	if src.Function == "" {
 		return src, fmt.Errorf("function %q is not a function of this template", r.FunctionName)
 	}
-	if r.BisectBatchOnFunctionError != nil || r.DestinationConfig != nil || r.MaximumRecordAgeInSeconds != nil || r.ParallelizationFactor != nil ||
+	if r.BisectBatchOnFunctionError != nil || r.DestinationConfig != nil || r.MaximumRecordAgeInSeconds != nil ||
 		len(r.FunctionResponseTypes) > 0 || r.TumblingWindowInSeconds != nil || len(r.Topics) > 0 || len(r.Queues) > 0 {
 		return src, fmt.Errorf("only the stream, starting position, batching, retries and filters are modelled")
 	}

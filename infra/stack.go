@@ -25,7 +25,8 @@ import (
 const Description = "Self-hosted bot platform API (Botpress-compatible): four API functions behind " +
 	"one API Gateway HTTP API, a scheduler function fired by EventBridge Scheduler, " +
 	"an upload-completion function fired by S3, a dispatcher function fired by the " +
-	"table's stream and a one-minute schedule, one DynamoDB table and one S3 " +
+	"table's stream and a one-minute schedule, a scheduled deletion sweeper, a " +
+	"teardown of deployed code, one DynamoDB table and one S3 " +
 	"bucket. The CDK app in infra/ describes the same stack; infra's agreement " +
 	"test keeps the two in step."
 
@@ -55,6 +56,12 @@ var Functions = []Function{
 	// Starts a pass over the outbox only with 2 min 30 s left (a delivery
 	// may take 2 minutes: runtime.DispatchReserve).
 	{ID: "Dispatcher", Dir: "dispatcher", Description: "Runtime dispatcher (functions/dispatcher)", Timeout: 300, MemorySize: 256},
+	// Stops 10 s before its Timeout (runtime.SweepReserve): runs five
+	// minutes apart never overlap.
+	{ID: "Sweeper", Dir: "sweeper", Description: "Deletion sweeper (functions/sweeper)", Timeout: 300, MemorySize: 256},
+	// CodeTeardown's handler: answers CloudFormation 15 s before its
+	// Timeout at the latest (teardown.Reserve).
+	{ID: "Teardown", Dir: "teardown", Description: "Deployed code's teardown at stack deletion (functions/teardown)", Timeout: 300, MemorySize: 256},
 }
 
 // StackOptions configure NewPlatformStack.
@@ -86,6 +93,8 @@ func NewPlatformStack(scope constructs.Construct, opts StackOptions) (awscdk.Sta
 	s.api()
 	s.uploadNotification()
 	s.dispatcherTriggers()
+	s.sweeperSchedule()
+	s.codeTeardown()
 	s.outputs()
 	return stack, nil
 }
@@ -348,9 +357,11 @@ func (s *builder) policies(id string) map[string]awsiam.PolicyDocument {
 				allow([]string{"logs:CreateLogStream", "logs:PutLogEvents", "logs:StartQuery"}, platformLogs...),
 				allow([]string{"logs:GetQueryResults", "logs:StopQuery"}, jsii.String("*")),
 			),
-			// Deployed code, icons and readmes: code/ keys only.
+			// Deployed code, icons and readmes: code/ keys; of the files of
+			// bots, only their deletion (deleteBot, shared/dynamo.Sweeper).
 			"bucket": policy(
 				allow([]string{"s3:GetObject", "s3:PutObject", "s3:DeleteObject"}, s.bucket.ArnForObjects(jsii.String("code/*"))),
+				allow([]string{"s3:DeleteObject"}, s.bucket.ArnForObjects(jsii.String("files/*"))),
 				allow([]string{"s3:ListBucket"}, s.bucket.BucketArn()),
 			),
 		}
@@ -398,6 +409,22 @@ func (s *builder) policies(id string) map[string]awsiam.PolicyDocument {
 			),
 			"platform-logs":        writePlatformLogs,
 			"invoke-deployed-code": invokeCode(),
+		}
+	case "Sweeper":
+		return map[string]awsiam.PolicyDocument{
+			"table": table,
+			// Deleted bots' file contents: delete only.
+			"bucket": policy(allow([]string{"s3:DeleteObject"}, s.bucket.ArnForObjects(jsii.String("files/*")))),
+		}
+	case "Teardown":
+		// Deployed code's functions and roles, to delete them: nothing
+		// else. Listing has no resource-level permissions.
+		return map[string]awsiam.PolicyDocument{
+			"deployed-code": policy(
+				allow([]string{"lambda:ListFunctions", "iam:ListRoles"}, jsii.String("*")),
+				allow([]string{"lambda:DeleteFunction"}, awscdk.Fn_Sub(jsii.String(codeFunctionARN), nil)),
+				allow([]string{"iam:ListRolePolicies", "iam:DeleteRolePolicy", "iam:DeleteRole"}, awscdk.Fn_Sub(jsii.String(codeRoleARN), nil)),
+			),
 		}
 	case "UploadCompletion":
 		bucketArn := awscdk.Fn_Join(jsii.String(""), &[]*string{jsii.String("arn:"), awscdk.Aws_PARTITION(), jsii.String(":s3:::"), s.bucketName})
@@ -458,6 +485,14 @@ func (s *builder) environment(id string) map[string]*string {
 	case "Dispatcher":
 		logs["PLATFORM_CODE_PREFIX"] = awscdk.Fn_Sub(jsii.String(codePrefix), nil)
 		return logs
+	case "Sweeper":
+		// Deleted bots' file contents (files/ keys).
+		return map[string]*string{"PLATFORM_BUCKET": s.bucket.BucketName()}
+	case "Teardown":
+		return map[string]*string{
+			"PLATFORM_CODE_PREFIX":    awscdk.Fn_Sub(jsii.String(codePrefix), nil),
+			"PLATFORM_CODE_ROLE_PATH": awscdk.Fn_Sub(jsii.String("/${AWS::StackName}-code/"), nil),
+		}
 	}
 	panic("no environment for function " + id)
 }
@@ -594,7 +629,7 @@ func (s *builder) uploadNotification() {
 // schedule for retries and scheduled events.
 func (s *builder) dispatcherTriggers() {
 	fn := s.fns["Dispatcher"]
-	pattern := `{"eventName":["INSERT"],"dynamodb":{"Keys":{"pk":{"S":["OUTBOX"]}}}}`
+	pattern := `{"eventName":["INSERT"],"dynamodb":{"Keys":{"pk":{"S":[{"prefix":"OUTBOX#"}]}}}}`
 	awslambda.NewCfnEventSourceMapping(s.stack, jsii.String("DispatcherFunctionOutbox"), &awslambda.CfnEventSourceMappingProps{
 		FunctionName:                   fn.FunctionName(),
 		EventSourceArn:                 s.table.TableStreamArn(),
@@ -604,6 +639,9 @@ func (s *builder) dispatcherTriggers() {
 		// Then the batch is dropped: the entries stay in the outbox for
 		// the next run.
 		MaximumRetryAttempts: jsii.Number(2),
+		// Batches of one stream shard in parallel, each outbox shard's
+		// records in order (template.yaml says the same).
+		ParallelizationFactor: jsii.Number(10),
 		FilterCriteria: &awslambda.CfnEventSourceMapping_FilterCriteriaProperty{
 			Filters: &[]any{&awslambda.CfnEventSourceMapping_FilterProperty{Pattern: jsii.String(pattern)}},
 		},
@@ -620,6 +658,40 @@ func (s *builder) dispatcherTriggers() {
 			p.OverrideLogicalId(jsii.String("DispatcherFunctionRetriesPermission"))
 		}
 	}
+}
+
+// sweeperSchedule invokes the sweeper function every five minutes, as
+// template.yaml's Schedule event does (the rule and its permission named as
+// SAM names them).
+func (s *builder) sweeperSchedule() {
+	rule := awsevents.NewRule(s.stack, jsii.String("SweeperFunctionSweep"), &awsevents.RuleProps{
+		Schedule: awsevents.Schedule_Rate(awscdk.Duration_Minutes(jsii.Number(5))),
+		Targets:  &[]awsevents.IRuleTarget{awseventstargets.NewLambdaFunction(s.fns["Sweeper"], nil)},
+	})
+	logicalID(rule, "SweeperFunctionSweep")
+	for _, c := range *rule.Node().Children() {
+		if p, ok := c.(awslambda.CfnPermission); ok && p.Principal() != nil && *p.Principal() == "events.amazonaws.com" {
+			p.OverrideLogicalId(jsii.String("SweeperFunctionSweepPermission"))
+		}
+	}
+}
+
+// codeTeardown is the custom resource whose Delete (the stack's deletion)
+// deletes deployed code's functions and roles, as template.yaml's
+// CodeTeardown: deleted after the admin function, which depends on it,
+// and before CodeBoundary, on which it depends.
+func (s *builder) codeTeardown() {
+	cr := awscdk.NewCfnResource(s.stack, jsii.String("CodeTeardown"), &awscdk.CfnResourceProps{
+		Type: jsii.String("Custom::CodeTeardown"),
+		Properties: &map[string]any{
+			"ServiceToken": s.fns["Teardown"].FunctionArn(),
+			// Without an answer, CloudFormation gives up after 6 minutes.
+			"ServiceTimeout": 360,
+		},
+	})
+	cr.OverrideLogicalId(jsii.String("CodeTeardown"))
+	cr.AddDependency(s.codeBoundary)
+	s.fns["Admin"].Node().AddDependency(cr)
 }
 
 func (s *builder) outputs() {

@@ -38,7 +38,7 @@ func arrayWith(items ...any) assertions.Matcher {
 func TestStackResources(t *testing.T) {
 	tmpl := stackTemplate(t)
 	for typ, n := range map[string]float64{
-		"AWS::Lambda::Function":           7, // no custom-resource functions
+		"AWS::Lambda::Function":           9, // no CDK custom-resource functions (CodeTeardown's is the stack's own)
 		"AWS::ApiGatewayV2::Api":          1,
 		"AWS::ApiGatewayV2::Stage":        1,
 		"AWS::ApiGatewayV2::Route":        11, // 7, the cognitive API, the console's 2 and the catch-all $default
@@ -48,12 +48,12 @@ func TestStackResources(t *testing.T) {
 		"AWS::S3::BucketPolicy":           1,
 		"AWS::Scheduler::ScheduleGroup":   1,
 		"AWS::Scheduler::Schedule":        0, // created at run time by the admin function
-		"AWS::Logs::LogGroup":             9,
-		"AWS::IAM::Role":                  8,
+		"AWS::Logs::LogGroup":             11,
+		"AWS::IAM::Role":                  10,
 		"AWS::IAM::Policy":                0, // inline policies only
 		"AWS::IAM::ManagedPolicy":         1, // the boundary of deployed code's roles, attached to none
 		"AWS::Lambda::EventSourceMapping": 1, // the dispatcher's stream trigger
-		"AWS::Events::Rule":               1, // the dispatcher's one-minute schedule
+		"AWS::Events::Rule":               2, // the dispatcher's one-minute schedule, the sweeper's five-minute one
 	} {
 		check(t, typ, func() { tmpl.ResourceCountIs(jsii.String(typ), jsii.Number(n)) })
 	}
@@ -177,7 +177,8 @@ func TestStackResources(t *testing.T) {
 		tmpl.HasResourceProperties(jsii.String("AWS::Lambda::EventSourceMapping"), obj{
 			"FunctionName": obj{"Ref": "DispatcherFunction"}, "EventSourceArn": obj{"Fn::GetAtt": []any{"Table", "StreamArn"}},
 			"StartingPosition": "LATEST", "BatchSize": 100, "MaximumBatchingWindowInSeconds": 0, "MaximumRetryAttempts": 2,
-			"FilterCriteria": obj{"Filters": []any{obj{"Pattern": `{"eventName":["INSERT"],"dynamodb":{"Keys":{"pk":{"S":["OUTBOX"]}}}}`}}},
+			"ParallelizationFactor": 10,
+			"FilterCriteria":        obj{"Filters": []any{obj{"Pattern": `{"eventName":["INSERT"],"dynamodb":{"Keys":{"pk":{"S":[{"prefix":"OUTBOX#"}]}}}}`}}},
 		})
 	})
 	// Logical ids as SAM makes them of DispatcherFunction's events.
@@ -219,14 +220,14 @@ func TestLeastPrivilege(t *testing.T) {
 func checkLeastPrivilege(t *testing.T, m stackModel) {
 	// Which roles may use which services (beyond the table and logs).
 	onlyFor := map[string][]string{
-		"s3:":                   {"FilesFunctionRole", "TablesFunctionRole", "UploadCompletionFunctionRole", "AdminFunctionRole"},
+		"s3:":                   {"FilesFunctionRole", "TablesFunctionRole", "UploadCompletionFunctionRole", "AdminFunctionRole", "SweeperFunctionRole"},
 		"scheduler:":            {"AdminFunctionRole", "SchedulerFunctionRole"},
-		"iam:":                  {"AdminFunctionRole"},
+		"iam:":                  {"AdminFunctionRole", "TeardownFunctionRole"},
 		"logs:startquery":       {"AdminFunctionRole"},
 		"logs:getqueryresults":  {"AdminFunctionRole"},
 		"logs:stopquery":        {"AdminFunctionRole"},
 		"lambda:invokefunction": {"SchedulerRole", "AdminFunctionRole", "ChatFunctionRole", "SchedulerFunctionRole", "DispatcherFunctionRole"},
-		"lambda:":               {"SchedulerRole", "AdminFunctionRole", "ChatFunctionRole", "SchedulerFunctionRole", "DispatcherFunctionRole"},
+		"lambda:":               {"SchedulerRole", "AdminFunctionRole", "ChatFunctionRole", "SchedulerFunctionRole", "DispatcherFunctionRole", "TeardownFunctionRole"},
 		// The table's stream: what the dispatcher's event source mapping reads.
 		"dynamodb:describestream":   {"DispatcherFunctionRole"},
 		"dynamodb:getrecords":       {"DispatcherFunctionRole"},
@@ -252,8 +253,11 @@ func checkLeastPrivilege(t *testing.T, m stackModel) {
 			if action == "*" || strings.HasSuffix(action, ":*") {
 				t.Errorf("%s: wildcard action: %s", roleID, st)
 			}
-			if resource == "*" && action != "logs:getqueryresults" && action != "logs:stopquery" && action != "dynamodb:liststreams" {
-				t.Errorf("%s: any resource (only the Logs Insights query calls and ListStreams, which have no resource-level permissions, may): %s", roleID, st)
+			// Listing functions and roles (the teardown's) has no
+			// resource-level permissions either.
+			listing := roleID == "TeardownFunctionRole" && (action == "lambda:listfunctions" || action == "iam:listroles")
+			if resource == "*" && action != "logs:getqueryresults" && action != "logs:stopquery" && action != "dynamodb:liststreams" && !listing {
+				t.Errorf("%s: any resource (only the Logs Insights query calls, ListStreams and the teardown's ListFunctions and ListRoles, which have no resource-level permissions, may): %s", roleID, st)
 			}
 			if strings.HasPrefix(action, "dynamodb:") {
 				switch strings.TrimPrefix(action, "dynamodb:") {
@@ -283,7 +287,7 @@ func checkLeastPrivilege(t *testing.T, m stackModel) {
 			}
 			// Deployed code's roles: only under their path, created or
 			// given a policy only with the boundary.
-			if strings.HasPrefix(action, "iam:") && action != "iam:passrole" {
+			if strings.HasPrefix(action, "iam:") && action != "iam:passrole" && !listing {
 				if resource != codeRoles {
 					t.Errorf("%s: IAM beyond deployed code's roles: %s", roleID, st)
 				}
@@ -293,6 +297,10 @@ func checkLeastPrivilege(t *testing.T, m stackModel) {
 						t.Errorf("%s: a role made or changed without the boundary: %s", roleID, st)
 					}
 				case "iam:getrole", "iam:deleterolepolicy", "iam:deleterole":
+				case "iam:listrolepolicies":
+					if roleID != "TeardownFunctionRole" {
+						t.Errorf("%s: %s", roleID, st)
+					}
 				default:
 					t.Errorf("%s: IAM action beyond making, reading and deleting deployed code's roles: %s", roleID, st)
 				}
@@ -304,16 +312,20 @@ func checkLeastPrivilege(t *testing.T, m stackModel) {
 					if resource != "${SchedulerFunction.Arn}" {
 						t.Errorf("%s: %s", roleID, st)
 					}
-				} else if resource != codeFunctions || (action != "lambda:invokefunction" && roleID != "AdminFunctionRole") {
+				} else if listing {
+				} else if resource != codeFunctions || (action != "lambda:invokefunction" && roleID != "AdminFunctionRole" &&
+					!(roleID == "TeardownFunctionRole" && action == "lambda:deletefunction")) {
 					t.Errorf("%s: Lambda beyond invoking deployed code's functions: %s", roleID, st)
 				}
 			}
 			// The admin function keeps deployed code, icons and readmes:
-			// the bucket's code/ keys, never the files of bots.
+			// the bucket's code/ keys; of the files of bots it may only
+			// delete (deleteBot).
 			if roleID == "AdminFunctionRole" && strings.HasPrefix(action, "s3:") &&
 				!(resource == "${FilesBucket.Arn}/code/*" && (action == "s3:getobject" || action == "s3:putobject" || action == "s3:deleteobject")) &&
+				!(resource == "${FilesBucket.Arn}/files/*" && action == "s3:deleteobject") &&
 				!(resource == "${FilesBucket.Arn}" && action == "s3:listbucket") {
-				t.Errorf("%s: bucket access beyond code/ keys: %s", roleID, st)
+				t.Errorf("%s: bucket access beyond code/ keys and deleting files/ keys: %s", roleID, st)
 			}
 			if strings.HasPrefix(action, "logs:") && fn != "" && resource != "*" {
 				own := "${" + strings.TrimSuffix(fn, "Function") + "LogGroup.Arn}"
@@ -367,6 +379,44 @@ func checkLeastPrivilege(t *testing.T, m stackModel) {
 	if got := m.Roles["DispatcherFunctionRole"].Statements; fmt.Sprint(got) != fmt.Sprint(uniq(want)) {
 		t.Errorf("DispatcherFunctionRole:\n got  %v\n want %v", got, uniq(want))
 	}
+	// The functions that delete bots (admin: deleteBot; the sweeper: what
+	// deleteBot left) may delete their files' contents: without it a
+	// deleted bot's contents would stay in the bucket.
+	for _, r := range []string{"AdminFunctionRole", "SweeperFunctionRole"} {
+		if !containsString(m.Roles[r].Statements, "Allow s3:deleteobject on ${FilesBucket.Arn}/files/*") {
+			t.Errorf("%s cannot delete the contents of a deleted bot's files: %v", r, m.Roles[r].Statements)
+		}
+	}
+	// The sweeper: its log group, item access, deleting files/ keys;
+	// nothing more.
+	want = nil
+	for _, a := range []string{"getitem", "batchgetitem", "query", "putitem", "updateitem", "deleteitem", "batchwriteitem", "conditioncheckitem"} {
+		want = append(want, "Allow dynamodb:"+a+" on ${Table.Arn}", "Allow dynamodb:"+a+" on ${Table.Arn}/index/*")
+	}
+	want = append(want, "Allow logs:createlogstream on ${SweeperLogGroup.Arn}", "Allow logs:putlogevents on ${SweeperLogGroup.Arn}",
+		"Allow s3:deleteobject on ${FilesBucket.Arn}/files/*")
+	if got := m.Roles["SweeperFunctionRole"].Statements; fmt.Sprint(got) != fmt.Sprint(uniq(want)) {
+		t.Errorf("SweeperFunctionRole:\n got  %v\n want %v", got, uniq(want))
+	}
+	// The teardown: list and delete deployed code's functions and roles,
+	// nothing more (no table, no bucket, no making or passing roles).
+	want = []string{"Allow iam:deleterole on " + codeRolesARN, "Allow iam:deleterolepolicy on " + codeRolesARN,
+		"Allow iam:listrolepolicies on " + codeRolesARN, "Allow iam:listroles on *",
+		"Allow lambda:deletefunction on " + codeFunctionsARN, "Allow lambda:listfunctions on *",
+		"Allow logs:createlogstream on ${TeardownLogGroup.Arn}", "Allow logs:putlogevents on ${TeardownLogGroup.Arn}"}
+	if got := m.Roles["TeardownFunctionRole"].Statements; fmt.Sprint(got) != fmt.Sprint(uniq(want)) {
+		t.Errorf("TeardownFunctionRole:\n got  %v\n want %v", got, uniq(want))
+	}
+	// Deployed code goes with the stack: CodeTeardown runs the teardown
+	// function, after the admin function is gone and before CodeBoundary.
+	if cr := m.CustomResources["CodeTeardown"]; cr.Type != "Custom::CodeTeardown" || cr.Properties["ServiceToken"] != "${TeardownFunction.Arn}" ||
+		fmt.Sprint(cr.DependsOn) != "[CodeBoundary]" || !containsString(m.Functions["AdminFunction"].DependsOn, "CodeTeardown") {
+		t.Errorf("CodeTeardown %+v; AdminFunction depends on %v", cr, m.Functions["AdminFunction"].DependsOn)
+	}
+	if env := m.Functions["TeardownFunction"].Env; env["PLATFORM_CODE_PREFIX"] != m.Functions["AdminFunction"].Env["PLATFORM_CODE_PREFIX"] ||
+		env["PLATFORM_CODE_ROLE_PATH"] != m.Functions["AdminFunction"].Env["PLATFORM_CODE_ROLE_PATH"] {
+		t.Errorf("the teardown and the admin function name deployed code differently: %v, %v", env, m.Functions["AdminFunction"].Env)
+	}
 	// The boundary of deployed code's roles: their own log streams at most.
 	if b := m.ManagedPolicies["CodeBoundary"]; fmt.Sprint(b) != "[Allow logs:createlogstream on ${BotLogGroup.Arn} Allow logs:createlogstream on ${IntegrationLogGroup.Arn} Allow logs:putlogevents on ${BotLogGroup.Arn} Allow logs:putlogevents on ${IntegrationLogGroup.Arn}]" {
 		t.Errorf("CodeBoundary allows more than writing the bot and integration log groups: %v", b)
@@ -375,6 +425,11 @@ func checkLeastPrivilege(t *testing.T, m stackModel) {
 		t.Errorf("SchedulerRole may do more than invoke the scheduler function: %v", s.Statements)
 	}
 }
+
+const (
+	codeRolesARN     = "arn:${AWS::Partition}:iam::${AWS::AccountId}:role/${AWS::StackName}-code/*"
+	codeFunctionsARN = "arn:${AWS::Partition}:lambda:${AWS::Region}:${AWS::AccountId}:function:${AWS::StackName}-code-*"
+)
 
 func containsString(l []string, s string) bool {
 	for _, x := range l {

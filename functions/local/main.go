@@ -20,6 +20,7 @@ func main() {
 	// token, and nothing else on the network should reach the platform.
 	addr := flag.String("addr", local.DefaultAddr, "address to listen on (e.g. :8080 for every interface)")
 	dataDir := flag.String("data-dir", "./.data", "directory holding the platform's state")
+	reserve := flag.Int64("disk-reserve-mib", -1, "free space (MiB) below which writes are refused with 507 (0 keeps none; default: $"+local.DiskReserveEnv+" or 64)")
 	// The LLM provider of the cognitive API: the flags stand for the
 	// PLATFORM_LLM_* variables of the same meaning (docs/llm.md).
 	llmURL := flag.String("llm-url", "", "OpenAI-compatible base URL ending in /v1 of the bots' LLM provider (PLATFORM_LLM_URL)")
@@ -32,9 +33,13 @@ func main() {
 			os.Setenv(env, v)
 		}
 	}
+	o := local.Options{Addr: *addr, DataDir: *dataDir}
+	if *reserve >= 0 {
+		o.DiskReserveMiB = reserve
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := local.Run(ctx, local.Options{Addr: *addr, DataDir: *dataDir}); err != nil {
+	if err := local.Run(ctx, o); err != nil {
 		fmt.Fprintln(os.Stderr, "local platform:", err)
 		os.Exit(1)
 	}

@@ -76,15 +76,32 @@ async function stop(child, signal = 'SIGINT', graceMs = 10000) {
   }
 }
 
+// Fatal is a state a poll sees that will not change (a registration that
+// failed): until rethrows it at once.
+class Fatal extends Error {}
+
+// until polls fn until it answers a truthy value (returned), at most
+// timeoutMs. A poll that throws (a refused connection, an assertion on a
+// state not reached yet) is retried like one answering false: the loop
+// fails only when its time is up, with the last error.
 async function until(what, fn, timeoutMs, child, logFile, everyMs = 100) {
   const deadline = Date.now() + timeoutMs
+  let lastErr
   for (;;) {
-    const v = await fn()
-    if (v) return v
+    try {
+      const v = await fn()
+      if (v) return v
+    } catch (err) {
+      if (err instanceof Fatal) throw err
+      lastErr = err
+    }
     if (child && (child.exitCode !== null || child.signalCode !== null)) {
       throw new Error(`${what}: the process exited (${child.exitCode ?? child.signalCode})\n${tail(logFile)}`)
     }
-    if (Date.now() > deadline) throw new Error(`${what}: not within ${timeoutMs} ms\n${tail(logFile)}`)
+    if (Date.now() > deadline) {
+      const last = lastErr ? `\nlast error: ${lastErr.stack ?? lastErr}` : ''
+      throw new Error(`${what}: not within ${timeoutMs} ms${last}\n${tail(logFile)}`)
+    }
     await sleep(everyMs)
   }
 }
@@ -162,8 +179,8 @@ async function main() {
   assert.equal(bot.dev, true, 'a dev bot')
   // The API does not show a bot's url (nor does Botpress's); the platform
   // logs the tunnel the CLI opened, whose url bp dev registered.
-  const tunnelId = fs.readFileSync(serverLog, 'utf8').match(/tunnel connected tunnelId=([0-9a-f-]{36})/)?.[1]
-  assert.ok(tunnelId, `the platform accepted bp dev's tunnel\n${tail(serverLog)}`)
+  const tunnelId = await until('the platform logs the tunnel bp dev opened',
+    () => fs.readFileSync(serverLog, 'utf8').match(/tunnel connected tunnelId=([0-9a-f-]{36})/)?.[1], 10000, null, serverLog)
   const tunnelUrl = `${apiUrl}/${tunnelId}`
 
   // 4. A user's message through the API reaches the dev bot; its reply is stored.
@@ -191,15 +208,17 @@ async function main() {
   // 5. bp dev stops: the tunnel is gone, a request to it is a clear 502.
   step('stopping bp dev')
   await stop(dev)
-  await until('the tunnel is freed', async () => {
+  // The state waited for is "no client is connected": until then a 502 may
+  // also say that the client left before answering (a request caught while
+  // bp dev stopped), which is not the state asserted.
+  const freed = await until('the tunnel is freed', async () => {
     const res = await fetch(tunnelUrl, { method: 'POST', body: '{}', headers: { 'content-type': 'application/json' } })
     if (res.status !== 502) return false
     const body = await res.json()
-    assert.equal(body.type, 'BadGateway')
-    assert.match(body.message, /no client is connected to tunnel/)
-    assert.match(body.id, /^err_/)
-    return true
+    return /no client is connected to tunnel/.test(body.message) ? body : false
   }, 15000)
+  assert.equal(freed.type, 'BadGateway')
+  assert.match(freed.id, /^err_/)
   // The platform is healthy.
   assert.equal((await fetch(`${apiUrl}/v1/admin/account/me`, { headers: { Authorization: `Bearer ${token}` } })).status, 200)
 
@@ -245,7 +264,7 @@ export default new bp.Integration({
   const install = await until('the installation is registered', async () => {
     const { bot: b } = await ws.getBot({ id: host.id })
     const i = b.integrations[integrationId]
-    if (i?.status === 'registration_failed') throw new Error(`registration failed: ${i.statusReason}\n${tail(integLog)}`)
+    if (i?.status === 'registration_failed') throw new Fatal(`registration failed: ${i.statusReason}\n${tail(integLog)}`)
     return i?.status === 'registered' && i
   }, 30000, integDev, integLog)
   const hook = await fetch(`${install.webhookUrl}/hook?x=1`, { method: 'POST', body: '{"update":1}', headers: { 'content-type': 'application/json' } })

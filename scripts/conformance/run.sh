@@ -17,6 +17,9 @@
 # Needs Go and Node.js 20+ with npm. Environment:
 #   KEEP_WORK=1       keep the temporary directory (data, server log)
 #   READY_TIMEOUT=60  seconds to wait for the server to answer
+#   PLATFORM_PKG=./functions/local  the platform to build and run: also
+#                     ./functions/aws-local, the AWS build run whole on this
+#                     machine (make conformance-aws, docs/deploy.md)
 set -euo pipefail
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -26,7 +29,8 @@ READY_TIMEOUT="${READY_TIMEOUT:-60}"
 log() { printf '==> %s\n' "$*" >&2; }
 die() { printf 'conformance: %s\n' "$*" >&2; exit 1; }
 
-[[ -f "$ROOT/go.mod" && -d "$ROOT/functions/local" ]] || die "cannot find the repository root from $HERE"
+export PLATFORM_PKG="${PLATFORM_PKG:-./functions/local}"
+[[ -f "$ROOT/go.mod" && -d "$ROOT/$PLATFORM_PKG" ]] || die "cannot find the repository root from $HERE"
 for tool in go node npm; do
   command -v "$tool" >/dev/null 2>&1 || die "$tool is required but not installed"
 done
@@ -85,9 +89,17 @@ if [[ ! -d "$HERE/node_modules" || ! -f "$stamp" || "$(cat "$stamp")" != "$lock_
   printf '%s\n' "$lock_hash" >"$stamp"
 fi
 
-# 2. Build the local platform.
-log "building ./functions/local"
-(cd "$ROOT" && go build -o "$BIN" ./functions/local)
+# 2. Build the platform.
+log "building $PLATFORM_PKG"
+(cd "$ROOT" && go build -o "$BIN" "$PLATFORM_PKG")
+# aws-local builds the Lambda functions from the repository; the AWS build
+# sends no invitation mail: the operator's scripts/issue-token gives invited
+# accounts their tokens (lib/env.mjs).
+export AWS_LOCAL_ROOT="$ROOT"
+if [[ "$PLATFORM_PKG" == *aws-local* ]]; then
+  (cd "$ROOT" && go build -o "$WORK/issue-token" ./scripts/issue-token)
+  export ISSUE_TOKEN_BIN="$WORK/issue-token"
+fi
 
 # 3. Start it on a free port.
 PORT="$(node -e '

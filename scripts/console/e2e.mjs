@@ -337,9 +337,11 @@ async function main() {
     await shot('09-files')
     await page.click('[data-test=download]')
     const target = path.join(downloads, 'notes.txt')
-    for (let i = 0; !fs.existsSync(target) && i < 100; i++) await sleep(100)
-    await sleep(200)
-    if (!fs.existsSync(target) || fs.readFileSync(target, 'utf8') !== content) throw new Error('the downloaded file differs from the uploaded one')
+    // Wait for the state asserted: the whole file there (a download in
+    // progress may exist, shorter), at most 10 s.
+    const same = () => fs.existsSync(target) && fs.readFileSync(target, 'utf8') === content
+    for (let i = 0; !same() && i < 100; i++) await sleep(100)
+    if (!same()) throw new Error('the downloaded file differs from the uploaded one')
   })
   await step('see a log line', async () => {
     await route(`/w/${ws}/b/${bot}/logs`)

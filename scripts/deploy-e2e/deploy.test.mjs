@@ -5,7 +5,8 @@
 // platform's worker); a redeploy changes what it says; bots ls / rm. An
 // integration deployed with code, icon and readme is installed, registers
 // and answers its webhook; integrations ls lists it; interfaces ls lists an
-// interface of the workspace.
+// interface of the workspace. An SDK 0.10 integration (x-integration-id
+// only) carries a provider's message to the deployed bot and its reply back.
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { execFile, spawn } from 'node:child_process'
@@ -45,10 +46,15 @@ async function api(method, p, body, headers = {}) {
 
 async function eventually(what, f, ms = 30_000) {
   const end = Date.now() + ms
+  let lastErr // a check that throws is retried: only the time up fails
   for (;;) {
-    const v = await f()
-    if (v) return v
-    if (Date.now() > end) throw new Error(`${what}: not within ${ms} ms`)
+    try {
+      const v = await f()
+      if (v) return v
+    } catch (err) {
+      lastErr = err
+    }
+    if (Date.now() > end) throw new Error(`${what}: not within ${ms} ms${lastErr ? `; last error: ${lastErr.stack ?? lastErr}` : ''}`)
     await new Promise((r) => setTimeout(r, 20))
   }
 }
@@ -207,6 +213,102 @@ test('integration: deploy with code, icon and readme; install, register, webhook
   const res = await fetch(inst.webhookUrl, { method: 'POST', body: 'ping' })
   assert.equal(res.status, 200)
   assert.equal(await res.text(), 'hook says ping')
+})
+
+// An integration written with SDK 0.10 (as Botpress's open-source telegram,
+// twilio and webhook of that era): its API calls carry x-integration-id
+// only. Deployed by the CLI as "e2e/chan" (the handle prepended), installed
+// by its id as bp deploy of a bot installs it, it gets the official name
+// "chan" as alias: a provider's webhook becomes a message the deployed echo
+// bot sees with chan: tags, and the bot's reply reaches the integration's
+// channel handler. A register that throws says why in statusReason.
+test('SDK 0.10 integration (x-integration-id only): webhook to bot, reply to channel, register failure cause', async () => {
+  await bp(work, 'init', '-y', '--type', 'integration', '--name', 'chan')
+  const dir = path.join(work, 'chan')
+  fs.writeFileSync(path.join(dir, 'integration.definition.ts'), `import { z, IntegrationDefinition } from '@botpress/sdk'
+export default new IntegrationDefinition({
+  name: 'chan',
+  version: '0.1.0',
+  configuration: { schema: z.object({ fail: z.boolean().optional() }) },
+  channels: {
+    channel: {
+      messages: { text: { schema: z.object({ text: z.string() }) } },
+      message: { tags: { id: {} } },
+      conversation: { tags: { chatId: {} } },
+    },
+  },
+  user: { tags: { id: {} } },
+  events: { typing: { schema: z.object({}) } },
+})
+`)
+  fs.writeFileSync(path.join(dir, 'src', 'index.ts'), `import * as bp from '.botpress'
+export default new bp.Integration({
+  register: async ({ ctx }) => {
+    if (ctx.configuration.fail) {
+      const err: any = new Error('getaddrinfo ENOTFOUND api.chan.invalid')
+      err.code = 'ENOTFOUND'
+      throw err
+    }
+  },
+  unregister: async () => {},
+  actions: {},
+  channels: {
+    channel: {
+      messages: {
+        text: async ({ payload, conversation, logger }) => {
+          console.info('sent to ' + conversation.tags.chatId + ': ' + payload.text)
+        },
+      },
+    },
+  },
+  handler: async ({ req, client }) => {
+    const update = JSON.parse(req.body ?? '{}')
+    const { user } = await client.getOrCreateUser({ tags: { id: update.fromId } })
+    const { conversation } = await client.getOrCreateConversation({ channel: 'channel', tags: { chatId: update.chatId } })
+    await client.createEvent({ type: 'typing', payload: {} })
+    await client.createMessage({ conversationId: conversation.id, userId: user.id, type: 'text', payload: { text: update.text }, tags: { id: update.chatId + '-1' } })
+  },
+})
+`)
+  await bp(dir, 'deploy', '-y')
+  const { integrations } = await api('GET', '/v1/admin/integrations?name=e2e/chan', undefined, ws)
+  assert.equal(integrations.length, 1, 'published as e2e/chan')
+  const intId = integrations[0].id
+
+  // The echo bot, deployed as code, with the integration installed by id.
+  await bp(work, 'init', '-y', '--type', 'bot', '--name', 'echo-chan')
+  const botDir = path.join(work, 'echo-chan')
+  const deployed = await bp(botDir, 'deploy', '-y', '--createNewBot')
+  const botId = deployed.match(/Bot created with ID "(bot_[0-9A-Z]+)"/)?.[1]
+  assert.ok(botId, deployed)
+  await api('PUT', `/v1/admin/bots/${botId}`, { integrations: { [intId]: { enabled: true, configuration: {} } } }, ws)
+  const { bot } = await api('GET', `/v1/admin/bots/${botId}`, undefined, { ...ws, 'x-multiple-integrations': 'true' })
+  assert.deepEqual(Object.keys(bot.integrations), ['chan'], 'installed under the official name')
+  const inst = bot.integrations.chan
+  assert.equal(inst.status, 'registered', JSON.stringify(inst))
+
+  const hook = await fetch(inst.webhookUrl, { method: 'POST', body: JSON.stringify({ chatId: '555', fromId: '77', text: 'hello' }) })
+  assert.equal(hook.status, 200, await hook.text())
+  const chat = { 'x-bot-id': botId }
+  const { conversations } = await api('GET', '/v1/chat/conversations?tags.chan:chatId=555', undefined, chat)
+  assert.equal(conversations.length, 1, 'the bot sees the conversation with the chan:chatId tag')
+  assert.equal(conversations[0].integration, 'chan')
+  const q = `timeStart=${new Date(Date.now() - 3600_000).toISOString()}&timeEnd=${new Date(Date.now() + 60_000).toISOString()}`
+  await eventually('the bot\'s reply reaches the integration\'s channel handler', async () => {
+    const { logs } = await api('GET', `/v1/admin/integrations/${intId}/logs?${q}`, undefined, ws)
+    return logs.some((l) => l.message.includes('sent to 555: You said: hello'))
+  })
+  const { events } = await api('GET', '/v1/chat/events?type=chan:typing', undefined, chat)
+  assert.equal(events.length, 1, 'the integration\'s event reaches the bot as chan:typing')
+
+  // A register that throws: the cause, not only the SDK's generic message.
+  const { bot: other } = await api('POST', '/v1/admin/bots', { name: 'chan-fails' }, ws)
+  await api('PUT', `/v1/admin/bots/${other.id}`, { integrations: { [intId]: { enabled: true, configuration: { fail: true } } } }, ws)
+  const { bot: failed } = await api('GET', `/v1/admin/bots/${other.id}`, undefined, ws)
+  const reason = failed.integrations[intId].statusReason
+  assert.equal(failed.integrations[intId].status, 'registration_failed')
+  assert.match(reason, /ENOTFOUND api\.chan\.invalid/)
+  console.log(`statusReason of a failed register: ${reason}`)
 })
 
 test('interfaces ls lists the workspace\'s interfaces', async () => {

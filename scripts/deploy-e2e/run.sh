@@ -51,15 +51,20 @@ if [[ ! -d "$HERE/node_modules" || ! -f "$stamp" || "$(cat "$stamp")" != "$lock_
   printf '%s\n' "$lock_hash" >"$stamp"
 fi
 
-log "building ./functions/local"
-(cd "$ROOT" && go build -o "$WORK/local" ./functions/local)
+# PLATFORM_PKG=./functions/aws-local: against the AWS build run whole on
+# this machine (make deploy-e2e-aws): deployed code in Lambda functions.
+PLATFORM_PKG="${PLATFORM_PKG:-./functions/local}"
+READY_TIMEOUT="${READY_TIMEOUT:-60}"
+export AWS_LOCAL_ROOT="$ROOT"
+log "building $PLATFORM_PKG"
+(cd "$ROOT" && go build -o "$WORK/local" "$PLATFORM_PKG")
 PORT="$(node -e '
   const s = require("node:net").createServer()
   s.listen(0, "127.0.0.1", () => { console.log(s.address().port); s.close() })')"
 export API_URL="http://127.0.0.1:$PORT" DATA_DIR="$WORK/data" WORK_DIR="$WORK"
 "$WORK/local" --addr "127.0.0.1:$PORT" --data-dir "$DATA_DIR" >>"$WORK/server.log" 2>&1 &
 SERVER_PID=$!
-node "$ROOT/scripts/conformance/lib/wait-ready.mjs" "$API_URL" "$DATA_DIR" "$SERVER_PID" 60 || die "the local platform did not start"
+node "$ROOT/scripts/conformance/lib/wait-ready.mjs" "$API_URL" "$DATA_DIR" "$SERVER_PID" "$READY_TIMEOUT" || die "the platform did not start"
 
 log "bp deploy end to end against $API_URL"
 node --test --test-reporter=spec "$HERE/deploy.test.mjs"

@@ -112,6 +112,10 @@ type Outgoing struct {
 // the *platform.Error it carries.
 type API interface {
 	Call(ctx context.Context, in Install, method, path string, body, out any) error
+	// Installation reads the installation as it is now: false when the
+	// bot no longer has it under the same webhook id (removed, the bot
+	// deleted), so a long-lived stream can tell it has to end.
+	Installation(ctx context.Context, in Install) (platform.IntegrationInstance, bool, error)
 }
 
 // Registry is the set of built-in integrations of a process.
@@ -190,6 +194,7 @@ func (r *Registry) Names() []string {
 type Publisher interface {
 	EnsureWorkspace(ctx context.Context, w platform.Workspace) error
 	CreateIntegration(ctx context.Context, i platform.Integration) error
+	IntegrationByID(ctx context.Context, id string) (platform.Integration, error)
 }
 
 // Publish makes every registered integration public in the hub, under the
@@ -212,25 +217,20 @@ func (r *Registry) Publish(ctx context.Context, p Publisher) error {
 		r.mu.RLock()
 		b := r.byName[name]
 		r.mu.RUnlock()
-		err := p.CreateIntegration(ctx, Record(b, now))
+		rec := Record(b, now)
+		err := p.CreateIntegration(ctx, rec)
 		if platform.TypeOf(err) == platform.ErrAlreadyExists {
-			if isNameTaken(err) {
-				errs = append(errs, fmt.Errorf("built-in integration %q: %w", name, err))
+			// Published before (by this process or another), or the
+			// name is another workspace's: only the record tells.
+			if _, gerr := p.IntegrationByID(ctx, rec.ID); gerr == nil {
+				continue
 			}
-			continue
 		}
 		if err != nil {
 			errs = append(errs, fmt.Errorf("built-in integration %q: %w", name, err))
 		}
 	}
 	return errors.Join(errs...)
-}
-
-// isNameTaken tells the refusal of a public name another workspace holds
-// from the version being there already (published before: fine).
-func isNameTaken(err error) bool {
-	var pe *platform.Error
-	return errors.As(err, &pe) && bytes.Contains([]byte(pe.Message), []byte("another workspace"))
 }
 
 // Record is the stored version of built-in b: its definition with the
@@ -281,6 +281,17 @@ func IntegrationID(name, version string) string {
 func StableID(prefix, seed string) string {
 	h := sha256.Sum256([]byte(seed))
 	return prefix + ulid.MustNew(0, bytes.NewReader(h[:])).String()
+}
+
+// OnFreshStack runs f on a goroutine of its own and waits for it. A
+// request held for hours (a stream) keeps the stack its goroutine grew to:
+// calls that go deep (the store, the in-process API) run here instead, so
+// the long-lived goroutine stays small (Go shrinks an idle stack only a
+// half per collection).
+func OnFreshStack(f func() error) error {
+	done := make(chan error, 1)
+	go func() { done <- f() }()
+	return <-done
 }
 
 // ErrorBody is the API's error shape for err ({id, code, type, message}),

@@ -253,3 +253,25 @@ func TestBuiltinSendRetried(t *testing.T) {
 		t.Fatal("a transient failure was not retried")
 	}
 }
+
+// TestBuiltinNameTaken: a public name a workspace published first stays
+// that workspace's: publishing says so, and the hub keeps its version.
+func TestBuiltinNameTaken(t *testing.T) {
+	f := apitest.New(t)
+	do := func(method, path string, hdr map[string]string, body any, status int) apitest.Response {
+		t.Helper()
+		return f.Check(f.Do(apitest.Req{Method: method, Path: path, Token: f.AdminToken, Headers: hdr, Body: body}), status, "")
+	}
+	ws := do("POST", "/v1/admin/workspaces", nil, map[string]any{"name": "first"}, 200).Str("id")
+	wsh := map[string]string{"x-workspace-id": ws}
+	do("PUT", "/v1/admin/workspaces/"+ws, wsh, map[string]any{"handle": "first"}, 200)
+	theirs := do("POST", "/v1/admin/integrations", wsh, map[string]any{"name": "echotest", "version": "1.0.0", "public": true}, 200).Str("integration.id")
+	f.Platform.Builtins.Add(&echo{})
+	err := f.Platform.Builtins.Publish(context.Background(), f.Platform.Store)
+	if err == nil || !strings.Contains(err.Error(), "echotest") {
+		t.Fatalf("publishing a taken name: %v", err)
+	}
+	if got := do("GET", "/v1/admin/hub/integrations/echotest/latest", nil, nil, 200).Str("integration.id"); got != theirs {
+		t.Fatalf("the hub's echotest is %s, want the workspace's %s", got, theirs)
+	}
+}

@@ -12,12 +12,14 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httptrace"
+	"net/url"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -233,12 +235,71 @@ func Send(ctx context.Context, client *http.Client, r Request) Response {
 		return res(Failed, resp.StatusCode, body, fmt.Sprintf("answered %d (body unreadable: %v)", resp.StatusCode, err))
 	}
 	if resp.StatusCode/100 != 2 {
-		return res(Failed, resp.StatusCode, body, fmt.Sprintf("answered %d%s", resp.StatusCode, snippet(body)))
+		return res(Failed, resp.StatusCode, body, fmt.Sprintf("answered %d%s", resp.StatusCode, failureOf(body, resp.Header)))
 	}
 	return res(Delivered, resp.StatusCode, body, "")
 }
 
 // snippet is a short quote of an error answer for failure reasons.
+// LoggedErrorHeader carries, on an answer of code the platform runs (the
+// local worker's shim, the Lambda entry), the first line the code wrote to
+// console.error while handling that request (URL-encoded). The SDK answers
+// an exception it did not expect with a generic message ("An unexpected
+// error occurred in the integration. …") and logs the cause
+// (console.error), so without it a failed registration would say nothing
+// of why (e.g. "getaddrinfo ENOTFOUND api.telegram.org"). It is the
+// platform's: never relayed to a webhook's caller.
+const LoggedErrorHeader = "X-Bp-Logged-Error"
+
+// sdkGenericError starts the SDK's answer to an exception it did not
+// expect (SDK 0.10 and 7: "An unexpected error occurred in the
+// integration." / "... in the bot.").
+const sdkGenericError = "An unexpected error occurred in the "
+
+// failureOf says why an answer is a failure: the message of an error
+// answer in the API's shape ({"message": ...}) or the start of the answer,
+// and the error the code logged meanwhile (LoggedErrorHeader), which
+// stands first when the answer is only the SDK's generic message.
+func failureOf(body []byte, h http.Header) string {
+	msg := snippet(body)
+	var e struct {
+		Message string `json:"message"`
+		Error   string `json:"error"` // the SDK server's own failures
+	}
+	if json.Unmarshal(body, &e) == nil {
+		if m := strings.TrimSpace(e.Message); m != "" {
+			msg = ": " + cut(m, 300)
+		} else if m := strings.TrimSpace(e.Error); m != "" {
+			msg = ": " + cut(m, 300)
+		}
+	}
+	logged, _ := url.PathUnescape(h.Get(LoggedErrorHeader))
+	logged = cut(strings.TrimSpace(logged), 500)
+	switch {
+	case logged == "":
+		return msg
+	case strings.HasPrefix(e.Message, sdkGenericError):
+		generic, _, _ := strings.Cut(e.Message, ".")
+		return fmt.Sprintf(": %s (logged by the code, which answered %q)", logged, generic+".")
+	}
+	return fmt.Sprintf("%s (logged by the code: %s)", msg, logged)
+}
+
+// AnswerReason is why an error answer failed, as Send's Err says it after
+// "answered <status>: ": its message, with the error the code logged
+// (LoggedErrorHeader). For callers that word the status themselves.
+func AnswerReason(res Response) string {
+	return strings.TrimPrefix(failureOf(res.Body, res.Header), ": ")
+}
+
+// cut shortens s to at most n bytes (on a rune boundary), marked "…".
+func cut(s string, n int) string {
+	if len(s) > n {
+		return strings.ToValidUTF8(s[:n], "") + "…"
+	}
+	return s
+}
+
 func snippet(b []byte) string {
 	s := strings.TrimSpace(string(b))
 	if s == "" {

@@ -107,3 +107,38 @@ func TestSendOutcomes(t *testing.T) {
 		t.Fatalf("loopback with the production client: %+v", r)
 	}
 }
+
+// TestFailureReason: a failed answer's reason is the message of an error
+// in the API's shape, else the start of the answer; the error the code
+// logged meanwhile (X-Bp-Logged-Error) stands first when the answer is
+// only the SDK's generic message, and is added otherwise.
+func TestFailureReason(t *testing.T) {
+	generic := `{"id":"err_1","code":400,"type":"Runtime","message":"An unexpected error occurred in the integration. Bot owners: Check logs for more informations."}`
+	for _, tc := range []struct {
+		name, body, logged, want string
+	}{
+		{"plain answer", "down for maintenance", "", "answered 400: down for maintenance"},
+		{"error shape", `{"id":"err_1","code":400,"type":"Runtime","message":"Telegram said: 401 Unauthorized"}`, "", "answered 400: Telegram said: 401 Unauthorized"},
+		{"generic, nothing logged", generic, "", "answered 400: An unexpected error occurred in the integration. Bot owners: Check logs for more informations."},
+		{"generic, cause logged", generic, "Error%3A%20getaddrinfo%20ENOTFOUND%20api.telegram.org",
+			`answered 400: Error: getaddrinfo ENOTFOUND api.telegram.org (logged by the code, which answered "An unexpected error occurred in the integration.")`},
+		{"own message and a logged line", `{"message":"refused"}`, "warn%3A%20x", "answered 400: refused (logged by the code: warn: x)"},
+		{"empty answer", "", "", "answered 400"},
+		{"the SDK server's failure", `{"error":"Missing configuration header"}`, "", "answered 400: Missing configuration header"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if tc.logged != "" {
+					w.Header().Set(delivery.LoggedErrorHeader, tc.logged)
+				}
+				w.WriteHeader(400)
+				io.WriteString(w, tc.body)
+			}))
+			defer srv.Close()
+			res := delivery.Send(context.Background(), srv.Client(), delivery.Request{URL: srv.URL, Secret: "s", Body: []byte("{}")})
+			if res.Outcome != delivery.Failed || res.Err != tc.want {
+				t.Fatalf("%s %q, want %q", res.Outcome, res.Err, tc.want)
+			}
+		})
+	}
+}

@@ -3,10 +3,13 @@
 // bot's own events, scheduled ones when due) and the bot's messages to the
 // integration of their conversation (message_created).
 //
-// It knows nothing of where it runs: the local platform runs it in a
-// goroutine woken after each commit that queued a delivery; on AWS a
-// Lambda runs RunOnce when the table's stream shows a new outbox entry,
-// and on a schedule for retries and scheduled events.
+// The outbox is sharded, a shard per conversation (or per entry of none):
+// a pass works shards in parallel, each in order. It knows nothing of
+// where it runs: the local platform runs it in a goroutine woken with the
+// shards each commit wrote to (WakeShards), sweeping every second; on AWS
+// a Lambda runs RunShards on the shards a batch of the table's stream
+// names, and RunOnce (a sweep) on a schedule for retries and scheduled
+// events.
 //
 // Rules:
 //   - 2xx: delivered; the event becomes processed.
@@ -15,7 +18,8 @@
 //   - 5xx, no answer, no connection: retried with exponential backoff
 //     (MaxAttempts in all), then failed with the last reason.
 //   - Deliveries of one conversation go out one at a time, in the order
-//     they were written; a retry holds back the conversation's later ones.
+//     they were written; a retry holds back the conversation's later ones,
+//     an entry scheduled for later does not.
 //   - At least once: an entry leaves the outbox only after its outcome is
 //     recorded, so a crash in between delivers it again, with the same
 //     event id.
@@ -40,8 +44,11 @@ import (
 
 // Store is what the dispatcher reads and records (dynamo.Store).
 type Store interface {
-	PendingDeliveries(ctx context.Context, limit int) ([]platform.Delivery, []int64, error)
-	PromoteDue(ctx context.Context, now time.Time, limit int) (int, error)
+	// The outbox is sharded (a conversation's entries, or one entry of no
+	// conversation, per shard): PendingDeliveries reads a shard's head,
+	// DueShards the shards with something due (the sweep).
+	PendingDeliveries(ctx context.Context, shard, after string, limit int) ([]platform.Delivery, []int64, error)
+	DueShards(ctx context.Context, now time.Time, perBucket int) ([]string, error)
 	LeaseDelivery(ctx context.Context, d platform.Delivery, now, until time.Time) (bool, error)
 	RetryDelivery(ctx context.Context, d platform.Delivery, due time.Time, why string) error
 	FinishDelivery(ctx context.Context, d platform.Delivery) error
@@ -72,10 +79,13 @@ type Store interface {
 const (
 	MaxAttempts = 5
 	FirstRetry  = time.Second
-	// batch is how many outbox entries one pass reads.
-	batch = 200
-	// workers bounds the conversations delivered to in parallel.
-	workers = 16
+	// batch is how many entries of a shard one read takes.
+	batch = 100
+	// sweepPerBucket is how many due entries of each sweep index partition
+	// a sweep reads.
+	sweepPerBucket = 200
+	// Workers bounds the shards (conversations) delivered to in parallel.
+	Workers = 32
 )
 
 // Dispatcher delivers the outbox.
@@ -96,13 +106,24 @@ type Dispatcher struct {
 	MaxAttempts int
 	FirstRetry  time.Duration
 	Now         func() time.Time
+	// Workers overrides the default bound on shards worked in parallel.
+	Workers int
 
 	wake chan struct{}
 	once sync.Once
-	mu   sync.Mutex // guards MaxAttempts, FirstRetry, Now and nextDue once running
+	mu   sync.Mutex // guards MaxAttempts, FirstRetry, Now, nextDue and hinted once running
 
 	nextDue time.Time
+	hinted  map[string]bool // shards named by WakeShards, not yet worked
+	// comingDue are the due times (epoch ms) of the entries this
+	// dispatcher left waiting (retries, scheduled entries): Run sweeps
+	// when one has passed rather than every interval.
+	comingDue map[int64]bool
 }
+
+// FullSweep is how often Run sweeps even when no entry it knows of has
+// come due (entries it never saw: another process's).
+const FullSweep = 30 * time.Second
 
 // SetRetry changes the retry policy of a running dispatcher (tests).
 func (d *Dispatcher) SetRetry(first time.Duration, attempts int) {
@@ -151,119 +172,224 @@ func (d *Dispatcher) init() {
 		if d.Now == nil {
 			d.Now = time.Now
 		}
+		if d.Workers == 0 {
+			d.Workers = Workers
+		}
 	})
 }
 
-// Wake asks a running dispatcher for a pass now (it never blocks).
-func (d *Dispatcher) Wake() {
+// Wake asks a running dispatcher for a sweep now (it never blocks).
+func (d *Dispatcher) Wake() { d.WakeShards(nil) }
+
+// WakeShards asks a running dispatcher to work the shards named (those a
+// commit just wrote to), or to sweep when none is named; it never blocks.
+func (d *Dispatcher) WakeShards(shards []string) {
 	d.init()
+	d.mu.Lock()
+	if d.hinted == nil {
+		d.hinted = map[string]bool{}
+	}
+	for _, sh := range shards {
+		d.hinted[sh] = true
+	}
+	if len(shards) == 0 {
+		d.hinted[""] = true // "" asks for a sweep
+	}
+	d.mu.Unlock()
 	select {
 	case d.wake <- struct{}{}:
 	default:
 	}
 }
 
-// Run delivers until ctx ends: a pass when woken, and at least every
-// interval (for retries and scheduled events). What was pending at start
-// is delivered first.
+// takeHinted returns the shards named since the last call, and whether a
+// sweep was asked for.
+func (d *Dispatcher) takeHinted() (shards []string, sweep bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for sh := range d.hinted {
+		if sh == "" {
+			sweep = true
+			continue
+		}
+		shards = append(shards, sh)
+	}
+	d.hinted = nil
+	return shards, sweep
+}
+
+// Run delivers until ctx ends, for a process that writes every entry it
+// delivers (the local platform): the shards named by WakeShards as soon as
+// they are; every interval, a sweep if an entry it left waiting (a retry,
+// a scheduled entry) has come due, or FullSweep has passed since the last
+// one. It starts with a sweep of every shard, due or not, so that it
+// knows when what was pending comes due.
 func (d *Dispatcher) Run(ctx context.Context, interval time.Duration) {
 	d.init()
 	t := time.NewTicker(interval)
 	defer t.Stop()
+	if _, err := d.runAll(ctx); err != nil && ctx.Err() == nil {
+		d.Log.Error("dispatch: the first pass failed", "err", err)
+	}
+	lastSweep := time.Now()
+	tick := false
 	for {
-		for {
-			n, err := d.RunOnce(ctx)
-			if err != nil && ctx.Err() == nil {
-				d.Log.Error("dispatch: a pass failed", "err", err)
-			}
-			if n == 0 || err != nil {
-				break // nothing more due now
-			}
+		shards, asked := d.takeHinted()
+		var err error
+		switch {
+		case asked || tick && (d.cameDue(d.now()) || time.Since(lastSweep) >= FullSweep):
+			_, err = d.RunOnce(ctx, shards...)
+			lastSweep = time.Now()
+		case len(shards) > 0:
+			_, err = d.RunShards(ctx, shards)
 		}
+		if err != nil && ctx.Err() == nil {
+			d.Log.Error("dispatch: a pass failed", "err", err)
+		}
+		tick = false
 		select {
 		case <-ctx.Done():
 			return
 		case <-d.wake:
 		case <-t.C:
+			tick = true
 		}
 	}
 }
 
-// RunOnce makes one pass over the head of the outbox and returns how many
-// deliveries it finished.
-func (d *Dispatcher) RunOnce(ctx context.Context) (int, error) {
+// runAll works every shard with an entry, due or not.
+func (d *Dispatcher) runAll(ctx context.Context) (int, error) {
 	d.init()
-	// What waited (scheduled events, states' expiries) and is due now
-	// joins the head of the outbox.
-	if _, err := d.Store.PromoteDue(ctx, d.now(), batch); err != nil {
-		return 0, err
-	}
-	ds, leases, err := d.Store.PendingDeliveries(ctx, batch)
+	all, err := d.Store.DueShards(ctx, d.now().AddDate(100, 0, 0), sweepPerBucket)
 	if err != nil {
 		return 0, err
 	}
-	now := d.now()
+	return d.RunShards(ctx, all)
+}
+
+// noteComing records an entry left waiting until due.
+func (d *Dispatcher) noteComing(due time.Time) {
+	d.mu.Lock()
+	if d.comingDue == nil {
+		d.comingDue = map[int64]bool{}
+	}
+	d.comingDue[due.UnixMilli()] = true
+	d.mu.Unlock()
+}
+
+// cameDue tells whether an entry left waiting has come due by now (and
+// forgets those that have).
+func (d *Dispatcher) cameDue(now time.Time) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	came := false
+	for due := range d.comingDue {
+		if due <= now.UnixMilli() {
+			delete(d.comingDue, due)
+			came = true
+		}
+	}
+	return came
+}
+
+// RunOnce makes one pass: it sweeps for the shards with something due
+// (Store.DueShards) and works them, with the shards named, and returns how
+// many deliveries it finished.
+func (d *Dispatcher) RunOnce(ctx context.Context, shards ...string) (int, error) {
+	d.init()
+	due, err := d.Store.DueShards(ctx, d.now(), sweepPerBucket)
+	if err != nil {
+		return 0, err
+	}
+	return d.RunShards(ctx, append(shards, due...))
+}
+
+// RunShards works the shards named, up to Workers at once, each until
+// nothing in it is due (or its head waits for a retry, or is leased
+// elsewhere), and returns how many deliveries it finished. On AWS the
+// stream-fed dispatcher calls it with the shards of a batch's records.
+func (d *Dispatcher) RunShards(ctx context.Context, shards []string) (int, error) {
+	d.init()
 	d.mu.Lock()
 	d.nextDue = time.Time{}
 	d.mu.Unlock()
-	// One queue per conversation, in outbox order; a conversation whose
-	// first entry is not due (or leased elsewhere) waits whole.
-	var order []string
-	queues := map[string][]platform.Delivery{}
-	blocked := map[string]bool{}
-	for i, dl := range ds {
-		q := dl.ConversationID
-		if q == "" {
-			q = dl.ID // no conversation: no order to keep
-		}
-		if blocked[q] {
-			continue
-		}
-		due, _ := time.Parse(platform.TimeFormat, dl.DueAt)
-		if due.After(now) || leases[i] > now.UnixMilli() {
-			if leases[i] <= now.UnixMilli() {
-				d.noteDue(due) // a retry's backoff
-			}
-			blocked[q] = true
-			continue
-		}
-		if _, ok := queues[q]; !ok {
-			order = append(order, q)
-		}
-		queues[q] = append(queues[q], dl)
-	}
 	var (
 		wg   sync.WaitGroup
 		mu   sync.Mutex
 		done int
-		sem  = make(chan struct{}, workers)
+		errs []error
+		sem  = make(chan struct{}, d.Workers)
+		seen = map[string]bool{}
 	)
-	for _, q := range order {
+	for _, sh := range shards {
+		if seen[sh] {
+			continue
+		}
+		seen[sh] = true
 		wg.Add(1)
 		sem <- struct{}{}
-		go func(list []platform.Delivery) {
+		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			for _, dl := range list {
-				finished, err := d.deliver(ctx, dl)
-				if err != nil {
-					d.Log.Error("dispatch: recording a delivery failed", "delivery", dl.ID, "err", err)
-				}
-				if !finished {
-					return // retried later: the conversation's next ones wait
-				}
-				mu.Lock()
-				done++
-				mu.Unlock()
+			n, err := d.runShard(ctx, sh)
+			mu.Lock()
+			done += n
+			if err != nil {
+				errs = append(errs, err)
 			}
-		}(queues[q])
+			mu.Unlock()
+		}()
 	}
 	wg.Wait()
-	return done, nil
+	return done, errors.Join(errs...)
+}
+
+// runShard delivers a shard's due entries in order. Its entries are one
+// conversation's (or a single one of none): one not yet due after a failed
+// attempt (a retry's backoff), or leased by another dispatcher, holds back
+// those after it; one scheduled for later (never attempted) does not.
+func (d *Dispatcher) runShard(ctx context.Context, shard string) (int, error) {
+	done := 0
+	after := ""
+	for ctx.Err() == nil {
+		ds, leases, err := d.Store.PendingDeliveries(ctx, shard, after, batch)
+		if err != nil {
+			return done, err
+		}
+		now := d.now()
+		for i, dl := range ds {
+			after = dl.ID
+			if leases[i] > now.UnixMilli() {
+				return done, nil // under way elsewhere: what follows waits
+			}
+			due, _ := time.Parse(platform.TimeFormat, dl.DueAt)
+			if due.After(now) {
+				if dl.Attempts > 0 {
+					d.noteDue(due) // a retry's backoff: what follows waits
+					return done, nil
+				}
+				d.noteComing(due)
+				continue // scheduled: the sweep finds it when due
+			}
+			finished, err := d.deliver(ctx, dl)
+			if err != nil {
+				d.Log.Error("dispatch: recording a delivery failed", "delivery", dl.ID, "err", err)
+			}
+			if !finished {
+				return done, nil // retried later: the conversation's next ones wait
+			}
+			done++
+		}
+		if len(ds) < batch {
+			return done, nil
+		}
+	}
+	return done, ctx.Err()
 }
 
 // noteDue records an entry left waiting until due, for NextDue.
 func (d *Dispatcher) noteDue(due time.Time) {
+	d.noteComing(due)
 	d.mu.Lock()
 	if d.nextDue.IsZero() || due.Before(d.nextDue) {
 		d.nextDue = due
@@ -272,8 +398,9 @@ func (d *Dispatcher) noteDue(due time.Time) {
 }
 
 // NextDue is when the soonest entry the last pass left waiting (a retry's
-// backoff, set by that pass or an earlier one) comes due; zero for none. Entries due later than a few seconds
-// (scheduled events) wait in their own partition and are not counted.
+// backoff, set by that pass or an earlier one) comes due; zero for none.
+// Scheduled entries (never attempted) are not counted: the sweep finds
+// them when due.
 func (d *Dispatcher) NextDue() time.Time {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -367,6 +494,9 @@ func (d *Dispatcher) deliver(ctx context.Context, dl platform.Delivery) (finishe
 		}
 	}
 	if next != nil {
+		if due, err := time.Parse(platform.TimeFormat, next.DueAt); err == nil {
+			d.noteComing(due) // a run of its own: Run sweeps when it is due
+		}
 		return true, d.Store.FinishAndQueue(ctx, dl, *next)
 	}
 	return true, d.Store.FinishDelivery(ctx, dl)

@@ -187,6 +187,7 @@ func (s *Store) txWrite(ctx context.Context, items []types.TransactWriteItem) er
 	for attempt := 0; ; attempt++ {
 		_, err := s.db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: items})
 		if err == nil {
+			s.noteQueued(items)
 			return nil
 		}
 		var tc *types.TransactionCanceledException

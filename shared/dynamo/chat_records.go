@@ -133,7 +133,8 @@ func (s *Store) finishOwner(ctx context.Context, kind deletionKind, bot, id stri
 		if err := s.purgeIndex(ctx, GSI2, convEvents(bot, id)); err != nil {
 			return err
 		}
-		if err := s.purgeIndex(ctx, GSI2, convDeliveries(bot, id)); err != nil {
+		// and its outbox shard.
+		if err := s.purge(ctx, convShard(bot, id)); err != nil {
 			return err
 		}
 	}

@@ -208,6 +208,9 @@ func (s *Store) writeOne(ctx context.Context, w types.TransactWriteItem) error {
 		_, err := s.db.PutItem(ctx, &dynamodb.PutItemInput{TableName: &s.table, Item: w.Put.Item,
 			ConditionExpression: w.Put.ConditionExpression, ExpressionAttributeNames: w.Put.ExpressionAttributeNames,
 			ExpressionAttributeValues: w.Put.ExpressionAttributeValues})
+		if err == nil {
+			s.noteQueued([]types.TransactWriteItem{w})
+		}
 		return err
 	}
 	_, err := s.db.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: &s.table, Key: w.Delete.Key,

@@ -220,7 +220,7 @@ func (s *Store) UpdateWorkflow(ctx context.Context, bot, id string, change Workf
 		if err != nil {
 			return err
 		}
-		before, wasDone := w.TimeoutAt, platform.WorkflowDone(w.Status)
+		before, wasDone, userBefore := w.TimeoutAt, platform.WorkflowDone(w.Status), w.UserID
 		typ, err := change(&w)
 		if err != nil {
 			return err
@@ -228,6 +228,15 @@ func (s *Store) UpdateWorkflow(ctx context.Context, bot, id string, change Workf
 		upd, err := replaceVersioned(workflowPK(bot, id), skWorkflow, w, ver)
 		if err != nil {
 			return err
+		}
+		// A user the update names must exist in the bot, as at creation:
+		// checked in the same transaction (a 404, nothing written).
+		var refs []types.TransactWriteItem
+		var kinds []string
+		if w.UserID != userBefore && w.UserID != "" {
+			if refs, kinds, err = recordRefs(bot, "", w.UserID, ref{}); err != nil {
+				return err
+			}
 		}
 		fx, err := workflowEffects(bot, w, typ, w.TimeoutAt != before)
 		if err != nil {
@@ -249,9 +258,12 @@ func (s *Store) UpdateWorkflow(ctx context.Context, bot, id string, change Workf
 			}
 		}
 		fx = eventsCountedN(bot, fx, n)
-		err = s.txWrite(ctx, append([]types.TransactWriteItem{upd}, fx...))
-		if failedAt(err) == 0 {
+		err = s.txWrite(ctx, append(append([]types.TransactWriteItem{upd}, refs...), fx...))
+		switch i := failedAt(err); {
+		case i == 0:
 			return errRetry
+		case i > 0 && i <= len(refs):
+			return platform.Errorf(platform.ErrResourceNotFound, "%s not found", kinds[i-1])
 		}
 		if err == nil {
 			out = w

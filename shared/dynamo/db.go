@@ -11,6 +11,7 @@ import (
 	"math/rand/v2"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -42,21 +43,54 @@ const (
 type Store struct {
 	db    *dynamodb.Client
 	table string
-	// onOutbox is called after a commit that queued a delivery (the local
-	// dispatcher's wake-up; on AWS the table's stream does it).
-	onOutbox atomic.Pointer[func()]
+	// onOutbox is called after a commit that queued a delivery, with the
+	// outbox shards written since the last call (the local dispatcher's
+	// wake-up; on AWS the table's stream does it).
+	onOutbox atomic.Pointer[func(shards []string)]
+	queuedMu sync.Mutex
+	queued   map[string]bool // shards written, not yet passed to onOutbox
 	// limits are the operator's quotas (usage_limits.go).
 	limits atomic.Pointer[Limits]
 }
 
 // OnOutbox sets the function called after each commit that queued a
-// delivery.
-func (s *Store) OnOutbox(f func()) { s.onOutbox.Store(&f) }
+// delivery, with the shards it (and any commit since the last call) wrote.
+func (s *Store) OnOutbox(f func(shards []string)) { s.onOutbox.Store(&f) }
+
+// noteQueued remembers the outbox shards a committed write put entries in,
+// for the next notifyOutbox.
+func (s *Store) noteQueued(items []types.TransactWriteItem) {
+	if s.onOutbox.Load() == nil {
+		return
+	}
+	s.queuedMu.Lock()
+	defer s.queuedMu.Unlock()
+	for _, w := range items {
+		if w.Put == nil {
+			continue
+		}
+		if pk := getS(w.Put.Item, attrPK); IsShard(pk) {
+			if s.queued == nil {
+				s.queued = map[string]bool{}
+			}
+			s.queued[pk] = true
+		}
+	}
+}
 
 func (s *Store) notifyOutbox() {
-	if f := s.onOutbox.Load(); f != nil {
-		(*f)()
+	f := s.onOutbox.Load()
+	if f == nil {
+		return
 	}
+	s.queuedMu.Lock()
+	shards := make([]string, 0, len(s.queued))
+	for pk := range s.queued {
+		shards = append(shards, pk)
+	}
+	s.queued = nil
+	s.queuedMu.Unlock()
+	(*f)(shards)
 }
 
 // New returns a Store over table.
@@ -220,6 +254,7 @@ func (s *Store) transact(ctx context.Context, items []types.TransactWriteItem, o
 	}
 	_, err := s.db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: items})
 	if err == nil {
+		s.noteQueued(items)
 		return nil
 	}
 	var tc *types.TransactionCanceledException

@@ -3,7 +3,13 @@ package dynamo
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"hash/fnv"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -15,107 +21,98 @@ import (
 
 // The outbox: what the runtime must deliver, written in the same
 // transaction as what it delivers (a message, an event), so that nothing
-// acknowledged is lost and nothing undone is delivered. One partition,
-// ordered by delivery id (a ULID: creation order). The dispatcher
-// (shared/dispatch) reads its head, leases entries, and removes them once
-// delivered or given up; on AWS the table's stream wakes it on each new
-// entry.
+// acknowledged is lost and nothing undone is delivered.
+//
+// It is sharded so that no partition key takes the writes of more than one
+// conversation (docs/data-model.md, "Heat"): a conversation's entries are
+// the partition OUTBOX#<bot>#<conversation>, ordered by delivery id (a
+// ULID: creation order), which is the order they go out in; an entry of no
+// conversation (a bot's own event, a periodic register()) is a partition of
+// its own, OUTBOX#<bot>#<delivery id>. The dispatcher (shared/dispatch)
+// reads a shard's head, leases entries, and removes them once delivered or
+// given up. On AWS the table's stream names the shard of each new entry;
+// a periodic sweep finds the rest (retries, scheduled entries come due,
+// entries of a dispatcher that died) through the sparse index below.
+//
+// The sweep index: every outbox entry is also in gsi1 under
+// OUTBOX#DUE#<bucket>, sorted by due time, bucket a hash of its shard into
+// SweepBuckets: the index's partitions are spread like the shards (no
+// partition takes every entry), and a sweep reads the due part of each.
 const (
-	pkOutbox     = "OUTBOX"
-	attrLease    = "lease"    // epoch ms until which a dispatcher holds the entry
-	attrDueAt    = "dueAt"    // epoch ms before which it must not go out
-	attrAttempts = "attempts" // failed attempts so far
+	pkOutboxPrefix = "OUTBOX#"
+	attrLease      = "lease"    // epoch ms until which a dispatcher holds the entry
+	attrDueAt      = "dueAt"    // epoch ms before which it must not go out
+	attrAttempts   = "attempts" // failed attempts so far
+	// SweepBuckets is how many partitions the sweep index spreads over.
+	SweepBuckets = 64
+	sweepPrefix  = "OUTBOX#DUE#"
 )
 
-// listDeliveries is the gsi1 list of a bot's outbox entries.
-const listDeliveries = "DLVS"
+// Shard is the outbox partition of delivery d.
+func Shard(d platform.Delivery) string {
+	if d.ConversationID != "" {
+		return convShard(d.BotID, d.ConversationID)
+	}
+	return pkOutboxPrefix + d.BotID + "#" + d.ID
+}
 
-// convDeliveries is the gsi2 partition of a conversation's outbox entries.
-func convDeliveries(bot, conv string) string { return "BOT#" + bot + "#CONV#" + conv + "#DLVS" }
+func convShard(bot, conv string) string { return pkOutboxPrefix + bot + "#" + conv }
+
+// IsShard tells whether pk is an outbox shard (a stream record's key).
+func IsShard(pk string) bool {
+	return strings.HasPrefix(pk, pkOutboxPrefix) && !strings.HasPrefix(pk, sweepPrefix) && pk != oldPKLater
+}
+
+// sweepBucket is the sweep index partition of a shard's entries.
+func sweepBucket(shard string) string {
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(shard))
+	return sweepPrefix + strconv.Itoa(int(h.Sum32()%SweepBuckets))
+}
+
+func sweepSK(due int64, id string) string { return fmt.Sprintf("%013d#%s", due, id) }
+
+// botDeliveryLists is how many gsi2 lists hold a bot's entries of no
+// conversation (a conversation's are found with it, its shard): a deleted
+// bot's are removed through them. Spread over several keys, so that a
+// bot's events do not all write one index partition.
+const botDeliveryLists = 16
+
+func botDeliveries(bot string, n int) string { return fmt.Sprintf("BOT#%s#DLVS#%02d", bot, n) }
+
+func botDeliveryList(bot, id string) string {
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(id))
+	return botDeliveries(bot, int(h.Sum32()%botDeliveryLists))
+}
 
 // PrefixDelivery starts delivery ids.
 const PrefixDelivery = "dlv_"
 
-// outboxPut is the transaction item writing delivery d. One due later
-// than a few seconds from now (a scheduled event, a state's expiry) waits
-// in the OUTBOX#LATER partition, ordered by due time, so that the head of
-// the outbox holds only what is due (PromoteDue moves it when its time
-// comes).
+// outboxPut is the transaction item writing delivery d.
 func outboxPut(d platform.Delivery) (types.TransactWriteItem, error) {
 	it, err := outboxItem(d)
 	if err != nil {
 		return types.TransactWriteItem{}, err
 	}
-	due, _ := time.Parse(platform.TimeFormat, d.DueAt)
-	if due.After(platform.Clock().Add(laterThan)) {
-		it[attrPK], it[attrSK] = str(pkLater), str(laterSK(due, d.ID))
-	}
 	return types.TransactWriteItem{Put: &types.Put{Item: it, ConditionExpression: aws.String("attribute_not_exists(pk)")}}, nil
 }
 
-// laterThan is how far in the future a delivery must be due to wait in
-// OUTBOX#LATER.
-const laterThan = 5 * time.Second
-
-const pkLater = "OUTBOX#LATER"
-
-func laterSK(due time.Time, id string) string { return fmt.Sprintf("%013d#%s", due.UnixMilli(), id) }
-
-// outboxItem is the item of delivery d at the head of the outbox.
+// outboxItem is the item of delivery d in its shard.
 func outboxItem(d platform.Delivery) (item, error) {
 	b, err := json.Marshal(d)
 	if err != nil {
 		return nil, err
 	}
 	due, _ := time.Parse(platform.TimeFormat, d.DueAt)
-	it := item{attrPK: str(pkOutbox), attrSK: str(d.ID), attrDoc: str(string(b)),
+	shard := Shard(d)
+	it := item{attrPK: str(shard), attrSK: str(d.ID), attrDoc: str(string(b)),
 		attrDueAt: num(due.UnixMilli()), attrAttempts: num(int64(d.Attempts)),
-		// Listed per bot, so a deleted bot's entries can be removed.
-		attrGSI1PK: str(botList(d.BotID, listDeliveries)), attrGSI1SK: str(d.ID)}
-	if d.ConversationID != "" {
-		// and per conversation, for a deleted conversation's.
-		it[attrGSI2PK], it[attrGSI2SK] = str(convDeliveries(d.BotID, d.ConversationID)), str(d.ID)
+		attrGSI1PK: str(sweepBucket(shard)), attrGSI1SK: str(sweepSK(due.UnixMilli(), d.ID))}
+	if d.ConversationID == "" {
+		it[attrGSI2PK], it[attrGSI2SK] = str(botDeliveryList(d.BotID, d.ID)), str(d.ID)
 	}
 	return it, nil
-}
-
-// PromoteDue moves up to limit deliveries of OUTBOX#LATER that are due by
-// now to the head of the outbox (each in one transaction, so none is lost
-// or doubled) and returns how many it moved.
-func (s *Store) PromoteDue(ctx context.Context, now time.Time, limit int) (int, error) {
-	out, err := s.db.Query(ctx, &dynamodb.QueryInput{
-		TableName:                 &s.table,
-		KeyConditionExpression:    aws.String("pk = :pk AND sk <= :now"),
-		ExpressionAttributeValues: item{":pk": str(pkLater), ":now": str(fmt.Sprintf("%013d$", now.UnixMilli()))},
-		Limit:                     aws.Int32(int32(limit)),
-		ConsistentRead:            aws.Bool(true),
-	})
-	if err != nil {
-		return 0, err
-	}
-	moved := 0
-	for _, it := range out.Items {
-		var d platform.Delivery
-		if err := decodeDoc(it, &d); err != nil {
-			return moved, err
-		}
-		head, err := outboxItem(d)
-		if err != nil {
-			return moved, err
-		}
-		err = s.txWrite(ctx, []types.TransactWriteItem{
-			{Delete: &types.Delete{Key: key(pkLater, getS(it, attrSK)), ConditionExpression: aws.String("attribute_exists(pk)")}},
-			{Put: &types.Put{Item: head, ConditionExpression: aws.String("attribute_not_exists(pk)")}},
-		})
-		if failedAt(err) >= 0 {
-			continue // moved by another dispatcher
-		}
-		if err != nil {
-			return moved, err
-		}
-		moved++
-	}
-	return moved, nil
 }
 
 // newDelivery is a delivery due now (or at due, when later).
@@ -127,32 +124,107 @@ func newDelivery(kind, bot, conv string, due string) platform.Delivery {
 	return platform.Delivery{ID: platform.NewID(PrefixDelivery), Kind: kind, BotID: bot, ConversationID: conv, CreatedAt: now, DueAt: due}
 }
 
-// PendingDeliveries returns the head of the outbox in creation order, at
-// most limit entries, each with its lease (epoch ms, 0 for none).
-func (s *Store) PendingDeliveries(ctx context.Context, limit int) ([]platform.Delivery, []int64, error) {
-	out, err := s.db.Query(ctx, &dynamodb.QueryInput{
+// PendingDeliveries returns the head of one outbox shard in creation order,
+// from after the entry after ("" from the start), at most limit entries,
+// each with its lease (epoch ms, 0 for none).
+func (s *Store) PendingDeliveries(ctx context.Context, shard, after string, limit int) ([]platform.Delivery, []int64, error) {
+	in := &dynamodb.QueryInput{
 		TableName:                 &s.table,
 		KeyConditionExpression:    aws.String("pk = :pk"),
-		ExpressionAttributeValues: item{":pk": str(pkOutbox)},
+		ExpressionAttributeValues: item{":pk": str(shard)},
 		Limit:                     aws.Int32(int32(limit)),
 		ConsistentRead:            aws.Bool(true),
-	})
+	}
+	if after != "" {
+		in.ExclusiveStartKey = key(shard, after)
+	}
+	out, err := s.db.Query(ctx, in)
 	if err != nil {
 		return nil, nil, err
 	}
 	ds := make([]platform.Delivery, 0, len(out.Items))
 	leases := make([]int64, 0, len(out.Items))
 	for _, it := range out.Items {
-		var d platform.Delivery
-		if err := decodeDoc(it, &d); err != nil {
+		d, err := entryDelivery(it)
+		if err != nil {
 			return nil, nil, err
 		}
-		d.Attempts = int(getN(it, attrAttempts))
-		d.DueAt = platform.FormatTime(time.UnixMilli(getN(it, attrDueAt)))
 		ds = append(ds, d)
 		leases = append(leases, getN(it, attrLease))
 	}
 	return ds, leases, nil
+}
+
+// entryDelivery decodes an outbox entry (the attempts and due time its
+// attributes hold win over its document's).
+func entryDelivery(it item) (platform.Delivery, error) {
+	var d platform.Delivery
+	if err := decodeDoc(it, &d); err != nil {
+		return d, err
+	}
+	d.Attempts = int(getN(it, attrAttempts))
+	d.DueAt = platform.FormatTime(time.UnixMilli(getN(it, attrDueAt)))
+	return d, nil
+}
+
+// DueShards returns the shards with an entry due by now and not held by a
+// live lease, as the sweep index lists them (eventually consistent on
+// DynamoDB: a shard named may have nothing left, the dispatcher finds out
+// by reading it). It reads at most perBucket index entries of each bucket.
+func (s *Store) DueShards(ctx context.Context, now time.Time, perBucket int) ([]string, error) {
+	var (
+		mu     sync.Mutex
+		seen   = map[string]bool{}
+		shards []string
+		errs   []error
+		wg     sync.WaitGroup
+		sem    = make(chan struct{}, 8) // buckets read at once
+	)
+	for b := range SweepBuckets {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			if err := s.dueInBucket(ctx, b, now, perBucket, func(pk string) {
+				mu.Lock()
+				defer mu.Unlock()
+				if !seen[pk] {
+					seen[pk] = true
+					shards = append(shards, pk)
+				}
+			}); err != nil {
+				mu.Lock()
+				errs = append(errs, err)
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	sort.Strings(shards)
+	return shards, errors.Join(errs...)
+}
+
+// dueInBucket calls found with the shard of each entry of bucket b that is
+// due by now and not leased.
+func (s *Store) dueInBucket(ctx context.Context, b int, now time.Time, limit int, found func(pk string)) error {
+	out, err := s.db.Query(ctx, &dynamodb.QueryInput{
+		TableName:                 &s.table,
+		IndexName:                 aws.String(GSI1),
+		KeyConditionExpression:    aws.String("gsi1pk = :b AND gsi1sk <= :now"),
+		ExpressionAttributeValues: item{":b": str(sweepPrefix + strconv.Itoa(b)), ":now": str(fmt.Sprintf("%013d$", now.UnixMilli()))},
+		ProjectionExpression:      aws.String("pk, #l"),
+		ExpressionAttributeNames:  map[string]string{"#l": attrLease},
+		Limit:                     aws.Int32(int32(limit)),
+	})
+	if err != nil {
+		return err
+	}
+	for _, it := range out.Items {
+		if getN(it, attrLease) <= now.UnixMilli() {
+			found(getS(it, attrPK))
+		}
+	}
+	return nil
 }
 
 // LeaseDelivery takes d for until: false when another dispatcher holds it
@@ -160,7 +232,7 @@ func (s *Store) PendingDeliveries(ctx context.Context, limit int) ([]platform.De
 func (s *Store) LeaseDelivery(ctx context.Context, d platform.Delivery, now, until time.Time) (bool, error) {
 	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:                 &s.table,
-		Key:                       key(pkOutbox, d.ID),
+		Key:                       key(Shard(d), d.ID),
 		UpdateExpression:          aws.String("SET #l = :until"),
 		ConditionExpression:       aws.String("attribute_exists(pk) AND (attribute_not_exists(#l) OR #l < :now)"),
 		ExpressionAttributeNames:  map[string]string{"#l": attrLease},
@@ -172,7 +244,8 @@ func (s *Store) LeaseDelivery(ctx context.Context, d platform.Delivery, now, unt
 	return err == nil, err
 }
 
-// RetryDelivery puts d back with one more failed attempt, due at due.
+// RetryDelivery puts d back with one more failed attempt, due at due (the
+// sweep index follows: a retry is found when it comes due).
 func (s *Store) RetryDelivery(ctx context.Context, d platform.Delivery, due time.Time, why string) error {
 	d.LastError = why
 	b, err := json.Marshal(d)
@@ -181,28 +254,28 @@ func (s *Store) RetryDelivery(ctx context.Context, d platform.Delivery, due time
 	}
 	_, err = s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:                 &s.table,
-		Key:                       key(pkOutbox, d.ID),
-		UpdateExpression:          aws.String("SET #due = :due, #doc = :doc REMOVE #l ADD #a :one"),
+		Key:                       key(Shard(d), d.ID),
+		UpdateExpression:          aws.String("SET #due = :due, #doc = :doc, #gsk = :gsk REMOVE #l ADD #a :one"),
 		ConditionExpression:       aws.String("attribute_exists(pk)"),
-		ExpressionAttributeNames:  map[string]string{"#due": attrDueAt, "#doc": attrDoc, "#l": attrLease, "#a": attrAttempts},
-		ExpressionAttributeValues: item{":due": num(due.UnixMilli()), ":doc": str(string(b)), ":one": num(1)},
+		ExpressionAttributeNames:  map[string]string{"#due": attrDueAt, "#doc": attrDoc, "#l": attrLease, "#a": attrAttempts, "#gsk": attrGSI1SK},
+		ExpressionAttributeValues: item{":due": num(due.UnixMilli()), ":doc": str(string(b)), ":one": num(1), ":gsk": str(sweepSK(due.UnixMilli(), d.ID))},
 	})
 	if isConditionFailed(err) {
-		return nil // removed meanwhile (its bot deleted)
+		return nil // removed meanwhile (its conversation deleted)
 	}
 	return err
 }
 
 // FinishAndQueue removes d from the outbox and queues next, in one
-// transaction (a periodic delivery's next run); when d is gone meanwhile
-// (its bot deleted), nothing is queued.
+// transaction (a periodic delivery's next run); when d is gone meanwhile,
+// nothing is queued.
 func (s *Store) FinishAndQueue(ctx context.Context, d, next platform.Delivery) error {
 	put, err := outboxPut(next)
 	if err != nil {
 		return err
 	}
 	err = s.txWrite(ctx, []types.TransactWriteItem{
-		{Delete: &types.Delete{Key: key(pkOutbox, d.ID), ConditionExpression: aws.String("attribute_exists(pk)")}},
+		{Delete: &types.Delete{Key: key(Shard(d), d.ID), ConditionExpression: aws.String("attribute_exists(pk)")}},
 		put,
 	})
 	if failedAt(err) == 0 {
@@ -213,7 +286,7 @@ func (s *Store) FinishAndQueue(ctx context.Context, d, next platform.Delivery) e
 
 // FinishDelivery removes d from the outbox.
 func (s *Store) FinishDelivery(ctx context.Context, d platform.Delivery) error {
-	_, err := s.db.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: &s.table, Key: key(pkOutbox, d.ID)})
+	_, err := s.db.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: &s.table, Key: key(Shard(d), d.ID)})
 	return err
 }
 
@@ -224,6 +297,17 @@ func (s *Store) SetEventStatus(ctx context.Context, bot, id, status string, fail
 		e.Status, e.FailureReason = status, failureReason
 		return nil
 	})
+}
+
+// purgeBotDeliveries deletes a deleted bot's outbox entries of no
+// conversation (those of its conversations go with them).
+func (s *Store) purgeBotDeliveries(ctx context.Context, bot string) error {
+	for n := range botDeliveryLists {
+		if err := s.purgeIndex(ctx, GSI2, botDeliveries(bot, n)); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // purgeIndex deletes every item of an index partition (a deleted bot's
@@ -245,33 +329,39 @@ func (s *Store) purgeIndex(ctx context.Context, index, pk string) error {
 	})
 }
 
-// ReleaseLeases removes every lease of the outbox's head: for a dispatcher
-// that knows it is the only one (the local platform, whose data directory
-// one process holds), leases found at start are those of a process that
-// died mid-delivery.
+// ReleaseLeases removes every lease in the outbox: for a dispatcher that
+// knows it is the only one (the local platform, whose data directory one
+// process holds), leases found at start are those of a process that died
+// mid-delivery. It finds them through the sweep index (a lease is set on
+// an entry already due).
 func (s *Store) ReleaseLeases(ctx context.Context) (int, error) {
 	n := 0
-	err := s.eachPage(ctx, &dynamodb.QueryInput{
-		KeyConditionExpression:    aws.String("pk = :pk"),
-		FilterExpression:          aws.String("attribute_exists(#l)"),
-		ExpressionAttributeNames:  map[string]string{"#l": attrLease},
-		ExpressionAttributeValues: item{":pk": str(pkOutbox)},
-		ProjectionExpression:      aws.String("pk, sk"),
-		ConsistentRead:            aws.Bool(true),
-	}, func(items []item) error {
-		for _, it := range items {
-			_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-				TableName: &s.table, Key: key(pkOutbox, getS(it, attrSK)),
-				UpdateExpression:         aws.String("REMOVE #l"),
-				ConditionExpression:      aws.String("attribute_exists(pk)"),
-				ExpressionAttributeNames: map[string]string{"#l": attrLease},
-			})
-			if err != nil && !isConditionFailed(err) {
-				return err
+	for b := range SweepBuckets {
+		err := s.eachPage(ctx, &dynamodb.QueryInput{
+			IndexName:                 aws.String(GSI1),
+			KeyConditionExpression:    aws.String("gsi1pk = :b"),
+			FilterExpression:          aws.String("attribute_exists(#l)"),
+			ExpressionAttributeNames:  map[string]string{"#l": attrLease},
+			ExpressionAttributeValues: item{":b": str(sweepPrefix + strconv.Itoa(b))},
+			ProjectionExpression:      aws.String("pk, sk"),
+		}, func(items []item) error {
+			for _, it := range items {
+				_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+					TableName: &s.table, Key: key(getS(it, attrPK), getS(it, attrSK)),
+					UpdateExpression:         aws.String("REMOVE #l"),
+					ConditionExpression:      aws.String("attribute_exists(pk)"),
+					ExpressionAttributeNames: map[string]string{"#l": attrLease},
+				})
+				if err != nil && !isConditionFailed(err) {
+					return err
+				}
+				n++
 			}
-			n++
+			return nil
+		})
+		if err != nil {
+			return n, err
 		}
-		return nil
-	})
-	return n, err
+	}
+	return n, nil
 }

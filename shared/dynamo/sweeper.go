@@ -70,6 +70,51 @@ func (s *Store) dropMarker(ctx context.Context, kind deletionKind, bot, id strin
 	return err
 }
 
+// attrRev counts, on a bot's deletion marker, the writes that committed
+// after the bot was deleted (RecheckBot): the sweeper drops the marker only
+// if it is unchanged since it began its pass.
+const attrRev = "rev"
+
+// RecheckBot is called after a write on a bot's behalf has committed. A
+// write that read its bot before deleteBot and committed after it may have
+// stored what the deletion's sweep has already gone past; so when the bot
+// is gone, its deletion marker is bumped (rev+1, put back if the sweeper
+// had dropped it), and a sweep deletes that data too: the sweeper drops a
+// marker only while its rev is the one it read before purging. A check on
+// the bot in every write's transaction would do it too, but would make the
+// bot's item part of every concurrent transaction of the bot (DynamoDB
+// cancels transactions that touch one item at once): this costs one
+// GetItem per write instead. It answers whether the bot is gone.
+func (s *Store) RecheckBot(ctx context.Context, bot string) (gone bool, err error) {
+	if _, err := s.GetBot(ctx, bot); platform.TypeOf(err) != platform.ErrResourceNotFound {
+		return false, err
+	}
+	_, err = s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:                 &s.table,
+		Key:                       key(deletionsPK, deletionSK(deletionBot, bot, bot)),
+		UpdateExpression:          aws.String("SET #kind = :k, #botId = :b, #id = :b, #at = if_not_exists(#at, :now) ADD #rev :one"),
+		ExpressionAttributeNames:  map[string]string{"#kind": "kind", "#botId": "botId", "#id": "id", "#at": "at", "#rev": attrRev},
+		ExpressionAttributeValues: item{":k": str(string(deletionBot)), ":b": str(bot), ":now": str(platform.Now()), ":one": num(1)},
+	})
+	return true, err
+}
+
+// dropBotMarker drops a bot's deletion marker if its rev is still rev;
+// false when a late write bumped it meanwhile (then it stays).
+func (s *Store) dropBotMarker(ctx context.Context, bot string, rev int64) (bool, error) {
+	_, err := s.db.DeleteItem(ctx, &dynamodb.DeleteItemInput{
+		TableName:                 &s.table,
+		Key:                       key(deletionsPK, deletionSK(deletionBot, bot, bot)),
+		ConditionExpression:       aws.String("attribute_not_exists(#rev) OR #rev = :rev"),
+		ExpressionAttributeNames:  map[string]string{"#rev": attrRev},
+		ExpressionAttributeValues: item{":rev": num(rev)},
+	})
+	if condFailed(err) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
 // ObjectDeleter deletes stored file contents (platform.FileStorage has it).
 type ObjectDeleter interface {
 	Delete(ctx context.Context, key string) error
@@ -80,8 +125,8 @@ type ObjectDeleter interface {
 // deletion (the local platform does), or on a schedule.
 type Sweeper struct {
 	Store *Store
-	// Objects deletes the contents of a deleted bot's files (nil: they stay
-	// in the bucket, only their records go).
+	// Objects deletes the contents of a deleted bot's files, each before
+	// its record (nil: they stay in the bucket, only their records go).
 	Objects ObjectDeleter
 	Log     *slog.Logger
 
@@ -164,10 +209,7 @@ func (w *Sweeper) run(ctx context.Context, prefix string) (int, error) {
 					}
 				}
 			}
-			err = s.purgeBot(ctx, bot, owners, w.Objects, w.Log)
-			if err == nil {
-				err = s.dropMarker(ctx, kind, bot, id)
-			}
+			err = s.finishBot(ctx, bot, owners, getN(m, attrRev), w.Objects, w.Log)
 		default:
 			err = fmt.Errorf("unknown deletion marker %q", getS(m, attrSK))
 		}
@@ -184,6 +226,28 @@ func (w *Sweeper) run(ctx context.Context, prefix string) (int, error) {
 		w.Log.Info("deletion sweep", "finished", done, "pending", len(markers)-done)
 	}
 	return done, errors.Join(errs...)
+}
+
+// finishBot purges a deleted bot's data and drops its marker, again while
+// a late write (RecheckBot) bumped the marker during the purge.
+func (s *Store) finishBot(ctx context.Context, bot string, owners []string, rev int64, objects ObjectDeleter, log *slog.Logger) error {
+	for attempt := 0; ; attempt++ {
+		if err := s.purgeBot(ctx, bot, owners, objects, log); err != nil {
+			return err
+		}
+		dropped, err := s.dropBotMarker(ctx, bot, rev)
+		if err != nil || dropped {
+			return err
+		}
+		if attempt >= 5 {
+			return fmt.Errorf("bot %s was written to during its deletion's sweep, %d times: left for the next sweep", bot, attempt+1)
+		}
+		m, err := s.get(ctx, deletionsPK, deletionSK(deletionBot, bot, bot))
+		if err != nil {
+			return err
+		}
+		rev = getN(m, attrRev)
+	}
 }
 
 // PendingDeletions counts the deletion markers left (tests, monitoring).
@@ -270,7 +334,9 @@ func (s *Store) purgeBot(ctx context.Context, bot string, owners []string, objec
 			return err
 		}
 	}
-	if err := s.purgeIndex(ctx, GSI1, botList(bot, listDeliveries)); err != nil {
+	// Its outbox entries of no conversation (its conversations' went with
+	// their shards).
+	if err := s.purgeBotDeliveries(ctx, bot); err != nil {
 		return err
 	}
 	statePKs := []string{statePK(platform.StateKey{BotID: bot, Type: platform.StateBot})}
@@ -282,16 +348,10 @@ func (s *Store) purgeBot(ctx context.Context, bot string, owners []string, objec
 			return err
 		}
 	}
-	if err := s.purgeBotFiles(ctx, bot, objects, log); err != nil {
-		return err
-	}
 	if err := s.purgeBotTasks(ctx, bot); err != nil { // chat_tasks.go
 		return err
 	}
 	if err := s.purgeBotKBs(ctx, bot); err != nil { // files_kb.go
-		return err
-	}
-	if err := s.purgeBotUsage(ctx, bot); err != nil { // usage_limits.go
 		return err
 	}
 	if err := s.DeleteBotTables(ctx, bot); err != nil {
@@ -304,6 +364,15 @@ func (s *Store) purgeBot(ctx context.Context, bot string, owners []string, objec
 		return err
 	}
 	if err := s.purgeBotExtras(ctx, bot); err != nil { // bot_extras.go
+		return err
+	}
+	// Files last: their contents live in the bucket, which may refuse a
+	// delete for a while; the rest of the bot is gone by then.
+	if err := s.purgeBotFiles(ctx, bot, objects, log); err != nil {
+		return err
+	}
+	// After the files: deleting one decrements the bot's storage usage.
+	if err := s.purgeBotUsage(ctx, bot); err != nil { // usage_limits.go
 		return err
 	}
 	// The lists are GSIs, read eventually consistently: a record written
@@ -328,7 +397,7 @@ func (s *Store) purgeBot(ctx context.Context, bot string, owners []string, objec
 }
 
 // purgeBotFiles deletes a deleted bot's files one by one (as deleteFile
-// does, contents included), then its tag counts.
+// does, contents included: the contents first), then its tag counts.
 func (s *Store) purgeBotFiles(ctx context.Context, bot string, objects ObjectDeleter, log *slog.Logger) error {
 	err := s.eachPage(ctx, &dynamodb.QueryInput{
 		KeyConditionExpression:    aws.String("pk = :pk"),
@@ -338,7 +407,24 @@ func (s *Store) purgeBotFiles(ctx context.Context, bot string, objects ObjectDel
 		ConsistentRead:            aws.Bool(true),
 	}, func(items []item) error {
 		for _, it := range items {
-			r, err := s.DeleteFile(ctx, getS(it, attrFFileID), func(platform.FileRecord) error { return nil })
+			// The contents go first, the record after: a record is the
+			// only thing that names its contents, so contents that cannot
+			// be deleted now (S3 unavailable, a function without the
+			// permission) keep their record, and the marker, for the
+			// next sweep rather than stay in the bucket for good.
+			deleteContents := func(r platform.FileRecord) error {
+				if objects == nil {
+					return nil
+				}
+				if err := objects.Delete(ctx, r.ObjectKey()); err != nil {
+					if log != nil {
+						log.Warn("deletion sweep: file contents not deleted (kept for the next sweep)", "bot", bot, "key", r.ObjectKey(), "err", err)
+					}
+					return fmt.Errorf("file %s contents: %w", r.ID, err)
+				}
+				return nil
+			}
+			_, err := s.DeleteFile(ctx, getS(it, attrFFileID), deleteContents)
 			if platform.TypeOf(err) == platform.ErrResourceNotFound {
 				// A key entry without its record: drop the entry.
 				_, err = s.db.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: &s.table, Key: key(getS(it, attrPK), getS(it, attrSK))})
@@ -349,14 +435,6 @@ func (s *Store) purgeBotFiles(ctx context.Context, bot string, objects ObjectDel
 			}
 			if err != nil {
 				return err
-			}
-			if objects != nil {
-				// Contents that cannot be deleted (e.g. a function without
-				// the S3 permission) stay in the bucket: the record, which
-				// is what any API call reads, is gone.
-				if err := objects.Delete(ctx, r.ObjectKey()); err != nil && log != nil {
-					log.Warn("deletion sweep: file contents left in the bucket", "bot", bot, "key", r.ObjectKey(), "err", err)
-				}
 			}
 		}
 		return nil

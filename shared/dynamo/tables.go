@@ -21,7 +21,8 @@ import (
 //
 //	table       BOTTABLES#<botId>   TABLE#<name>   doc, ver, tableId, nextId, rowCount, staleCount
 //	table id    TABLE#<tableId>     TABLE          botId, name
-//	row         TROWS#<tableId>     <id, 10 digits> doc, ver
+//	row         TROWS#<tableId>#<id mod shards> <id, 10 digits> doc, ver
+//	            (TROWS#<tableId> for a table of the previous layout)
 //	key index   TKEY#<tableId>#<ix> <key JSON>     row
 //	job         TJOBS#<tableId>     <jobId>        doc, ver, ttl
 func botTablesPK(bot string) string       { return "BOTTABLES#" + bot }
@@ -30,6 +31,37 @@ func tableIDPK(id string) string          { return "TABLE#" + id }
 func tableRowsPK(table string) string     { return "TROWS#" + table }
 func tableKeysPK(table, ix string) string { return "TKEY#" + table + "#" + ix }
 func tableJobsPK(table string) string     { return "TJOBS#" + table }
+
+// RowSet is where a table's rows are: the table's id and the number of
+// partitions its rows spread over (TableState.RowShards; 0 or 1: the one
+// partition of the previous layout).
+type RowSet struct {
+	Table  string
+	Shards int
+}
+
+// RowSet returns where the table's rows are.
+func (r TableRecord) RowSet() RowSet { return RowSet{Table: r.ID, Shards: r.State.RowShards} }
+
+// pk is the partition of row id.
+func (rs RowSet) pk(id int64) string {
+	if rs.Shards <= 1 {
+		return tableRowsPK(rs.Table)
+	}
+	return tableRowsPK(rs.Table) + "#" + strconv.FormatInt(id%int64(rs.Shards), 10)
+}
+
+// partitions are all the partitions of the rows.
+func (rs RowSet) partitions() []string {
+	if rs.Shards <= 1 {
+		return []string{tableRowsPK(rs.Table)}
+	}
+	out := make([]string, rs.Shards)
+	for i := range out {
+		out[i] = tableRowsPK(rs.Table) + "#" + strconv.Itoa(i)
+	}
+	return out
+}
 
 // rowSK is a row's sort key: its id zero-padded to 10 digits (row ids
 // are at most 2^31-1), so that string order is id order.
@@ -273,8 +305,15 @@ func (s *Store) DeleteTable(ctx context.Context, rec TableRecord) error {
 	if err != nil {
 		return err
 	}
-	for _, pk := range []string{tableRowsPK(rec.ID), tableJobsPK(rec.ID)} {
+	for _, pk := range append(rec.RowSet().partitions(), tableJobsPK(rec.ID)) {
 		if err := s.purge(ctx, pk); err != nil {
+			return err
+		}
+	}
+	// Column ids are c1..c<NextColumn>: every index partition the table
+	// ever had, also of columns removed since.
+	for n := 1; n <= rec.State.NextColumn; n++ {
+		if err := s.purge(ctx, tableIndexPK(rec.ID, "c"+strconv.Itoa(n))); err != nil {
 			return err
 		}
 	}
@@ -357,23 +396,6 @@ const (
 	rowTxMaxBytes = 3500 << 10
 )
 
-// rowChunks splits n row writes of the sizes given into transactions.
-func rowChunks(sizes []int) [][2]int {
-	var out [][2]int
-	start, bytes := 0, 0
-	for i, sz := range sizes {
-		if i > start && (i-start >= rowsPerTx || bytes+sz > rowTxMaxBytes) {
-			out = append(out, [2]int{start, i})
-			start, bytes = i, 0
-		}
-		bytes += sz
-	}
-	if start < len(sizes) {
-		out = append(out, [2]int{start, len(sizes)})
-	}
-	return out
-}
-
 // txRetry runs a transaction, again while it is cancelled only by other
 // transactions on the same items (the table's count item is shared by every
 // concurrent row write of the table).
@@ -406,23 +428,40 @@ func onlyTxConflicts(tc *types.TransactionCanceledException) bool {
 
 // InsertRows writes new rows (fresh ids from ReserveRowIDs) and counts
 // them, stale[i] telling whether rows[i] is stale, in transactions of up to
-// 99 rows each with the table's count update. A table deleted or replaced
-// meanwhile is a 404 and its rows are not written.
-func (s *Store) InsertRows(ctx context.Context, rec TableRecord, rows []platform.TableRow, stale []bool) error {
+// 99 items each with the table's count update: a row and, when keys is
+// not nil, its column index entries keys[i] go in the same transaction. A
+// table deleted or replaced meanwhile is a 404 and its rows are not
+// written.
+func (s *Store) InsertRows(ctx context.Context, rec TableRecord, rows []platform.TableRow, stale []bool, keys [][]platform.TableIndexKey) error {
 	items := make([]item, len(rows))
 	sizes := make([]int, len(rows))
+	counts := make([]int, len(rows))
 	for i, r := range rows {
-		it, err := rowItem(rec.ID, r, 1)
+		it, err := rowItem(rec.RowSet(), r, 1)
 		if err != nil {
 			return err
 		}
-		items[i], sizes[i] = it, len(getS(it, attrDoc))+64
+		items[i], sizes[i], counts[i] = it, len(getS(it, attrDoc))+64, 1
+		if keys != nil {
+			counts[i] += len(keys[i])
+			for _, k := range keys[i] {
+				sizes[i] += len(k.Key) + 64
+			}
+		}
 	}
-	for _, c := range rowChunks(sizes) {
+	for _, c := range txChunks(sizes, counts, rowsPerTx) {
 		w := make([]types.TransactWriteItem, 0, c[1]-c[0]+1)
 		nStale := int64(0)
+		owner := make([]int, 0, cap(w)) // the row of each write
 		for i := c[0]; i < c[1]; i++ {
 			w = append(w, putNew(items[i]))
+			owner = append(owner, i)
+			if keys != nil {
+				for _, ix := range indexWrites(rec.ID, rows[i].ID, nil, keys[i]) {
+					w = append(w, ix)
+					owner = append(owner, i)
+				}
+			}
 			if stale[i] {
 				nStale++
 			}
@@ -433,7 +472,7 @@ func (s *Store) InsertRows(ctx context.Context, rec TableRecord, rows []platform
 			if i == last || i < 0 {
 				return platform.NotFound("table", rec.Name)
 			}
-			return fmt.Errorf("row %d already exists", rows[c[0]+i].ID)
+			return fmt.Errorf("row %d already exists", rows[owner[i]].ID)
 		})
 		if err != nil {
 			return err
@@ -448,10 +487,19 @@ func (s *Store) InsertRows(ctx context.Context, rec TableRecord, rows []platform
 // changed or went since it was read, the chunk is read again and what is
 // still there deleted at its new version; the rows deleted are returned (a
 // concurrent delete of a row counts it once).
-func (s *Store) DeleteRows(ctx context.Context, rec TableRecord, rows []RowRecord, isStale func(platform.TableRow) bool) ([]RowRecord, error) {
+//
+// keysOf, when not nil, gives a row's column index entries (at most
+// maxKeys), deleted with it.
+func (s *Store) DeleteRows(ctx context.Context, rec TableRecord, rows []RowRecord, isStale func(platform.TableRow) bool, keysOf func(*platform.TableRow) []platform.TableIndexKey, maxKeys int) ([]RowRecord, error) {
 	var deleted []RowRecord
+	perTx := rowsPerTx
+	if keysOf != nil {
+		// A chunk read again after a conflict may hold more entries than
+		// first seen: size it by the most a row can have.
+		perTx = max(rowsPerTx/(1+maxKeys), 1)
+	}
 	for len(rows) > 0 {
-		n := min(len(rows), rowsPerTx)
+		n := min(len(rows), perTx)
 		chunk := append([]RowRecord(nil), rows[:n]...)
 		rows = rows[n:]
 		for attempt := 0; len(chunk) > 0; attempt++ {
@@ -462,16 +510,20 @@ func (s *Store) DeleteRows(ctx context.Context, rec TableRecord, rows []RowRecor
 			nStale := int64(0)
 			for _, r := range chunk {
 				w = append(w, types.TransactWriteItem{Delete: &types.Delete{
-					Key:                       key(tableRowsPK(rec.ID), rowSK(r.ID)),
+					Key:                       key(rec.RowSet().pk(r.ID), rowSK(r.ID)),
 					ConditionExpression:       aws.String("#ver = :ver"),
 					ExpressionAttributeNames:  map[string]string{"#ver": attrVer},
 					ExpressionAttributeValues: item{":ver": num(r.Ver)},
 				}})
+				if keysOf != nil {
+					w = append(w, indexWrites(rec.ID, r.ID, keysOf(&r.TableRow), nil)...)
+				}
 				nStale += b2n(isStale(r.TableRow))
 			}
 			w = append(w, countRows(rec, -int64(len(chunk)), -nStale))
+			last := len(w) - 1
 			err := s.txRetry(ctx, w, func(i int) error {
-				if i >= 0 && i < len(chunk) {
+				if i >= 0 && i < last {
 					return ErrVersionConflict
 				}
 				return platform.NotFound("table", rec.Name)
@@ -483,7 +535,7 @@ func (s *Store) DeleteRows(ctx context.Context, rec TableRecord, rows []RowRecor
 				for i, r := range chunk {
 					ids[i] = r.ID
 				}
-				cur, gerr := s.GetRows(ctx, rec.ID, ids)
+				cur, gerr := s.GetRows(ctx, rec.RowSet(), ids)
 				if gerr != nil {
 					return deleted, gerr
 				}
@@ -524,12 +576,12 @@ type RowRecord struct {
 	Ver int64
 }
 
-func rowItem(table string, r platform.TableRow, ver int64) (item, error) {
+func rowItem(rs RowSet, r platform.TableRow, ver int64) (item, error) {
 	doc, err := encodeDoc(r)
 	if err != nil {
 		return nil, err
 	}
-	it := key(tableRowsPK(table), rowSK(r.ID))
+	it := key(rs.pk(r.ID), rowSK(r.ID))
 	it[attrDoc], it[attrVer] = str(doc), num(ver)
 	return it, nil
 }
@@ -709,27 +761,35 @@ func skipJSON(doc []byte, p *int) bool {
 	return false
 }
 
-// PutRows writes rows of a table with BatchWriteItem, 25 rows a call. The
-// rows have ids no other row has (fresh ids, or a copy's own ids), so no
-// condition is needed.
-func (s *Store) PutRows(ctx context.Context, table string, rows []platform.TableRow) error {
+// PutRows writes rows of a table with BatchWriteItem, 25 items a call,
+// and, when keysOf is not nil, their column index entries. The rows have
+// ids no other row has (a copy's own ids, while nothing else may write the
+// copy), so no condition is needed, and writing them again writes the
+// same items (a duplicate job redoes a chunk that died).
+func (s *Store) PutRows(ctx context.Context, rs RowSet, rows []platform.TableRow, keysOf func(*platform.TableRow) []platform.TableIndexKey) error {
+	table := rs.Table
 	items := make([]item, 0, len(rows))
-	for _, r := range rows {
-		it, err := rowItem(table, r, 1)
+	for i := range rows {
+		it, err := rowItem(rs, rows[i], 1)
 		if err != nil {
 			return err
 		}
 		items = append(items, it)
+		if keysOf != nil {
+			for _, k := range keysOf(&rows[i]) {
+				items = append(items, key(tableIndexPK(table, k.Col), indexSK(k, rows[i].ID)))
+			}
+		}
 	}
 	return s.batchPut(ctx, items)
 }
 
 // GetRow reads one row (one GetItem).
-func (s *Store) GetRow(ctx context.Context, table string, id int64) (RowRecord, bool, error) {
+func (s *Store) GetRow(ctx context.Context, rs RowSet, id int64) (RowRecord, bool, error) {
 	if id < 1 || id > platform.MaxTableRowID {
 		return RowRecord{}, false, nil
 	}
-	it, err := s.get(ctx, tableRowsPK(table), rowSK(id))
+	it, err := s.get(ctx, rs.pk(id), rowSK(id))
 	if err != nil || it == nil {
 		return RowRecord{}, false, err
 	}
@@ -739,7 +799,7 @@ func (s *Store) GetRow(ctx context.Context, table string, id int64) (RowRecord, 
 
 // GetRows reads rows by id (BatchGetItem, 100 a call); missing rows are
 // absent from the result.
-func (s *Store) GetRows(ctx context.Context, table string, ids []int64) (map[int64]RowRecord, error) {
+func (s *Store) GetRows(ctx context.Context, rs RowSet, ids []int64) (map[int64]RowRecord, error) {
 	keys := make([]item, 0, len(ids))
 	seen := map[int64]bool{}
 	for _, id := range ids {
@@ -747,7 +807,7 @@ func (s *Store) GetRows(ctx context.Context, table string, ids []int64) (map[int
 			continue
 		}
 		seen[id] = true
-		keys = append(keys, key(tableRowsPK(table), rowSK(id)))
+		keys = append(keys, key(rs.pk(id), rowSK(id)))
 	}
 	items, err := s.batchGet(ctx, keys)
 	if err != nil {
@@ -768,20 +828,27 @@ func (s *Store) GetRows(ctx context.Context, table string, ids []int64) (map[int
 // PutItem): a concurrent change makes it fail with ErrVersionConflict, and
 // the caller re-reads the row and applies its change again. When the row
 // becomes stale or fresh (staleDelta ±1), the table's stale count moves in
-// the same transaction.
-func (s *Store) ReplaceRow(ctx context.Context, rec TableRecord, r platform.TableRow, ver, staleDelta int64) error {
-	it, err := rowItem(rec.ID, r, ver+1)
+// the same transaction, and so do the changes of its column index entries
+// (from oldKeys, the version read, to newKeys).
+func (s *Store) ReplaceRow(ctx context.Context, rec TableRecord, r platform.TableRow, ver, staleDelta int64, oldKeys, newKeys []platform.TableIndexKey) error {
+	it, err := rowItem(rec.RowSet(), r, ver+1)
 	if err != nil {
 		return err
 	}
-	if staleDelta != 0 {
-		err := s.txRetry(ctx, []types.TransactWriteItem{{Put: &types.Put{
+	ix := indexWrites(rec.ID, r.ID, oldKeys, newKeys)
+	if staleDelta != 0 || len(ix) > 0 {
+		w := []types.TransactWriteItem{{Put: &types.Put{
 			Item:                      it,
 			ConditionExpression:       aws.String("#ver = :ver"),
 			ExpressionAttributeNames:  map[string]string{"#ver": attrVer},
 			ExpressionAttributeValues: item{":ver": num(ver)},
-		}}, countRows(rec, 0, staleDelta)}, func(i int) error {
-			if i == 1 {
+		}}}
+		w = append(w, ix...)
+		if staleDelta != 0 {
+			w = append(w, countRows(rec, 0, staleDelta))
+		}
+		err := s.txRetry(ctx, w, func(i int) error {
+			if staleDelta != 0 && i == len(w)-1 {
 				return platform.NotFound("table", rec.Name)
 			}
 			return ErrVersionConflict
@@ -814,69 +881,118 @@ type RowScan struct {
 	After, Before int64
 }
 
-// QueryRows reads a table's rows in id order with Query on the table's
-// row partition (never Scan), calling fn for each until it returns false.
-func (s *Store) QueryRows(ctx context.Context, table string, sc RowScan, fn func(r *platform.TableRow) (bool, error)) error {
+// QueryRows reads a table's rows in id order with a Query per row
+// partition (never Scan), merged by id, calling fn for each until it
+// returns false.
+func (s *Store) QueryRows(ctx context.Context, rs RowSet, sc RowScan, fn func(r *platform.TableRow) (bool, error)) error {
+	return s.queryRowItems(ctx, rs, sc, func(it item) (bool, error) {
+		r, err := rowFrom(it)
+		if err != nil {
+			return false, err
+		}
+		return fn(&r.TableRow)
+	})
+}
+
+// rowStream is the rows of one partition, in order, read a page at a time
+// when the merge needs them.
+type rowStream struct {
+	in   *dynamodb.QueryInput
+	buf  []item
+	done bool
+}
+
+func (st *rowStream) head(ctx context.Context, db *dynamodb.Client) (item, error) {
+	for len(st.buf) == 0 && !st.done {
+		out, err := db.Query(ctx, st.in)
+		if err != nil {
+			return nil, err
+		}
+		st.buf = out.Items
+		if len(out.LastEvaluatedKey) == 0 {
+			st.done = true
+		} else {
+			st.in.ExclusiveStartKey = out.LastEvaluatedKey
+			if st.in.Limit != nil {
+				st.in.Limit = aws.Int32(min(*st.in.Limit*2, 10000))
+			}
+		}
+	}
+	if len(st.buf) == 0 {
+		return nil, nil
+	}
+	return st.buf[0], nil
+}
+
+// queryRowItems merges the row partitions' Queries by id. With a Limit,
+// each partition's first Query reads its share of it plus one (the ids
+// of a table are spread evenly: id mod shards), and a partition needing
+// more reads twice as many next: a page reads little more than it returns.
+func (s *Store) queryRowItems(ctx context.Context, rs RowSet, sc RowScan, fn func(it item) (bool, error)) error {
 	lo, hi := rowSK(max(sc.After+1, 0)), rowSK(platform.MaxTableRowID)
 	if sc.Before > 0 {
 		hi = rowSK(sc.Before - 1)
 	}
-	in := &dynamodb.QueryInput{
-		TableName:                 &s.table,
-		KeyConditionExpression:    aws.String("pk = :pk AND sk BETWEEN :lo AND :hi"),
-		ExpressionAttributeValues: item{":pk": str(tableRowsPK(table)), ":lo": str(lo), ":hi": str(hi)},
-		ScanIndexForward:          aws.Bool(!sc.Descending),
-		ConsistentRead:            aws.Bool(true),
+	if lo > hi {
+		return nil
 	}
-	if sc.After <= 0 && sc.Before <= 0 {
-		in.KeyConditionExpression = aws.String("pk = :pk")
-		in.ExpressionAttributeValues = item{":pk": str(tableRowsPK(table))}
-	}
-	left := sc.Limit
-	if sc.Limit > 0 {
-		in.Limit = aws.Int32(int32(min(sc.Limit, 10000)))
-	} else if len(sc.Needles) > 0 {
-		// Only without Limit: with both, DynamoDB's Limit counts the rows
-		// read, not those passing the filter.
-		in.ExpressionAttributeNames = map[string]string{"#d": attrDoc}
-		expr := ""
-		for i, n := range sc.Needles {
-			p := ":n" + strconv.Itoa(i)
-			if expr != "" {
-				expr += " AND "
+	parts := rs.partitions()
+	streams := make([]*rowStream, len(parts))
+	for i, pk := range parts {
+		in := &dynamodb.QueryInput{
+			TableName:                 &s.table,
+			KeyConditionExpression:    aws.String("pk = :pk AND sk BETWEEN :lo AND :hi"),
+			ExpressionAttributeValues: item{":pk": str(pk), ":lo": str(lo), ":hi": str(hi)},
+			ScanIndexForward:          aws.Bool(!sc.Descending),
+			ConsistentRead:            aws.Bool(true),
+		}
+		if sc.Limit > 0 {
+			share := sc.Limit
+			if len(parts) > 1 {
+				share = (sc.Limit+len(parts)-1)/len(parts) + 1
 			}
-			expr += "contains(#d, " + p + ")"
-			in.ExpressionAttributeValues[p] = str(n)
+			in.Limit = aws.Int32(int32(min(share, 10000)))
+		} else if len(sc.Needles) > 0 {
+			// Only without Limit: with both, DynamoDB's Limit counts the rows
+			// read, not those passing the filter.
+			in.ExpressionAttributeNames = map[string]string{"#d": attrDoc}
+			expr := ""
+			for i, n := range sc.Needles {
+				p := ":n" + strconv.Itoa(i)
+				if expr != "" {
+					expr += " AND "
+				}
+				expr += "contains(#d, " + p + ")"
+				in.ExpressionAttributeValues[p] = str(n)
+			}
+			in.FilterExpression = aws.String(expr)
 		}
-		in.FilterExpression = aws.String(expr)
+		streams[i] = &rowStream{in: in}
 	}
-	for {
-		out, err := s.db.Query(ctx, in)
-		if err != nil {
-			return err
-		}
-		for _, it := range out.Items {
-			r, err := rowFrom(it)
+	for n := 0; sc.Limit <= 0 || n < sc.Limit; n++ {
+		best, bestSK := -1, ""
+		for i, st := range streams {
+			it, err := st.head(ctx, s.db)
 			if err != nil {
 				return err
 			}
-			more, err := fn(&r.TableRow)
-			if err != nil || !more {
-				return err
+			if it == nil {
+				continue
+			}
+			if sk := getS(it, attrSK); best < 0 || (sk < bestSK) != sc.Descending {
+				best, bestSK = i, sk
 			}
 		}
-		if sc.Limit > 0 {
-			left -= len(out.Items)
-			if left <= 0 {
-				return nil
-			}
-			in.Limit = aws.Int32(int32(min(left, 10000)))
-		}
-		if len(out.LastEvaluatedKey) == 0 {
+		if best < 0 {
 			return nil
 		}
-		in.ExclusiveStartKey = out.LastEvaluatedKey
+		it := streams[best].buf[0]
+		streams[best].buf = streams[best].buf[1:]
+		if more, err := fn(it); err != nil || !more {
+			return err
+		}
 	}
+	return nil
 }
 
 // --- Unique index of a table's key column ---

@@ -47,6 +47,13 @@ func (u *Usage) Calls(op string) int {
 	return u.calls[op]
 }
 
+// Wrote tells whether any write call was made.
+func (u *Usage) Wrote() bool {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return u.calls["PutItem"]+u.calls["UpdateItem"]+u.calls["DeleteItem"]+u.calls["BatchWriteItem"]+u.calls["TransactWriteItems"] > 0
+}
+
 // String renders the counts, e.g. "GetItem=2 TransactWriteItems=1".
 func (u *Usage) String() string {
 	u.mu.Lock()
@@ -171,7 +178,8 @@ func MapStorageFull(o *dynamodb.Options) {
 				out, md, err := next.HandleInitialize(ctx, in)
 				var ae smithy.APIError
 				if err != nil && errors.As(err, &ae) && ae.ErrorCode() == "InsufficientStorageException" {
-					err = platform.Errorf(platform.ErrInsufficientStorage, "the platform's disk is full: writes are refused until space is freed (reads still work)")
+					// The store's words: the free space, the reserve, how to change it.
+					err = platform.Errorf(platform.ErrInsufficientStorage, "%s", ae.ErrorMessage())
 				}
 				return out, md, err
 			}), middleware.After)

@@ -56,9 +56,21 @@ func CheckKey(what, key string) error {
 		return platform.Invalid("invalid %s: must be valid UTF-8", what)
 	case strings.IndexFunc(key, unicode.IsControl) >= 0:
 		return platform.Invalid("invalid %s: must not contain control characters", what)
+	case key == "." || key == "..":
+		// The official client puts a key in the path with
+		// encodeURIComponent, which leaves dots alone: the URL's
+		// normalization then removes the segment, and the file could
+		// never be read, changed or deleted by its key.
+		return platform.Invalid("invalid %s: %q cannot be a file key (clients remove it from a URL's path)", what, key)
+	case reservedKeys[key]:
+		return platform.Invalid("invalid %s: %q cannot be a file key: GET /v1/files/%s is another operation", what, key, key)
 	}
 	return nil
 }
+
+// reservedKeys are the keys whose getFile path (GET /v1/files/{key}) is
+// another operation's: a file of that key could not be read by its key.
+var reservedKeys = map[string]bool{"search": true, "tags": true, "knowledge-bases": true}
 
 // CheckSize validates a declared size (a JSON number).
 func CheckSize(n json.Number) (int64, error) {

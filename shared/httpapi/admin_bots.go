@@ -814,7 +814,7 @@ func (s *server) patchIntegrations(c *call, b *platform.Bot, patch map[string]js
 				if !ok || !i.VisibleTo(b.WorkspaceID) {
 					return nil, platform.Errorf(platform.ErrReferenceNotFound, "invalid body: field %q: integration %q not found", field, k)
 				}
-				alias = i.Name
+				alias = defaultAlias(b, i)
 				if other, taken := b.Installs[alias]; taken && other.IntegrationID != k {
 					return nil, platform.Errorf(platform.ErrAlreadyExists, "invalid body: field %q: the alias %q is taken by another integration; give an alias and integrationId", field, alias)
 				}
@@ -1362,3 +1362,23 @@ func (s *server) sweep(c *call, botID string) {
 // sweepBudget bounds deleteBot's own sweep in Lambda (API Gateway answers
 // 504 after 29 s).
 const sweepBudget = 20 * time.Second
+
+// defaultAlias is the alias an integration installed by its id (as CLI
+// 0.8.59's bp deploy installs a bot's integrations) gets: its name without
+// the publisher's workspace handle ("acme/telegram" installs as
+// "telegram"). The CLI prepends the handle to every integration a workspace
+// that is not one of Botpress's own deploys, so Botpress's open-source
+// integrations deployed from source are "<handle>/telegram"; under the
+// official name as alias, a bot sees them exactly as it would Botpress's
+// (tags telegram:chatId, events webhook:event). Where that alias is taken
+// by another integration the full name is used, as before.
+func defaultAlias(b *platform.Bot, i platform.Integration) string {
+	_, name, ok := strings.Cut(i.Name, "/")
+	if !ok {
+		return i.Name
+	}
+	if other, taken := b.Installs[name]; taken && other.IntegrationID != i.ID {
+		return i.Name
+	}
+	return name
+}

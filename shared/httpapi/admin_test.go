@@ -17,6 +17,9 @@ type fixture struct {
 }
 
 func newFixture(t testing.TB) *fixture {
+	// The catalogue tests count what the hub holds: without the platform's
+	// built-in integrations (docs/builtin.md).
+	t.Setenv("PLATFORM_BUILTINS", "none")
 	e := apitest.New(t)
 	f := &fixture{Env: e}
 	r := e.Check(e.Do(apitest.Req{Method: "POST", Path: "/v1/admin/workspaces", Token: e.AdminToken, Body: map[string]any{"name": "Acme"}}), 200, "createWorkspace")

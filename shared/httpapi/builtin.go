@@ -188,6 +188,20 @@ func (a *inProcessAPI) Call(ctx context.Context, in builtin.Install, method, pat
 	return json.Unmarshal(rec.Body.Bytes(), out)
 }
 
+func (a *inProcessAPI) Installation(ctx context.Context, in builtin.Install) (platform.IntegrationInstance, bool, error) {
+	t, err := a.s.Store.InstallByWebhook(ctx, in.Instance.WebhookID)
+	if platform.TypeOf(err) == platform.ErrResourceNotFound {
+		return platform.IntegrationInstance{}, false, nil
+	}
+	if err != nil {
+		return platform.IntegrationInstance{}, false, err
+	}
+	if t.Bot.ID != in.Bot.ID || t.Install.Alias != in.Instance.Alias {
+		return platform.IntegrationInstance{}, false, nil
+	}
+	return t.Install, true, nil
+}
+
 // inProcessPrincipal is the principal of an in-process call, if it is one.
 func inProcessPrincipal(ctx context.Context) (platform.Principal, bool) {
 	p, ok := ctx.Value(principalKey{}).(platform.Principal)

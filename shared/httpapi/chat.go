@@ -93,15 +93,14 @@ func (s *server) chatRoutes() []route {
 }
 
 // integrationOf names the integration a Chat call acts for: the body's
-// (deprecated) integrationName, else the x-integration-alias header (an
-// installation's alias is the integration's name unless renamed), else none.
-// x-integration-id names an integration version, not a name: it is accepted
-// and makes messages incoming, but names nothing here.
+// (deprecated) integrationName, else the alias of the installation the
+// call's x-integration-alias or x-integration-id names (chat_acting.go),
+// else none.
 func integrationOf(c *call, bodyName *string) string {
 	if bodyName != nil && *bodyName != "" {
 		return *bodyName
 	}
-	return strings.TrimSpace(c.Header.Get("x-integration-alias"))
+	return c.acting
 }
 
 // bodyIntegration is integrationOf for a body that may name the

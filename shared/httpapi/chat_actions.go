@@ -165,27 +165,26 @@ func actionAnswer(who string, res delivery.Response) (any, error) {
 }
 
 // actingInstall is the installation an integration's call acts for: the one
-// under x-integration-alias, else the one of x-integration-id (or of the
-// calling integration key).
+// its headers name (c.acting: x-integration-alias, else the one installation
+// of x-integration-id), else the calling integration key's one installation.
 func actingInstall(c *call) (platform.IntegrationInstance, error) {
-	if alias := strings.TrimSpace(c.Header.Get("x-integration-alias")); alias != "" {
-		if in, ok := c.bot.Installs[alias]; ok {
-			return in, nil
+	alias := c.acting
+	if alias == "" && c.principal.IntegrationID != "" {
+		switch aliases := installAliases(c.bot.Bot, c.principal.IntegrationID); len(aliases) {
+		case 0:
+		case 1:
+			alias = aliases[0]
+		default:
+			return platform.IntegrationInstance{}, platform.Invalid("this integration is installed %d times on bot %q (as %s): send x-integration-alias naming the installation", len(aliases), c.bot.ID, strings.Join(aliases, ", "))
 		}
-		return platform.IntegrationInstance{}, platform.Errorf(platform.ErrResourceNotFound, "no integration is installed under the alias %q on bot %q", alias, c.bot.ID)
 	}
-	id := strings.TrimSpace(c.Header.Get("x-integration-id"))
-	if id == "" {
-		id = c.principal.IntegrationID
-	}
-	if id == "" {
+	if alias == "" {
 		return platform.IntegrationInstance{}, platform.Invalid("this operation is an integration's: send x-integration-alias (or x-integration-id) naming its installation on the bot")
 	}
-	in, ok := c.bot.Install(id)
-	if !ok {
-		return platform.IntegrationInstance{}, platform.Errorf(platform.ErrResourceNotFound, "integration %q is not installed on bot %q", id, c.bot.ID)
+	if in, ok := c.bot.Installs[alias]; ok {
+		return in, nil
 	}
-	return in, nil
+	return platform.IntegrationInstance{}, platform.Errorf(platform.ErrResourceNotFound, "no integration is installed under the alias %q on bot %q", alias, c.bot.ID)
 }
 
 // configureIntegration records what an integration says of its

@@ -10,7 +10,8 @@ import (
 // An integration's tags are its own: it writes and reads them without a
 // prefix ({"id": "42"}), the bot sees them as <alias>:<tag>
 // ({"telegram:id": "42"}), which is how they are stored. For a Chat call
-// made as an integration (x-integration-alias), the request's tags are
+// made as an integration (x-integration-alias, or x-integration-id alone:
+// chat_acting.go), the request's tags are
 // prefixed with the alias and the answer's tags of that alias unprefixed.
 // Names that already hold a ':' are left as they are (older integrations
 // wrote the prefixed names themselves). Only the tags of records are
@@ -20,11 +21,14 @@ import (
 
 // tagAlias is the alias whose view a Chat call gets ("" for the bot's).
 func tagAlias(c *call, rt route) string {
-	if !strings.Contains(rt.pattern, " /v1/chat/") || !byIntegration(c) {
+	if !isChat(rt) || !byIntegration(c) {
 		return ""
 	}
 	return integrationOf(c, nil)
 }
+
+// isChat reports whether a route is a Chat operation.
+func isChat(rt route) bool { return strings.Contains(rt.pattern, " /v1/chat/") }
 
 func prefixed(alias, name string) string {
 	if strings.Contains(name, ":") {

@@ -1,12 +1,19 @@
 package httpapi_test
 
 import (
+	"bufio"
 	"context"
+	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -126,5 +133,165 @@ func TestDeleteBotInLambdaDeletesBeforeAnswering(t *testing.T) {
 	}
 	if left := f.ItemsHolding(ids...); len(left) > 0 {
 		t.Fatalf("deleteBot answered with %d items of the bot still stored, e.g. %v", len(left), left[:min(3, len(left))])
+	}
+}
+
+// TestWritesRacingDeleteBotLeaveNothing: four kinds of writers (messages,
+// conversations, table rows, files; three of each) run while the bot is
+// deleted. A write that read the bot before deleteBot and committed after
+// it answers 404 and what it stored goes with the bot: once the deletion
+// is swept, no stored item holds the bot's id or the id of anything a
+// writer created, acknowledged or not.
+func TestWritesRacingDeleteBotLeaveNothing(t *testing.T) {
+	for round := 0; round < 3; round++ {
+		t.Run(fmt.Sprint("round ", round), func(t *testing.T) { racingDeleteBot(t) })
+	}
+}
+
+func racingDeleteBot(t *testing.T) {
+	f := newChatFixture(t)
+	tf := &tablesFixture{fixture: f.fixture, bot: f.bot}
+	table := tf.createTable("raceTable", map[string]any{"type": "object", "properties": map[string]any{"n": map[string]any{"type": "number"}}})
+	conv := f.conversation("web", nil)
+	user := f.user(nil)
+	writers := []struct {
+		name   string
+		method string
+		path   string
+		body   func(i int) any
+		id     string // the created id's path in the answer
+	}{
+		{"messages", "POST", "/v1/chat/messages", func(i int) any {
+			return map[string]any{"conversationId": conv, "userId": user, "type": "text", "payload": map[string]any{"text": fmt.Sprint(i)}, "tags": map[string]string{}}
+		}, "message.id"},
+		{"conversations", "POST", "/v1/chat/conversations", func(i int) any {
+			return map[string]any{"channel": "web", "tags": map[string]string{}}
+		}, "conversation.id"},
+		{"rows", "POST", "/v1/tables/raceTable/rows", func(i int) any {
+			return map[string]any{"rows": []any{map[string]any{"n": i}}}
+		}, ""},
+		{"files", "PUT", "/v1/files", func(i int) any {
+			return map[string]any{"key": fmt.Sprintf("race-%d.txt", i), "size": 1}
+		}, "file.id"},
+	}
+	var (
+		mu      sync.Mutex
+		ids     = []string{f.bot, table, conv, user}
+		writes  atomic.Int64
+		late    atomic.Int64 // acknowledged after deleteBot answered
+		deleted atomic.Bool
+		wg      sync.WaitGroup
+	)
+	for _, w := range writers {
+		for g := 0; g < 3; g++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := g * 100000; ; i++ {
+					r := f.Do(apiReq(w.method, w.path, f.AdminToken, f.bot, w.body(i)))
+					if r.Status >= 300 {
+						if r.Status != 404 {
+							t.Errorf("%s: %d %s; want 404 once the bot is gone", w.name, r.Status, r.Raw)
+						}
+						return
+					}
+					writes.Add(1)
+					if deleted.Load() {
+						late.Add(1)
+					}
+					if w.id != "" {
+						mu.Lock()
+						ids = append(ids, r.Str(w.id))
+						mu.Unlock()
+					}
+				}
+			}()
+		}
+	}
+	// Delete once every writer is under way (12 writers, 5 writes each).
+	for deadline := time.Now().Add(20 * time.Second); writes.Load() < 60; {
+		if time.Now().After(deadline) {
+			t.Fatalf("the writers wrote only %d times", writes.Load())
+		}
+		time.Sleep(time.Millisecond)
+	}
+	f.Check(f.ws_(f.AdminToken, "DELETE", "/v1/admin/bots/"+f.bot, nil), 200, "deleteBot")
+	deleted.Store(true)
+	wg.Wait()
+	waitSwept(t, f)
+	if left := f.ItemsHolding(ids...); len(left) > 0 {
+		t.Fatalf("%d items of the deleted bot remain after the sweep, e.g. %s", len(left), strings.Join(left[:min(len(left), 10)], ", "))
+	}
+	t.Logf("%d writes, %d acknowledged after deleteBot answered; nothing left", writes.Load(), late.Load())
+}
+
+// TestWriteHeldAcrossDeleteBotLeavesNothing: writes whose bot was read
+// (the call authenticated) before deleteBot, and which commit only after
+// the deletion was swept: each holds its body (Expect: 100-continue: the
+// server asks for it once the call is authorized) while the bot is deleted
+// and swept, then sends it. Each answers 404 and, once swept again,
+// nothing of the bot stays in storage.
+func TestWriteHeldAcrossDeleteBotLeavesNothing(t *testing.T) {
+	f := newChatFixture(t)
+	tf := &tablesFixture{fixture: f.fixture, bot: f.bot}
+	table := tf.createTable("heldTable", map[string]any{"type": "object", "properties": map[string]any{"n": map[string]any{"type": "number"}}})
+	conv := f.conversation("web", nil)
+	user := f.user(nil)
+	u, _ := url.Parse(f.URL)
+	type held struct {
+		name string
+		conn net.Conn
+		br   *bufio.Reader
+		body []byte
+	}
+	var calls []held
+	for _, w := range []struct {
+		name, method, path string
+		body               any
+	}{
+		{"createMessage", "POST", "/v1/chat/messages", map[string]any{"conversationId": conv, "userId": user, "type": "text", "payload": map[string]any{"text": "late"}, "tags": map[string]string{}}},
+		{"createConversation", "POST", "/v1/chat/conversations", map[string]any{"channel": "web", "tags": map[string]string{}}},
+		{"createTableRows", "POST", "/v1/tables/heldTable/rows", map[string]any{"rows": []any{map[string]any{"n": 1}}}},
+		{"upsertFile", "PUT", "/v1/files", map[string]any{"key": "late.txt", "size": 1}},
+	} {
+		conn, err := net.Dial("tcp", u.Host)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		conn.SetDeadline(time.Now().Add(30 * time.Second))
+		body, _ := json.Marshal(w.body)
+		fmt.Fprintf(conn, "%s %s HTTP/1.1\r\nHost: %s\r\nAuthorization: Bearer %s\r\nx-bot-id: %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\nExpect: 100-continue\r\n\r\n",
+			w.method, w.path, u.Host, f.AdminToken, f.bot, len(body))
+		br := bufio.NewReader(conn)
+		// The server asks for the body once the call is authorized: the
+		// bot has been read.
+		line, err := br.ReadString('\n')
+		if err != nil || !strings.HasPrefix(line, "HTTP/1.1 100") {
+			t.Fatalf("%s: %q %v; want 100 Continue", w.name, line, err)
+		}
+		if _, err := br.ReadString('\n'); err != nil {
+			t.Fatal(err)
+		}
+		calls = append(calls, held{w.name, conn, br, body})
+	}
+	f.Check(f.ws_(f.AdminToken, "DELETE", "/v1/admin/bots/"+f.bot, nil), 200, "deleteBot")
+	waitSwept(t, f)
+	for _, c := range calls {
+		if _, err := c.conn.Write(c.body); err != nil {
+			t.Fatal(err)
+		}
+		res, err := http.ReadResponse(c.br, nil)
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		msg, _ := io.ReadAll(res.Body)
+		if res.StatusCode != 404 {
+			t.Errorf("%s committed after the bot's deletion: %d %s; want 404", c.name, res.StatusCode, msg)
+		}
+	}
+	waitSwept(t, f)
+	if left := f.ItemsHolding(f.bot, table, conv, user); len(left) > 0 {
+		t.Fatalf("%d items of the deleted bot remain, e.g. %s", len(left), strings.Join(left[:min(len(left), 10)], ", "))
 	}
 }

@@ -369,3 +369,95 @@ func TestDeployedHandlerBundle(t *testing.T) {
 		t.Fatalf("callAction: %s", r.Raw)
 	}
 }
+
+// failingRegisterBundle answers as an SDK 0.10 integration (the SDK of CLI
+// 0.8.59) does when its register handler throws: an exception it did not
+// expect is logged with console.error and answered 400 with the SDK's
+// generic RuntimeError; a RuntimeError the handler throws is answered with
+// its own message. Its webhook logs an error and answers 500.
+const failingRegisterBundle = `'use strict'
+const http = require('http')
+module.exports = { default: { start(port) {
+  http.createServer((req, res) => {
+    let body = ''
+    req.on('data', (c) => { body += c })
+    req.on('end', async () => {
+      const op = req.headers['x-bp-operation']
+      const cfg = JSON.parse(Buffer.from(req.headers['x-bp-configuration'] || 'e30=', 'base64').toString())
+      await new Promise((r) => setTimeout(r, 5))
+      if (op === 'register' && cfg.mode === 'runtime') {
+        res.writeHead(400).end(JSON.stringify({ id: 'err_1', code: 400, type: 'Runtime', message: 'Telegram said: 401 Unauthorized (check the bot token)' }))
+        return
+      }
+      if (op === 'register' || op === 'webhook_received' || op === 'action_triggered') {
+        const e = new Error('getaddrinfo ENOTFOUND api.telegram.org')
+        e.code = 'ENOTFOUND'
+        console.error(e)
+        res.writeHead(op === 'webhook_received' ? 500 : 400).end(JSON.stringify({ id: 'err_2', code: 400, type: 'Runtime',
+          message: 'An unexpected error occurred in the integration. Bot owners: Check logs for more informations. Integration owners: throw a RuntimeError to return a custom error message instead.' }))
+        return
+      }
+      res.end('{}')
+    })
+  }).listen(port, '127.0.0.1')
+} } }
+`
+
+// TestDeployedRegisterFailureReason: a registration that fails says why in
+// the installation's statusReason: the cause the integration's code logged
+// when it answered only the SDK's generic error (the worker's shim returns
+// the first console.error line of that request), else the message of its
+// own error answer. The logged line is the platform's: a webhook's caller
+// never gets it; callAction's refusal says it.
+func TestDeployedRegisterFailureReason(t *testing.T) {
+	needNode(t)
+	f := newFixture(t)
+	intID := f.createIntegration(f.AdminToken, map[string]any{
+		"name": "acme/telegram", "version": "0.4.5", "code": failingRegisterBundle,
+		"configuration": map[string]any{"schema": map[string]any{"type": "object"}},
+		"actions":       map[string]any{"sendIt": map[string]any{"input": map[string]any{"schema": map[string]any{}}, "output": map[string]any{"schema": map[string]any{}}}},
+	}).Str("integration.id")
+	for _, tc := range []struct {
+		mode       string
+		says, not_ []string
+	}{
+		{"unexpected", []string{"registration failed: answered 400: Error: getaddrinfo ENOTFOUND api.telegram.org", `answered "An unexpected error occurred in the integration."`}, []string{"Bot owners"}},
+		{"runtime", []string{"registration failed: answered 400: Telegram said: 401 Unauthorized (check the bot token)"}, []string{"logged", "{"}},
+	} {
+		t.Run(tc.mode, func(t *testing.T) {
+			bot := f.createBot(f.AdminToken, map[string]any{"name": "uses-" + tc.mode})
+			u := f.updateBot(f.AdminToken, bot, map[string]any{"integrations": map[string]any{intID: map[string]any{"enabled": true, "configuration": map[string]any{"mode": tc.mode}}}})
+			inst := u.Body["bot"].(map[string]any)["integrations"].(map[string]any)[intID].(map[string]any)
+			reason, _ := inst["statusReason"].(string)
+			if inst["status"] != "registration_failed" {
+				t.Fatalf("installation: %v", inst)
+			}
+			for _, s := range tc.says {
+				if !strings.Contains(reason, s) {
+					t.Fatalf("statusReason %q does not say %q", reason, s)
+				}
+			}
+			for _, s := range tc.not_ {
+				if strings.Contains(reason, s) {
+					t.Fatalf("statusReason %q says %q", reason, s)
+				}
+			}
+			if tc.mode != "unexpected" {
+				return
+			}
+			res, err := http.Post(inst["webhookUrl"].(string), "application/json", strings.NewReader("{}"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			res.Body.Close()
+			if res.StatusCode != 500 || res.Header.Get("X-Bp-Logged-Error") != "" {
+				t.Fatalf("webhook answer: %d %v", res.StatusCode, res.Header)
+			}
+			// callAction's refusal says the logged cause too.
+			r := f.Do(reqOf("POST", "/v1/chat/actions", f.AdminToken, map[string]string{"x-bot-id": bot}, map[string]any{"type": "telegram:sendIt", "input": map[string]any{}}))
+			if r.Status != 400 || !strings.Contains(r.Str("message"), "ENOTFOUND api.telegram.org") {
+				t.Fatalf("callAction: %d %s", r.Status, r.Raw)
+			}
+		})
+	}
+}

@@ -72,3 +72,33 @@ func putDeclared(t *testing.T, rawURL, contentType string, length, sent int64) (
 type zeros struct{}
 
 func (zeros) Read(p []byte) (int, error) { clear(p); return len(p), nil }
+
+// TestUnaddressableKeysAreRefused: a key the official client cannot put in
+// a URL (".", "..": encodeURIComponent leaves them, URL normalization
+// removes them) or whose getFile path is another operation's ("search",
+// "tags", "knowledge-bases") is refused where a key is created, upsertFile
+// and copyFile, with a 400 naming the field; no file is written.
+func TestUnaddressableKeysAreRefused(t *testing.T) {
+	f := newFilesFixture(t)
+	src := f.upsert(map[string]any{"key": "source.txt", "size": 1}).Str("file.id")
+	for _, key := range []string{".", "..", "search", "tags", "knowledge-bases"} {
+		t.Run("upsertFile "+key, func(t *testing.T) {
+			r := f.do("", "", "PUT", "/v1/files", map[string]any{"key": key, "size": 1})
+			if r.Status != 400 || r.Str("type") != "InvalidPayload" || !strings.Contains(r.Str("message"), `field "key"`) {
+				t.Fatalf("%d %s; want 400 naming the field", r.Status, r.Raw)
+			}
+		})
+		t.Run("copyFile "+key, func(t *testing.T) {
+			// "." and ".." percent-encoded: the only way to send them.
+			dest := strings.NewReplacer(".", "%2E").Replace(url.PathEscape(key))
+			r := f.do("", "", "POST", "/v1/files/"+src+"/"+dest, map[string]any{})
+			if r.Status != 400 || r.Str("type") != "InvalidPayload" || !strings.Contains(r.Str("message"), `"destinationKey"`) {
+				t.Fatalf("%d %s; want 400 naming the parameter", r.Status, r.Raw)
+			}
+		})
+	}
+	list := f.do("", "", "GET", "/v1/files", nil)
+	if n := len(list.List("files")); n != 1 {
+		t.Fatalf("%d files after the refusals, want only the source: %s", n, list.Raw)
+	}
+}

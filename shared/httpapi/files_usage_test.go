@@ -20,23 +20,23 @@ func TestFilesDynamoDBCalls(t *testing.T) {
 		body                   any
 		want                   calls
 	}{
-		{"upsert new, no tags", "upsertFile", "PUT", "/v1/files", map[string]any{"key": "c.txt", "size": 1}, calls{"GetItem": 4, "TransactWriteItems": 1}},
-		{"upsert new, tags", "upsertFile", "PUT", "/v1/files", map[string]any{"key": "d.txt", "size": 1, "tags": map[string]string{"x": "y"}}, calls{"GetItem": 4, "BatchWriteItem": 1, "TransactWriteItems": 1}},
+		{"upsert new, no tags", "upsertFile", "PUT", "/v1/files", map[string]any{"key": "c.txt", "size": 1}, calls{"GetItem": 5, "TransactWriteItems": 1}},
+		{"upsert new, tags", "upsertFile", "PUT", "/v1/files", map[string]any{"key": "d.txt", "size": 1, "tags": map[string]string{"x": "y"}}, calls{"GetItem": 5, "BatchWriteItem": 1, "TransactWriteItems": 1}},
 		// Replacing: tag-index items, then the replaced generation's passages
 		// and postings (2 Query, 1 BatchWriteItem).
-		{"upsert existing, indexed", "upsertFile", "PUT", "/v1/files", map[string]any{"key": "a.md", "size": 1, "tags": map[string]string{"t": "v"}}, calls{"GetItem": 4, "BatchWriteItem": 2, "TransactWriteItems": 1, "Query": 2}},
+		{"upsert existing, indexed", "upsertFile", "PUT", "/v1/files", map[string]any{"key": "a.md", "size": 1, "tags": map[string]string{"t": "v"}}, calls{"GetItem": 5, "BatchWriteItem": 2, "TransactWriteItems": 1, "Query": 2}},
 		{"get by id", "getFile", "GET", "/v1/files/" + id, nil, calls{"GetItem": 4}},
 		{"get by key", "getFile", "GET", "/v1/files/b.txt", nil, calls{"GetItem": 4}},
 		{"list", "listFiles", "GET", "/v1/files", nil, calls{"GetItem": 3, "Query": 1}},
 		{"list by key", "listFiles", "GET", "/v1/files?sortField=key", nil, calls{"GetItem": 3, "Query": 1}},
 		{"list, one tag", "listFiles", "GET", "/v1/files?tags.t=v", nil, calls{"GetItem": 3, "BatchGetItem": 2, "Query": 1}},
 		{"list by ids", "listFiles", "GET", "/v1/files?ids=" + id, nil, calls{"GetItem": 3, "BatchGetItem": 1}},
-		{"update metadata", "updateFileMetadata", "PUT", "/v1/files/b.txt", map[string]any{"metadata": map[string]any{"m": 1}}, calls{"GetItem": 4, "TransactWriteItems": 1}},
+		{"update metadata", "updateFileMetadata", "PUT", "/v1/files/b.txt", map[string]any{"metadata": map[string]any{"m": 1}}, calls{"GetItem": 5, "TransactWriteItems": 1}},
 		{"list tags", "listFileTags", "GET", "/v1/files/tags", nil, calls{"GetItem": 3, "Query": 1}},
 		{"list tag values", "listFileTagValues", "GET", "/v1/files/tags/t/values", nil, calls{"GetItem": 3, "Query": 1}},
 		{"list passages", "listFilePassages", "GET", "/v1/files/b.txt/passages", nil, calls{"GetItem": 4}},
 		{"search, one term", "searchFiles", "GET", "/v1/files/search?query=bravo", nil, calls{"GetItem": 3, "Query": 1}},
-		{"delete", "deleteFile", "DELETE", "/v1/files/b.txt", nil, calls{"GetItem": 4, "TransactWriteItems": 1, "Query": 1}},
+		{"delete", "deleteFile", "DELETE", "/v1/files/b.txt", nil, calls{"GetItem": 5, "TransactWriteItems": 1, "Query": 1}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := f.do("", "", tc.method, tc.path, tc.body)

@@ -80,6 +80,9 @@ type call struct {
 	member      platform.Member // the caller's membership (account principals)
 	role        platform.Role
 	bot         dynamo.BotRecord // scopeBot
+	// acting is the alias of the installation a Chat call made as an
+	// integration acts for ("" for the bot's own calls): chat_acting.go.
+	acting string
 }
 
 func (s *server) handler(rt route) http.Handler {
@@ -92,6 +95,9 @@ func (s *server) handler(rt route) http.Handler {
 		ctx, usage := dynamo.WithUsage(r.Context())
 		c := &call{Request: r.WithContext(ctx), ctx: ctx, s: s, op: rt.op}
 		out, err := s.serve(w, c, rt)
+		if err == nil && rt.scope == scopeBot && usage.Wrote() {
+			err = s.recheckBot(c)
+		}
 		if s.OnUsage != nil {
 			s.OnUsage(rt.op, usage)
 		}
@@ -133,6 +139,11 @@ func (s *server) serve(w http.ResponseWriter, c *call, rt route) (any, error) {
 		return nil, err
 	}
 	c.body = body
+	if isChat(rt) && byIntegration(c) {
+		if c.acting, err = actingAlias(c); err != nil {
+			return nil, err
+		}
+	}
 	// An integration sees its own tags without its alias (chat_tagview.go).
 	if alias := tagAlias(c, rt); alias != "" {
 		prefixRequest(c, alias)
@@ -143,6 +154,23 @@ func (s *server) serve(w http.ResponseWriter, c *call, rt route) (any, error) {
 		return unprefixAnswer(out, alias), nil
 	}
 	return rt.handle(c)
+}
+
+// recheckBot follows a bot-scoped call that wrote (one GetItem): if the bot was
+// deleted meanwhile (the call read it before deleteBot, and wrote after),
+// what it stored is left to the deletion's sweep (dynamo.RecheckBot), which
+// runs again, and the call answers that the bot is not found.
+func (s *server) recheckBot(c *call) error {
+	ctx := context.WithoutCancel(c.ctx) // what was written must be handed over
+	gone, err := s.Store.RecheckBot(ctx, c.bot.ID)
+	if err != nil {
+		return err
+	}
+	if !gone {
+		return nil
+	}
+	s.sweep(&call{ctx: ctx}, c.bot.ID)
+	return platform.NotFound("bot", c.bot.ID)
 }
 
 func (s *server) authenticate(c *call) error {

@@ -503,8 +503,9 @@ func TestInitializeIncomingMessage(t *testing.T) {
 // TestRuntimeDynamoDBCalls pins the DynamoDB calls of the synchronous
 // runtime paths: a webhook costs its lookup, the bot and the integration
 // (3 GetItem, no write); callAction to an integration the token, the
-// membership, the bot and the integration (4 GetItem) and the record of
-// the run (1 PutItem, listActionRuns); to the bot itself, 3 GetItem.
+// membership, the bot and the integration (4 GetItem), the record of the
+// run (1 PutItem, listActionRuns) and the bot read again after that write
+// (1 GetItem, RecheckBot); to the bot itself, 3 GetItem.
 func TestRuntimeDynamoDBCalls(t *testing.T) {
 	bot := fakeSDKBot(t, nil)
 	f := newSyncFixture(t, map[string]any{"url": bot.URL})
@@ -516,8 +517,8 @@ func TestRuntimeDynamoDBCalls(t *testing.T) {
 		t.Errorf("webhook: %v, want GetItem=3", u)
 	}
 	f.Check(f.chat(f.AdminToken, "POST", "/v1/chat/actions", map[string]any{"type": "main:sendReminder", "input": map[string]any{}}), 200, "callAction")
-	if u := rec.of("callAction"); u.Calls("GetItem") != 4 || u.Calls("PutItem") != 1 || u.Calls("") != 5 {
-		t.Errorf("callAction to an integration: %v, want GetItem=4 PutItem=1", u)
+	if u := rec.of("callAction"); u.Calls("GetItem") != 5 || u.Calls("PutItem") != 1 || u.Calls("") != 6 {
+		t.Errorf("callAction to an integration: %v, want GetItem=5 PutItem=1", u)
 	}
 	f.Check(f.chat(f.AdminToken, "POST", "/v1/chat/actions", map[string]any{"type": "ping", "input": map[string]any{}}), 200, "callAction")
 	if u := rec.of("callAction"); u.Calls("GetItem") != 3 || u.Calls("") != 3 {

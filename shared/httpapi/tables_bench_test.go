@@ -3,6 +3,8 @@ package httpapi_test
 import (
 	"context"
 	"fmt"
+	"os"
+	"sort"
 	"sync"
 	"testing"
 	"time"
@@ -13,6 +15,7 @@ import (
 
 	"github.com/botforge/platform/shared/apitest"
 	"github.com/botforge/platform/shared/dynamo"
+	"github.com/botforge/platform/shared/platform"
 )
 
 // tableUsage keeps the DynamoDB usage of the last call of an operation.
@@ -61,16 +64,18 @@ func (f *tablesFixture) fillBench(name string, n int) {
 
 // TestTablesDynamoDBCalls pins the DynamoDB calls of the Tables API: a
 // bot-scoped call pays 3 GetItem (token, bot, membership), a table by
-// name one more; 1000 new rows are one UpdateItem (their ids) and 11
-// TransactWriteItems (99 rows and the table's counts each); a page of rows by id reads what it returns, whatever
-// the table's size.
+// name one more; 1000 new rows of 3 indexed columns are one UpdateItem
+// (their ids) and 42 TransactWriteItems (24 rows, their 72 index entries
+// and the table's counts each); a page of rows by id reads what it
+// returns (plus at most 2 rows per row partition), whatever the table's
+// size, and so does an equality filter.
 func TestTablesDynamoDBCalls(t *testing.T) {
 	f := newTablesFixture(t)
 	rec := watchTableUsage(f.Env)
 	f.createTable("callTable", tableBenchSchema)
 	f.rows("callTable", tableBenchRows(0, 1000)...)
 	u := rec.of("createTableRows")
-	if u.Calls("TransactWriteItems") != 11 || u.Calls("UpdateItem") != 1 || u.Calls("GetItem") != 4 || u.Calls("") != 16 {
+	if u.Calls("TransactWriteItems") != 42 || u.Calls("UpdateItem") != 1 || u.Calls("GetItem") != 5 || u.Calls("") != 48 {
 		t.Fatalf("createTableRows of 1000 rows: %s", u)
 	}
 	t.Logf("createTableRows (1000 rows): %s", u)
@@ -94,23 +99,27 @@ func TestTablesDynamoDBCalls(t *testing.T) {
 				t.Fatalf("find: %s", r.Raw)
 			}
 			u := rec.of("findTableRows")
-			if u.Calls("Query") != 1 {
+			if u.Calls("Query") != platform.TableRowShards {
 				t.Fatalf("find by id: %s", u)
 			}
 			read[size] = u.ItemsRead - u.Calls("GetItem") // rows read by the Query
 		}
 	}
-	if read[1000] != 101 || read[3000] != 101 {
-		t.Fatalf("items read for a page of 100: %v, want 101 whatever the table's size", read)
+	// 8 partitions of 14 rows (101/8, rounded up, plus one).
+	if read[1000] != 112 || read[3000] != 112 {
+		t.Fatalf("items read for a page of 100: %v, want 112 whatever the table's size", read)
 	}
-	// An equality filter reads every row, but DynamoDB returns only those
-	// holding the value.
+	// An equality filter reads its 30 index entries (one Query) and their
+	// rows (BatchGetItem of 16, then of the 14 left), not the table's
+	// 3,000 rows.
 	r := f.find("callTable", map[string]any{"filter": map[string]any{"city": "city 7"}, "limit": 1000})
 	if len(r.List("rows")) != 30 {
 		t.Fatalf("filter: %d rows", len(r.List("rows")))
 	}
 	u = rec.of("findTableRows")
-	t.Logf("findTableRows with an equality filter: %s, %d rows returned by DynamoDB", u, u.ItemsRead-u.Calls("GetItem"))
+	if u.Calls("Query") != 1 || u.Calls("BatchGetItem") != 2 || u.ItemsRead-u.Calls("GetItem") != 60 {
+		t.Fatalf("findTableRows with an equality filter: %s, %d items read", u, u.ItemsRead-u.Calls("GetItem"))
+	}
 }
 
 // BenchmarkCreateTableRows measures createTableRows of 1000 rows on the
@@ -183,20 +192,24 @@ func BenchmarkFindTableRows(b *testing.B) {
 	raw := func() int {
 		in := &dynamodb.QueryInput{
 			TableName: aws.String(table), KeyConditionExpression: aws.String("pk = :pk"), ConsistentRead: aws.Bool(true),
-			ExpressionAttributeValues: map[string]types.AttributeValue{":pk": &types.AttributeValueMemberS{Value: "TROWS#" + bigID}},
 		}
 		n := 0
-		for {
-			out, err := db.Query(context.Background(), in)
-			if err != nil {
-				b.Fatal(err)
+		for shard := 0; shard < platform.TableRowShards; shard++ {
+			in.ExclusiveStartKey = nil
+			in.ExpressionAttributeValues = map[string]types.AttributeValue{":pk": &types.AttributeValueMemberS{Value: fmt.Sprintf("TROWS#%s#%d", bigID, shard)}}
+			for {
+				out, err := db.Query(context.Background(), in)
+				if err != nil {
+					b.Fatal(err)
+				}
+				n += len(out.Items)
+				if len(out.LastEvaluatedKey) == 0 {
+					break
+				}
+				in.ExclusiveStartKey = out.LastEvaluatedKey
 			}
-			n += len(out.Items)
-			if len(out.LastEvaluatedKey) == 0 {
-				return n
-			}
-			in.ExclusiveStartKey = out.LastEvaluatedKey
 		}
+		return n
 	}
 	cases := []struct {
 		name string
@@ -225,4 +238,76 @@ func BenchmarkFindTableRows(b *testing.B) {
 			b.Logf("%s: %v, raw paginated Query %v: ratio %.2f", c.name, best[k+1], best[0], ratio)
 		}
 	})
+}
+
+// BenchmarkFindTableRowsIndexed measures selective finds (an equality,
+// a $in of 3 values, a range of 10 rows: each answered through the column
+// index) on tables of 1,000 and 100,000 rows, and of 1,000,000 with
+// TABLES_BENCH_1M=1 (filling it takes minutes): the p50 of each table size,
+// its ratio to the 1,000-row figure, and the items read per find.
+//
+//	go test ./shared/httpapi -run XXX -bench FindTableRowsIndexed -benchtime 200x -v
+func BenchmarkFindTableRowsIndexed(b *testing.B) {
+	sizes := []int{1000, 100000}
+	if os.Getenv("TABLES_BENCH_1M") != "" {
+		sizes = append(sizes, 1000000)
+	}
+	e := apitest.New(b)
+	f := &tablesFixture{fixture: &fixture{Env: e}}
+	f.ws = e.Check(e.Do(apitest.Req{Method: "POST", Path: "/v1/admin/workspaces", Token: e.AdminToken, Body: map[string]any{"name": "bench"}}), 200, "createWorkspace").Str("id")
+	f.bot = f.createBot(e.AdminToken, nil)
+	rec := watchTableUsage(e)
+	bodies := []map[string]any{
+		{"filter": map[string]any{"n": 317}},
+		{"filter": map[string]any{"n": map[string]any{"$in": []any{5, 317, 999}}}},
+		{"filter": map[string]any{"n": map[string]any{"$gte": 500, "$lt": 510}}},
+	}
+	p50 := map[int]time.Duration{}
+	for _, size := range sizes {
+		name := fmt.Sprintf("rows%d", size)
+		start := time.Now()
+		f.createTable(name, tableBenchSchema)
+		// 4 writers of 1000 rows at a time.
+		var wg sync.WaitGroup
+		next := make(chan int)
+		for w := 0; w < 4; w++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for at := range next {
+					r := f.tb(e.AdminToken, "POST", "/v1/tables/"+name+"/rows", map[string]any{"rows": tableBenchRows(at, min(1000, size-at))})
+					if r.Status != 200 {
+						b.Error(string(r.Raw))
+					}
+				}
+			}()
+		}
+		for at := 0; at < size; at += 1000 {
+			next <- at
+		}
+		close(next)
+		wg.Wait()
+		b.Logf("%d rows written in %v", size, time.Since(start).Round(time.Millisecond))
+		b.Run(name, func(b *testing.B) {
+			var times []time.Duration
+			read := 0
+			for i := 0; i < b.N; i++ {
+				body := bodies[i%len(bodies)]
+				t0 := time.Now()
+				r := f.tb(e.AdminToken, "POST", "/v1/tables/"+name+"/rows/find", body)
+				times = append(times, time.Since(t0))
+				if r.Status != 200 || len(r.List("rows")) == 0 {
+					b.Fatal(string(r.Raw))
+				}
+				read += rowsRead(rec.of("findTableRows"))
+			}
+			sort.Slice(times, func(i, j int) bool { return times[i] < times[j] })
+			p50[size] = times[len(times)/2]
+			b.ReportMetric(float64(p50[size].Microseconds())/1000, "p50-ms")
+			b.ReportMetric(float64(read)/float64(b.N), "items-read/op")
+		})
+	}
+	for _, size := range sizes {
+		b.Logf("selective find p50 at %d rows: %v (%.2f x the 1,000-row figure)", size, p50[size], float64(p50[size])/float64(max(p50[1000], 1)))
+	}
 }

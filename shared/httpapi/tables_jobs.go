@@ -69,7 +69,9 @@ func (s *server) duplicateTable(c *call) (any, error) {
 	}
 	// The copy keeps its source's column ids, so rows are copied as they
 	// are stored, and its row ids, so it continues after the source's last.
-	st := platform.TableState{Columns: src.State.Columns, NextColumn: src.State.NextColumn}
+	// Its column index is written with its rows (the source's may not be
+	// complete yet: it is not copied).
+	st := platform.TableState{Columns: src.State.Columns, NextColumn: src.State.NextColumn, Index: platform.TableIndexReady, RowShards: platform.TableRowShards}
 	if t.KeyColumn != "" {
 		st.KeyIndex = newKeyIndexID()
 	}
@@ -164,7 +166,8 @@ func (s *server) advanceJob(ctx context.Context, botID, tableID, jobID string, b
 		if err != nil {
 			return err
 		}
-		if _, err := s.Store.GetTable(ctx, botID, job.State.SourceID); platform.TypeOf(err) == platform.ErrResourceNotFound {
+		src, err := s.Store.GetTable(ctx, botID, job.State.SourceID)
+		if platform.TypeOf(err) == platform.ErrResourceNotFound {
 			// The source was deleted: the copy keeps what it has and opens.
 			return s.completeCopy(ctx, job, target, platform.JobFailed)
 		} else if err != nil {
@@ -176,7 +179,7 @@ func (s *server) advanceJob(ctx context.Context, botID, tableID, jobID string, b
 		}
 		var rows []platform.TableRow
 		stale := int64(0)
-		err = s.Store.QueryRows(ctx, job.State.SourceID, dynamo.RowScan{After: job.State.Cursor, Before: job.State.MaxID + 1, Limit: copyChunk},
+		err = s.Store.QueryRows(ctx, src.RowSet(), dynamo.RowScan{After: job.State.Cursor, Before: job.State.MaxID + 1, Limit: copyChunk},
 			func(r *platform.TableRow) (bool, error) {
 				rows = append(rows, *r)
 				stale += b2i(schema.IsStale(*r))
@@ -186,7 +189,7 @@ func (s *server) advanceJob(ctx context.Context, botID, tableID, jobID string, b
 			return err
 		}
 		if len(rows) > 0 {
-			if err := s.Store.PutRows(ctx, tableID, rows); err != nil {
+			if err := s.Store.PutRows(ctx, target.RowSet(), rows, indexKeys(target, schema)); err != nil {
 				return err
 			}
 			job.State.Cursor = rows[len(rows)-1].ID
@@ -315,7 +318,7 @@ func (s *server) exportTable(c *call) (any, error) {
 		return nil, err
 	}
 	ex := tables.NewExporter(rec.Table, schema, format)
-	err = s.Store.QueryRows(c.ctx, rec.ID, dynamo.RowScan{}, func(r *platform.TableRow) (bool, error) {
+	err = s.Store.QueryRows(c.ctx, rec.RowSet(), dynamo.RowScan{}, func(r *platform.TableRow) (bool, error) {
 		ex.Add(r)
 		return true, nil
 	})

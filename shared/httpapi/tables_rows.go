@@ -27,16 +27,6 @@ const (
 	keyClaimGrace = time.Minute
 )
 
-// tableRows is the rows of one table as a tables.RowSource.
-type tableRows struct {
-	st    *dynamo.Store
-	table string
-}
-
-func (t tableRows) ScanRows(ctx context.Context, sc tables.Scan, fn func(r *platform.TableRow) (bool, error)) error {
-	return t.st.QueryRows(ctx, t.table, dynamo.RowScan{Descending: sc.Descending, Limit: sc.Want, Needles: sc.Needles}, fn)
-}
-
 // writable refuses row writes on a table a duplicate is still filling.
 func writable(rec dynamo.TableRecord) error {
 	if rec.State.FillJob != "" {
@@ -183,7 +173,7 @@ func (s *server) claimKey(c *call, rec dynamo.TableRecord, col *tables.Column, v
 		if err != nil || owner == id {
 			return owner, err
 		}
-		r, ok, err := s.Store.GetRow(c.ctx, rec.ID, owner)
+		r, ok, err := s.Store.GetRow(c.ctx, rec.RowSet(), owner)
 		if err != nil {
 			return 0, err
 		}
@@ -293,7 +283,14 @@ func (s *server) insertRows(c *call, rec dynamo.TableRecord, schema *tables.Sche
 		stale = append(stale, schema.IsStale(r))
 		out = append(out, doneRow{index: pending[k].index, row: r})
 	}
-	if err := s.Store.InsertRows(c.ctx, rec, write, stale); err != nil {
+	var keys [][]platform.TableIndexKey
+	if keysOf := indexKeys(rec, schema); keysOf != nil {
+		keys = make([][]platform.TableIndexKey, len(write))
+		for k := range write {
+			keys[k] = keysOf(&write[k])
+		}
+	}
+	if err := s.Store.InsertRows(c.ctx, rec, write, stale, keys); err != nil {
 		s.abandonRows(c, rec, col, rows, keep)
 		return nil, err
 	}
@@ -334,11 +331,12 @@ func (s *server) updateRows(c *call, rec dynamo.TableRecord, schema *tables.Sche
 	for k, u := range updates {
 		ids[k] = u.id
 	}
-	current, err := s.Store.GetRows(c.ctx, rec.ID, ids)
+	current, err := s.Store.GetRows(c.ctx, rec.RowSet(), ids)
 	if err != nil {
 		return nil, err
 	}
 	col := keyColumn(rec, schema)
+	keysOf := indexKeys(rec, schema)
 	now := platform.Now()
 	results := make([]*platform.TableRow, len(updates))
 	var ferr firstErr
@@ -375,12 +373,16 @@ func (s *server) updateRows(c *call, rec dynamo.TableRecord, schema *tables.Sche
 				}
 			}
 			delta := b2i(schema.IsStale(next)) - b2i(schema.IsStale(rr.TableRow))
-			err := s.Store.ReplaceRow(c.ctx, rec, next, rr.Ver, delta)
+			var oldKeys, newKeys []platform.TableIndexKey
+			if keysOf != nil {
+				oldKeys, newKeys = keysOf(&rr.TableRow), keysOf(&next)
+			}
+			err := s.Store.ReplaceRow(c.ctx, rec, next, rr.Ver, delta, oldKeys, newKeys)
 			if errors.Is(err, dynamo.ErrVersionConflict) {
 				if col != nil && newV != oldV && newV != "" {
 					_ = s.Store.ReleaseKey(c.ctx, rec.ID, rec.State.KeyIndex, newV, u.id)
 				}
-				rr, ok, err = s.Store.GetRow(c.ctx, rec.ID, u.id)
+				rr, ok, err = s.Store.GetRow(c.ctx, rec.RowSet(), u.id)
 				if err != nil {
 					ferr.set(err)
 					return
@@ -657,7 +659,7 @@ func (s *server) upsert(c *call, rec dynamo.TableRecord, schema *tables.Schema, 
 				want = append(want, ids[i])
 			}
 		}
-		found, err := s.Store.GetRows(c.ctx, rec.ID, want)
+		found, err := s.Store.GetRows(c.ctx, rec.RowSet(), want)
 		if err != nil {
 			return nil, err
 		}
@@ -679,7 +681,7 @@ func (s *server) upsert(c *call, rec dynamo.TableRecord, schema *tables.Schema, 
 		for _, id := range owners {
 			rowIDs = append(rowIDs, id)
 		}
-		rows, err := s.Store.GetRows(c.ctx, rec.ID, rowIDs)
+		rows, err := s.Store.GetRows(c.ctx, rec.RowSet(), rowIDs)
 		if err != nil {
 			return nil, err
 		}
@@ -689,22 +691,32 @@ func (s *server) upsert(c *call, rec dynamo.TableRecord, schema *tables.Schema, 
 			}
 		}
 	default:
-		// No index on this column: one pass over the table's rows.
-		rep.warnings = append(rep.warnings, fmt.Sprintf("upsert by %q, which is not the table's keyColumn, reads every row of the table; set keyColumn to %q to index it", keyName, keyName))
+		// Not the key column: the rows holding each value, through the
+		// column index, or in one pass over the table's rows.
 		dups := map[string]bool{}
-		err := s.Store.QueryRows(c.ctx, rec.ID, dynamo.RowScan{}, func(r *platform.TableRow) (bool, error) {
+		add := func(r *platform.TableRow) {
 			v := tables.KeyValue(r.Values[col.ID])
 			if _, wanted := seen[v]; !wanted || v == "" {
-				return true, nil
+				return
 			}
-			if _, twice := owner[v]; twice {
+			if id, twice := owner[v]; twice && id != r.ID {
 				dups[v] = true
 			}
 			owner[v] = r.ID
-			return true, nil
-		})
+		}
+		served, err := s.upsertOwnersByIndex(c, rec, col, seen, add)
 		if err != nil {
 			return nil, err
+		}
+		if !served {
+			rep.warnings = append(rep.warnings, fmt.Sprintf("upsert by %q, which is not the table's keyColumn, reads every row of the table (its column index is not built yet); set keyColumn to %q to make its values unique", keyName, keyName))
+			err := s.Store.QueryRows(c.ctx, rec.RowSet(), dynamo.RowScan{}, func(r *platform.TableRow) (bool, error) {
+				add(r)
+				return true, nil
+			})
+			if err != nil {
+				return nil, err
+			}
 		}
 		for v := range dups {
 			i := seen[v]
@@ -809,7 +821,7 @@ func (s *server) lookupOwner(c *call, rec dynamo.TableRecord, schema *tables.Sch
 		return 0, false
 	}
 	for wait := 0; wait < 20; wait++ {
-		if _, ok, err := s.Store.GetRow(c.ctx, rec.ID, owners[v]); err != nil || ok {
+		if _, ok, err := s.Store.GetRow(c.ctx, rec.RowSet(), owners[v]); err != nil || ok {
 			break
 		}
 		select {
@@ -868,11 +880,8 @@ func (s *server) deleteTableRows(c *call) (any, error) {
 				return nil, err
 			}
 		}
-		var needles []string
-		if f != nil {
-			needles = f.Needles()
-		}
-		err := s.Store.QueryRows(c.ctx, rec.ID, dynamo.RowScan{Needles: needles}, func(r *platform.TableRow) (bool, error) {
+		sc := tables.Scan{Needles: f.Needles(), Index: f.Index()}
+		err := (tableRows{st: s.Store, rec: rec}).ScanRows(c.ctx, sc, func(r *platform.TableRow) (bool, error) {
 			if f.Match(schema, r) {
 				ids = append(ids, r.ID)
 			}
@@ -898,7 +907,7 @@ func (s *server) deleteRows(c *call, rec dynamo.TableRecord, schema *tables.Sche
 	var deleted int64
 	for len(ids) > 0 {
 		n := min(len(ids), 1000)
-		got, err := s.Store.GetRows(c.ctx, rec.ID, ids[:n])
+		got, err := s.Store.GetRows(c.ctx, rec.RowSet(), ids[:n])
 		ids = ids[n:]
 		if err != nil {
 			return deleted, err
@@ -908,7 +917,7 @@ func (s *server) deleteRows(c *call, rec dynamo.TableRecord, schema *tables.Sche
 			rows = append(rows, r)
 		}
 		sort.Slice(rows, func(i, j int) bool { return rows[i].ID < rows[j].ID })
-		gone, err := s.Store.DeleteRows(c.ctx, rec, rows, schema.IsStale)
+		gone, err := s.Store.DeleteRows(c.ctx, rec, rows, schema.IsStale, indexKeys(rec, schema), schema.IndexedColumns())
 		deleted += int64(len(gone))
 		if err != nil {
 			return deleted, err
@@ -948,7 +957,7 @@ func (s *server) getTableRow(c *call) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	r, ok, err := s.Store.GetRow(c.ctx, rec.ID, id)
+	r, ok, err := s.Store.GetRow(c.ctx, rec.RowSet(), id)
 	if err != nil {
 		return nil, err
 	}
@@ -1038,7 +1047,7 @@ func (s *server) findTableRows(c *call) (any, error) {
 			warnings = append(warnings, "orderBy is ignored when searching: rows come by similarity, best first")
 		}
 	}
-	res, err := tables.Find(c.ctx, tableRows{st: s.Store, table: rec.ID}, schema, q)
+	res, err := tables.Find(c.ctx, tableRows{st: s.Store, rec: rec}, schema, q)
 	if err != nil {
 		return nil, err
 	}

@@ -132,7 +132,7 @@ func newTable(name string, in tableInput) (platform.Table, platform.TableState, 
 	if err != nil {
 		return t, platform.TableState{}, err
 	}
-	st, _ := schema.Bind(nil, platform.TableState{})
+	st, _ := schema.Bind(nil, platform.TableState{Index: platform.TableIndexReady, RowShards: platform.TableRowShards})
 	t = platform.Table{
 		ID: platform.NewID(platform.PrefixTable), Name: name, Factor: 1, Schema: schema.JSON(),
 		Tags: map[string]string{}, CreatedAt: platform.Now(),
@@ -366,7 +366,7 @@ func (s *server) switchKeyIndex(c *call, old dynamo.TableRecord, t platform.Tabl
 		}
 		col := schema.Column(t.KeyColumn)
 		var dup error
-		err = s.Store.QueryRows(c.ctx, t.ID, dynamo.RowScan{}, func(r *platform.TableRow) (bool, error) {
+		err = s.Store.QueryRows(c.ctx, rec.RowSet(), dynamo.RowScan{}, func(r *platform.TableRow) (bool, error) {
 			v := tables.KeyValue(r.Values[col.ID])
 			if v == "" {
 				return true, nil

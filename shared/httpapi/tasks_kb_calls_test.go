@@ -30,23 +30,23 @@ func TestTasksKBAuditDynamoDBCalls(t *testing.T) {
 		req  apitest.Req
 		want calls
 	}{
-		{"createTask", apitest.Req{Method: "POST", Path: "/v1/chat/tasks", Headers: bot, Body: map[string]any{"type": "t", "conversationId": conv}}, calls{"GetItem": 3, "TransactWriteItems": 1}},
+		{"createTask", apitest.Req{Method: "POST", Path: "/v1/chat/tasks", Headers: bot, Body: map[string]any{"type": "t", "conversationId": conv}}, calls{"GetItem": 4, "TransactWriteItems": 1}},
 		{"getTask", apitest.Req{Method: "GET", Path: "/v1/chat/tasks/" + task, Headers: bot}, calls{"GetItem": 4}},
 		{"listTasks", apitest.Req{Method: "GET", Path: "/v1/chat/tasks", Headers: bot}, calls{"GetItem": 3, "Query": 1}},
-		{"updateTask", apitest.Req{Method: "PUT", Path: "/v1/chat/tasks/" + task, Headers: bot, Body: map[string]any{"status": "in_progress"}}, calls{"GetItem": 4, "TransactWriteItems": 1}},
+		{"updateTask", apitest.Req{Method: "PUT", Path: "/v1/chat/tasks/" + task, Headers: bot, Body: map[string]any{"status": "in_progress"}}, calls{"GetItem": 5, "TransactWriteItems": 1}},
 		{"listActivities", apitest.Req{Method: "GET", Path: "/v1/admin/activities?botId=" + f.bot + "&taskId=" + task, Headers: ws}, calls{"GetItem": 4, "Query": 1}},
 		{"getAuditRecords", apitest.Req{Method: "GET", Path: "/v1/admin/workspaces/" + f.ws + "/audit-records"}, calls{"GetItem": 2, "Query": 1}},
-		{"createKnowledgeBase", apitest.Req{Method: "POST", Path: "/v1/files/knowledge-bases", Headers: bot, Body: map[string]any{"name": "n"}}, calls{"GetItem": 3, "TransactWriteItems": 1}},
+		{"createKnowledgeBase", apitest.Req{Method: "POST", Path: "/v1/files/knowledge-bases", Headers: bot, Body: map[string]any{"name": "n"}}, calls{"GetItem": 4, "TransactWriteItems": 1}},
 		{"listKnowledgeBases", apitest.Req{Method: "GET", Path: "/v1/files/knowledge-bases", Headers: bot}, calls{"GetItem": 3, "Query": 1}},
-		{"updateKnowledgeBase", apitest.Req{Method: "PUT", Path: "/v1/files/knowledge-bases/" + kb, Headers: bot, Body: map[string]any{"name": "m"}}, calls{"GetItem": 4, "TransactWriteItems": 1}},
-		{"createMessage", apitest.Req{Method: "POST", Path: "/v1/chat/messages", Headers: bot, Body: map[string]any{"conversationId": conv, "userId": user, "type": "text", "payload": map[string]any{"text": "x"}, "tags": map[string]string{}}}, calls{"GetItem": 3, "TransactWriteItems": 1}},
-		{"createEvent", apitest.Req{Method: "POST", Path: "/v1/chat/events", Headers: bot, Body: map[string]any{"type": "x", "payload": map[string]any{}}}, calls{"GetItem": 3, "TransactWriteItems": 1}},
+		{"updateKnowledgeBase", apitest.Req{Method: "PUT", Path: "/v1/files/knowledge-bases/" + kb, Headers: bot, Body: map[string]any{"name": "m"}}, calls{"GetItem": 5, "TransactWriteItems": 1}},
+		{"createMessage", apitest.Req{Method: "POST", Path: "/v1/chat/messages", Headers: bot, Body: map[string]any{"conversationId": conv, "userId": user, "type": "text", "payload": map[string]any{"text": "x"}, "tags": map[string]string{}}}, calls{"GetItem": 4, "TransactWriteItems": 1}},
+		{"createEvent", apitest.Req{Method: "POST", Path: "/v1/chat/events", Headers: bot, Body: map[string]any{"type": "x", "payload": map[string]any{}}}, calls{"GetItem": 4, "TransactWriteItems": 1}},
 		// Two messages: the conversation and the user read once each, one
 		// created directly, one through the getOrCreate claim.
 		{"importMessages", apitest.Req{Method: "POST", Path: "/v1/chat/messages/import-messages", Headers: bot, Body: map[string]any{"messages": []map[string]any{
-			msg("a", map[string]string{}, []string{}), msg("b", map[string]string{"ext": "1"}, []string{"ext"})}}}, calls{"GetItem": 6, "Query": 1, "TransactWriteItems": 2}},
-		{"deleteTask", apitest.Req{Method: "DELETE", Path: "/v1/chat/tasks/" + task, Headers: bot}, calls{"GetItem": 4, "Query": 1, "BatchWriteItem": 1}},
-		{"deleteKnowledgeBase", apitest.Req{Method: "DELETE", Path: "/v1/files/knowledge-bases/" + kb, Headers: bot}, calls{"GetItem": 4, "Query": 1, "DeleteItem": 1}},
+			msg("a", map[string]string{}, []string{}), msg("b", map[string]string{"ext": "1"}, []string{"ext"})}}}, calls{"GetItem": 7, "Query": 1, "TransactWriteItems": 2}},
+		{"deleteTask", apitest.Req{Method: "DELETE", Path: "/v1/chat/tasks/" + task, Headers: bot}, calls{"GetItem": 5, "Query": 1, "BatchWriteItem": 1}},
+		{"deleteKnowledgeBase", apitest.Req{Method: "DELETE", Path: "/v1/files/knowledge-bases/" + kb, Headers: bot}, calls{"GetItem": 5, "Query": 1, "DeleteItem": 1}},
 	} {
 		t.Run(tc.op, func(t *testing.T) {
 			tc.req.Token = f.AdminToken

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/botforge/platform/shared/builtin"
 	"github.com/botforge/platform/shared/delivery"
 	"github.com/botforge/platform/shared/dynamo"
 	"github.com/botforge/platform/shared/platform"
@@ -91,17 +92,26 @@ func (s *server) relayWebhook(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	target, err := s.Store.InstallByWebhook(r.Context(), id)
-	if err != nil {
+	// On a goroutine of its own: a built-in integration may hold this
+	// request for hours (a stream), and the store's calls would leave it
+	// a deep stack (builtin.OnFreshStack).
+	var (
+		target dynamo.WebhookInstall
+		rec    dynamo.IntegrationRecord
+	)
+	err = builtin.OnFreshStack(func() error {
+		if target, err = s.Store.InstallByWebhook(r.Context(), id); err != nil {
+			return err
+		}
+		if !target.Install.Enabled {
+			return platform.Errorf(platform.ErrResourceNotFound, "webhook %q: the integration %q is disabled on its bot", id, target.Install.Alias)
+		}
+		rec, err = s.Store.GetIntegration(r.Context(), target.Install.IntegrationID)
+		if platform.TypeOf(err) == platform.ErrResourceNotFound {
+			return platform.Errorf(platform.ErrResourceNotFound, "webhook %q: its integration no longer exists", id)
+		}
 		return err
-	}
-	if !target.Install.Enabled {
-		return platform.Errorf(platform.ErrResourceNotFound, "webhook %q: the integration %q is disabled on its bot", id, target.Install.Alias)
-	}
-	rec, err := s.Store.GetIntegration(r.Context(), target.Install.IntegrationID)
-	if platform.TypeOf(err) == platform.ErrResourceNotFound {
-		return platform.Errorf(platform.ErrResourceNotFound, "webhook %q: its integration no longer exists", id)
-	}
+	})
 	if err != nil {
 		return err
 	}
@@ -161,6 +171,7 @@ func (s *server) relayTo(w http.ResponseWriter, r *http.Request, target dynamo.W
 		}
 	}
 	res.Header.Del(headerIdentifier)
+	res.Header.Del(delivery.LoggedErrorHeader) // the platform's, not the provider's
 	for k, vs := range res.Header {
 		if hopByHop[http.CanonicalHeaderKey(k)] {
 			continue
@@ -236,9 +247,19 @@ func answerError(who string, res delivery.Response, relayAny bool) error {
 	case relayAny || res.StatusCode/100 == 2:
 		return nil
 	case res.StatusCode/100 == 4:
-		return platform.Errorf(platform.ErrRuntime, "%s refused the call (%d): %s", who, res.StatusCode, calleeMessage(res.Body))
+		return platform.Errorf(platform.ErrRuntime, "%s refused the call (%d): %s", who, res.StatusCode, answerReason(res))
 	}
-	return platform.Errorf(platform.ErrBadGateway, "%s failed (%d): %s", who, res.StatusCode, calleeMessage(res.Body))
+	return platform.Errorf(platform.ErrBadGateway, "%s failed (%d): %s", who, res.StatusCode, answerReason(res))
+}
+
+// answerReason is the message of an error answer with the error the
+// callee's code logged meanwhile (delivery.LoggedErrorHeader), else the
+// start of the answer.
+func answerReason(res delivery.Response) string {
+	if r := delivery.AnswerReason(res); r != "" {
+		return r
+	}
+	return calleeMessage(res.Body)
 }
 
 // calleeMessage is the message of an SDK error answer ({"message": ...}),

@@ -41,7 +41,40 @@ console.info = (...a) => write('info', a)
 console.debug = (...a) => write('debug', a)
 console.trace = (...a) => write('debug', a)
 console.warn = (...a) => write('warn', a)
-console.error = (...a) => write('error', a)
+console.error = (...a) => { capture(a); write('error', a) }
+
+// The logged-error capture of the local worker's shim (shared/worker,
+// loggedErrorCapture): the first line the code writes to console.error
+// while its server handles a request rides back on that request's answer
+// as x-bp-logged-error (URL-encoded, at most 500 characters), which the
+// relay below returns with the other headers. The SDK answers an
+// unexpected exception with a generic message and logs the cause.
+const { AsyncLocalStorage } = require('async_hooks')
+const als = new AsyncLocalStorage()
+function capture (args) {
+  const store = als.getStore()
+  if (store && !store.logged) {
+    const line = util.format(...args).split('\n').map((l) => l.trim()).find((l) => l !== '') || ''
+    store.logged = line.slice(0, 500)
+  }
+}
+const emit = http.Server.prototype.emit
+http.Server.prototype.emit = function (name, req, res) {
+  if (name !== 'request' || !res || typeof res.writeHead !== 'function') return emit.apply(this, arguments)
+  const store = { logged: '' }
+  const writeHead = res.writeHead
+  res.writeHead = function () {
+    if (store.logged && !res.headersSent) {
+      try { res.setHeader('x-bp-logged-error', encodeURIComponent(store.logged)) } catch (e) {}
+    }
+    return writeHead.apply(this, arguments)
+  }
+  // The request's own events ('data', 'end') come from the socket,
+  // outside this context: they are emitted inside it too.
+  const reqEmit = req.emit
+  req.emit = function () { return als.run(store, () => reqEmit.apply(this, arguments)) }
+  return als.run(store, () => emit.apply(this, arguments))
+}
 
 const version = process.env.BP_CODE_VERSION || ''
 const port = Number(process.env.PORT || 8072)

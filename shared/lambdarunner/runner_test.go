@@ -360,6 +360,13 @@ func TestIntegrationAndFailures(t *testing.T) {
 		"load.js":  []byte(`throw new Error('boom at load')`),
 		"crash.js": []byte(`exports.handler = async () => { process.exit(7) }`),
 		"throw.js": []byte(`exports.handler = async () => { throw new Error('bad input') }`),
+		// As an SDK integration answers an exception it did not expect:
+		// the cause logged, a generic error answered.
+		"sdkfail.js": []byte(`module.exports = { default: { start (port) { require('http').createServer((req, res) => {
+  req.on('data', () => {}); req.on('end', () => {
+    console.error(new Error('getaddrinfo ENOTFOUND api.telegram.org'))
+    res.writeHead(400).end(JSON.stringify({ id: 'err_1', code: 400, type: 'Runtime', message: 'An unexpected error occurred in the integration. Bot owners: Check logs.' }))
+  }) }).listen(port, '127.0.0.1') } } }`),
 	}}
 	r := newRunner(t, f.URL, src)
 	ctx := context.Background()
@@ -394,6 +401,7 @@ func TestIntegrationAndFailures(t *testing.T) {
 		{"load.js", string(delivery.OutcomeUnknown), "sent, then Post \"http://lambda.invalid/st-code-intver_1/"},
 		{"crash.js", string(delivery.OutcomeUnknown), "the deployed code failed: the runtime exited"},
 		{"throw.js", string(delivery.Failed), "answered 500"},
+		{"sdkfail.js", string(delivery.Failed), `answered 400: Error: getaddrinfo ENOTFOUND api.telegram.org (logged by the code, which answered "An unexpected error occurred in the integration.")`},
 	} {
 		i.CodeKey = c.key
 		res := call(i)

@@ -18,6 +18,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -41,6 +42,7 @@ import (
 	"github.com/botforge/platform/shared/runtime"
 	"github.com/botforge/platform/shared/s3store"
 	"github.com/botforge/platform/shared/scheduler"
+	"github.com/botforge/platform/shared/tablemigrate"
 	"github.com/botforge/platform/shared/tunnel"
 	"github.com/botforge/platform/shared/worker"
 )
@@ -58,6 +60,40 @@ type Options struct {
 	Limits Limits
 	// Ready, when set, is called once the server listens, with its address.
 	Ready func(addr string)
+	// DiskReserveMiB, when set, is the free space (MiB) below which the
+	// embedded DynamoDB refuses writes (0 keeps none); unset, it is
+	// PLATFORM_LOCAL_DISK_RESERVE_MIB or 64 (the -disk-reserve-mib flag).
+	DiskReserveMiB *int64
+}
+
+// DiskReserveEnv names the variable setting the disk reserve in MiB.
+const DiskReserveEnv = "PLATFORM_LOCAL_DISK_RESERVE_MIB"
+
+// reserveHint ends the disk-full refusal's message (507 answers and a
+// refused start alike): how to change the reserve.
+const reserveHint = "free some space, or change the reserve with the -disk-reserve-mib flag or the " + DiskReserveEnv + " environment variable (in MiB; 0 keeps none)"
+
+// diskReserve is the reserve in bytes: o's, else the variable's, else the
+// store's default.
+func diskReserve(mib *int64) (int64, error) {
+	if mib == nil {
+		v := os.Getenv(DiskReserveEnv)
+		if v == "" {
+			return localdynamo.DefaultMinFreeBytes, nil
+		}
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < 0 || n > 1<<40 {
+			return 0, fmt.Errorf("%s=%q: want a whole number of MiB, 0 or more", DiskReserveEnv, v)
+		}
+		mib = &n
+	}
+	if *mib < 0 || *mib > 1<<40 {
+		return 0, fmt.Errorf("disk reserve %d MiB: want a whole number of MiB, 0 or more", *mib)
+	}
+	if *mib == 0 {
+		return -1, nil // localdynamo: a negative reserve keeps none
+	}
+	return *mib << 20, nil
 }
 
 // AdminEmail is the email of the first account of a fresh local platform.
@@ -83,6 +119,8 @@ type Platform struct {
 	Dispatcher *dispatch.Dispatcher
 	// Dynamo is the embedded DynamoDB (nil with DYNAMODB_ENDPOINT set).
 	Dynamo *localdynamo.Server
+	// S3 is the embedded S3 (nil with an external one).
+	S3 *locals3.Server
 	// FirstToken is the first account's token when this start created it.
 	FirstToken string
 	closers    []func() error
@@ -138,7 +176,16 @@ func (p *Platform) OnUsage(f func(op string, u *dynamo.Usage)) { p.onUsage.Store
 // Open starts the stand-ins, creates the table and bucket when missing and
 // the first account on first start, and returns the platform's handler.
 // baseURL is where clients reach the server (used in presigned URLs).
+// The disk reserve is PLATFORM_LOCAL_DISK_RESERVE_MIB's, or 64 MiB.
 func Open(ctx context.Context, dataDir, baseURL string, log *slog.Logger) (*Platform, error) {
+	return open(ctx, dataDir, baseURL, log, nil)
+}
+
+func open(ctx context.Context, dataDir, baseURL string, log *slog.Logger, reserveMiB *int64) (*Platform, error) {
+	reserve, err := diskReserve(reserveMiB)
+	if err != nil {
+		return nil, err
+	}
 	if log == nil {
 		log = slog.Default()
 	}
@@ -164,7 +211,7 @@ func Open(ctx context.Context, dataDir, baseURL string, log *slog.Logger) (*Plat
 	}
 	var ddbHandler http.Handler
 	if env.DynamoEndpoint == "" {
-		d, err := localdynamo.Open(filepath.Join(dataDir, "dynamodb"))
+		d, err := localdynamo.OpenWith(filepath.Join(dataDir, "dynamodb"), localdynamo.Options{MinFreeBytes: reserve, ReserveHint: reserveHint, Logger: log})
 		if err != nil {
 			return nil, fmt.Errorf("embedded DynamoDB: %w", err)
 		}
@@ -198,7 +245,8 @@ func Open(ctx context.Context, dataDir, baseURL string, log *slog.Logger) (*Plat
 		s3, err := locals3.Open(locals3.Options{
 			Dir: filepath.Join(dataDir, "s3"), Region: "us-east-1",
 			AccessKeyID: sec.S3AccessKey, SecretAccessKey: sec.S3SecretKey,
-			PathPrefix: S3Prefix,
+			PathPrefix:   S3Prefix,
+			MinFreeBytes: reserve, ReserveHint: reserveHint,
 			OnPut: func(ctx context.Context, obj locals3.PutObject) error {
 				if obj.Bucket != env.Bucket || strings.HasPrefix(obj.Key, httpapi.CodeKeyPrefix) {
 					return nil // deployed code is no upload to complete
@@ -210,6 +258,7 @@ func Open(ctx context.Context, dataDir, baseURL string, log *slog.Logger) (*Plat
 			return nil, fmt.Errorf("embedded S3: %w", err)
 		}
 		p.closers = append(p.closers, s3.Close)
+		p.S3 = s3
 		if err := s3.EnsureBucket(ctx, env.Bucket); err != nil {
 			return nil, err
 		}
@@ -308,6 +357,15 @@ func Open(ctx context.Context, dataDir, baseURL string, log *slog.Logger) (*Plat
 	p.closers = append(p.closers, func() error { stopSweep(); <-swept; return nil })
 	p.Sweeper = sweeper
 
+	// Tables written before the column index existed get it in the
+	// background (tablemigrate): at once, then every minute until none
+	// is left; their finds read the table until then.
+	migrator := &tablemigrate.Migrator{Store: p.Store, Log: log}
+	migrateCtx, stopMigrate := context.WithCancel(context.WithoutCancel(ctx))
+	migrated := make(chan struct{})
+	go func() { defer close(migrated); migrator.Loop(migrateCtx, time.Minute) }()
+	p.closers = append(p.closers, func() error { stopMigrate(); <-migrated; return nil })
+
 	p.Builtins = runtime.BuiltinsWith(gw, p.Store)
 	api := httpapi.New(httpapi.Config{
 		Builtins:  p.Builtins,
@@ -382,6 +440,13 @@ func Open(ctx context.Context, dataDir, baseURL string, log *slog.Logger) (*Plat
 	// was pending before a crash goes out now.
 	p.Dispatcher = &dispatch.Dispatcher{Store: p.Store, Client: outbound, Log: log, Observer: p.observeDelivery, Code: p.Workers,
 		Builtins: p.Builtins, WebhookBase: strings.TrimSuffix(baseURL, "/") + "/webhooks"}
+	// A data directory written before the outbox was sharded: its entries
+	// move into their shards (idempotent, each in one transaction).
+	if n, err := p.Store.MigrateOutbox(ctx); err != nil {
+		return nil, fmt.Errorf("runtime: migrating the outbox: %w", err)
+	} else if n > 0 {
+		log.Info("runtime: outbox entries moved into the sharded layout", "count", n)
+	}
 	// This process alone holds the data directory: a lease found now is a
 	// dead process's, and would hold its delivery back for minutes.
 	if n, err := p.Store.ReleaseLeases(ctx); err != nil {
@@ -389,7 +454,7 @@ func Open(ctx context.Context, dataDir, baseURL string, log *slog.Logger) (*Plat
 	} else if n > 0 {
 		log.Info("runtime: deliveries interrupted by the last stop will be made again", "count", n)
 	}
-	p.Store.OnOutbox(p.Dispatcher.Wake)
+	p.Store.OnOutbox(p.Dispatcher.WakeShards)
 	dctx, stop := context.WithCancel(context.WithoutCancel(ctx))
 	done := make(chan struct{})
 	go func() {
@@ -436,7 +501,7 @@ func Run(ctx context.Context, o Options) error {
 	if strings.HasPrefix(o.Addr, ":") {
 		base = "http://localhost" + o.Addr
 	}
-	p, err := Open(ctx, o.DataDir, base, log)
+	p, err := open(ctx, o.DataDir, base, log, o.DiskReserveMiB)
 	if err != nil {
 		ln.Close()
 		return err

@@ -57,6 +57,13 @@
 // number, no empty key values. Legacy parameters (Expected, KeyConditions,
 // AttributeUpdates...) are refused with a clear message.
 //
+// # Capacity units
+//
+// CountUnits makes the server count the read and write capacity units of
+// every request as DynamoDB bills them on demand, per partition key of the
+// table and of each index and per operation (units.go); Usage returns
+// them. Off by default.
+//
 // # Disk
 //
 // Pebble compacts in the background; besides, once the bytes overwritten or

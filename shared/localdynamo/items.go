@@ -154,6 +154,7 @@ type writeRequest struct {
 	failOld  string                       // ReturnValuesOnConditionCheckFailure
 	change   func(old item) (item, error) // nil result deletes; nil change only checks
 	old, new item                         // filled by apply
+	key      item                         // holds the key attributes (units counted)
 }
 
 // apply checks the condition and computes the new item. The caller holds
@@ -188,11 +189,16 @@ func (w *writeRequest) apply(r pebble.Reader) error {
 	return nil
 }
 
-// writeOne runs one single-item write durably.
-func (s *Server) writeOne(w *writeRequest) error {
+// writeOne runs one single-item write (of operation op) durably.
+func (s *Server) writeOne(op string, w *writeRequest) error {
 	unlock := s.lockItems(w.dk)
 	defer unlock()
 	if err := w.apply(s.db); err != nil {
+		if isConditionFailed(err) && s.units.counting() {
+			var c charge
+			w.t.chargeWrite(&c, w.key, w.old, w.old, 1, true)
+			s.units.record(op, &c)
+		}
 		return err
 	}
 	b := s.db.NewBatch()
@@ -201,7 +207,23 @@ func (s *Server) writeOne(w *writeRequest) error {
 	if err != nil {
 		return err
 	}
-	return s.commit(b, dead)
+	if err := s.commit(b, dead); err != nil {
+		return err
+	}
+	if s.units.counting() {
+		var c charge
+		w.t.chargeWrite(&c, w.key, w.old, w.new, 1, false)
+		s.units.record(op, &c)
+	}
+	if c, ok := w.t.change(w.old, w.new); ok {
+		s.notify([]Change{c})
+	}
+	return nil
+}
+
+func isConditionFailed(err error) bool {
+	var de *dynErr
+	return errors.As(err, &de) && de.typ == "ConditionalCheckFailedException"
 }
 
 func checkReturnValues(rv string, allowed ...string) error {
@@ -249,7 +271,7 @@ func (s *Server) getItem(body []byte) (any, error) {
 	if err := decode(body, &in); err != nil {
 		return nil, err
 	}
-	t, dk, proj, err := s.prepareGet(in)
+	t, key, dk, proj, err := s.prepareGet(in)
 	if err != nil {
 		return nil, err
 	}
@@ -257,10 +279,10 @@ func (s *Server) getItem(body []byte) (any, error) {
 	if err != nil {
 		return nil, err
 	}
+	s.chargeGet("GetItem", t, key, it, in.ConsistentRead, 1)
 	if it == nil {
 		return json.RawMessage("{}"), nil
 	}
-	_ = t
 	if it, err = proj.apply(it); err != nil {
 		return nil, asInvalid(err)
 	}
@@ -268,19 +290,30 @@ func (s *Server) getItem(body []byte) (any, error) {
 }
 
 // prepareGet validates a GetItem-shaped request.
-func (s *Server) prepareGet(in getItemInput) (*tableDef, []byte, *projection, error) {
-	t, _, dk, err := s.keyed(in.TableName, in.Key, in.legacyParams)
+func (s *Server) prepareGet(in getItemInput) (*tableDef, item, []byte, *projection, error) {
+	t, key, dk, err := s.keyed(in.TableName, in.Key, in.legacyParams)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, nil, nil, nil, err
 	}
 	if err := in.exprInput.checkPlaceholders(in.ProjectionExpression); err != nil {
-		return nil, nil, nil, asInvalid(err)
+		return nil, nil, nil, nil, asInvalid(err)
 	}
 	proj, err := compileProjection(in.ProjectionExpression, in.exprInput)
 	if err != nil {
-		return nil, nil, nil, asInvalid(err)
+		return nil, nil, nil, nil, asInvalid(err)
 	}
-	return t, dk, proj, nil
+	return t, key, dk, proj, nil
+}
+
+// chargeGet counts the units of reading one item (it, nil when absent) by
+// its key.
+func (s *Server) chargeGet(op string, t *tableDef, key, it item, consistent bool, factor float64) {
+	if !s.units.counting() {
+		return
+	}
+	var c charge
+	chargeRead(&c, Partition{Table: t.Name, Key: keyText(key[t.Hash])}, itemSize(it), consistent, factor)
+	s.units.record(op, &c)
 }
 
 // keyed resolves the table and the Key of a single-item request.
@@ -337,7 +370,7 @@ func (s *Server) preparePut(in putInput) (*writeRequest, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &writeRequest{t: t, dk: dk, cond: cond, failOld: in.ReturnValuesOnConditionCheckFailure,
+	return &writeRequest{t: t, dk: dk, cond: cond, failOld: in.ReturnValuesOnConditionCheckFailure, key: it,
 		change: func(item) (item, error) { return it, nil }}, nil
 }
 
@@ -363,12 +396,12 @@ func (s *Server) putItem(body []byte) (any, error) {
 	if err := decode(body, &in); err != nil {
 		return nil, err
 	}
-	return s.replace(in.ReturnValues, func() (*writeRequest, error) { return s.preparePut(in) })
+	return s.replace("PutItem", in.ReturnValues, func() (*writeRequest, error) { return s.preparePut(in) })
 }
 
 // replace runs a PutItem or DeleteItem and answers its ReturnValues (NONE
 // or ALL_OLD).
-func (s *Server) replace(returnValues string, prepare func() (*writeRequest, error)) (any, error) {
+func (s *Server) replace(op, returnValues string, prepare func() (*writeRequest, error)) (any, error) {
 	if err := checkReturnValues(returnValues, "ALL_OLD"); err != nil {
 		return nil, err
 	}
@@ -376,7 +409,7 @@ func (s *Server) replace(returnValues string, prepare func() (*writeRequest, err
 	if err != nil {
 		return nil, err
 	}
-	if err := s.writeOne(w); err != nil {
+	if err := s.writeOne(op, w); err != nil {
 		return nil, err
 	}
 	if returnValues == "ALL_OLD" && w.old != nil {
@@ -396,7 +429,7 @@ type deleteInput struct {
 }
 
 func (s *Server) prepareDelete(in deleteInput) (*writeRequest, error) {
-	t, _, dk, err := s.keyed(in.TableName, in.Key, in.legacyParams)
+	t, key, dk, err := s.keyed(in.TableName, in.Key, in.legacyParams)
 	if err != nil {
 		return nil, err
 	}
@@ -404,7 +437,7 @@ func (s *Server) prepareDelete(in deleteInput) (*writeRequest, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &writeRequest{t: t, dk: dk, cond: cond, failOld: in.ReturnValuesOnConditionCheckFailure,
+	return &writeRequest{t: t, dk: dk, cond: cond, failOld: in.ReturnValuesOnConditionCheckFailure, key: key,
 		change: func(item) (item, error) { return nil, nil }}, nil
 }
 
@@ -413,7 +446,7 @@ func (s *Server) deleteItem(body []byte) (any, error) {
 	if err := decode(body, &in); err != nil {
 		return nil, err
 	}
-	return s.replace(in.ReturnValues, func() (*writeRequest, error) { return s.prepareDelete(in) })
+	return s.replace("DeleteItem", in.ReturnValues, func() (*writeRequest, error) { return s.prepareDelete(in) })
 }
 
 type updateInput struct {
@@ -461,7 +494,7 @@ func (s *Server) prepareUpdate(in updateInput) (*writeRequest, *update, error) {
 		}
 		return upd.apply(base)
 	}
-	return &writeRequest{t: t, dk: dk, cond: cond, failOld: in.ReturnValuesOnConditionCheckFailure, change: change}, upd, nil
+	return &writeRequest{t: t, dk: dk, cond: cond, failOld: in.ReturnValuesOnConditionCheckFailure, key: key, change: change}, upd, nil
 }
 
 func (s *Server) updateItem(body []byte) (any, error) {
@@ -476,7 +509,7 @@ func (s *Server) updateItem(body []byte) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := s.writeOne(w); err != nil {
+	if err := s.writeOne("UpdateItem", w); err != nil {
 		return nil, err
 	}
 	var out item
@@ -555,11 +588,10 @@ func (s *Server) batchGetItem(body []byte) (any, error) {
 		seen := map[string]bool{}
 		out := []json.RawMessage{}
 		for _, k := range ka.Keys {
-			t, dk, proj, err := s.prepareGet(getItemInput{TableName: name, Key: k, ProjectionExpression: ka.ProjectionExpression, exprInput: ka.exprInput})
+			t, key, dk, proj, err := s.prepareGet(getItemInput{TableName: name, Key: k, ProjectionExpression: ka.ProjectionExpression, exprInput: ka.exprInput})
 			if err != nil {
 				return nil, err
 			}
-			_ = t
 			if seen[string(dk)] {
 				return nil, invalid("Provided list of item keys contains duplicates")
 			}
@@ -568,6 +600,7 @@ func (s *Server) batchGetItem(body []byte) (any, error) {
 			if err != nil {
 				return nil, err
 			}
+			s.chargeGet("BatchGetItem", t, key, it, ka.ConsistentRead, 1)
 			if it == nil {
 				continue
 			}
@@ -630,7 +663,7 @@ func (s *Server) batchWriteItem(body []byte) (any, error) {
 	if len(ws) > maxBatchWrite {
 		return nil, invalid("1 validation error detected: Value at 'requestItems' failed to satisfy constraint: Map value must satisfy constraint: [Member must have length less than or equal to 25, Member must have length greater than or equal to 1]")
 	}
-	if err := s.writeMany(ws); err != nil {
+	if err := s.writeMany("BatchWriteItem", 1, ws); err != nil {
 		return nil, err
 	}
 	return map[string]any{"UnprocessedItems": map[string]any{}}, nil
@@ -638,8 +671,9 @@ func (s *Server) batchWriteItem(body []byte) (any, error) {
 
 // writeMany applies several single-item writes atomically: all conditions
 // hold and all changes commit in one batch, or nothing changes. The error
-// of a failed condition says which request failed.
-func (s *Server) writeMany(ws []*writeRequest) error {
+// of a failed condition says which request failed. op and factor are for
+// the units counted (a transaction's are doubled).
+func (s *Server) writeMany(op string, factor float64, ws []*writeRequest) error {
 	keys := make([][]byte, len(ws))
 	for i, w := range ws {
 		keys[i] = w.dk
@@ -658,6 +692,14 @@ func (s *Server) writeMany(ws []*writeRequest) error {
 		}
 	}
 	if len(failed) > 0 {
+		if s.units.counting() {
+			// A canceled transaction still costs what it read to decide.
+			var c charge
+			for _, w := range ws {
+				w.t.chargeWrite(&c, w.key, w.old, w.old, factor, true)
+			}
+			s.units.record(op, &c)
+		}
 		return &canceled{ws: ws, failed: failed}
 	}
 	b := s.db.NewBatch()
@@ -673,7 +715,31 @@ func (s *Server) writeMany(ws []*writeRequest) error {
 		}
 		dead += d
 	}
-	return s.commit(b, dead)
+	if err := s.commit(b, dead); err != nil {
+		return err
+	}
+	if s.units.counting() {
+		var c charge
+		for _, w := range ws {
+			if w.change == nil { // a condition check: read, billed as a write
+				w.t.chargeWrite(&c, w.key, w.old, w.old, factor, true)
+				continue
+			}
+			w.t.chargeWrite(&c, w.key, w.old, w.new, factor, false)
+		}
+		s.units.record(op, &c)
+	}
+	var cs []Change
+	for _, w := range ws {
+		if w.change == nil {
+			continue
+		}
+		if c, ok := w.t.change(w.old, w.new); ok {
+			cs = append(cs, c)
+		}
+	}
+	s.notify(cs)
+	return nil
 }
 
 // canceled reports the requests of writeMany whose condition failed.
@@ -765,7 +831,7 @@ func (s *Server) transactWriteItems(body []byte) (any, error) {
 		seen[string(w.dk)] = true
 		ws = append(ws, w)
 	}
-	err := s.writeMany(ws)
+	err := s.writeMany("TransactWriteItems", 2, ws)
 	var c *canceled
 	if errors.As(err, &c) {
 		reasons := make([]map[string]any, len(ws))
@@ -812,7 +878,7 @@ func (s *Server) transactGetItems(body []byte) (any, error) {
 		if ti.Get == nil {
 			return nil, invalid("TransactGetItems items must be Get")
 		}
-		_, dk, proj, err := s.prepareGet(*ti.Get)
+		t, key, dk, proj, err := s.prepareGet(*ti.Get)
 		if err != nil {
 			return nil, err
 		}
@@ -824,6 +890,7 @@ func (s *Server) transactGetItems(body []byte) (any, error) {
 		if err != nil {
 			return nil, err
 		}
+		s.chargeGet("TransactGetItems", t, key, it, true, 2)
 		if it == nil {
 			out = append(out, map[string]any{})
 			continue

@@ -43,6 +43,8 @@ type page struct {
 	count        bool
 	limit        int64
 	keep         func(item) bool // Scan segments
+	op           string          // Query or Scan (units counted)
+	part         string          // the partition key queried, as text
 }
 
 func (s *Server) query(body []byte) (any, error) {
@@ -54,6 +56,7 @@ func (s *Server) query(body []byte) (any, error) {
 	if err != nil {
 		return nil, err
 	}
+	p.op = "Query"
 	return s.run(p, in)
 }
 
@@ -66,6 +69,7 @@ func (s *Server) scan(body []byte) (any, error) {
 	if err != nil {
 		return nil, err
 	}
+	p.op, p.part = "Scan", "(scan)"
 	return s.run(p, in)
 }
 
@@ -182,6 +186,7 @@ func (p *page) keyRange(in readInput, prefix []byte) error {
 	if err != nil {
 		return asInvalid(err)
 	}
+	p.part = keyText(kc.hashValue)
 	part, err := appendKeyValue(append([]byte(nil), prefix...), kc.hashValue, p.t.AttrTypes[hash])
 	if err != nil {
 		return invalid("One or more parameter values were invalid: Condition parameter type does not match schema type")
@@ -283,6 +288,7 @@ func (s *Server) run(p *page, in readInput) (any, error) {
 		count   int64
 		scanned int64
 		bytesRd int
+		sized   int // DynamoDB's size of what was read (units)
 		last    item
 	)
 	valid := iter.First
@@ -313,6 +319,7 @@ func (s *Server) run(p *page, in readInput) (any, error) {
 			bytesRd += len(v)
 		}
 		scanned++
+		sized += itemSize(it)
 		last = it
 		if p.keep == nil || p.keep(it) {
 			match, err := p.filter.match(it)
@@ -347,5 +354,14 @@ func (s *Server) run(p *page, in readInput) (any, error) {
 		out["LastEvaluatedKey"] = itemJSON(p.t.lastKey(p.ix, last))
 	}
 	_ = strings.TrimSpace
+	if s.units.counting() {
+		var c charge
+		ix := ""
+		if p.ix != nil {
+			ix = p.ix.Name
+		}
+		chargeRead(&c, Partition{Table: p.t.Name, Index: ix, Key: p.part}, sized, in.ConsistentRead, 1)
+		s.units.record(p.op, &c)
+	}
 	return out, nil
 }

@@ -44,8 +44,11 @@ var ErrLocked = fsutil.ErrLocked
 type Options struct {
 	// MinFreeBytes: while the file system has less free space than this,
 	// writes are refused with InsufficientStorageException (reads go on).
-	// Default 64 MiB.
+	// Default 64 MiB; a negative value keeps no reserve.
 	MinFreeBytes int64
+	// ReserveHint, when set, ends the refusal's message: how the operator
+	// changes the reserve (shared/local names its flag and variable).
+	ReserveHint string
 	// CacheBytes is the block cache size. Default 128 MiB.
 	CacheBytes int64
 	// TTLInterval is how often expired items are deleted. Default 1 minute.
@@ -83,6 +86,8 @@ type Server struct {
 	spaceRefused atomic.Int64 // writes refused for lack of space (tests, metrics)
 	minFree      atomic.Int64 // current MinFreeBytes
 	calls        sync.Map     // operation name -> *atomic.Int64 (Calls)
+	onChange     atomic.Pointer[changeHook]
+	units        meter // capacity units (CountUnits, Usage)
 }
 
 // Calls returns how many requests of each operation the server answered
@@ -99,6 +104,9 @@ func (s *Server) Calls() map[string]int64 {
 // SetMinFreeBytes changes the free space below which writes are refused.
 func (s *Server) SetMinFreeBytes(n int64) { s.minFree.Store(n) }
 
+// DefaultMinFreeBytes is the free space kept in reserve by default.
+const DefaultMinFreeBytes = 64 << 20
+
 // Open opens (creating if needed) the store in dir and returns the server.
 // It fails with ErrLocked if the directory is in use. A directory written by
 // the previous journal-based version is migrated once.
@@ -107,7 +115,7 @@ func Open(dir string) (*Server, error) { return OpenWith(dir, Options{}) }
 // OpenWith is Open with options.
 func OpenWith(dir string, opts Options) (*Server, error) {
 	if opts.MinFreeBytes == 0 {
-		opts.MinFreeBytes = 64 << 20
+		opts.MinFreeBytes = DefaultMinFreeBytes
 	}
 	if opts.CacheBytes == 0 {
 		opts.CacheBytes = 128 << 20
@@ -321,8 +329,7 @@ func (s *Server) checkSpace() (response, bool) {
 		return response{}, false
 	}
 	s.spaceRefused.Add(1)
-	return errorResponse(http.StatusBadRequest, "InsufficientStorageException",
-		fmt.Sprintf("the disk holding the data directory is full (%d bytes free, %d needed): writes are refused until space is freed; reads still work", free, need)), true
+	return errorResponse(http.StatusBadRequest, "InsufficientStorageException", fsutil.ReserveMessage(free, need, s.opts.ReserveHint)), true
 }
 
 func (s *Server) freeBytes() (uint64, error) {

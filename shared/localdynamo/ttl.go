@@ -62,6 +62,7 @@ func (s *Server) expireBatch(t *tableDef, keys [][]byte, now time.Time) int {
 	b := s.db.NewBatch()
 	defer b.Close()
 	var dead int64
+	var cs []Change
 	n := 0
 	for _, dk := range keys {
 		it, err := read(s.db, dk)
@@ -78,6 +79,9 @@ func (s *Server) expireBatch(t *tableDef, keys [][]byte, now time.Time) int {
 		}
 		dead += d
 		n++
+		if c, ok := t.change(it, nil); ok {
+			cs = append(cs, c)
+		}
 	}
 	if n == 0 {
 		return 0
@@ -86,5 +90,6 @@ func (s *Server) expireBatch(t *tableDef, keys [][]byte, now time.Time) int {
 		s.log.Warn("localdynamo: deleting expired items failed", "err", err)
 		return 0
 	}
+	s.notify(cs)
 	return n
 }

@@ -61,6 +61,13 @@ type Options struct {
 	// header the client signed.
 	PathPrefix string
 
+	// MinFreeBytes: while the disk holding Dir has less free space than
+	// this, writes (PUT, POST) are refused with 507 InsufficientStorage,
+	// saying the free space, the reserve and ReserveHint (how to change
+	// it); reads go on. 0 keeps no reserve (SetMinFreeBytes changes it).
+	MinFreeBytes int64
+	ReserveHint  string
+
 	// OnPut, when set, is called after an object PUT (PutObject or a
 	// presigned PUT, or CompleteMultipartUpload) succeeded, before the
 	// response is written. Errors are logged, not returned to the uploader.
@@ -98,6 +105,24 @@ type Server struct {
 	closeOnce sync.Once
 	closeErr  error
 	closed    atomic.Bool
+	minFree   atomic.Int64
+}
+
+// SetMinFreeBytes changes the free space below which writes are refused.
+func (s *Server) SetMinFreeBytes(n int64) { s.minFree.Store(n) }
+
+// checkSpace refuses a write while the disk's free space is below the
+// reserve, in the embedded DynamoDB's words (fsutil.ReserveMessage).
+func (s *Server) checkSpace(r *http.Request) *s3Error {
+	need := s.minFree.Load()
+	if need <= 0 || (r.Method != http.MethodPut && r.Method != http.MethodPost) {
+		return nil
+	}
+	free, err := fsutil.FreeBytes(s.opts.Dir)
+	if err != nil || int64(free) >= need {
+		return nil
+	}
+	return newError(http.StatusInsufficientStorage, "InsufficientStorage", "%s", fsutil.ReserveMessage(free, need, s.opts.ReserveHint))
 }
 
 // Open opens (creating if needed) the store in opts.Dir and returns a Server.
@@ -163,7 +188,7 @@ func Open(opts Options) (*Server, error) {
 		gofakes3.WithIntegrityCheck(true),
 		gofakes3.WithLogger(errorLogger{logger}),
 	)
-	return &Server{
+	srv := &Server{
 		opts:    opts,
 		prefix:  prefix,
 		tmpDir:  tmpDir,
@@ -171,7 +196,9 @@ func Open(opts Options) (*Server, error) {
 		backend: backend,
 		handler: fake.Server(),
 		log:     logger,
-	}, nil
+	}
+	srv.minFree.Store(opts.MinFreeBytes)
+	return srv, nil
 }
 
 // Close releases the data directory; later requests are refused. Requests
@@ -240,6 +267,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	auth, e := s.authenticate(r, canonicalURI)
 	if e != nil {
+		writeError(w, r, e)
+		return
+	}
+	if e := s.checkSpace(r); e != nil {
 		writeError(w, r, e)
 		return
 	}

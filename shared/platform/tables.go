@@ -56,6 +56,48 @@ type TableState struct {
 	// FillJob is the duplicate job still copying rows into this table:
 	// until it completes, row writes are refused.
 	FillJob string `json:"fillJob,omitempty"`
+	// Index is the state of the table's column index (docs/tables.md,
+	// "Indexed filters"): TableIndexNone for a table written before the
+	// index existed, TableIndexBuilding while row writes maintain it and
+	// the migration fills it, TableIndexReady once finds may use it.
+	Index int `json:"index,omitempty"`
+	// IndexSince is when row writes began maintaining the index (RFC
+	// 3339): the migration fills it only once every write that read the
+	// table before then has ended.
+	IndexSince string `json:"indexSince,omitempty"`
+	// RowShards is how many partitions the table's rows are spread over
+	// (by row id modulo RowShards); 0: one partition, the layout of tables
+	// created before rows were sharded, which they keep.
+	RowShards int `json:"rowShards,omitempty"`
+}
+
+// TableRowShards is how many partitions a new table's rows spread over
+// (docs/tables.md, "Write heat").
+const TableRowShards = 8
+
+// States of a table's column index (TableState.Index).
+const (
+	TableIndexNone     = 0
+	TableIndexBuilding = 1
+	TableIndexReady    = 2
+)
+
+// TableIndexKey is one entry of a row in a table's column index: the
+// column's id and its value, encoded so that string order is value order
+// (tables.IndexKeys). The store keys the entry by both and the row's id.
+type TableIndexKey struct {
+	Col, Key string
+}
+
+// TableIndexLookup is how a find asks the store for candidate rows from
+// a column's index: the entries of column Col whose key begins with one
+// of Prefixes (equality, $in) or, without prefixes, lies between Lo and
+// Hi (a range). Candidates are a superset of the matches: the filter is
+// evaluated on every row read.
+type TableIndexLookup struct {
+	Col      string
+	Prefixes []string
+	Lo, Hi   string
 }
 
 // TableColumn is the storage identity of a column.

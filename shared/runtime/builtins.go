@@ -3,8 +3,12 @@ package runtime
 import (
 	"context"
 	"log/slog"
+	"os"
+	"strings"
 
 	"github.com/botforge/platform/shared/builtin"
+	"github.com/botforge/platform/shared/chatapi"
+	"github.com/botforge/platform/shared/listen"
 	"github.com/botforge/platform/shared/llm"
 	"github.com/botforge/platform/shared/llmbuiltin"
 )
@@ -14,6 +18,14 @@ import (
 // serves their webhooks and actions, the dispatcher hands them the bots'
 // messages, and the admin function (locally: the platform at start)
 // publishes them in the hub.
+//
+// PLATFORM_BUILTINS chooses them: unset or "all", every one; "none", none
+// (the hub holds only what workspaces publish); else a comma-separated
+// list of names. An installation of one left out is an integration like
+// any other, with no url: its deliveries fail saying so.
+//
+// The listener hub holds the end users' streams of this process (the
+// chat integration's listenConversation).
 func Builtins() *builtin.Registry {
 	gw, err := LLM(context.Background(), false)
 	if err != nil {
@@ -28,9 +40,25 @@ func Builtins() *builtin.Registry {
 // "llm" is there when the operator configured an LLM provider
 // (PLATFORM_LLM_*, docs/llm.md): without one it could only refuse.
 func BuiltinsWith(gw *llm.Gateway, meter llm.Meter) *builtin.Registry {
-	r := builtin.NewRegistry()
+	all := []builtin.Integration{chatapi.New(listen.NewHub())}
 	if gw.DefaultProvider() != "" {
-		r.Add(&llmbuiltin.Integration{Gateway: gw, Meter: meter})
+		all = append(all, &llmbuiltin.Integration{Gateway: gw, Meter: meter})
+	}
+	choice := strings.TrimSpace(os.Getenv("PLATFORM_BUILTINS"))
+	r := builtin.NewRegistry()
+	for _, b := range all {
+		if choice == "" || choice == "all" || listed(choice, b.Definition().Name) {
+			r.Add(b)
+		}
 	}
 	return r
+}
+
+func listed(list, name string) bool {
+	for _, n := range strings.Split(list, ",") {
+		if strings.TrimSpace(n) == name {
+			return true
+		}
+	}
+	return false
 }

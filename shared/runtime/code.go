@@ -13,7 +13,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/iam"
 	"github.com/aws/aws-sdk-go-v2/service/lambda"
 
-	"github.com/botforge/platform/shared/delivery"
 	"github.com/botforge/platform/shared/dynamo"
 	"github.com/botforge/platform/shared/lambdarunner"
 	"github.com/botforge/platform/shared/platform"
@@ -97,7 +96,7 @@ func WithCode(r *lambdarunner.Runner, client *http.Client) *http.Client {
 		return client
 	}
 	if client == nil {
-		client = delivery.Client(false)
+		client = Outbound()
 	}
 	return r.Client(client)
 }

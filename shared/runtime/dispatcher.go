@@ -58,16 +58,32 @@ const DispatchReserve = delivery.MaxBotTimeout + 30*time.Second
 // to the next minute's run (retries back off 1, 2, 4 and 8 s).
 const RetryWait = 20 * time.Second
 
-// DrainOutbox is the dispatcher function's handler. Whatever invoked it (a
-// batch of the table's stream showing new outbox entries, or the one-minute
-// schedule for retries and scheduled events: the records themselves are not
-// needed, the outbox is the truth), it makes passes over the outbox until
-// one delivers nothing and no retry comes due within RetryWait, or the
-// invocation's time runs short (DispatchReserve). A failed pass fails the
-// invocation: Lambda retries a stream batch, and the next scheduled run
-// comes a minute later anyway.
+// DrainOutbox is the dispatcher function's handler. A batch of the table's
+// stream names the outbox shards that were written to (the records' keys;
+// the event source mapping's ParallelizationFactor lets several batches of
+// one stream shard run at once, each partition key's records in order):
+// it works those shards. Anything else (the one-minute schedule) sweeps:
+// the shards with something due (retries, scheduled entries, those a dead
+// invocation held) are found through the sweep index, and entries of the
+// outbox's previous layout are moved into their shards. Either way it
+// makes passes until one delivers nothing and no retry comes due within
+// RetryWait, or the invocation's time runs short (DispatchReserve). A
+// failed pass fails the invocation: Lambda retries a stream batch, and the
+// next scheduled run comes a minute later anyway.
 func DrainOutbox(d *dispatch.Dispatcher) func(ctx context.Context, event json.RawMessage) error {
-	return func(ctx context.Context, _ json.RawMessage) error {
+	return func(ctx context.Context, event json.RawMessage) error {
+		shards, fromStream := StreamShards(event)
+		if !fromStream {
+			if m, ok := d.Store.(interface {
+				MigrateOutbox(context.Context) (int, error)
+			}); ok {
+				if n, err := m.MigrateOutbox(ctx); err != nil {
+					return err
+				} else if n > 0 {
+					slog.Info("dispatch: outbox entries moved into the sharded layout", "count", n)
+				}
+			}
+		}
 		for first := true; ; first = false {
 			if deadline, ok := ctx.Deadline(); ok && time.Until(deadline) < DispatchReserve {
 				if first { // a function Timeout shorter than the reserve: it would never deliver
@@ -75,7 +91,15 @@ func DrainOutbox(d *dispatch.Dispatcher) func(ctx context.Context, event json.Ra
 				}
 				return nil // the next invocation goes on
 			}
-			n, err := d.RunOnce(ctx)
+			var (
+				n   int
+				err error
+			)
+			if fromStream {
+				n, err = d.RunShards(ctx, shards)
+			} else {
+				n, err = d.RunOnce(ctx)
+			}
 			if err != nil {
 				return err
 			}
@@ -101,6 +125,37 @@ func DrainOutbox(d *dispatch.Dispatcher) func(ctx context.Context, event json.Ra
 	}
 }
 
+// StreamShards returns the outbox shards a DynamoDB stream batch names
+// (distinct, in order of first record) and whether event is such a batch.
+func StreamShards(event json.RawMessage) ([]string, bool) {
+	var batch struct {
+		Records []struct {
+			EventSource string `json:"eventSource"`
+			DynamoDB    struct {
+				Keys map[string]struct {
+					S string `json:"S"`
+				} `json:"Keys"`
+			} `json:"dynamodb"`
+		} `json:"Records"`
+	}
+	if json.Unmarshal(event, &batch) != nil || len(batch.Records) == 0 {
+		return nil, false
+	}
+	var shards []string
+	seen := map[string]bool{}
+	for _, r := range batch.Records {
+		if r.EventSource != "aws:dynamodb" {
+			return nil, false
+		}
+		pk := r.DynamoDB.Keys["pk"].S
+		if dynamo.IsShard(pk) && !seen[pk] {
+			seen[pk] = true
+			shards = append(shards, pk)
+		}
+	}
+	return shards, true
+}
+
 // StartDispatcher serves the dispatcher function (functions/dispatcher).
 // It never returns.
 func StartDispatcher() {
@@ -111,5 +166,5 @@ func StartDispatcher() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	lambda.Start(DrainOutbox(Dispatcher(cfg, env, delivery.Client(false))))
+	lambda.Start(DrainOutbox(Dispatcher(cfg, env, Outbound())))
 }

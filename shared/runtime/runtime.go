@@ -194,9 +194,10 @@ func AreaHandler(ctx context.Context, area httpapi.Area) (http.Handler, error) {
 		return nil, err
 	}
 	logs := Logs(cfg, env)
-	// The sweeper (deleteBot's data) deletes file contents only where the
-	// function is told its bucket (the admin function is not: a deleted
-	// bot's contents stay, see docs/data-model.md).
+	// The sweeper (deleteBot's data) deletes file contents where the
+	// function is told its bucket (the admin function is, and may delete
+	// files/ keys: template.yaml); what it cannot finish within deleteBot's
+	// budget the sweeper function does (StartSweeper).
 	sweeper := &dynamo.Sweeper{Store: store}
 	if os.Getenv("PLATFORM_BUCKET") != "" {
 		sweeper.Objects = FileStorage(cfg, env)
@@ -204,9 +205,10 @@ func AreaHandler(ctx context.Context, area httpapi.Area) (http.Handler, error) {
 	hc := httpapi.Config{Store: store, PagingKey: key, Scheduler: Scheduler(cfg, env), Files: FileStorage(cfg, env),
 		TableFiles: &files.TableFiles{Store: store, Objects: FileStorage(cfg, env)},
 		Logs:       logs, OnDelivery: logstore.Observer(logs, store, nil), Logger: slog.Default(), Sweeper: sweeper, LLM: gw}
+	hc.Outbound = Outbound()
 	// Deployed code: Lambda functions, invoked through the outbound client.
 	if code := CodeRunner(cfg, env, CodeEnvFromEnv(), store, hc.Files); code != nil {
-		hc.Code, hc.Outbound = code, WithCode(code, delivery.Client(false))
+		hc.Code, hc.Outbound = code, WithCode(code, hc.Outbound)
 	}
 	hc.Builtins = BuiltinsWith(gw, store)
 	if area == httpapi.AreaAdmin {
@@ -279,6 +281,17 @@ func ssmSecret(ctx context.Context, name string) (string, error) {
 	return aws.ToString(out.Parameter.Value), nil
 }
 
+// EnvAllowPrivate (PLATFORM_DELIVERY_ALLOW_PRIVATE=1) lets the functions'
+// calls to bots and integrations reach loopback and private addresses. Not
+// for a deployment (a bot's url could then reach into the platform's own
+// network): the AWS-shaped local stack (shared/awslocal) sets it, as its
+// bots run on the same machine.
+const EnvAllowPrivate = "PLATFORM_DELIVERY_ALLOW_PRIVATE"
+
+// Outbound is the client of calls to bots and integrations: public
+// addresses only, unless EnvAllowPrivate is set.
+func Outbound() *http.Client { return delivery.Client(os.Getenv(EnvAllowPrivate) == "1") }
+
 // UseJSONLogs makes the process log structured JSON lines to stdout (one
 // object per line: CloudWatch Logs Insights reads their fields).
 func UseJSONLogs() {
@@ -322,7 +335,7 @@ func StartScheduler() {
 		log.Fatal(err)
 	}
 	store := dynamo.New(DynamoClient(cfg, env, nil), env.Table)
-	r := &delivery.Recurring{Bots: store, Scheduler: Scheduler(cfg, env), Client: delivery.Client(false)}
+	r := &delivery.Recurring{Bots: store, Scheduler: Scheduler(cfg, env), Client: Outbound()}
 	if code := CodeRunner(cfg, env, CodeEnvFromEnv(), nil, nil); code != nil {
 		r.Code, r.Client = code, WithCode(code, r.Client)
 	}

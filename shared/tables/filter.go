@@ -29,6 +29,7 @@ type Filter struct {
 	warnings []string
 	needles  []string
 	nodes    int
+	index    *platform.TableIndexLookup // see planIndex
 }
 
 // Warnings are remarks on a valid but questionable filter.
@@ -37,7 +38,12 @@ func (f *Filter) Warnings() []string { return f.warnings }
 // Needles are strings every stored row matching the filter contains (the
 // canonical "columnId":value of its top-level equalities): the store can
 // skip rows without them before decoding any (see docs/tables.md).
-func (f *Filter) Needles() []string { return f.needles }
+func (f *Filter) Needles() []string {
+	if f == nil {
+		return nil
+	}
+	return f.needles
+}
 
 // Match reports whether a stored row satisfies the filter.
 func (f *Filter) Match(s *Schema, r *platform.TableRow) bool {
@@ -130,6 +136,7 @@ func ParseFilter(raw json.RawMessage, s *Schema) (*Filter, error) {
 	} else {
 		f.addNeedle(root)
 	}
+	f.planIndex()
 	return f, nil
 }
 

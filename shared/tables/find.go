@@ -45,6 +45,9 @@ type Scan struct {
 	// Needles: the source may skip rows whose stored document lacks any
 	// of them (Filter.Needles).
 	Needles []string
+	// Index: the source may read only the rows this lookup of a column
+	// index names (Filter.Index), in id order; each is still matched.
+	Index *platform.TableIndexLookup
 }
 
 // RowSource yields a table's rows in id order until fn returns false.
@@ -76,6 +79,13 @@ func Find(ctx context.Context, src RowSource, s *Schema, q Query) (Result, error
 	return findRanked(ctx, src, s, q)
 }
 
+func (q Query) index() *platform.TableIndexLookup {
+	if q.Filter == nil {
+		return nil
+	}
+	return q.Filter.index
+}
+
 func (q Query) needles() []string {
 	if q.Filter == nil {
 		return nil
@@ -85,7 +95,7 @@ func (q Query) needles() []string {
 
 func findByID(ctx context.Context, src RowSource, s *Schema, q Query) (Result, error) {
 	var res Result
-	sc := Scan{Descending: q.Desc, Needles: q.needles()}
+	sc := Scan{Descending: q.Desc, Needles: q.needles(), Index: q.index()}
 	if q.Filter == nil {
 		sc.Want = q.Offset + q.Limit + 1
 	}
@@ -168,7 +178,7 @@ func findRanked(ctx context.Context, src RowSource, s *Schema, q Query) (Result,
 		return (a.row.ID < b.row.ID) != q.Desc
 	}
 	h := &rankHeap{less: less}
-	err := src.ScanRows(ctx, Scan{Needles: q.needles()}, func(r *platform.TableRow) (bool, error) {
+	err := src.ScanRows(ctx, Scan{Needles: q.needles(), Index: q.index()}, func(r *platform.TableRow) (bool, error) {
 		if !q.Filter.Match(s, r) {
 			return true, nil
 		}
@@ -205,7 +215,7 @@ func findRanked(ctx context.Context, src RowSource, s *Schema, q Query) (Result,
 
 func findGroups(ctx context.Context, src RowSource, s *Schema, q Query) (Result, error) {
 	gr := q.Group.start(s)
-	err := src.ScanRows(ctx, Scan{Needles: q.needles()}, func(r *platform.TableRow) (bool, error) {
+	err := src.ScanRows(ctx, Scan{Needles: q.needles(), Index: q.index()}, func(r *platform.TableRow) (bool, error) {
 		if !q.Filter.Match(s, r) {
 			return true, nil
 		}

@@ -678,7 +678,7 @@ func (s *Schema) JSON() json.RawMessage {
 // state and the names of the computed columns whose values became stale
 // (a computed column added, or its computation changed).
 func (s *Schema) Bind(prev *Schema, st platform.TableState) (platform.TableState, []string) {
-	next := platform.TableState{Columns: map[string]platform.TableColumn{}, NextColumn: st.NextColumn, KeyIndex: st.KeyIndex, FillJob: st.FillJob}
+	next := platform.TableState{Columns: map[string]platform.TableColumn{}, NextColumn: st.NextColumn, KeyIndex: st.KeyIndex, FillJob: st.FillJob, Index: st.Index, IndexSince: st.IndexSince, RowShards: st.RowShards}
 	var stale []string
 	s.byID = map[string]*Column{}
 	for _, c := range s.Columns {

@@ -12,7 +12,7 @@ import crypto from 'node:crypto'
 import http from 'node:http'
 import { after, describe, test } from 'node:test'
 import { expectValid } from '../lib/schema.mjs'
-import { Client, adminToken, apiUrl, client, expectApiError, newAccount, newWorkspace, unique } from '../lib/env.mjs'
+import { Client, adminToken, apiUrl, client, expectApiError, newAccount, newWorkspace, subMinuteSchedules, unique } from '../lib/env.mjs'
 
 /** definition is a small integration: a channel requiring a tag, a configuration schema. */
 function definition(name, version, extra = {}) {
@@ -72,10 +72,15 @@ const sleep = (ms) => new Promise((ok) => setTimeout(ok, ms))
 
 async function until(what, check, ms = 8000) {
   const end = Date.now() + ms
+  let lastErr // a check that throws is retried: only the time up fails
   for (;;) {
-    const v = await check()
-    if (v) return v
-    if (Date.now() > end) assert.fail(`timed out waiting for ${what}`)
+    try {
+      const v = await check()
+      if (v) return v
+    } catch (err) {
+      lastErr = err
+    }
+    if (Date.now() > end) assert.fail(`timed out waiting for ${what}${lastErr ? `; last error: ${lastErr.stack ?? lastErr}` : ''}`)
     await sleep(100)
   }
 }
@@ -225,7 +230,7 @@ describe('bots: the full definition', () => {
     expectValid('deleteIntegration', await api.deleteIntegration({ id: created.id }))
   })
 
-  test('recurring events reach the bot, signed; failures count; removal and deleteBot stop them', async () => {
+  test('recurring events reach the bot, signed; failures count; removal and deleteBot stop them', { skip: subMinuteSchedules }, async () => {
     const { api } = await newWorkspace()
     const botSrv = await receiver()
     const every = (type) => ({ schedule: { cron: '* * * * * *' }, type, payload: { n: 1 } })

@@ -18,6 +18,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -29,7 +30,7 @@ import (
 // with the machine's node, as Lambda's Node.js runtime calls index.handler)
 // and IAM's query API.
 type Server struct {
-	t   testing.TB
+	t   TB
 	srv *httptest.Server
 	// URL is the endpoint (LAMBDA_ENDPOINT and IAM_ENDPOINT).
 	URL string
@@ -54,6 +55,73 @@ type Server struct {
 	// unreserved concurrency cannot spare it).
 	RefuseConcurrency bool
 	logs              []string // the functions' stdout lines
+	// policyNames: the name of each role's inline policy.
+	policyNames map[string]string
+	// deny: calls ("Lambda.DeleteFunction", "IAM.DeleteRole", ...)
+	// answered AccessDenied, as for a caller without the permission; hang:
+	// calls that never answer (until the caller gives up).
+	deny, hang map[string]bool
+	// PageSize is how many functions or roles a list call answers at most
+	// (Lambda's and IAM's default: 50 and 100).
+	PageSize int
+	onLogs   func(config map[string]any, lines []string)
+}
+
+// SetDeny makes every call (e.g. "Lambda.DeleteFunction") answer
+// AccessDenied, or not.
+func (f *Server) SetDeny(call string, on bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.deny[call] = on
+}
+
+// SetHang makes every call (e.g. "Lambda.ListFunctions") wait until its
+// caller gives up, or not.
+func (f *Server) SetHang(call string, on bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.hang[call] = on
+}
+
+// fault answers call as SetDeny or SetHang asked (f.mu held), and says
+// whether it did.
+func (f *Server) fault(w http.ResponseWriter, r *http.Request, call string) bool {
+	if f.hang[call] {
+		f.mu.Unlock()
+		<-r.Context().Done()
+		f.mu.Lock()
+		return true
+	}
+	if !f.deny[call] {
+		return false
+	}
+	msg := "User: arn:aws:sts::123456789012:assumed-role/test is not authorized to perform: " + call
+	if strings.HasPrefix(call, "IAM.") {
+		w.WriteHeader(403)
+		fmt.Fprintf(w, `<ErrorResponse><Error><Type>Sender</Type><Code>AccessDenied</Code><Message>%s</Message></Error><RequestId>1</RequestId></ErrorResponse>`, msg)
+	} else {
+		lambdaError(w, 403, "AccessDeniedException", msg)
+	}
+	return true
+}
+
+// page is the part of names (sorted) a list call answers from marker on,
+// and the marker of the next part ("" when none is left).
+func (f *Server) page(names []string, marker string) ([]string, string) {
+	sort.Strings(names)
+	size := f.PageSize
+	if size <= 0 {
+		size = 50
+	}
+	start := 0
+	if marker != "" {
+		start = sort.SearchStrings(names, marker)
+	}
+	names = names[start:]
+	if len(names) > size {
+		return names[:size], names[size]
+	}
+	return names, ""
 }
 
 type function struct {
@@ -107,12 +175,56 @@ func (f *Server) Reserved(name string) int {
 	return 0
 }
 
+// TB is what the Server needs of its user: a testing.TB, or a long-running
+// program's stand-in (shared/awslocal serves deployed code with it).
+type TB interface {
+	TempDir() string
+	Errorf(format string, args ...any)
+	Fatal(args ...any)
+	Cleanup(func())
+}
+
+var _ TB = testing.TB(nil)
+
 func New(t testing.TB) *Server {
-	f := &Server{t: t, bodies: map[string][]map[string]any{}, functions: map[string]*function{}, roles: map[string]url.Values{}, policies: map[string]string{}}
-	f.srv = httptest.NewServer(http.HandlerFunc(f.serve))
+	f := NewHandler(t)
+	f.srv = httptest.NewServer(f)
 	f.URL = f.srv.URL
 	t.Cleanup(f.srv.Close)
 	return f
+}
+
+// NewHandler is a Server without a listener of its own: its user serves
+// it (ServeHTTP) and sets URL.
+func NewHandler(t TB) *Server {
+	return &Server{t: t, bodies: map[string][]map[string]any{}, functions: map[string]*function{}, roles: map[string]url.Values{}, policies: map[string]string{},
+		policyNames: map[string]string{}, deny: map[string]bool{}, hang: map[string]bool{}}
+}
+
+// ServeHTTP serves the Lambda and IAM APIs.
+func (f *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { f.serve(w, r) }
+
+// OnLogs, when set, receives the lines a function wrote on stdout, with
+// the function's configuration (its LoggingConfig says where they go).
+func (f *Server) OnLogs(fn func(config map[string]any, lines []string)) {
+	f.mu.Lock()
+	f.onLogs = fn
+	f.mu.Unlock()
+}
+
+// Role is the CreateRole request of a role made through the server (its
+// Path, PermissionsBoundary, ...), nil when there is none.
+func (f *Server) Role(name string) url.Values {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if q := f.roles[name]; q != nil {
+		out := url.Values{}
+		for k, v := range q {
+			out[k] = append([]string(nil), v...)
+		}
+		return out
+	}
+	return nil
 }
 
 func (f *Server) record(call string, body map[string]any) {
@@ -178,6 +290,27 @@ func (f *Server) serveLambda(w http.ResponseWriter, r *http.Request, body []byte
 		return c
 	}
 	switch {
+	case r.Method == http.MethodGet && name == "":
+		f.record("Lambda.ListFunctions", nil)
+		if f.fault(w, r, "Lambda.ListFunctions") {
+			return
+		}
+		names := make([]string, 0, len(f.functions))
+		for n := range f.functions {
+			names = append(names, n)
+		}
+		names, next := f.page(names, r.URL.Query().Get("Marker"))
+		out := map[string]any{}
+		list := []map[string]any{}
+		for _, n := range names {
+			list = append(list, map[string]any{"FunctionName": n, "Description": f.functions[n].config["Description"],
+				"FunctionArn": "arn:aws:lambda:eu-west-1:123456789012:function:" + n})
+		}
+		out["Functions"] = list
+		if next != "" {
+			out["NextMarker"] = next
+		}
+		_ = json.NewEncoder(w).Encode(out)
 	case r.Method == http.MethodPost && name == "":
 		name = in["FunctionName"].(string)
 		f.record("Lambda.CreateFunction "+name, in)
@@ -217,6 +350,9 @@ func (f *Server) serveLambda(w http.ResponseWriter, r *http.Request, body []byte
 		_ = json.NewEncoder(w).Encode(out)
 	case r.Method == http.MethodDelete:
 		f.record("Lambda.DeleteFunction "+name, nil)
+		if f.fault(w, r, "Lambda.DeleteFunction") {
+			return
+		}
 		delete(f.functions, name)
 		w.WriteHeader(204)
 	case r.Method == http.MethodPut && parts[1] == "code":
@@ -237,8 +373,14 @@ func (f *Server) serveLambda(w http.ResponseWriter, r *http.Request, body []byte
 			lambdaError(w, 429, "TooManyRequestsException", "Rate exceeded")
 			return
 		}
+		// The function runs without the lock: invocations run at once.
+		f.mu.Unlock()
 		out, fnErr, logs := runFunction(f.t, fn, body)
+		f.mu.Lock()
 		f.logs = append(f.logs, logs...)
+		if f.onLogs != nil && len(logs) > 0 {
+			f.onLogs(fn.config, logs)
+		}
 		if fnErr {
 			w.Header().Set("X-Amz-Function-Error", "Unhandled")
 		}
@@ -258,7 +400,10 @@ func (f *Server) serveIAM(w http.ResponseWriter, r *http.Request, body []byte) {
 	for k := range q {
 		rec[k] = q.Get(k)
 	}
-	f.record("IAM."+action+" "+name, rec)
+	f.record(strings.TrimSpace("IAM."+action+" "+name), rec)
+	if f.fault(w, r, "IAM."+action) {
+		return
+	}
 	iamErr := func(status int, code string) {
 		w.WriteHeader(status)
 		fmt.Fprintf(w, `<ErrorResponse><Error><Type>Sender</Type><Code>%s</Code><Message>%s</Message></Error><RequestId>1</RequestId></ErrorResponse>`, code, code)
@@ -283,6 +428,7 @@ func (f *Server) serveIAM(w http.ResponseWriter, r *http.Request, body []byte) {
 		fmt.Fprintf(w, `<GetRoleResponse><GetRoleResult>%s</GetRoleResult><ResponseMetadata><RequestId>1</RequestId></ResponseMetadata></GetRoleResponse>`, role(f.roles[name]))
 	case "PutRolePolicy":
 		f.policies[name] = q.Get("PolicyDocument")
+		f.policyNames[name] = q.Get("PolicyName")
 		fmt.Fprint(w, `<PutRolePolicyResponse><ResponseMetadata><RequestId>1</RequestId></ResponseMetadata></PutRolePolicyResponse>`)
 	case "DeleteRolePolicy":
 		if _, ok := f.policies[name]; !ok {
@@ -290,14 +436,47 @@ func (f *Server) serveIAM(w http.ResponseWriter, r *http.Request, body []byte) {
 			return
 		}
 		delete(f.policies, name)
+		delete(f.policyNames, name)
 		fmt.Fprint(w, `<DeleteRolePolicyResponse><ResponseMetadata><RequestId>1</RequestId></ResponseMetadata></DeleteRolePolicyResponse>`)
 	case "DeleteRole":
 		if f.roles[name] == nil {
 			iamErr(404, "NoSuchEntity")
 			return
 		}
+		if _, ok := f.policies[name]; ok { // as IAM: policies first
+			iamErr(409, "DeleteConflict")
+			return
+		}
 		delete(f.roles, name)
 		fmt.Fprint(w, `<DeleteRoleResponse><ResponseMetadata><RequestId>1</RequestId></ResponseMetadata></DeleteRoleResponse>`)
+	case "ListRoles":
+		prefix := q.Get("PathPrefix")
+		if prefix == "" {
+			prefix = "/"
+		}
+		var names []string
+		for n, v := range f.roles {
+			if strings.HasPrefix(v.Get("Path"), prefix) {
+				names = append(names, n)
+			}
+		}
+		names, next := f.page(names, q.Get("Marker"))
+		var members strings.Builder
+		for _, n := range names {
+			members.WriteString("<member>" + strings.TrimSuffix(strings.TrimPrefix(role(f.roles[n]), "<Role>"), "</Role>") + "</member>")
+		}
+		fmt.Fprintf(w, `<ListRolesResponse><ListRolesResult><Roles>%s</Roles><IsTruncated>%v</IsTruncated><Marker>%s</Marker></ListRolesResult><ResponseMetadata><RequestId>1</RequestId></ResponseMetadata></ListRolesResponse>`,
+			members.String(), next != "", next)
+	case "ListRolePolicies":
+		if f.roles[name] == nil {
+			iamErr(404, "NoSuchEntity")
+			return
+		}
+		members := ""
+		if p, ok := f.policyNames[name]; ok {
+			members = "<member>" + p + "</member>"
+		}
+		fmt.Fprintf(w, `<ListRolePoliciesResponse><ListRolePoliciesResult><PolicyNames>%s</PolicyNames><IsTruncated>false</IsTruncated></ListRolePoliciesResult><ResponseMetadata><RequestId>1</RequestId></ResponseMetadata></ListRolePoliciesResponse>`, members)
 	default:
 		iamErr(400, "InvalidAction")
 	}
@@ -307,7 +486,7 @@ func (f *Server) serveIAM(w http.ResponseWriter, r *http.Request, body []byte) {
 // the zip unpacked, index.handler(event) called with the payload, its
 // result (or the error it throws) returned; the function's environment
 // is its configuration's.
-func runFunction(t testing.TB, fn *function, payload []byte) (out []byte, fnErr bool, logs []string) {
+func runFunction(t TB, fn *function, payload []byte) (out []byte, fnErr bool, logs []string) {
 	dir := t.TempDir()
 	zr, err := zip.NewReader(bytes.NewReader(fn.zip), int64(len(fn.zip)))
 	if err != nil {
@@ -382,6 +561,18 @@ func (f *Server) Logs() []string {
 	return append([]string(nil), f.logs...)
 }
 
+// Roles are the names of the roles that exist.
+func (f *Server) Roles() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []string
+	for n := range f.roles {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
+
 // Function reports whether a function exists.
 func (f *Server) Function(name string) bool {
 	f.mu.Lock()
@@ -398,7 +589,7 @@ func (f *Server) SetThrottle(on bool) {
 
 func base64Decode(s string) ([]byte, error) { return base64.StdEncoding.DecodeString(s) }
 
-func freePort(t testing.TB) string {
+func freePort(t TB) string {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

@@ -1,0 +1,160 @@
+package functions_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/botforge/platform/shared/delivery"
+	"github.com/botforge/platform/shared/dynamo"
+	"github.com/botforge/platform/shared/httpapi"
+	"github.com/botforge/platform/shared/platform"
+	"github.com/botforge/platform/shared/runtime"
+)
+
+// streamBatch is a DynamoDB stream batch of outbox inserts, one record per
+// entry of each shard, as the table's stream shows them (KEYS_ONLY).
+func streamBatch(t *testing.T, entries map[string][]string) []byte {
+	t.Helper()
+	var recs []map[string]any
+	for shard, ids := range entries {
+		for _, id := range ids {
+			recs = append(recs, map[string]any{"eventName": "INSERT", "eventSource": "aws:dynamodb",
+				"dynamodb": map[string]any{"Keys": map[string]any{"pk": map[string]any{"S": shard}, "sk": map[string]any{"S": id}}}})
+		}
+	}
+	b, err := json.Marshal(map[string]any{"Records": recs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// pendingEntries lists the outbox's due shards and their entries.
+func pendingEntries(t *testing.T, store *dynamo.Store, now time.Time) map[string][]string {
+	t.Helper()
+	ctx := context.Background()
+	shards, err := store.DueShards(ctx, now, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string][]string{}
+	for _, sh := range shards {
+		ds, _, err := store.PendingDeliveries(ctx, sh, "", 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range ds {
+			out[sh] = append(out[sh], d.ID)
+		}
+	}
+	return out
+}
+
+func storeOf(t *testing.T) *dynamo.Store {
+	t.Helper()
+	cfg, err := runtime.AWSConfig(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := runtime.FromEnv()
+	return dynamo.New(runtime.DynamoClient(cfg, env, nil), env.Table)
+}
+
+// TestDispatcherShardsInOrder: through the dispatcher function's handler,
+// a stream batch naming two conversations' shards delivers both (in
+// parallel), each conversation's events in the order they were written,
+// a retry (500) holding back its conversation's later ones only; every
+// event ends processed. Then an entry leased by an invocation that died
+// is left alone while its lease lasts, and delivered once by the sweep
+// (the scheduled invocation) after it ran out.
+func TestDispatcherShardsInOrder(t *testing.T) {
+	s := newStandIns(t)
+	botID, received := s.recurringBot(t)
+	received.mu.Lock()
+	received.failOnce = map[string]bool{"a0": true}
+	received.mu.Unlock()
+	hdr := map[string]string{"x-bot-id": botID}
+	conv := func() string {
+		_, out := s.call(t, httpapi.AreaChat, "POST", "/v1/chat/conversations", hdr, map[string]any{"channel": "web", "tags": map[string]string{}})
+		return out["conversation"].(map[string]any)["id"].(string)
+	}
+	convs := map[string]string{"a": conv(), "b": conv()}
+	var ids []string
+	for i := range 5 {
+		for _, c := range []string{"a", "b"} {
+			_, out := s.call(t, httpapi.AreaChat, "POST", "/v1/chat/events", hdr,
+				map[string]any{"type": fmt.Sprint(c, i), "conversationId": convs[c], "payload": map[string]any{}})
+			ids = append(ids, out["event"].(map[string]any)["id"].(string))
+		}
+	}
+	store := storeOf(t)
+	entries := pendingEntries(t, store, time.Now().Add(time.Second))
+	if len(entries) != 2 {
+		t.Fatalf("shards pending: %v, want the two conversations'", entries)
+	}
+	ctx, cancel := context.WithDeadline(context.Background(), time.Now().Add(runtime.DispatchReserve+time.Minute))
+	defer cancel()
+	if err := dispatcherHandler(t)(ctx, streamBatch(t, entries)); err != nil {
+		t.Fatal(err)
+	}
+	per := map[string][]string{}
+	for _, typ := range received.got() {
+		if typ == "ping" {
+			continue
+		}
+		per[typ[:1]] = append(per[typ[:1]], typ)
+	}
+	if got := strings.Join(per["a"], ","); got != "a0,a0,a1,a2,a3,a4" {
+		t.Errorf("conversation a received %s, want a0 (500), a0, a1..a4", got)
+	}
+	if got := strings.Join(per["b"], ","); got != "b0,b1,b2,b3,b4" {
+		t.Errorf("conversation b received %s", got)
+	}
+	for _, id := range ids {
+		if st := s.eventStatus(t, botID, id); st != "processed" {
+			t.Errorf("event %s is %s", id, st)
+		}
+	}
+
+	// An invocation took the next entry and died.
+	_, out := s.call(t, httpapi.AreaChat, "POST", "/v1/chat/events", hdr,
+		map[string]any{"type": "a5", "conversationId": convs["a"], "payload": map[string]any{}})
+	id := out["event"].(map[string]any)["id"].(string)
+	now := time.Now()
+	ds, _, err := store.PendingDeliveries(context.Background(), dynamo.Shard(platform.Delivery{BotID: botID, ConversationID: convs["a"]}), "", 10)
+	if err != nil || len(ds) != 1 {
+		t.Fatalf("entries of conversation a: %v %v", ds, err)
+	}
+	if ok, err := store.LeaseDelivery(context.Background(), ds[0], now, now.Add(10*time.Minute)); !ok || err != nil {
+		t.Fatalf("lease: %v %v", ok, err)
+	}
+	handle := dispatcherHandler(t)
+	if err := handle(ctx, sampleEvent(t, "dispatcher-schedule.json", nil)); err != nil {
+		t.Fatal(err)
+	}
+	if st := s.eventStatus(t, botID, id); st != "pending" {
+		t.Fatalf("a leased entry went out under its lease: %s", st)
+	}
+	cfg, err := runtime.AWSConfig(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	later := runtime.Dispatcher(cfg, runtime.FromEnv(), delivery.Client(true))
+	later.SetClock(func() time.Time { return time.Now().Add(11 * time.Minute) })
+	if err := runtime.DrainOutbox(later)(ctx, sampleEvent(t, "dispatcher-schedule.json", nil)); err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, typ := range received.got() {
+		if typ == "a5" {
+			n++
+		}
+	}
+	if n != 1 || s.eventStatus(t, botID, id) != "processed" {
+		t.Fatalf("after the lease ran out: delivered %d times, status %s", n, s.eventStatus(t, botID, id))
+	}
+}

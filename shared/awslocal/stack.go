@@ -1,0 +1,747 @@
+// Package awslocal runs the AWS build of the platform whole on one
+// machine: the Lambda binaries of template.yaml (built as `make lambda`
+// builds them) as processes under the Lambda Runtime API, behind an API
+// Gateway HTTP API made from the template's routes (payload 2.0, 10 MB,
+// 30 s), with the template's environment; the table (the embedded durable
+// DynamoDB, or an external endpoint) whose stream drives the dispatcher
+// through the template's filter and batch settings; the bucket (the
+// embedded S3, or an external endpoint) whose object-created events drive
+// upload completion; EventBridge Scheduler; CloudWatch Logs with Insights
+// queries; and Lambda and IAM for deployed bots' code. Every AWS call a
+// function makes goes through an endpoint of its own, is recorded and is
+// checked against the function's role in the template: a call the role
+// does not allow is refused as AccessDenied, as AWS would (docs/deploy.md).
+package awslocal
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	awss3 "github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/botforge/platform/shared/dynamo"
+	"github.com/botforge/platform/shared/fsutil"
+	"github.com/botforge/platform/shared/httpapi"
+	"github.com/botforge/platform/shared/lambdarunner/lambdatest"
+	"github.com/botforge/platform/shared/localdynamo"
+	"github.com/botforge/platform/shared/locals3"
+	"github.com/botforge/platform/shared/runtime"
+	"github.com/botforge/platform/shared/s3store"
+)
+
+// Options configure the stack.
+type Options struct {
+	Addr    string // where the HTTP API listens (default 127.0.0.1:8080)
+	DataDir string // the stack's state: table, bucket, schedules, logs
+	// Root is the repository (template.yaml, Makefile, functions/);
+	// default: the first directory up from the working directory holding
+	// template.yaml and go.mod.
+	Root string
+	// Template is the template to run (default Root/template.yaml): a
+	// copy with a role changed runs the same code under that role.
+	Template string
+	// DynamoEndpoint and S3Endpoint: external services (moto) instead of
+	// the embedded ones.
+	DynamoEndpoint, S3Endpoint string
+	Logger                     *slog.Logger
+	// FunctionOutput receives the functions' output lines (default: the
+	// logger at debug level).
+	FunctionOutput io.Writer
+	// Ready, when set, is called once the API listens, with its address.
+	Ready func(addr string)
+	// Prebuilt, when set, is a directory where Build already built the
+	// functions (tests running several stacks build once).
+	Prebuilt string
+}
+
+// AdminEmail is the email of the stack's first account, as `make run`'s.
+const AdminEmail = "admin@localhost"
+
+// Stack is a running stack.
+type Stack struct {
+	Template *Template
+	Calls    *Recorder
+	URL      string
+	// FirstToken is the first account's token when this start made it.
+	FirstToken string
+
+	log       *slog.Logger
+	out       io.Writer
+	outMu     sync.Mutex
+	funcs     map[string]*lambdaFunction // by logical id
+	logs      *cwLogs
+	code      *lambdatest.Server
+	closers   []func() error
+	coldMu    sync.Mutex
+	cold      []ColdStart
+	roles     map[string][]iampolicyStatement // role ARN -> its statements
+	streamMap *streamMapping
+	schedules *schedules
+}
+
+// secrets are made at the first start and kept in the data directory.
+type secrets struct {
+	PagingKey string `json:"pagingKey"`
+	AccessKey string `json:"accessKey"`
+	SecretKey string `json:"secretKey"`
+}
+
+func loadSecrets(dir string) (secrets, error) {
+	path := filepath.Join(dir, "aws-local.json")
+	var s secrets
+	b, err := os.ReadFile(path)
+	if err == nil {
+		return s, json.Unmarshal(b, &s)
+	}
+	if !errors.Is(err, os.ErrNotExist) {
+		return s, err
+	}
+	s = secrets{PagingKey: randomHex(32), AccessKey: "AKIALOCAL" + strings.ToUpper(randomHex(6)), SecretKey: randomHex(20)}
+	b, _ = json.MarshalIndent(s, "", "  ")
+	return s, fsutil.WriteFileAtomic(path, b)
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// FindRoot finds the repository from the working directory up.
+func FindRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		if fileExists(filepath.Join(dir, "template.yaml")) && fileExists(filepath.Join(dir, "go.mod")) {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", errors.New("no template.yaml and go.mod in the working directory or above it (run from the repository, or pass its path)")
+		}
+		dir = parent
+	}
+}
+
+func fileExists(p string) bool { _, err := os.Stat(p); return err == nil }
+
+// Build builds the template's functions as the Lambda build does
+// (Makefile's LAMBDA_BUILD: -trimpath, -tags lambda.norpc, -ldflags
+// "-s -w", CGO_ENABLED=0), for this machine, in one go build (shared
+// compilation) into dir/<package's last element>.
+func Build(ctx context.Context, root string, t *Template, dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	args := []string{"build", "-trimpath", "-tags", "lambda.norpc", "-ldflags", "-s -w", "-o", dir + string(filepath.Separator)}
+	for _, f := range t.Functions {
+		args = append(args, f.Package)
+	}
+	cmd := exec.CommandContext(ctx, "go", args...)
+	cmd.Dir = root
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("go build of the functions: %v\n%s", err, out)
+	}
+	return nil
+}
+
+// binary is where Build put a function's executable.
+func binary(dir string, f *Function) string { return filepath.Join(dir, filepath.Base(f.Package)) }
+
+// Run serves the stack until ctx is done.
+func Run(ctx context.Context, o Options) error {
+	if o.Addr == "" {
+		o.Addr = "127.0.0.1:8080"
+	}
+	ln, err := net.Listen("tcp", o.Addr)
+	if err != nil {
+		return err
+	}
+	s, err := Open(ctx, o, ln)
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	defer s.Close()
+	srv := &http.Server{Handler: s.handler(), ReadHeaderTimeout: 10 * time.Second}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	if s.FirstToken != "" {
+		fmt.Fprintf(os.Stderr, "\nFirst account %s created. Its personal access token (also in %s):\n\n    %s\n\n",
+			AdminEmail, filepath.Join(o.DataDir, "admin-token"), s.FirstToken)
+	}
+	s.log.Info("aws-local: the stack's HTTP API is listening", "url", s.URL, "dataDir", o.DataDir)
+	if o.Ready != nil {
+		o.Ready(ln.Addr().String())
+	}
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	return srv.Shutdown(sctx)
+}
+
+func (s *Stack) handler() http.Handler {
+	return &apiGateway{routes: s.Template.Routes, invoke: func(ctx context.Context, fn *Function, payload []byte) invokeResult {
+		return s.funcs[fn.LogicalID].Invoke(ctx, payload)
+	}}
+}
+
+// Handler is the stack's HTTP API.
+func (s *Stack) Handler() http.Handler { return s.handler() }
+
+// Open starts everything but the HTTP API's server, whose listener ln is
+// given (its address is the API's URL).
+func Open(ctx context.Context, o Options, ln net.Listener) (*Stack, error) {
+	log := o.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	root := o.Root
+	if root == "" {
+		var err error
+		if root, err = FindRoot(); err != nil {
+			return nil, err
+		}
+	}
+	tplPath := o.Template
+	if tplPath == "" {
+		tplPath = filepath.Join(root, "template.yaml")
+	}
+	if err := os.MkdirAll(filepath.Join(o.DataDir, "aws-local"), 0o700); err != nil {
+		return nil, err
+	}
+	sec, err := loadSecrets(o.DataDir)
+	if err != nil {
+		return nil, err
+	}
+	s := &Stack{Calls: &Recorder{log: log}, log: log, out: o.FunctionOutput, funcs: map[string]*lambdaFunction{}}
+	ok := false
+	defer func() {
+		if !ok {
+			s.Close()
+		}
+	}()
+	s.URL = "http://" + ln.Addr().String()
+	tpl, err := ReadTemplate(tplPath, filepath.Join(root, "Makefile"),
+		map[string]string{"PagingKey": sec.PagingKey, "CorsOrigins": httpapi.LocalOrigins}, s.URL)
+	if err != nil {
+		return nil, err
+	}
+	s.Template = tpl
+	if len(tpl.Skipped) > 0 {
+		log.Warn("aws-local: functions of the template without a Go package of the repository do not run here", "functions", tpl.Skipped)
+	}
+	if s.roles, err = tpl.roleStatements(); err != nil {
+		return nil, err
+	}
+	binDir := o.Prebuilt
+	if binDir == "" {
+		binDir = filepath.Join(o.DataDir, "aws-local", "bin")
+		start := time.Now()
+		if err := Build(ctx, root, tpl, binDir); err != nil {
+			return nil, err
+		}
+		log.Info("aws-local: built the functions", "count", len(tpl.Functions), "took", time.Since(start).Round(time.Millisecond))
+	}
+
+	// DynamoDB: the embedded one (its changes feed the table's stream) or
+	// an external endpoint (no stream: the dispatcher's schedule alone
+	// drives it).
+	var ddb http.Handler
+	s.streamMap = &streamMapping{stack: s}
+	if o.DynamoEndpoint == "" {
+		d, err := localdynamo.Open(filepath.Join(o.DataDir, "dynamodb"))
+		if err != nil {
+			return nil, fmt.Errorf("embedded DynamoDB: %w", err)
+		}
+		s.closers = append(s.closers, d.Close)
+		d.OnChange(s.streamMap.changes)
+		ddb = d
+	} else {
+		ddb, err = reverseProxy(o.DynamoEndpoint)
+		if err != nil {
+			return nil, err
+		}
+	}
+	ddbClient := dynamodb.NewFromConfig(aws.Config{Region: Region, Credentials: credentials.NewStaticCredentialsProvider(sec.AccessKey, sec.SecretKey, "")}, func(op *dynamodb.Options) {
+		op.BaseEndpoint = aws.String("http://dynamodb.local")
+		op.HTTPClient = &http.Client{Transport: runtime.InProcess(ddb)}
+	})
+	if err := dynamo.EnsureTable(ctx, ddbClient, tpl.TableName); err != nil {
+		return nil, fmt.Errorf("table: %w", err)
+	}
+
+	// S3: the embedded one (its PUTs are the bucket's object-created
+	// events) or an external endpoint.
+	var s3h http.Handler
+	if o.S3Endpoint == "" {
+		st, err := locals3.Open(locals3.Options{Dir: filepath.Join(o.DataDir, "s3"), Region: Region,
+			AccessKeyID: sec.AccessKey, SecretAccessKey: sec.SecretKey,
+			OnPut: func(ctx context.Context, obj locals3.PutObject) error {
+				return s.objectCreated(context.WithoutCancel(ctx), obj)
+			}})
+		if err != nil {
+			return nil, fmt.Errorf("embedded S3: %w", err)
+		}
+		s.closers = append(s.closers, st.Close)
+		if err := st.EnsureBucket(ctx, tpl.BucketName); err != nil {
+			return nil, err
+		}
+		s3h = st
+	} else {
+		if s3h, err = reverseProxy(o.S3Endpoint); err != nil {
+			return nil, err
+		}
+		if err := ensureBucket(ctx, s3h, tpl.BucketName, sec); err != nil {
+			return nil, err
+		}
+	}
+
+	sched, err := openSchedules(filepath.Join(o.DataDir, "aws-local", "schedules.json"), log)
+	if err != nil {
+		return nil, err
+	}
+	sched.invoke = s.invokeAs
+	s.schedules = sched
+	if s.logs, err = openCWLogs(filepath.Join(o.DataDir, "aws-local", "cloudwatch-logs.jsonl")); err != nil {
+		return nil, err
+	}
+	s.closers = append(s.closers, s.logs.Close)
+	s.code = lambdatest.NewHandler(&host{dir: filepath.Join(o.DataDir, "aws-local", "code"), log: log})
+	s.code.OnLogs(s.codeLogs)
+
+	// The Lambda Runtime API of every instance of every function.
+	rtLn, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	rtSrv := &http.Server{Handler: http.HandlerFunc(s.serveRuntime)}
+	go func() { _ = rtSrv.Serve(rtLn) }()
+	s.closers = append(s.closers, rtSrv.Close)
+
+	services := map[string]http.Handler{"dynamodb": ddb, "s3": s3h, "scheduler": sched, "logs": s.logs, "lambda": s.code, "iam": s.code}
+	// The operator's own access (no role, nothing recorded): what
+	// scripts/issue-token and scripts/first-account.sh use with an AWS
+	// account's credentials, described in <data-dir>/aws-local/operator.env.
+	opLn, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	opSrv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if h := services[serviceOf(r)]; h != nil {
+			h.ServeHTTP(w, r)
+			return
+		}
+		http.Error(w, "aws-local: unknown service", http.StatusNotImplemented)
+	})}
+	go func() { _ = opSrv.Serve(opLn) }()
+	s.closers = append(s.closers, opSrv.Close)
+	opURL := "http://" + opLn.Addr().String()
+	opEnv := fmt.Sprintf("PLATFORM_TABLE=%s\nPLATFORM_BUCKET=%s\nDYNAMODB_ENDPOINT=%s\nS3_ENDPOINT=%s\nAWS_REGION=%s\nAWS_ACCESS_KEY_ID=%s\nAWS_SECRET_ACCESS_KEY=%s\n",
+		tpl.TableName, tpl.BucketName, opURL, opURL, Region, sec.AccessKey, sec.SecretKey)
+	if err := fsutil.WriteFileAtomic(filepath.Join(o.DataDir, "aws-local", "operator.env"), []byte(opEnv)); err != nil {
+		return nil, err
+	}
+	for _, f := range tpl.Functions {
+		epLn, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, err
+		}
+		e := &endpoint{fn: f, services: services, rec: s.Calls, role: s.code.Role}
+		if o.S3Endpoint != "" {
+			e.created = func(bucket, key string, size int64) {
+				_ = s.objectCreated(context.Background(), locals3.PutObject{Bucket: bucket, Key: key, Size: size})
+			}
+		}
+		ep := &http.Server{Handler: e}
+		go func() { _ = ep.Serve(epLn) }()
+		s.closers = append(s.closers, ep.Close)
+		awsURL := "http://" + epLn.Addr().String()
+		env := []string{
+			"PATH=" + os.Getenv("PATH"), "TZ=UTC", "LANG=C.UTF-8",
+			"AWS_REGION=" + Region, "AWS_DEFAULT_REGION=" + Region,
+			"AWS_ACCESS_KEY_ID=" + sec.AccessKey, "AWS_SECRET_ACCESS_KEY=" + sec.SecretKey,
+			"AWS_CONFIG_FILE=" + os.DevNull, "AWS_SHARED_CREDENTIALS_FILE=" + os.DevNull, "AWS_EC2_METADATA_DISABLED=true",
+			"AWS_LAMBDA_FUNCTION_NAME=" + f.Name, "AWS_LAMBDA_FUNCTION_VERSION=$LATEST",
+			"AWS_LAMBDA_FUNCTION_MEMORY_SIZE=" + strconv.Itoa(f.Memory), "AWS_LAMBDA_LOG_GROUP_NAME=/aws/lambda/" + f.Name,
+			"AWS_EXECUTION_ENV=AWS_Lambda_provided.al2023", "_HANDLER=bootstrap", "LAMBDA_TASK_ROOT=" + binDir,
+			// The bots and integrations of this stack run on this machine.
+			runtime.EnvAllowPrivate + "=1",
+			// Every service at the function's own endpoint.
+			"DYNAMODB_ENDPOINT=" + awsURL, "S3_ENDPOINT=" + awsURL, "SCHEDULER_ENDPOINT=" + awsURL,
+			"LOGS_ENDPOINT=" + awsURL, "LAMBDA_ENDPOINT=" + awsURL, "IAM_ENDPOINT=" + awsURL,
+		}
+		keys := make([]string, 0, len(f.Env))
+		for k := range f.Env {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			env = append(env, k+"="+f.Env[k])
+		}
+		lf := newLambdaFunction(f, binary(binDir, f), env, rtLn.Addr().String())
+		lf.output = s.functionOutput
+		lf.started = func(c ColdStart) {
+			s.coldMu.Lock()
+			s.cold = append(s.cold, c)
+			s.coldMu.Unlock()
+		}
+		s.funcs[f.LogicalID] = lf
+	}
+	s.closers = append(s.closers, func() error {
+		var wg sync.WaitGroup
+		for _, lf := range s.funcs {
+			wg.Add(1)
+			go func() { defer wg.Done(); lf.close() }()
+		}
+		wg.Wait()
+		return nil
+	})
+
+	// Background: schedules (EventBridge Scheduler's and the template's
+	// Schedule events), the stream's event source mapping.
+	bg, stop := context.WithCancel(context.WithoutCancel(ctx))
+	var wg sync.WaitGroup
+	s.closers = append(s.closers, func() error { stop(); wg.Wait(); return nil })
+	wg.Add(1)
+	go func() { defer wg.Done(); sched.run(bg) }()
+	for _, f := range tpl.Functions {
+		for _, expr := range f.Schedule {
+			wg.Add(1)
+			go func() { defer wg.Done(); s.ruleLoop(bg, f, expr) }()
+		}
+		if f.Stream != nil {
+			if err := s.streamMap.start(bg, &wg, f); err != nil {
+				return nil, err
+			}
+		}
+	}
+
+	// The first account, as scripts/issue-token makes it in a deployed
+	// stack (and `make run` on its first start).
+	store := dynamo.New(ddbClient, tpl.TableName)
+	if err := bootstrap(ctx, store, o.DataDir, &s.FirstToken); err != nil {
+		return nil, err
+	}
+	s.closers = append(s.closers, func() error { return s.writeReport(o.DataDir) })
+	ok = true
+	return s, nil
+}
+
+// Close stops the stack.
+func (s *Stack) Close() error {
+	var errs []error
+	for i := len(s.closers) - 1; i >= 0; i-- {
+		errs = append(errs, s.closers[i]())
+	}
+	s.closers = nil
+	return errors.Join(errs...)
+}
+
+// Invoke invokes a function of the stack by its logical id, as Lambda's
+// Invoke API would (tests and measurements).
+func (s *Stack) Invoke(ctx context.Context, logicalID string, payload []byte) (answer []byte, functionError bool, err error) {
+	lf := s.funcs[logicalID]
+	if lf == nil {
+		return nil, false, fmt.Errorf("no function %s", logicalID)
+	}
+	r := lf.Invoke(ctx, payload)
+	return r.Payload, r.FunctionError, r.Err
+}
+
+// FireSchedules fires every EventBridge Scheduler schedule of the stack
+// once, now, as if its time had come, and waits for the invocations (tests
+// need not wait for a cron's next minute).
+func (s *Stack) FireSchedules(ctx context.Context) { s.schedules.fireAll(ctx) }
+
+// ColdStarts are the instances' initialisations so far.
+func (s *Stack) ColdStarts() []ColdStart {
+	s.coldMu.Lock()
+	defer s.coldMu.Unlock()
+	return append([]ColdStart(nil), s.cold...)
+}
+
+// report is <data-dir>/aws-calls.json: every request and every call (an
+// IAM authorization), counted, and the refused ones; and the cold starts.
+type report struct {
+	// Requests counts the requests by function, service and operation.
+	Requests   map[string]int `json:"requests"`
+	Calls      []CallCount    `json:"calls"`
+	Denied     []CallCount    `json:"denied"`
+	ColdStarts []struct {
+		Function string  `json:"function"`
+		Millis   float64 `json:"ms"`
+	} `json:"coldStarts"`
+}
+
+func (s *Stack) writeReport(dir string) error {
+	var r report
+	r.Requests = map[string]int{}
+	for _, q := range s.Calls.Requests() {
+		r.Requests[q.Function+" "+q.Service+" "+q.Operation]++
+	}
+	r.Calls = s.Calls.Summary()
+	r.Denied = []CallCount{}
+	for _, c := range r.Calls {
+		if !c.Allowed {
+			r.Denied = append(r.Denied, c)
+		}
+	}
+	for _, c := range s.ColdStarts() {
+		r.ColdStarts = append(r.ColdStarts, struct {
+			Function string  `json:"function"`
+			Millis   float64 `json:"ms"`
+		}{c.Function, float64(c.Took.Microseconds()) / 1000})
+	}
+	b, _ := json.MarshalIndent(r, "", "  ")
+	return fsutil.WriteFileAtomic(filepath.Join(dir, "aws-calls.json"), b)
+}
+
+func (s *Stack) serveRuntime(w http.ResponseWriter, r *http.Request) {
+	parts := strings.SplitN(strings.TrimPrefix(r.URL.Path, "/"), "/", 3)
+	if len(parts) < 3 {
+		http.NotFound(w, r)
+		return
+	}
+	lf := s.funcs[parts[0]]
+	n, err := strconv.Atoi(parts[1])
+	if lf == nil || err != nil {
+		http.NotFound(w, r)
+		return
+	}
+	lf.serveRuntime(w, r, n, "/"+parts[2])
+}
+
+// functionOutput: what a function writes goes to its log group, as the
+// Lambda service writes it with the function's role (checked as such),
+// and to FunctionOutput.
+func (s *Stack) functionOutput(f *Function, line string) {
+	group := "/aws/lambda/" + f.Name
+	stream := time.Now().UTC().Format("2006/01/02") + "/[$LATEST]local"
+	res := logGroupARN(group) + ":log-stream:" + stream
+	if s.authorize(f, "logs", "logs:PutLogEvents", res) {
+		_ = s.logs.put(group, stream, true, []cwEvent{{Time: time.Now().UnixMilli(), Message: line}})
+	}
+	if s.out != nil {
+		s.outMu.Lock()
+		fmt.Fprintf(s.out, "[%s] %s\n", f.LogicalID, line)
+		s.outMu.Unlock()
+	} else {
+		s.log.Debug("function output", "function", f.LogicalID, "line", line)
+	}
+}
+
+// codeLogs: deployed code's output goes to the log group of its
+// function's LoggingConfig (the bot and integration log groups).
+func (s *Stack) codeLogs(config map[string]any, lines []string) {
+	lc, _ := config["LoggingConfig"].(map[string]any)
+	group, _ := lc["LogGroup"].(string)
+	name, _ := config["FunctionName"].(string)
+	if group == "" {
+		group = "/aws/lambda/" + name
+	}
+	now := time.Now().UnixMilli()
+	evs := make([]cwEvent, 0, len(lines))
+	for _, l := range lines {
+		evs = append(evs, cwEvent{Time: now, Message: l})
+	}
+	_ = s.logs.put(group, name, true, evs)
+}
+
+// authorize records a call made on a function's behalf and says whether
+// its role allows it.
+func (s *Stack) authorize(f *Function, svc, action, resource string) bool {
+	d, _ := evaluate(f.Policy, action, resource, nil)
+	s.Calls.add(Call{Function: f.LogicalID, Service: svc, Action: action, Resource: resource, Allowed: d})
+	return d
+}
+
+// invokeAs invokes a function of the stack by its ARN as a service that
+// assumed roleARN would (EventBridge Scheduler): the role must allow
+// lambda:InvokeFunction on it.
+func (s *Stack) invokeAs(ctx context.Context, roleARN, functionARN string, payload []byte) error {
+	st, ok := s.roles[roleARN]
+	role := roleARN[strings.LastIndex(roleARN, "/")+1:]
+	allowed := false
+	if ok {
+		allowed, _ = evaluate(st, "lambda:InvokeFunction", functionARN, nil)
+	}
+	s.Calls.add(Call{Function: role, Service: "lambda", Action: "lambda:InvokeFunction", Resource: functionARN, Allowed: allowed})
+	if !allowed {
+		return fmt.Errorf("AccessDenied: %s may not invoke %s", roleARN, functionARN)
+	}
+	for _, lf := range s.funcs {
+		if lf.fn.ARN == functionARN {
+			res := lf.Invoke(ctx, payload)
+			if res.Err != nil {
+				return res.Err
+			}
+			if res.FunctionError {
+				return fmt.Errorf("function error: %s", res.Payload)
+			}
+			return nil
+		}
+	}
+	return fmt.Errorf("no function %s", functionARN)
+}
+
+// ruleLoop is a Schedule event of the template (an EventBridge rule): the
+// function invoked with a scheduled event at each time.
+func (s *Stack) ruleLoop(ctx context.Context, f *Function, expr string) {
+	for {
+		next, err := nextFire(expr, time.Now())
+		if err != nil {
+			s.log.Error("aws-local: schedule event", "function", f.LogicalID, "expression", expr, "err", err)
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(time.Until(next)):
+		}
+		ev, _ := json.Marshal(map[string]any{
+			"version": "0", "id": randomHex(16), "detail-type": "Scheduled Event", "source": "aws.events",
+			"account": Account, "time": next.UTC().Format(time.RFC3339), "region": Region,
+			"resources": []string{"arn:aws:events:" + Region + ":" + Account + ":rule/" + f.Name + "-schedule"}, "detail": map[string]any{},
+		})
+		go s.funcs[f.LogicalID].Invoke(ctx, ev)
+	}
+}
+
+// objectCreated is the bucket's notification: an object-created event to
+// the function whose S3 event matches it. It is delivered before the PUT
+// is answered (AWS delivers within about a second, after it): see
+// docs/deploy.md.
+func (s *Stack) objectCreated(ctx context.Context, obj locals3.PutObject) error {
+	for _, f := range s.Template.Functions {
+		src := f.S3
+		if src == nil || src.Bucket != obj.Bucket || !strings.HasPrefix(obj.Key, src.Prefix) || !strings.HasSuffix(obj.Key, src.Suffix) {
+			continue
+		}
+		if !matchesAny(src.Events, "s3:ObjectCreated:Put") {
+			continue
+		}
+		now := time.Now().UTC()
+		ev, _ := json.Marshal(map[string]any{"Records": []any{map[string]any{
+			"eventVersion": "2.1", "eventSource": "aws:s3", "awsRegion": Region, "eventTime": now.Format("2006-01-02T15:04:05.000Z"),
+			"eventName": "ObjectCreated:Put", "userIdentity": map[string]string{"principalId": "AWS:LOCAL"},
+			"s3": map[string]any{"s3SchemaVersion": "1.0", "configurationId": f.LogicalID + "Uploaded",
+				"bucket": map[string]any{"name": obj.Bucket, "arn": "arn:aws:s3:::" + obj.Bucket},
+				"object": map[string]any{"key": s3EventKey(obj.Key), "size": obj.Size, "sequencer": strconv.FormatInt(now.UnixNano(), 16)}},
+		}}})
+		res := s.funcs[f.LogicalID].Invoke(ctx, ev)
+		if res.Err != nil || res.FunctionError {
+			s.log.Warn("aws-local: S3 event: the function failed", "function", f.LogicalID, "key", obj.Key, "err", res.Err, "answer", string(res.Payload))
+		}
+	}
+	return nil
+}
+
+// s3EventKey encodes a key as S3 events do (form encoding: a space is +).
+func s3EventKey(k string) string { return url.QueryEscape(k) }
+
+func matchesAny(patterns []string, v string) bool {
+	for _, p := range patterns {
+		if wildcard(p, v) {
+			return true
+		}
+	}
+	return false
+}
+
+func reverseProxy(endpoint string) (http.Handler, error) {
+	u, err := url.Parse(endpoint)
+	if err != nil || u.Host == "" {
+		return nil, fmt.Errorf("endpoint %q: not a URL", endpoint)
+	}
+	p := httputil.NewSingleHostReverseProxy(u)
+	// The request keeps the Host its client signed.
+	d := p.Director
+	p.Director = func(r *http.Request) { host := r.Host; d(r); r.Host = host }
+	return p, nil
+}
+
+// ensureBucket creates the stack's bucket in an external S3 when missing.
+func ensureBucket(ctx context.Context, h http.Handler, bucket string, sec secrets) error {
+	client := s3store.New(awss3.New(awss3.Options{Region: Region, BaseEndpoint: aws.String("http://s3.local"), UsePathStyle: true,
+		Credentials: credentials.NewStaticCredentialsProvider(sec.AccessKey, sec.SecretKey, ""),
+		HTTPClient:  &http.Client{Transport: runtime.InProcess(h)}}), bucket, s3store.Options{})
+	return client.EnsureBucket(ctx, Region)
+}
+
+// bootstrap makes the first account and its token on first start, and
+// writes the token to <dataDir>/admin-token, as the local platform does.
+func bootstrap(ctx context.Context, store *dynamo.Store, dataDir string, first *string) error {
+	path := filepath.Join(dataDir, "admin-token")
+	if fileExists(path) {
+		return nil
+	}
+	acct, _, err := store.EnsureAccount(ctx, AdminEmail)
+	if err != nil {
+		return err
+	}
+	t, err := store.CreatePAT(ctx, acct.ID, "aws-local admin")
+	if err != nil {
+		return err
+	}
+	if err := fsutil.WriteFileAtomic(path, []byte(t.Value)); err != nil {
+		return err
+	}
+	*first = t.Value
+	return nil
+}
+
+// host is what the Lambda stand-in of deployed code needs of its user: a
+// scratch directory per invocation, and where to report errors.
+type host struct {
+	dir string
+	log *slog.Logger
+	mu  sync.Mutex
+	n   int
+}
+
+func (h *host) TempDir() string {
+	h.mu.Lock()
+	h.n++
+	n := h.n
+	h.mu.Unlock()
+	d := filepath.Join(h.dir, strconv.Itoa(n))
+	_ = os.RemoveAll(d)
+	// An invocation's directory is done with long before 64 more start.
+	_ = os.RemoveAll(filepath.Join(h.dir, strconv.Itoa(n-64)))
+	_ = os.MkdirAll(d, 0o700)
+	return d
+}
+func (h *host) Errorf(format string, args ...any) {
+	h.log.Error("aws-local: code: " + fmt.Sprintf(format, args...))
+}
+func (h *host) Fatal(args ...any) { h.log.Error("aws-local: code: " + fmt.Sprint(args...)) }
+func (h *host) Cleanup(func())    {}

@@ -1,0 +1,364 @@
+package awslocal_test
+
+// The stack run whole, as `make aws-local` runs it: requests through the
+// template's routes into the functions' binaries, every AWS call they make
+// checked against their roles in the template.
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/botforge/platform/shared/awslocal"
+	"github.com/botforge/platform/shared/mototest"
+)
+
+var built struct {
+	once sync.Once
+	dir  string
+	err  error
+}
+
+// functions builds the functions once for every test of the package (a
+// template changed by a test names the same packages).
+func functions(t *testing.T) string {
+	t.Helper()
+	built.once.Do(func() {
+		tpl, err := awslocal.ReadTemplate("../../template.yaml", "../../Makefile", map[string]string{"PagingKey": "00"}, "")
+		if err != nil {
+			built.err = err
+			return
+		}
+		if built.dir, built.err = os.MkdirTemp("", "awslocal-bin-"); built.err == nil {
+			built.err = awslocal.Build(context.Background(), "../..", tpl, built.dir)
+		}
+	})
+	if built.err != nil {
+		t.Fatal(built.err)
+	}
+	return built.dir
+}
+
+type stack struct {
+	*awslocal.Stack
+	token string
+}
+
+// startStack runs the stack of template (the repository's when "") until
+// the test ends.
+func startStack(t *testing.T, template string) *stack {
+	t.Helper()
+	return startStackWith(t, awslocal.Options{Template: template})
+}
+
+func startStackWith(t *testing.T, o awslocal.Options) *stack {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("builds and runs the Lambda functions")
+	}
+	bin := functions(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	o.DataDir, o.Root, o.FunctionOutput, o.Prebuilt = dir, "../..", io.Discard, bin
+	s, err := awslocal.Open(context.Background(), o, ln)
+	if err != nil {
+		ln.Close()
+		t.Fatal(err)
+	}
+	srv := &httptest.Server{Listener: ln, Config: &http.Server{Handler: s.Handler()}}
+	srv.Start()
+	t.Cleanup(func() { srv.Close(); s.Close() })
+	tok, err := os.ReadFile(filepath.Join(dir, "admin-token"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &stack{Stack: s, token: string(tok)}
+}
+
+// call sends one API request and decodes the answer; want is the status
+// expected.
+func (s *stack) call(t *testing.T, method, path string, hdr map[string]string, body any, want int) map[string]any {
+	t.Helper()
+	var rd io.Reader
+	if body != nil {
+		b, _ := json.Marshal(body)
+		rd = bytes.NewReader(b)
+	}
+	req, _ := http.NewRequest(method, s.URL+path, rd)
+	req.Header.Set("Authorization", "Bearer "+s.token)
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	for k, v := range hdr {
+		req.Header.Set(k, v)
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	raw, _ := io.ReadAll(res.Body)
+	var out map[string]any
+	_ = json.Unmarshal(raw, &out)
+	if res.StatusCode != want {
+		t.Fatalf("%s %s: %d (want %d) %s", method, path, res.StatusCode, want, raw)
+	}
+	return out
+}
+
+// botWithFile makes a workspace and a bot, and upserts a file of it: the
+// file's upload URL (signed by the files function).
+func (s *stack) botWithFile(t *testing.T) (hdr map[string]string, uploadURL string) {
+	hdr, uploadURL, _ = s.botWithFileIn(t)
+	return hdr, uploadURL
+}
+
+func (s *stack) botWithFileIn(t *testing.T) (hdr map[string]string, uploadURL, workspace string) {
+	t.Helper()
+	ws := s.call(t, "POST", "/v1/admin/workspaces", nil, map[string]any{"name": "roles"}, 200)["id"].(string)
+	bot := s.call(t, "POST", "/v1/admin/bots", map[string]string{"x-workspace-id": ws}, map[string]any{"name": "roles"}, 200)["bot"].(map[string]any)["id"].(string)
+	hdr = map[string]string{"x-bot-id": bot}
+	f := s.call(t, "PUT", "/v1/files", hdr, map[string]any{"key": "notes.txt", "size": 5}, 200)["file"].(map[string]any)
+	return hdr, f["uploadUrl"].(string), ws
+}
+
+func put(t *testing.T, url, body string) (int, string) {
+	t.Helper()
+	req, _ := http.NewRequest("PUT", url, strings.NewReader(body))
+	req.Header.Set("Content-Type", "text/plain")
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	b, _ := io.ReadAll(res.Body)
+	return res.StatusCode, string(b)
+}
+
+// withoutStatement writes a copy of template.yaml without one statement of
+// a role's inline policy.
+func withoutStatement(t *testing.T, role, policy string, index int) string {
+	t.Helper()
+	raw, err := os.ReadFile("../../template.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc yaml.Node
+	if err := yaml.Unmarshal(raw, &doc); err != nil {
+		t.Fatal(err)
+	}
+	get := func(n *yaml.Node, key string) *yaml.Node {
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			if n.Content[i].Value == key {
+				return n.Content[i+1]
+			}
+		}
+		t.Fatalf("no %s", key)
+		return nil
+	}
+	pols := get(get(get(get(doc.Content[0], "Resources"), role), "Properties"), "Policies")
+	removed := false
+	for _, p := range pols.Content {
+		if get(p, "PolicyName").Value == policy {
+			st := get(get(p, "PolicyDocument"), "Statement")
+			st.Content = append(st.Content[:index], st.Content[index+1:]...)
+			removed = true
+		}
+	}
+	if !removed {
+		t.Fatalf("%s has no policy %s", role, policy)
+	}
+	out, err := yaml.Marshal(&doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "template.yaml")
+	if err := os.WriteFile(path, out, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// TestRoleWithoutStatementRefusesItsCall: the files function's role
+// without its statement on the bucket's files/ keys. The presigned upload
+// URL the function signs is then refused by S3 as AccessDenied (and the
+// refusal reported), where the template as it is lets the same upload
+// through and completes it.
+func TestRoleWithoutStatementRefusesItsCall(t *testing.T) {
+	cases := []struct {
+		name     string
+		template func(t *testing.T) string
+		status   int
+	}{
+		{"template.yaml", func(*testing.T) string { return "" }, 200},
+		{"FilesFunctionRole without its files/ statement", func(t *testing.T) string {
+			return withoutStatement(t, "FilesFunctionRole", "bucket", 0)
+		}, 403},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			s := startStack(t, tc.template(t))
+			hdr, url := s.botWithFile(t)
+			status, body := put(t, url, "hello")
+			if status != tc.status {
+				t.Fatalf("upload: %d (want %d) %s", status, tc.status, body)
+			}
+			denied := s.Calls.Denied()
+			file := s.call(t, "GET", "/v1/files/notes.txt", hdr, nil, 200)["file"].(map[string]any)
+			if tc.status == 200 {
+				if len(denied) != 0 || file["status"] != "upload_completed" {
+					t.Fatalf("denied %v, file %v", denied, file["status"])
+				}
+				return
+			}
+			if !strings.Contains(body, "<Code>AccessDenied</Code>") {
+				t.Errorf("S3's answer: %s", body)
+			}
+			if len(denied) != 1 || denied[0].Function != "FilesFunction" || denied[0].Action != "s3:PutObject" ||
+				!strings.HasPrefix(denied[0].Resource, "arn:aws:s3:::"+s.Template.BucketName+"/files/") {
+				t.Fatalf("denied: %+v", denied)
+			}
+			if file["status"] != "upload_pending" {
+				t.Errorf("file status %v", file["status"])
+			}
+		})
+	}
+}
+
+// TestRecordedCallsAreAllowed runs the platform's main paths through the
+// stack (accounts, bots with a recurring event, chat with a bot the
+// dispatcher delivers to through the table's stream, tables, files with
+// their upload completed by the S3 event, logs through Logs Insights,
+// deleteBot) and checks that every AWS call every function made is one its
+// role allows.
+func TestRecordedCallsAreAllowed(t *testing.T) {
+	s := startStack(t, "")
+	delivered := make(chan string, 10)
+	bot := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case delivered <- r.Header.Get("x-bp-type"):
+		default:
+		}
+		w.WriteHeader(200)
+	}))
+	defer bot.Close()
+
+	hdr, url, ws := s.botWithFileIn(t)
+	adm := map[string]string{"x-workspace-id": ws}
+	if status, body := put(t, url, "hello"); status != 200 {
+		t.Fatalf("upload: %d %s", status, body)
+	}
+	if st := s.call(t, "GET", "/v1/files/notes.txt", hdr, nil, 200)["file"].(map[string]any)["status"]; st != "upload_completed" {
+		t.Fatalf("file status %v", st)
+	}
+	botID := hdr["x-bot-id"]
+	s.call(t, "PUT", "/v1/admin/bots/"+botID, adm, map[string]any{"url": bot.URL,
+		"recurringEvents": map[string]any{"nightly": map[string]any{"schedule": map[string]any{"cron": "0 3 * * *"}, "type": "t", "payload": map[string]any{}}}}, 200)
+	conv := s.call(t, "POST", "/v1/chat/conversations", hdr, map[string]any{"channel": "web", "tags": map[string]string{}}, 201)["conversation"].(map[string]any)["id"]
+	user := s.call(t, "POST", "/v1/chat/users", hdr, map[string]any{"tags": map[string]string{}}, 201)["user"].(map[string]any)["id"]
+	s.call(t, "POST", "/v1/chat/messages", hdr, map[string]any{"conversationId": conv, "userId": user,
+		"type": "text", "payload": map[string]any{"text": "hi"}, "tags": map[string]string{}}, 201)
+	s.call(t, "GET", "/v1/chat/messages?conversationId="+conv.(string), hdr, nil, 200)
+	select { // the outbox entry, through the stream, to the dispatcher, to the bot
+	case typ := <-delivered:
+		t.Logf("delivered to the bot: %s", typ)
+	case <-time.After(60 * time.Second):
+		t.Fatal("the message was not delivered to the bot")
+	}
+	s.call(t, "POST", "/v1/tables", hdr, map[string]any{"name": "rolesTable", "schema": map[string]any{"type": "object", "properties": map[string]any{"n": map[string]any{"type": "number"}}}}, 200)
+	s.call(t, "POST", "/v1/tables/rolesTable/rows", hdr, map[string]any{"rows": []any{map[string]any{"n": 1}}}, 200)
+	s.call(t, "POST", "/v1/tables/rolesTable/rows/find", hdr, map[string]any{}, 200)
+	now := time.Now().UTC()
+	s.call(t, "GET", "/v1/admin/bots/"+botID+"/logs?timeStart="+now.Add(-time.Hour).Format(time.RFC3339)+"&timeEnd="+now.Format(time.RFC3339), adm, nil, 200)
+	// EventBridge Scheduler fires the recurring event: the scheduler
+	// function, invoked with SchedulerRole, delivers it to the bot.
+	s.FireSchedules(context.Background())
+	for typ := ""; typ != "t"; {
+		select {
+		case typ = <-delivered:
+		case <-time.After(30 * time.Second):
+			t.Fatal("the recurring event was not delivered to the bot")
+		}
+	}
+	s.call(t, "DELETE", "/v1/admin/bots/"+botID, adm, nil, 200)
+
+	byFunction := map[string]map[string]bool{}
+	for _, c := range s.Calls.Summary() {
+		if byFunction[c.Function] == nil {
+			byFunction[c.Function] = map[string]bool{}
+		}
+		byFunction[c.Function][c.Action] = true
+		// The one refusal expected, as on AWS: deleteBot of a bot that
+		// never had code removes its role, which IAM, not finding it,
+		// names without its path; the runner takes that AccessDenied for
+		// "no role" (shared/lambdarunner remove).
+		if !c.Allowed && c.Action == "iam:DeleteRolePolicy" && c.Resource == "arn:aws:iam::"+awslocal.Account+":role/"+awslocal.StackName+"-code-"+botID {
+			t.Logf("refused as expected (no role to remove): %s %s", c.Action, c.Resource)
+			continue
+		}
+		if !c.Allowed {
+			t.Errorf("refused: %s %s on %s (%d times)", c.Function, c.Action, c.Resource, c.Count)
+		}
+	}
+	for _, want := range []struct{ function, action string }{
+		{"AdminFunction", "scheduler:CreateSchedule"}, {"AdminFunction", "iam:PassRole"}, {"AdminFunction", "scheduler:DeleteSchedule"},
+		{"AdminFunction", "logs:StartQuery"}, {"ChatFunction", "dynamodb:PutItem"}, {"TablesFunction", "dynamodb:Query"},
+		{"FilesFunction", "s3:PutObject"}, {"UploadCompletionFunction", "s3:GetObject"}, {"DispatcherFunction", "dynamodb:GetRecords"},
+		{"bot-platform-SchedulerRole-LOCAL", "lambda:InvokeFunction"}, {"SchedulerFunction", "dynamodb:GetItem"},
+	} {
+		if !byFunction[want.function][want.action] {
+			t.Errorf("no %s call by %s recorded", want.action, want.function)
+		}
+	}
+	var fns []string
+	for f, actions := range byFunction {
+		var as []string
+		for a := range actions {
+			as = append(as, a)
+		}
+		sort.Strings(as)
+		fns = append(fns, f+": "+strings.Join(as, " "))
+	}
+	sort.Strings(fns)
+	t.Logf("calls by function:\n%s", strings.Join(fns, "\n"))
+}
+
+// TestExternalServices runs the stack over moto_server's DynamoDB and S3
+// (a third-party emulator) instead of the embedded ones: the API works, and
+// an upload through the presigned URL is completed by the object-created
+// event the stack makes from the PUT it sees pass.
+func TestExternalServices(t *testing.T) {
+	moto := mototest.Start(t)
+	s := startStackWith(t, awslocal.Options{DynamoEndpoint: moto, S3Endpoint: moto})
+	hdr, url := s.botWithFile(t)
+	if status, body := put(t, url, "hello"); status != 200 {
+		t.Fatalf("upload: %d %s", status, body)
+	}
+	if st := s.call(t, "GET", "/v1/files/notes.txt", hdr, nil, 200)["file"].(map[string]any)["status"]; st != "upload_completed" {
+		t.Fatalf("file status %v", st)
+	}
+	s.call(t, "POST", "/v1/tables", hdr, map[string]any{"name": "motoTable", "schema": map[string]any{"type": "object", "properties": map[string]any{"n": map[string]any{"type": "number"}}}}, 200)
+	s.call(t, "POST", "/v1/tables/motoTable/rows", hdr, map[string]any{"rows": []any{map[string]any{"n": 1}}}, 200)
+	if rows := s.call(t, "POST", "/v1/tables/motoTable/rows/find", hdr, map[string]any{}, 200)["rows"].([]any); len(rows) != 1 {
+		t.Fatalf("rows: %v", rows)
+	}
+	if d := s.Calls.Denied(); len(d) != 0 {
+		t.Fatalf("denied: %+v", d)
+	}
+}

@@ -1,0 +1,243 @@
+package awslocal
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/botforge/platform/shared/iampolicy"
+	"github.com/botforge/platform/shared/localdynamo"
+)
+
+type iampolicyStatement = iampolicy.Statement
+
+// evaluate says whether statements allow action on resource.
+func evaluate(st []iampolicy.Statement, action, resource string, ctx map[string]string) (bool, *iampolicy.Statement) {
+	d, by := iampolicy.Evaluate(st, iampolicy.Request{Action: action, Resource: resource, Context: ctx})
+	return d == iampolicy.Allow, by
+}
+
+func wildcard(pattern, s string) bool { return iampolicy.Match(pattern, s) }
+
+// roleStatements are the statements of every role of the template, by the
+// role's ARN.
+func (t *Template) roleStatements() (map[string][]iampolicy.Statement, error) {
+	out := map[string][]iampolicy.Statement{}
+	for id := range t.resources {
+		if t.typeOf(id) != "AWS::IAM::Role" {
+			continue
+		}
+		arn, err := t.getAtt(id, "Arn")
+		if err != nil {
+			return nil, err
+		}
+		st, err := t.rolePolicy(id)
+		if err != nil {
+			// A role no function of the stack runs with, in a form not
+			// resolved here: a service assuming it is refused.
+			continue
+		}
+		out[arn] = st
+	}
+	return out, nil
+}
+
+// streamMapping is the event source mapping of the table's stream: the
+// records its filters let through, in batches of BatchSize, to the
+// function, each batch retried MaximumRetryAttempts times and then
+// dropped. It reads the stream with the function's role, as Lambda does:
+// a role that may not read it makes the mapping fail (reported), and no
+// record is delivered.
+type streamMapping struct {
+	stack *Stack
+
+	mu      sync.Mutex
+	src     *StreamSource
+	fn      *Function
+	filters []map[string]any
+	pending []map[string]any
+	wake    chan struct{}
+	seq     int64
+}
+
+func (m *streamMapping) start(ctx context.Context, wg *sync.WaitGroup, f *Function) error {
+	if f.Stream.StreamARN != m.stack.Template.StreamARN {
+		return fmt.Errorf("%s: the stream %s is not the table's", f.LogicalID, f.Stream.StreamARN)
+	}
+	var filters []map[string]any
+	for _, p := range f.Stream.Filters {
+		var pat map[string]any
+		if err := json.Unmarshal([]byte(p), &pat); err != nil {
+			return fmt.Errorf("%s: filter pattern %s: %w", f.LogicalID, p, err)
+		}
+		filters = append(filters, pat)
+	}
+	ok := true
+	for _, a := range []struct{ action, res string }{
+		{"dynamodb:ListStreams", "*"}, {"dynamodb:DescribeStream", f.Stream.StreamARN}, {"dynamodb:GetShardIterator", f.Stream.StreamARN},
+	} {
+		ok = m.stack.authorize(f, "dynamodb", a.action, a.res) && ok
+	}
+	if !ok {
+		m.stack.log.Error("aws-local: the table's event source mapping cannot read the stream with the function's role: no record is delivered", "function", f.LogicalID)
+		return nil
+	}
+	m.mu.Lock()
+	m.src, m.fn, m.filters, m.wake = f.Stream, f, filters, make(chan struct{}, 1)
+	m.mu.Unlock()
+	wg.Add(1)
+	go func() { defer wg.Done(); m.loop(ctx) }()
+	return nil
+}
+
+// changes receives the table's committed changes (on the writer's
+// goroutine: it only queues).
+func (m *streamMapping) changes(cs []localdynamo.Change) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.fn == nil {
+		return
+	}
+	now := time.Now()
+	for _, c := range cs {
+		if c.Table != m.stack.Template.TableName {
+			continue
+		}
+		m.seq++
+		var keys map[string]any
+		_ = json.Unmarshal(c.Keys, &keys)
+		rec := map[string]any{
+			"eventID": strconv.FormatInt(now.UnixNano(), 16) + strconv.FormatInt(m.seq, 10), "eventName": c.EventName,
+			"eventVersion": "1.1", "eventSource": "aws:dynamodb", "awsRegion": Region,
+			"dynamodb": map[string]any{
+				"ApproximateCreationDateTime": now.Unix(), "Keys": keys,
+				"SequenceNumber": fmt.Sprintf("%021d", m.seq), "SizeBytes": len(c.Keys), "StreamViewType": "KEYS_ONLY",
+			},
+			"eventSourceARN": m.src.StreamARN,
+		}
+		if !m.passes(rec) {
+			continue
+		}
+		m.pending = append(m.pending, rec)
+	}
+	select {
+	case m.wake <- struct{}{}:
+	default:
+	}
+}
+
+// passes: with filters, a record goes through when one of them matches.
+func (m *streamMapping) passes(rec map[string]any) bool {
+	if len(m.filters) == 0 {
+		return true
+	}
+	var generic map[string]any
+	b, _ := json.Marshal(rec)
+	_ = json.Unmarshal(b, &generic)
+	for _, f := range m.filters {
+		if matchPattern(f, generic) {
+			return true
+		}
+	}
+	return false
+}
+
+// matchPattern is Lambda's event filtering (EventBridge patterns): each
+// field of the pattern must match; an array lists the accepted values
+// (literals, {"prefix": ...}, {"exists": bool}, {"anything-but": ...}).
+func matchPattern(pat map[string]any, v map[string]any) bool {
+	for k, p := range pat {
+		got, present := v[k]
+		switch pp := p.(type) {
+		case map[string]any:
+			sub, ok := got.(map[string]any)
+			if !ok || !matchPattern(pp, sub) {
+				return false
+			}
+		case []any:
+			ok := false
+			for _, alt := range pp {
+				if matchValue(alt, got, present) {
+					ok = true
+					break
+				}
+			}
+			if !ok {
+				return false
+			}
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+func matchValue(alt, got any, present bool) bool {
+	if m, ok := alt.(map[string]any); ok {
+		if p, ok := m["prefix"].(string); ok {
+			s, isStr := got.(string)
+			return isStr && len(s) >= len(p) && s[:len(p)] == p
+		}
+		if e, ok := m["exists"].(bool); ok {
+			return e == present
+		}
+		if ab, ok := m["anything-but"]; ok {
+			if l, ok := ab.([]any); ok {
+				for _, x := range l {
+					if x == got {
+						return false
+					}
+				}
+				return present
+			}
+			return present && ab != got
+		}
+		return false
+	}
+	return present && alt == got
+}
+
+func (m *streamMapping) loop(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-m.wake:
+		}
+		if m.src.WindowSeconds > 0 {
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(time.Duration(m.src.WindowSeconds) * time.Second):
+			}
+		}
+		for {
+			m.mu.Lock()
+			n := min(len(m.pending), m.src.BatchSize)
+			batch := append([]map[string]any(nil), m.pending[:n]...)
+			m.pending = m.pending[n:]
+			m.mu.Unlock()
+			if n == 0 {
+				break
+			}
+			m.stack.authorize(m.fn, "dynamodb", "dynamodb:GetRecords", m.src.StreamARN)
+			payload, _ := json.Marshal(map[string]any{"Records": batch})
+			for attempt := 0; ; attempt++ {
+				res := m.stack.funcs[m.fn.LogicalID].Invoke(ctx, payload)
+				if res.Err == nil && !res.FunctionError {
+					break
+				}
+				if ctx.Err() != nil {
+					return
+				}
+				if m.src.MaxRetryAttempts >= 0 && attempt >= m.src.MaxRetryAttempts {
+					m.stack.log.Warn("aws-local: stream batch dropped after its retries", "function", m.fn.LogicalID, "records", len(batch), "answer", string(res.Payload), "err", res.Err)
+					break
+				}
+			}
+		}
+	}
+}

@@ -1,0 +1,59 @@
+package capacity
+
+// The price table of the capacity model: AWS on-demand list prices, US
+// East (N. Virginia), as published in November 2026, in US dollars. The
+// one place to change when prices move or a region's differ.
+type Prices struct {
+	// DynamoDB on demand (standard table class), per million request units.
+	DynamoWriteMillion, DynamoReadMillion float64
+	// Lambda (arm64), per GB-second and per million requests.
+	LambdaGBSecond, LambdaRequestMillion float64
+	// API Gateway HTTP API, per million requests (first 300 million).
+	APIRequestMillion float64
+	// S3 Standard, per thousand PUT and GET requests.
+	S3PutThousand, S3GetThousand float64
+	// CloudWatch Logs ingestion (standard), per GB.
+	LogsIngestGB float64
+}
+
+// OnDemand are the prices the model uses.
+var OnDemand = Prices{
+	DynamoWriteMillion:   0.625,
+	DynamoReadMillion:    0.125,
+	LambdaGBSecond:       0.0000133334,
+	LambdaRequestMillion: 0.20,
+	APIRequestMillion:    1.00,
+	S3PutThousand:        0.005,
+	S3GetThousand:        0.0004,
+	LogsIngestGB:         0.50,
+}
+
+// Assumptions are what the replay cannot measure: how long things take on
+// AWS and how much they log. They are stated with every estimate.
+type Assumptions struct {
+	// APIMillis is the mean duration of an API function invocation
+	// (256 MB, template.yaml), APIMemoryMB its memory.
+	APIMillis, APIMemoryMB float64
+	// DeliveryMillis is the mean time the dispatcher waits for a bot or
+	// integration to answer one delivery; DispatcherMemoryMB its memory.
+	DeliveryMillis, DispatcherMemoryMB float64
+	// DeliveriesPerInvocation is how many deliveries one dispatcher
+	// invocation makes (a stream batch), for the request charge.
+	DeliveriesPerInvocation float64
+	// LogBytesPerCall is what one API call or delivery writes to
+	// CloudWatch Logs (the request log line, the delivery log line, the
+	// Lambda platform's START/END/REPORT lines).
+	LogBytesPerCall float64
+	// FilesPerMessage are file uploads per message (a presigned PUT and
+	// a read each).
+	FilesPerMessage float64
+}
+
+// DefaultAssumptions: a bot answering in 200 ms.
+var DefaultAssumptions = Assumptions{
+	APIMillis: 40, APIMemoryMB: 256,
+	DeliveryMillis: 200, DispatcherMemoryMB: 256,
+	DeliveriesPerInvocation: 4,
+	LogBytesPerCall:         600,
+	FilesPerMessage:         0,
+}

@@ -1,0 +1,120 @@
+package chatapi
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"time"
+
+	"github.com/botforge/platform/shared/builtin"
+	"github.com/botforge/platform/shared/platform"
+)
+
+// The listen stream: server-sent events, as the client's EventSource reads
+// them. Each signal is one message event
+//
+//	event: message
+//	data: {"type": "message_created", "data": {...}}
+//
+// a ping is the message "data: ping" every PingEvery (it resets the
+// client's 60 s watchdog), and a comment line ": ka" every KeepAlive keeps
+// the socket busy in between.
+
+func contextWithTimeout(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, d)
+}
+
+// frame is a signal as one SSE event.
+func frame(typ string, data any) []byte {
+	b, _ := json.Marshal(map[string]any{"type": typ, "data": data})
+	out := make([]byte, 0, len(b)+24)
+	out = append(out, "event: message\ndata: "...)
+	out = append(out, b...)
+	return append(out, "\n\n"...)
+}
+
+// publish hands a signal to the listeners of platform conversation cid.
+func (ci *Integration) publish(cid, typ string, data any) int {
+	return ci.Hub.Publish(convTopic(cid), frame(typ, data))
+}
+
+// SendMessage delivers the bot's message to the conversation's listeners
+// (message_created, isBot). With nobody listening it is still delivered:
+// the client reads it with listMessages.
+func (ci *Integration) SendMessage(_ context.Context, in builtin.Install, m builtin.Outgoing) error {
+	fid := m.Conversation.Tags["fid"]
+	if fid == "" {
+		return platform.Invalid("conversation %q is not a Chat API conversation (no fid tag)", m.Conversation.ID)
+	}
+	ci.publish(m.Conversation.ID, "message_created", withBot(chatMessage(m.Message, fid, m.Message.UserID), true))
+	return nil
+}
+
+// listen holds the stream of conversation fid until the client leaves,
+// the conversation is deleted, or the installation is disabled or removed.
+func (q *req) listen(fid string) error {
+	var c platform.Conversation
+	err := builtin.OnFreshStack(func() (err error) {
+		c, err = q.myConversation(fid)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	streamKey := q.in.Instance.WebhookID + "\x00" + q.fid
+	if !q.ci.openStream(streamKey) {
+		return platform.Errorf(platform.ErrRateLimited, "user %q already holds %d streams on this Chat API: close one first", q.fid, MaxListeners)
+	}
+	defer q.ci.closeStream(streamKey)
+	sub := q.ci.Hub.Subscribe(convTopic(c.ID), installTopic(q.in.Instance.WebhookID))
+	defer sub.Close()
+
+	rc := http.NewResponseController(q.w)
+	// The server's write timeout is for answers, not for a stream.
+	_ = rc.SetWriteDeadline(time.Time{})
+	h := q.w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache, no-transform")
+	h.Set("X-Accel-Buffering", "no")
+	q.w.WriteHeader(http.StatusOK)
+	write := func(b []byte) bool {
+		if _, err := q.w.Write(b); err != nil {
+			return false
+		}
+		return rc.Flush() == nil
+	}
+	if !write([]byte(": connected\n\n")) {
+		return nil
+	}
+	keep := time.NewTicker(KeepAlive)
+	defer keep.Stop()
+	ping := time.NewTicker(PingEvery)
+	defer ping.Stop()
+	check := time.NewTicker(CheckEvery)
+	defer check.Stop()
+	for {
+		select {
+		case <-q.ctx.Done():
+			return nil
+		case f, ok := <-sub.C:
+			if !ok {
+				return nil // dropped: deleted, removed, or too slow
+			}
+			if !write(f) {
+				return nil
+			}
+		case <-keep.C:
+			if !write([]byte(": ka\n\n")) {
+				return nil
+			}
+		case <-ping.C:
+			if !write([]byte("data: ping\n\n")) {
+				return nil
+			}
+		case <-check.C:
+			if !q.ci.stillEnabled(q.ctx, q.in) {
+				return nil
+			}
+		}
+	}
+}
