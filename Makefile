@@ -1,5 +1,5 @@
 # The two commands of README.md: `make run` and `make test`.
-.PHONY: run aws-local test vet unit conformance conformance-aws cli-e2e deploy-e2e deploy-e2e-aws console-e2e console-vendor build infra lambda cfn-lint capacity
+.PHONY: run aws-local test vet unit conformance conformance-aws cli-e2e deploy-e2e deploy-e2e-aws llm-e2e console-e2e console-vendor build infra lambda cfn-lint capacity
 
 # Where `make run` listens: loopback only unless told otherwise
 # (make run ADDR=:8080 listens on every interface).
@@ -15,7 +15,7 @@ run:
 aws-local:
 	go run ./functions/aws-local --addr $(ADDR)
 
-test: vet unit infra conformance conformance-aws cli-e2e deploy-e2e deploy-e2e-aws console-e2e
+test: vet unit infra conformance conformance-aws cli-e2e deploy-e2e deploy-e2e-aws llm-e2e console-e2e
 
 vet:
 	go vet ./...
@@ -46,6 +46,12 @@ deploy-e2e:
 # Lambda functions made by the admin function, under its role.
 deploy-e2e-aws:
 	PLATFORM_PKG=./functions/aws-local READY_TIMEOUT=600 bash scripts/deploy-e2e/run.sh
+
+# @botpress/cognitive 0.5.4 and @botpress/zai 2.6.21 against a fresh local
+# platform whose LLM provider is a fake OpenAI-compatible endpoint on
+# loopback (scripts/llm-e2e, docs/llm.md; about 5 s).
+llm-e2e:
+	bash scripts/llm-e2e/run.sh
 
 # The web console in headless Chromium, then Firefox (system packages; fails
 # without them) against a fresh local platform and a plain-JS SDK bot;

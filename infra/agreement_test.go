@@ -109,7 +109,7 @@ func TestSAMAndCDKAgree(t *testing.T) {
 	}
 
 	// The comparison is not vacuous: the model holds the whole stack.
-	if len(sam.Functions) != len(Functions) || len(sam.Routes) != 10 || len(sam.Tables) != 1 || len(sam.Buckets) != 1 ||
+	if len(sam.Functions) != len(Functions) || len(sam.Routes) != 11 || len(sam.Tables) != 1 || len(sam.Buckets) != 1 ||
 		len(sam.ScheduleGroups) != 1 || len(sam.LogGroups) != len(Functions)+2 || len(sam.Roles) != len(Functions)+1 || len(sam.Outputs) != 7 {
 		t.Fatalf("model misses parts of the stack: %d functions, %d routes, %d tables, %d buckets, %d schedule groups, %d log groups, %d roles, %d outputs",
 			len(sam.Functions), len(sam.Routes), len(sam.Tables), len(sam.Buckets), len(sam.ScheduleGroups), len(sam.LogGroups), len(sam.Roles), len(sam.Outputs))
@@ -404,7 +404,8 @@ func TestEnvironmentCoversRuntime(t *testing.T) {
 		}
 	}
 	for v := range read {
-		if !set[v] && !strings.HasSuffix(v, "_ENDPOINT") && v != "PLATFORM_DELIVERY_ALLOW_PRIVATE" {
+		// PLATFORM_BUILTINS: unset in the stack (every built-in integration).
+		if !set[v] && !strings.HasSuffix(v, "_ENDPOINT") && v != "PLATFORM_DELIVERY_ALLOW_PRIVATE" && v != "PLATFORM_BUILTINS" {
 			t.Errorf("shared/runtime reads %s, which no function of the stack sets", v)
 		}
 	}

@@ -47,7 +47,7 @@ type Function struct {
 var Functions = []Function{
 	// API functions: within API Gateway's 30 s integration timeout.
 	{ID: "Admin", Dir: "admin", Description: "Admin API (functions/admin)", Timeout: 29, MemorySize: 256, Routes: []string{"/v1/admin/{proxy+}", "/", "/console/{proxy+}"}},
-	{ID: "Chat", Dir: "chat", Description: "Chat API and webhook ingress (functions/chat)", Timeout: 29, MemorySize: 256, Routes: []string{"/v1/chat/{proxy+}", "/webhooks/{proxy+}"}},
+	{ID: "Chat", Dir: "chat", Description: "Chat API and webhook ingress (functions/chat)", Timeout: 29, MemorySize: 256, Routes: []string{"/v1/chat/{proxy+}", "/webhooks/{proxy+}", "/v2/cognitive/{proxy+}"}},
 	{ID: "Tables", Dir: "tables", Description: "Tables API (functions/tables)", Timeout: 29, MemorySize: 256, Routes: []string{"/v1/tables/{proxy+}", "/v1/tables"}},
 	{ID: "Files", Dir: "files", Description: "Files API (functions/files)", Timeout: 29, MemorySize: 256, Routes: []string{"/v1/files/{proxy+}", "/v1/files", "$default"}},
 	// Delivers a recurring event to its bot, which may take 2 minutes.
@@ -113,6 +113,7 @@ type builder struct {
 	corsOrigins     awscdk.CfnParameter
 	codeConcurrency awscdk.CfnParameter
 	quotas          map[string]awscdk.CfnParameter // by environment variable
+	llm             map[string]awscdk.CfnParameter // by environment variable
 	table           awsdynamodb.Table
 	bucket          awss3.Bucket
 	bucketName      *string // the bucket's name as an expression free of references to it
@@ -135,6 +136,20 @@ var quotaParameters = []struct{ name, env, description string }{
 	{"QuotaEventsPerMonth", "BP_QUOTA_EVENTS_PER_MONTH", "Events one bot may create with createEvent in a UTC month (0: no quota)."},
 	{"QuotaInvocationsPerMonth", "BP_QUOTA_INVOCATIONS_PER_MONTH", "Calls of one bot by the runtime in a UTC month (0: no quota)."},
 	{"QuotaStorageBytes", "BP_QUOTA_STORAGE_BYTES", "Bytes of files one bot may store (0: no quota)."},
+	{"QuotaLlmTokensPerMonth", "BP_QUOTA_LLM_TOKENS_PER_MONTH", "LLM tokens (input and output) one bot may use in a UTC month (0: no quota); checked before each call (docs/llm.md)."},
+}
+
+// llmKeyParameter is the SSM SecureString holding the LLM provider's key.
+const llmKeyParameter = "/${AWS::StackName}/llm-api-key"
+
+// llmParameters are the bots' LLM provider (docs/llm.md), set on every
+// function; its key is an SSM SecureString (/<stack>/llm-api-key), never
+// a parameter.
+var llmParameters = []struct{ name, env, def, description string }{
+	{"LlmUrl", "PLATFORM_LLM_URL", "", "OpenAI-compatible base URL ending in /v1 of the bots' LLM provider; empty: none (PLATFORM_LLM_URL, docs/llm.md). Its key: the SSM SecureString /<stack name>/llm-api-key."},
+	{"LlmProvider", "PLATFORM_LLM_PROVIDER", "openai", "Name prefixing the provider's models (<provider>:<model>) (PLATFORM_LLM_PROVIDER)."},
+	{"LlmModels", "PLATFORM_LLM_MODELS", "", `JSON object of client model id -> upstream model id, e.g. {"best":"gpt-4o"}; empty: every alias to the first listed model (PLATFORM_LLM_MODELS).`},
+	{"LlmTimeout", "PLATFORM_LLM_TIMEOUT", "25s", "Timeout of each upstream attempt (PLATFORM_LLM_TIMEOUT); under API Gateway's 30 s."},
 }
 
 func (s *builder) parameters() {
@@ -163,6 +178,12 @@ func (s *builder) parameters() {
 			AllowedPattern:        jsii.String("^[0-9]+$"),
 			ConstraintDescription: jsii.String("a non-negative integer (0 for no quota)"),
 			Description:           jsii.String(q.description + " Refused with 403 QuotaExceeded (docs/account.md, " + q.env + ")."),
+		})
+	}
+	s.llm = map[string]awscdk.CfnParameter{}
+	for _, l := range llmParameters {
+		s.llm[l.env] = awscdk.NewCfnParameter(s.stack, jsii.String(l.name), &awscdk.CfnParameterProps{
+			Type: jsii.String("String"), Default: jsii.String(l.def), Description: jsii.String(l.description),
 		})
 	}
 	var allowed []*string
@@ -352,7 +373,11 @@ func (s *builder) policies(id string) map[string]awsiam.PolicyDocument {
 				allow([]string{"s3:ListBucket"}, s.bucket.BucketArn()),
 			),
 		}
-	case "Chat", "ChatStream": // the stream function serves the chat area too
+	case "Chat":
+		return map[string]awsiam.PolicyDocument{"table": table, "platform-logs": writePlatformLogs, "invoke-deployed-code": invokeCode(),
+			// The LLM provider's key, read at cold start (docs/llm.md).
+			"llm-api-key": policy(allow([]string{"ssm:GetParameter"}, awscdk.Fn_Sub(jsii.String("arn:${AWS::Partition}:ssm:${AWS::Region}:${AWS::AccountId}:parameter"+llmKeyParameter), nil)))}
+	case "ChatStream": // serves the chat area too (its streams), without the LLM key
 		return map[string]awsiam.PolicyDocument{"table": table, "platform-logs": writePlatformLogs, "invoke-deployed-code": invokeCode()}
 	case "ChatFanout":
 		return map[string]awsiam.PolicyDocument{
@@ -463,6 +488,9 @@ func (s *builder) environment(id string) map[string]*string {
 		logs["PLATFORM_PAGING_KEY"] = s.pagingKey.ValueAsString()
 		logs["PLATFORM_CORS_ORIGINS"] = cors
 		logs["PLATFORM_CODE_PREFIX"] = awscdk.Fn_Sub(jsii.String(codePrefix), nil)
+		if id == "Chat" { // the streaming function has no LLM key (docs/llm.md)
+			logs["PLATFORM_LLM_API_KEY_PARAMETER"] = awscdk.Fn_Sub(jsii.String(llmKeyParameter), nil)
+		}
 		return logs
 	case "Scheduler":
 		logs["PLATFORM_SCHEDULE_GROUP"] = s.scheduleGroup.Ref()
@@ -525,6 +553,9 @@ func (s *builder) functions(lambdaDir string) {
 		// PLATFORM_BUILTINS: the same built-in integrations in every function.
 		env := map[string]*string{"PLATFORM_TABLE": s.table.TableName(), "PLATFORM_BUILTINS": jsii.String("all")}
 		for k, p := range s.quotas { // every function: the operator's quotas per bot
+			env[k] = p.ValueAsString()
+		}
+		for k, p := range s.llm { // every function: the bots' LLM provider
 			env[k] = p.ValueAsString()
 		}
 		for k, v := range s.environment(f.ID) {

@@ -11,6 +11,7 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/botforge/platform/shared/llm"
 	"github.com/botforge/platform/shared/local"
 )
 
@@ -20,7 +21,18 @@ func main() {
 	addr := flag.String("addr", local.DefaultAddr, "address to listen on (e.g. :8080 for every interface)")
 	dataDir := flag.String("data-dir", "./.data", "directory holding the platform's state")
 	reserve := flag.Int64("disk-reserve-mib", -1, "free space (MiB) below which writes are refused with 507 (0 keeps none; default: $"+local.DiskReserveEnv+" or 64)")
+	// The LLM provider of the cognitive API: the flags stand for the
+	// PLATFORM_LLM_* variables of the same meaning (docs/llm.md).
+	llmURL := flag.String("llm-url", "", "OpenAI-compatible base URL ending in /v1 of the bots' LLM provider (PLATFORM_LLM_URL)")
+	llmKey := flag.String("llm-api-key", "", "API key of that provider (PLATFORM_LLM_API_KEY); prefer the variable, a flag shows in ps")
+	llmModels := flag.String("llm-models", "", `JSON of client model id -> upstream model id, e.g. {"best":"llama3.1:70b"} (PLATFORM_LLM_MODELS)`)
+	llmTimeout := flag.String("llm-timeout", "", "timeout of each upstream attempt, e.g. 60s (PLATFORM_LLM_TIMEOUT)")
 	flag.Parse()
+	for env, v := range map[string]string{llm.EnvURL: *llmURL, llm.EnvAPIKey: *llmKey, llm.EnvModels: *llmModels, llm.EnvTimeout: *llmTimeout} {
+		if v != "" {
+			os.Setenv(env, v)
+		}
+	}
 	o := local.Options{Addr: *addr, DataDir: *dataDir}
 	if *reserve >= 0 {
 		o.DiskReserveMiB = reserve

@@ -1,9 +1,13 @@
 package files
 
 import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
 	"net/url"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/botforge/platform/shared/platform"
 )
@@ -17,6 +21,49 @@ type Ref struct {
 	ContentType string
 	Filename    string
 	Checksum    string // SHA-256, 64 lowercase hex digits
+	// Expires and Signature make the reference readable without a token
+	// until Expires (Unix seconds): a signed URL (SignedQuery). Zero and
+	// "" on a plain reference.
+	Expires   int64
+	Signature string
+}
+
+// SignedURLTTL is the least time a file's signed url stays valid: it
+// expires at the end of the hour after the next one starts, so a file's
+// url is the same for every answer within an hour (1 to 2 hours of
+// validity).
+const SignedURLTTL = time.Hour
+
+// SignedExpiry is the expiry of a url signed at now.
+func SignedExpiry(now time.Time) int64 {
+	return now.Truncate(time.Hour).Add(2 * SignedURLTTL).Unix()
+}
+
+// SignedQuery is the reference's query with an expiry and an HMAC-SHA256
+// under key of the id, the four parameters and the expiry.
+func (r Ref) SignedQuery(key []byte, expires int64) string {
+	return r.Query() + "&expires=" + strconv.FormatInt(expires, 10) + "&signature=" + r.sign(key, expires)
+}
+
+func (r Ref) sign(key []byte, expires int64) string {
+	m := hmac.New(sha256.New, key)
+	m.Write([]byte("file-url\n" + r.ID + "\n" + r.Query() + "\n" + strconv.FormatInt(expires, 10)))
+	return hex.EncodeToString(m.Sum(nil))
+}
+
+// CheckSignature tells whether a signed reference is valid at now: its
+// signature is the key's and it has not expired. The message says which.
+func (r Ref) CheckSignature(key []byte, now time.Time) error {
+	if r.Signature == "" {
+		return platform.Errorf(platform.ErrUnauthorized, "missing bearer token: send Authorization: Bearer <token>, or use the file's url as getFile answers it (signed)")
+	}
+	if !hmac.Equal([]byte(r.Signature), []byte(r.sign(key, r.Expires))) {
+		return platform.Errorf(platform.ErrUnauthorized, "the signature of this file url is not valid: get the file again for its current url")
+	}
+	if now.Unix() >= r.Expires {
+		return platform.Errorf(platform.ErrUnauthorized, "this file url expired at %s: get the file again for a fresh one", time.Unix(r.Expires, 0).UTC().Format(platform.TimeFormat))
+	}
+	return nil
 }
 
 // MaxRefQuery is the longest query string a reference may have.
@@ -24,6 +71,9 @@ const MaxRefQuery = 4096
 
 // The query parameters of a reference, in the order Query writes them.
 var refParams = []string{"size", "contentType", "filename", "checksum"}
+
+// The parameters a signed reference adds (SignedQuery).
+var signedParams = []string{"expires", "signature"}
 
 // RefOf is the reference of the current generation of an uploaded file.
 func RefOf(r platform.FileRecord) Ref {
@@ -71,7 +121,7 @@ func ParseRef(id, rawQuery string) (Ref, error) {
 			return Ref{}, badRef("malformed query parameter %q: write name=value with URL-encoded values", part)
 		}
 		known := false
-		for _, p := range refParams {
+		for _, p := range append(refParams, signedParams...) {
 			known = known || p == name
 		}
 		if !known {
@@ -95,7 +145,23 @@ func ParseRef(id, rawQuery string) (Ref, error) {
 	if len(sum) != 64 || strings.Trim(sum, "0123456789abcdef") != "" {
 		return Ref{}, badRef("query parameter \"checksum\" must be a SHA-256 in 64 lowercase hex digits")
 	}
-	return Ref{ID: id, Size: size, ContentType: got["contentType"], Filename: got["filename"], Checksum: sum}, nil
+	ref := Ref{ID: id, Size: size, ContentType: got["contentType"], Filename: got["filename"], Checksum: sum}
+	exp, hasExp := got["expires"]
+	sig, hasSig := got["signature"]
+	if hasExp != hasSig {
+		return Ref{}, badRef("a signed file reference has both \"expires\" and \"signature\"")
+	}
+	if hasExp {
+		ref.Expires, err = strconv.ParseInt(exp, 10, 64)
+		if err != nil || ref.Expires <= 0 {
+			return Ref{}, badRef("query parameter \"expires\" must be a Unix time in seconds")
+		}
+		if len(sig) != 64 || strings.Trim(sig, "0123456789abcdef") != "" {
+			return Ref{}, badRef("query parameter \"signature\" must be 64 lowercase hex digits")
+		}
+		ref.Signature = sig
+	}
+	return ref, nil
 }
 
 // Mismatch reports which field of ref differs from the current generation

@@ -142,7 +142,7 @@ func TestInterfaceTenancyAndHub(t *testing.T) {
 	f := newFixture(t)
 	tok := f.AdminToken
 	private := f.Check(f.ws_(tok, "POST", "/v1/admin/interfaces", interfaceDef("hidden", "1.0.0", nil)), 200, "createInterface").Str("interface.id")
-	public := f.Check(f.ws_(tok, "POST", "/v1/admin/interfaces", interfaceDef("llm", "1.0.0", map[string]any{"public": true})), 200, "createInterface").Str("interface.id")
+	public := f.Check(f.ws_(tok, "POST", "/v1/admin/interfaces", interfaceDef("acme-llm", "1.0.0", map[string]any{"public": true})), 200, "createInterface").Str("interface.id")
 
 	outTok, _ := newFixtureOn(f).invite("eve@example.com", "viewer")
 	outWs := f.Check(f.Do(apitest.Req{Method: "POST", Path: "/v1/admin/workspaces", Token: outTok, Body: map[string]any{"name": "Eve"}}), 200, "createWorkspace").Str("id")
@@ -166,7 +166,7 @@ func TestInterfaceTenancyAndHub(t *testing.T) {
 		t.Fatalf("outsider's list: %s", l.Raw)
 	}
 	out.Check(out.ws_(outTok, "GET", "/v1/admin/interfaces/"+public, nil), 200, "getInterface")
-	if got := out.Check(out.ws_(outTok, "GET", "/v1/admin/interfaces/llm/latest", nil), 200, "getInterfaceByName").Str("interface.id"); got != public {
+	if got := out.Check(out.ws_(outTok, "GET", "/v1/admin/interfaces/acme-llm/latest", nil), 200, "getInterfaceByName").Str("interface.id"); got != public {
 		t.Fatalf("public by name: %s", got)
 	}
 	for _, r := range []apitest.Req{
@@ -179,26 +179,34 @@ func TestInterfaceTenancyAndHub(t *testing.T) {
 		}
 	}
 	// The public name is the first workspace's; privately, others may use it.
-	out.Check(out.ws_(outTok, "POST", "/v1/admin/interfaces", interfaceDef("llm", "2.0.0", map[string]any{"public": true})), 409, "")
-	mine := out.Check(out.ws_(outTok, "POST", "/v1/admin/interfaces", interfaceDef("llm", "0.5.0", nil)), 200, "createInterface").Str("interface.id")
-	if got := out.Check(out.ws_(outTok, "GET", "/v1/admin/interfaces/llm/latest", nil), 200, "getInterfaceByName").Str("interface.id"); got != mine {
+	out.Check(out.ws_(outTok, "POST", "/v1/admin/interfaces", interfaceDef("acme-llm", "2.0.0", map[string]any{"public": true})), 409, "")
+	mine := out.Check(out.ws_(outTok, "POST", "/v1/admin/interfaces", interfaceDef("acme-llm", "0.5.0", nil)), 200, "createInterface").Str("interface.id")
+	if got := out.Check(out.ws_(outTok, "GET", "/v1/admin/interfaces/acme-llm/latest", nil), 200, "getInterfaceByName").Str("interface.id"); got != mine {
 		t.Fatalf("own version first: %s", got)
 	}
 	out.Check(out.ws_(outTok, "PUT", "/v1/admin/interfaces/"+mine, map[string]any{"public": true}), 409, "")
 
 	// The hub: public versions of every workspace, to any caller.
 	hub := f.Check(f.Do(apitest.Req{Method: "GET", Path: "/v1/admin/hub/interfaces", Token: outTok}), 200, "listPublicInterfaces")
-	if l := hub.List("interfaces"); len(l) != 1 || l[0].(map[string]any)["id"] != public {
+	// (beside the platform's standard interfaces, shared/hubstd; another
+	// workspace's private versions never)
+	var listed []any
+	for _, it := range hub.List("interfaces") {
+		if m := it.(map[string]any); m["name"] == "acme-llm" || m["id"] == mine {
+			listed = append(listed, m["id"])
+		}
+	}
+	if len(listed) != 1 || listed[0] != public {
 		t.Fatalf("hub: %s", hub.Raw)
 	}
-	f.Check(f.Do(apitest.Req{Method: "GET", Path: "/v1/admin/hub/interfaces?name=llm&version=1.0.0", Token: outTok}), 200, "listPublicInterfaces")
+	f.Check(f.Do(apitest.Req{Method: "GET", Path: "/v1/admin/hub/interfaces?name=acme-llm&version=1.0.0", Token: outTok}), 200, "listPublicInterfaces")
 	f.Check(f.Do(apitest.Req{Method: "GET", Path: "/v1/admin/hub/interfaces/" + public, Token: outTok}), 200, "getPublicInterfaceById")
-	if got := f.Check(f.Do(apitest.Req{Method: "GET", Path: "/v1/admin/hub/interfaces/llm/latest", Token: outTok}), 200, "getPublicInterface").Str("interface.id"); got != public {
+	if got := f.Check(f.Do(apitest.Req{Method: "GET", Path: "/v1/admin/hub/interfaces/acme-llm/latest", Token: outTok}), 200, "getPublicInterface").Str("interface.id"); got != public {
 		t.Fatalf("hub by name: %s", got)
 	}
 	// Made private, it leaves the hub.
 	f.Check(f.ws_(tok, "PUT", "/v1/admin/interfaces/"+public, map[string]any{"public": false}), 200, "updateInterface")
-	if l := f.Check(f.Do(apitest.Req{Method: "GET", Path: "/v1/admin/hub/interfaces", Token: outTok}), 200, "listPublicInterfaces").List("interfaces"); len(l) != 0 {
+	if l := f.Check(f.Do(apitest.Req{Method: "GET", Path: "/v1/admin/hub/interfaces?name=acme-llm", Token: outTok}), 200, "listPublicInterfaces").List("interfaces"); len(l) != 0 {
 		t.Fatalf("hub after unpublishing: %v", l)
 	}
 	f.Check(f.Do(apitest.Req{Method: "GET", Path: "/v1/admin/hub/interfaces/" + public, Token: outTok}), 404, "")
@@ -272,7 +280,7 @@ func TestIntegrationImplementsInterface(t *testing.T) {
 	f := newFixture(t)
 	tok := f.AdminToken
 	private := f.Check(f.ws_(tok, "POST", "/v1/admin/interfaces", interfaceDef("creatable", "1.2.0", nil)), 200, "createInterface").Str("interface.id")
-	public := f.Check(f.ws_(tok, "POST", "/v1/admin/interfaces", interfaceDef("llm", "3.0.0", map[string]any{"public": true})), 200, "createInterface").Str("interface.id")
+	public := f.Check(f.ws_(tok, "POST", "/v1/admin/interfaces", interfaceDef("acme-llm", "3.0.0", map[string]any{"public": true})), 200, "createInterface").Str("interface.id")
 	impl := func(key, id string) map[string]any {
 		return map[string]any{key: map[string]any{"id": id, "actions": map[string]any{"create": map[string]any{"name": "sendReminder"}}}}
 	}
@@ -290,7 +298,7 @@ func TestIntegrationImplementsInterface(t *testing.T) {
 		}
 	}
 	u := f.Check(f.ws_(tok, "PUT", "/v1/admin/integrations/"+id, map[string]any{"interfaces": impl("chat", public)}), 200, "updateIntegration")
-	if e := iface(u, "chat"); e["name"] != "llm" || e["version"] != "3.0.0" {
+	if e := iface(u, "chat"); e["name"] != "acme-llm" || e["version"] != "3.0.0" {
 		t.Fatalf("resolved on update: %v", e)
 	}
 	f.Check(f.ws_(tok, "PUT", "/v1/admin/integrations/"+id+"/validate", map[string]any{"interfaces": impl("chat2", public)}), 200, "validateIntegrationUpdate")
@@ -299,7 +307,7 @@ func TestIntegrationImplementsInterface(t *testing.T) {
 	o := other.createIntegration(tok, integrationDef("theirs", "1.0.0", map[string]any{"interfaces": map[string]any{
 		"a": impl("a", private)["a"], "b": impl("b", public)["b"],
 	}}))
-	if a, b := iface(o, "a"), iface(o, "b"); a["name"] != "a" || a["version"] != "" || b["name"] != "llm" || b["version"] != "3.0.0" {
+	if a, b := iface(o, "a"), iface(o, "b"); a["name"] != "a" || a["version"] != "" || b["name"] != "acme-llm" || b["version"] != "3.0.0" {
 		t.Fatalf("another workspace: a %v, b %v", a, b)
 	}
 }

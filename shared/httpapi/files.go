@@ -41,6 +41,7 @@ func (s *server) filesRoutes() []route {
 // Exact File Ref (files_download.go).
 func (s *server) filesRawRoutes() []rawRoute {
 	return []rawRoute{
-		{route: route{pattern: "GET /v1/files/{id}/content", op: "downloadFileRef", scope: scopeBot, role: platform.RoleViewer}, open: s.downloadFileRef},
+		// A file's url is signed: it is read without a token too.
+		{route: route{pattern: "GET /v1/files/{id}/content", op: "downloadFileRef", scope: scopeBot, role: platform.RoleViewer, signedAccess: hasSignature}, open: s.downloadFileRef},
 	}
 }

@@ -1,6 +1,8 @@
 package httpapi
 
 import (
+	"crypto/hmac"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"io"
@@ -88,7 +90,18 @@ func (s *server) downloadFileRef(c *call) (*rawAnswer, error) {
 	if !platform.HasPrefix(id, platform.PrefixFile) {
 		return nil, platform.NotFound("file", id)
 	}
+	anonymous := c.principal.Kind == ""
+	if anonymous {
+		// A signed url: the signature is the authorization, for the bot
+		// whose file it names.
+		if err := ref.CheckSignature(s.fileURLKey(), now()); err != nil {
+			return nil, err
+		}
+	}
 	r, err := s.Store.GetFile(c.ctx, id)
+	if err == nil && anonymous {
+		c.bot.ID = r.BotID
+	}
 	if err != nil || r.BotID != c.bot.ID {
 		if err == nil || platform.TypeOf(err) == platform.ErrResourceNotFound {
 			return nil, platform.NotFound("file", id)
@@ -137,6 +150,17 @@ func (s *server) downloadFileRef(c *call) (*rawAnswer, error) {
 	h.Set("Content-Security-Policy", "default-src 'none'; sandbox")
 	h.Set("Cache-Control", "private, max-age=3600, immutable")
 	return &rawAnswer{header: h, body: body}, nil
+}
+
+// hasSignature tells whether a download carries a signed url's signature.
+func hasSignature(r *http.Request) bool { return r.URL.Query().Has("signature") }
+
+// fileURLKey signs file urls: derived from the paging key, which every
+// function shares (a url signed by one is served by another).
+func (s *server) fileURLKey() []byte {
+	m := hmac.New(sha256.New, s.PagingKey)
+	m.Write([]byte("file urls"))
+	return m.Sum(nil)
 }
 
 // contentDisposition makes an attachment header for name, with an ASCII

@@ -33,14 +33,16 @@ func origin(r *http.Request) string {
 }
 
 // fileOut is a file as answered: its url is the exact file reference of its
-// current generation, served by this API (never a storage address), or ""
-// until the content is uploaded.
+// current generation, served by this API (never a storage address), signed
+// so that it is readable without a token for an hour or two (as Botpress
+// Cloud's urls are: @botpress/cognitive reads its preferences file with a
+// plain GET), or "" until the content is uploaded.
 func fileOut(c *call, r platform.FileRecord) platform.File {
 	f := r.File
 	f.URL = ""
 	if r.Checksum != "" && r.Status.Uploaded() {
 		ref := files.RefOf(r)
-		f.URL = origin(c.Request) + ref.Path() + "?" + ref.Query()
+		f.URL = origin(c.Request) + ref.Path() + "?" + ref.SignedQuery(c.s.fileURLKey(), files.SignedExpiry(now()))
 	}
 	if f.Tags == nil {
 		f.Tags = map[string]string{}

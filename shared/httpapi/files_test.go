@@ -199,7 +199,7 @@ func TestFilesUploadAndDownload(t *testing.T) {
 	u, _ := url.Parse(fileURL)
 	q := u.Query()
 	if u.Path != "/v1/files/"+r.Str("file.id")+"/content" || q.Get("checksum") != sha(content) || q.Get("filename") != "hello world.txt" ||
-		q.Get("size") != "13" || q.Get("contentType") != "text/plain" || len(q) != 4 {
+		q.Get("size") != "13" || q.Get("contentType") != "text/plain" || len(q) != 6 || q.Get("expires") == "" || len(q.Get("signature")) != 64 {
 		t.Fatalf("url: %s", fileURL)
 	}
 	status, body, h := f.download("", "", fileURL)
@@ -385,9 +385,12 @@ func TestFilesDownloadRef(t *testing.T) {
 		return "size=" + url.QueryEscape(size) + "&contentType=" + url.QueryEscape(ct) + "&filename=" + url.QueryEscape(name) + "&checksum=" + url.QueryEscape(sum)
 	}
 	sum := sha(content)
-	if good.RawQuery != enc("11", "text/plain", "a b+c.txt", sum) {
+	// The url is the reference, signed (readable without a token).
+	signed := good.RawQuery
+	if !strings.HasPrefix(signed, enc("11", "text/plain", "a b+c.txt", sum)+"&expires=") || !strings.Contains(signed, "&signature=") {
 		t.Fatalf("reference query %s", good.RawQuery)
 	}
+	good.RawQuery = enc("11", "text/plain", "a b+c.txt", sum)
 	status, body, _ := f.download("", "", base+"?"+good.RawQuery)
 	if status != 200 || !bytes.Equal(body, content) {
 		t.Fatalf("good reference: %d %s", status, body)
@@ -425,13 +428,25 @@ func TestFilesDownloadRef(t *testing.T) {
 		}
 	})
 	t.Run("no token", func(t *testing.T) {
-		res, err := http.Get(base + "?" + good.RawQuery)
-		if err != nil {
-			t.Fatal(err)
-		}
-		res.Body.Close()
-		if res.StatusCode != 401 {
-			t.Fatalf("without a token: %d", res.StatusCode)
+		for _, tc := range []struct {
+			name, query string
+			want        int
+		}{
+			{"an unsigned reference", good.RawQuery, 401},
+			{"the signed url", signed, 200},
+			{"the signed url, size altered", strings.Replace(signed, "size=11", "size=12", 1), 401},
+			{"the signed url, expiry moved", strings.Replace(signed, "&expires=", "&expires=9", 1), 401},
+			{"an expiry without its signature", signed[:strings.Index(signed, "&signature=")], 401},
+		} {
+			res, err := http.Get(base + "?" + tc.query)
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, _ := io.ReadAll(res.Body)
+			res.Body.Close()
+			if res.StatusCode != tc.want || (tc.want == 200 && !bytes.Equal(body, content)) {
+				t.Errorf("%s without a token: %d %s", tc.name, res.StatusCode, body)
+			}
 		}
 	})
 	t.Run("by key", func(t *testing.T) {

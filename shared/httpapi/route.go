@@ -47,6 +47,14 @@ type route struct {
 	integrationSelf bool
 	// status is the success status (200 when zero).
 	status int
+	// ownBody: the operation is not in the reference (the cognitive API),
+	// so its JSON body is read (size-checked, well-formed) but validated
+	// by its handler, not against a reference schema.
+	ownBody bool
+	// signedAccess, when set, says whether a request without a token
+	// carries its own authorization (a signed file url): it is then
+	// served anonymous, and the handler checks that authorization.
+	signedAccess func(*http.Request) bool
 	// maxBody, when set, caps this operation's request body instead of
 	// Config.MaxBodyBytes (e.g. 1000 table rows need more than 1 MiB).
 	maxBody int64
@@ -116,13 +124,17 @@ func (s *server) handler(rt route) http.Handler {
 }
 
 func (s *server) serve(w http.ResponseWriter, c *call, rt route) (any, error) {
+	if rt.signedAccess != nil && c.Header.Get("Authorization") == "" && rt.signedAccess(c.Request) {
+		SetCaller(c.ctx, "signed-url")
+		return rt.handle(c) // no body: only GET and HEAD take this way
+	}
 	if err := s.authenticate(c); err != nil {
 		return nil, err
 	}
 	if err := s.authorize(c, rt); err != nil {
 		return nil, err
 	}
-	body, err := s.readBody(w, c.Request, rt.op, rt.maxBody)
+	body, err := s.readBody(w, c.Request, rt.op, rt.maxBody, rt.ownBody)
 	if err != nil {
 		return nil, err
 	}
@@ -204,6 +216,12 @@ func (s *server) authorize(c *call, rt route) error {
 		if rt.scope == scopeWorkspacePath {
 			ws = c.PathValue("id")
 		}
+		// A bot's or integration's own key belongs to one workspace: on
+		// the operations it may call on itself the header is implied (the
+		// SDK's client, e.g. getBot for @botpress/cognitive, sends none).
+		if ws == "" && ((p.Kind == platform.PrincipalBot && rt.botSelf) || (p.Kind == platform.PrincipalIntegration && rt.integrationSelf)) {
+			ws = p.WorkspaceID
+		}
 		if ws == "" {
 			return platform.Invalid("the x-workspace-id header is required")
 		}
@@ -212,7 +230,14 @@ func (s *server) authorize(c *call, rt route) error {
 			if !rt.botSelf {
 				return errBotKeyScope
 			}
-			if c.PathValue("id") != p.BotID || ws != p.WorkspaceID {
+			if c.PathValue("id") != p.BotID {
+				// The same answer for any other id, existing or not (no
+				// oracle); a 403, as Botpress answers it: @botpress/cognitive
+				// asks getBot for "undefined" and takes a 403 (only) as "look
+				// for the default integrations".
+				return errBotKeyScope
+			}
+			if ws != p.WorkspaceID {
 				return platform.NotFound("bot", c.PathValue("id"))
 			}
 			c.role = platform.RoleDeveloper

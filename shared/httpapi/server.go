@@ -20,6 +20,7 @@ import (
 	"github.com/botforge/platform/shared/console"
 	"github.com/botforge/platform/shared/delivery"
 	"github.com/botforge/platform/shared/dynamo"
+	"github.com/botforge/platform/shared/llm"
 	"github.com/botforge/platform/shared/openapi"
 	"github.com/botforge/platform/shared/platform"
 )
@@ -68,6 +69,9 @@ type Config struct {
 	Sweeper *dynamo.Sweeper
 	// MaxBodyBytes caps request bodies (default 1 MiB); larger ones get 413.
 	MaxBodyBytes int64
+	// LLM is the gateway of the cognitive API (/v2/cognitive/*) to the
+	// operator's LLM providers; nil answers that none is configured.
+	LLM *llm.Gateway
 	// OnUsage, when set, receives the DynamoDB usage of every API call.
 	OnUsage func(op string, u *dynamo.Usage)
 	Logger  *slog.Logger
@@ -126,6 +130,10 @@ func New(cfg Config, areas ...Area) http.Handler {
 			})
 		}
 		if a == AreaChat {
+			// The cognitive API's stream (cognitive.go).
+			for _, sr := range s.cognitiveStreamRoutes() {
+				mux.Handle(sr.pattern, s.streamHandler(sr))
+			}
 			// Webhook ingress: no token, the webhook id is the secret (webhooks.go).
 			for pattern, h := range s.webhookRoutes() {
 				mux.Handle(pattern, h)
@@ -159,7 +167,9 @@ func (s *server) routes(a Area) []route {
 	case AreaAdmin:
 		return append(s.adminRoutes(), s.referenceAdminRoutes()...)
 	case AreaChat:
-		return append(s.chatRoutes(), s.referenceChatRoutes()...)
+		// The cognitive API (bots' LLM calls) is served with Chat: the
+		// same bot-scoped callers, the same function on AWS.
+		return append(append(s.chatRoutes(), s.referenceChatRoutes()...), s.cognitiveRoutes()...)
 	case AreaTables:
 		return s.tablesRoutes()
 	case AreaFiles:
@@ -270,8 +280,8 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 
 // readBody reads, size-checks, parses and validates the JSON body of op.
 // An empty body counts as {} so that missing required fields are named.
-func (s *server) readBody(w http.ResponseWriter, r *http.Request, op string, limit int64) ([]byte, error) {
-	if !openapi.HasBody(op) {
+func (s *server) readBody(w http.ResponseWriter, r *http.Request, op string, limit int64, own bool) ([]byte, error) {
+	if !own && !openapi.HasBody(op) {
 		return nil, nil
 	}
 	if limit <= 0 {

@@ -34,6 +34,8 @@ import (
 	"github.com/botforge/platform/shared/files"
 	"github.com/botforge/platform/shared/fsutil"
 	"github.com/botforge/platform/shared/httpapi"
+	"github.com/botforge/platform/shared/hubstd"
+	"github.com/botforge/platform/shared/listen"
 	"github.com/botforge/platform/shared/localdynamo"
 	"github.com/botforge/platform/shared/locals3"
 	"github.com/botforge/platform/shared/logstore"
@@ -227,6 +229,10 @@ func open(ctx context.Context, dataDir, baseURL string, log *slog.Logger, reserv
 	}
 	p.Store = dynamo.New(db, env.Table)
 	p.Store.SetLimits(limits)
+	gw, err := runtime.LLM(ctx, false) // PLATFORM_LLM_* (docs/llm.md)
+	if err != nil {
+		return nil, err
+	}
 
 	// The embedded S3 at S3Prefix, the API everywhere else. No ServeMux
 	// here: it would answer a path with "." or ".." segments with a
@@ -361,7 +367,7 @@ func open(ctx context.Context, dataDir, baseURL string, log *slog.Logger, reserv
 	go func() { defer close(migrated); migrator.Loop(migrateCtx, time.Minute) }()
 	p.closers = append(p.closers, func() error { stopMigrate(); <-migrated; return nil })
 
-	p.Builtins = runtime.Builtins()
+	p.Builtins = runtime.BuiltinsWith(listen.NewHub(), gw, p.Store)
 	api := httpapi.New(httpapi.Config{
 		Builtins:  p.Builtins,
 		Sweeper:   sweeper,
@@ -379,6 +385,7 @@ func open(ctx context.Context, dataDir, baseURL string, log *slog.Logger, reserv
 		Outbound:   outbound,
 		OnDelivery: p.observeDelivery,
 		Code:       p.Workers,
+		LLM:        gw,
 		Files:      fileStore,
 		TableFiles: &files.TableFiles{Store: p.Store, Objects: fileStore, Log: log},
 		// The local process outlives its requests: large table duplicates
@@ -400,7 +407,7 @@ func open(ctx context.Context, dataDir, baseURL string, log *slog.Logger, reserv
 	// `bp dev --tunnelUrl <this server>`: a WebSocket on /<tunnelId> (the
 	// CLI) and requests to /<tunnelId>/... relayed to it; the API's own
 	// first path segments are never tunnel ids.
-	p.Tunnels = tunnel.New(tunnel.Options{Reserved: []string{"v1", "webhooks", "console", strings.TrimPrefix(S3Prefix, "/")}, Logger: log})
+	p.Tunnels = tunnel.New(tunnel.Options{Reserved: []string{"v1", "v2", "webhooks", "console", strings.TrimPrefix(S3Prefix, "/")}, Logger: log})
 	p.closers = append(p.closers, p.Tunnels.Close)
 	p.Handler = httpapi.RequestLog(log, httpapi.CORS(origins, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if p.Tunnels.Claims(r) {
@@ -417,6 +424,11 @@ func open(ctx context.Context, dataDir, baseURL string, log *slog.Logger, reserv
 
 	if err := bootstrap(ctx, p.Store, dataDir, log, &p.FirstToken); err != nil {
 		return nil, err
+	}
+	// The hub's standard interfaces (llm, hitl, ...), then the built-in
+	// integrations, some of which implement them.
+	if err := hubstd.Publish(ctx, p.Store); err != nil {
+		log.Error("publishing the standard interfaces", "err", err)
 	}
 	if err := p.Builtins.Publish(ctx, p.Store); err != nil {
 		// A name another workspace took first: the others are published.

@@ -1,12 +1,16 @@
 package runtime
 
 import (
+	"context"
+	"log/slog"
 	"os"
 	"strings"
 
 	"github.com/botforge/platform/shared/builtin"
 	"github.com/botforge/platform/shared/chatapi"
 	"github.com/botforge/platform/shared/listen"
+	"github.com/botforge/platform/shared/llm"
+	"github.com/botforge/platform/shared/llmbuiltin"
 )
 
 // Builtins is the registry of the integrations built into the platform
@@ -22,13 +26,27 @@ import (
 //
 // The listener hub holds the end users' streams of this process (the
 // chat integration's listenConversation).
-func Builtins() *builtin.Registry { return BuiltinsWith(listen.NewHub()) }
+func Builtins() *builtin.Registry {
+	gw, err := LLM(context.Background(), false)
+	if err != nil {
+		// The API refuses to start on it (AreaHandler, local.Open).
+		slog.Default().Error("the llm integration has no provider", "err", err)
+	}
+	return BuiltinsWith(listen.NewHub(), gw, nil)
+}
 
-// BuiltinsWith is Builtins over the given listener hub: on AWS, a
+// BuiltinsWith is Builtins over the given listener hub (on AWS, a
 // chatrelay.Relay, so that the signals a function publishes reach the
-// streams the streaming function holds (docs/chat-api.md).
-func BuiltinsWith(hub chatapi.Hub) *builtin.Registry {
+// streams the streaming function holds: docs/chat-api.md), with the LLM
+// gateway the process already has and the meter of the bots' LLM usage
+// (the store; nil: not counted). "llm" is there when the operator
+// configured an LLM provider (PLATFORM_LLM_*, docs/llm.md): without one it
+// could only refuse.
+func BuiltinsWith(hub chatapi.Hub, gw *llm.Gateway, meter llm.Meter) *builtin.Registry {
 	all := []builtin.Integration{chatapi.New(hub)}
+	if gw.DefaultProvider() != "" {
+		all = append(all, &llmbuiltin.Integration{Gateway: gw, Meter: meter})
+	}
 	choice := strings.TrimSpace(os.Getenv("PLATFORM_BUILTINS"))
 	r := builtin.NewRegistry()
 	for _, b := range all {

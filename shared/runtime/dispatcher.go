@@ -31,6 +31,10 @@ func Dispatcher(cfg aws.Config, env Env, client *http.Client) *dispatch.Dispatch
 	} else {
 		slog.Default().Error("quotas not applied", "err", err)
 	}
+	gw, err := LLM(context.Background(), false)
+	if err != nil {
+		slog.Default().Error("the llm integration has no provider", "err", err)
+	}
 	d := &dispatch.Dispatcher{
 		Store:    store,
 		Client:   client,
@@ -38,7 +42,7 @@ func Dispatcher(cfg aws.Config, env Env, client *http.Client) *dispatch.Dispatch
 		Log:      slog.Default(),
 		// The bots' replies reach the streams the streaming function
 		// holds through the table (shared/chatrelay).
-		Builtins: BuiltinsWith(chatrelay.New(DynamoClient(cfg, env, nil), env.Table, slog.Default())),
+		Builtins: BuiltinsWith(chatrelay.New(DynamoClient(cfg, env, nil), env.Table, slog.Default()), gw, store),
 	}
 	// Deployed code: Lambda functions, invoked through the client.
 	if code := CodeRunner(cfg, env, CodeEnvFromEnv(), nil, nil); code != nil {

@@ -25,12 +25,16 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	awsscheduler "github.com/aws/aws-sdk-go-v2/service/scheduler"
+	"github.com/aws/aws-sdk-go-v2/service/ssm"
+	ssmtypes "github.com/aws/aws-sdk-go-v2/service/ssm/types"
 	"github.com/awslabs/aws-lambda-go-api-proxy/httpadapter"
 
 	"github.com/botforge/platform/shared/delivery"
 	"github.com/botforge/platform/shared/dynamo"
 	"github.com/botforge/platform/shared/files"
 	"github.com/botforge/platform/shared/httpapi"
+	"github.com/botforge/platform/shared/hubstd"
+	"github.com/botforge/platform/shared/llm"
 	"github.com/botforge/platform/shared/logstore"
 	"github.com/botforge/platform/shared/platform"
 	"github.com/botforge/platform/shared/s3store"
@@ -67,13 +71,14 @@ type Env struct {
 	QuotaEvents      string // BP_QUOTA_EVENTS_PER_MONTH
 	QuotaInvocations string // BP_QUOTA_INVOCATIONS_PER_MONTH
 	QuotaStorage     string // BP_QUOTA_STORAGE_BYTES
+	QuotaLLMTokens   string // BP_QUOTA_LLM_TOKENS_PER_MONTH
 }
 
 // Limits parses the quotas (an invalid value is an error: the process
 // refuses to start).
 func (e Env) Limits() (dynamo.Limits, error) {
 	vals := map[string]string{dynamo.EnvQuotaMessages: e.QuotaMessages, dynamo.EnvQuotaEvents: e.QuotaEvents,
-		dynamo.EnvQuotaInvocations: e.QuotaInvocations, dynamo.EnvQuotaStorage: e.QuotaStorage}
+		dynamo.EnvQuotaInvocations: e.QuotaInvocations, dynamo.EnvQuotaStorage: e.QuotaStorage, dynamo.EnvQuotaLLMTokens: e.QuotaLLMTokens}
 	return dynamo.ParseLimits(func(k string) string { return vals[k] })
 }
 
@@ -106,6 +111,7 @@ func FromEnv() Env {
 		QuotaEvents:      os.Getenv("BP_QUOTA_EVENTS_PER_MONTH"),
 		QuotaInvocations: os.Getenv("BP_QUOTA_INVOCATIONS_PER_MONTH"),
 		QuotaStorage:     os.Getenv("BP_QUOTA_STORAGE_BYTES"),
+		QuotaLLMTokens:   os.Getenv("BP_QUOTA_LLM_TOKENS_PER_MONTH"),
 	}
 }
 
@@ -191,6 +197,10 @@ func areaHandler(ctx context.Context, area httpapi.Area, hub chatapi.Hub) (http.
 	}
 	store := dynamo.New(DynamoClient(cfg, env, nil), env.Table)
 	store.SetLimits(limits)
+	gw, err := LLM(ctx, area == httpapi.AreaChat) // only the chat function calls the provider
+	if err != nil {
+		return nil, err
+	}
 	logs := Logs(cfg, env)
 	// The sweeper (deleteBot's data) deletes file contents where the
 	// function is told its bucket (the admin function is, and may delete
@@ -202,7 +212,7 @@ func areaHandler(ctx context.Context, area httpapi.Area, hub chatapi.Hub) (http.
 	}
 	hc := httpapi.Config{Store: store, PagingKey: key, Scheduler: Scheduler(cfg, env), Files: FileStorage(cfg, env),
 		TableFiles: &files.TableFiles{Store: store, Objects: FileStorage(cfg, env)},
-		Logs:       logs, OnDelivery: logstore.Observer(logs, store, nil), Logger: slog.Default(), Sweeper: sweeper}
+		Logs:       logs, OnDelivery: logstore.Observer(logs, store, nil), Logger: slog.Default(), Sweeper: sweeper, LLM: gw}
 	hc.Outbound = Outbound()
 	// Deployed code: Lambda functions, invoked through the outbound client.
 	if code := CodeRunner(cfg, env, CodeEnvFromEnv(), store, hc.Files); code != nil {
@@ -211,16 +221,75 @@ func areaHandler(ctx context.Context, area httpapi.Area, hub chatapi.Hub) (http.
 	if hub == nil {
 		hub = chatrelay.New(DynamoClient(cfg, env, nil), env.Table, slog.Default())
 	}
-	hc.Builtins = BuiltinsWith(hub)
+	hc.Builtins = BuiltinsWith(hub, gw, store)
 	if area == httpapi.AreaAdmin {
 		// The hub lists them: published (idempotently) at each cold start
-		// of the admin function.
+		// of the admin function, after the standard interfaces some of
+		// them implement.
+		if err := hubstd.Publish(ctx, store); err != nil {
+			slog.Default().Error("publishing the standard interfaces", "err", err)
+		}
 		if err := hc.Builtins.Publish(ctx, store); err != nil {
 			slog.Default().Error("publishing the built-in integrations", "err", err)
 		}
 	}
 	api := httpapi.New(hc, area)
 	return httpapi.RequestLog(slog.Default(), httpapi.CORS(origins, api)), nil
+}
+
+// LLM is the gateway of the cognitive API configured by the environment's
+// PLATFORM_LLM_* variables (docs/llm.md); without a provider it answers
+// every call saying which variable to set. With readKey, a key not in the
+// environment is read from the SSM SecureString PLATFORM_LLM_API_KEY_PARAMETER
+// names (AWS: the stack's /<stack>/llm-api-key, which the chat function
+// may read); a missing parameter is no key.
+func LLM(ctx context.Context, readKey bool) (*llm.Gateway, error) {
+	// The variables the stack sets, read here by name (infra's agreement
+	// test checks the stack and this code name the same ones); the others
+	// (PLATFORM_LLM_API_KEY, PLATFORM_LLM_CONFIG, the token limits) are
+	// read by llm.FromEnv.
+	stackVars := map[string]string{
+		llm.EnvURL:      os.Getenv("PLATFORM_LLM_URL"),
+		llm.EnvProvider: os.Getenv("PLATFORM_LLM_PROVIDER"),
+		llm.EnvModels:   os.Getenv("PLATFORM_LLM_MODELS"),
+		llm.EnvTimeout:  os.Getenv("PLATFORM_LLM_TIMEOUT"),
+	}
+	keyParameter := os.Getenv("PLATFORM_LLM_API_KEY_PARAMETER")
+	get := func(k string) string {
+		if v, ok := stackVars[k]; ok {
+			return v
+		}
+		return os.Getenv(k)
+	}
+	cfg, err := llm.FromEnv(get)
+	if err != nil {
+		return nil, err
+	}
+	if readKey && keyParameter != "" && len(cfg.Providers) > 0 && cfg.Providers[0].APIKey == "" {
+		key, err := ssmSecret(ctx, keyParameter)
+		if err != nil {
+			return nil, fmt.Errorf("the LLM provider's key (%s): %w", keyParameter, err)
+		}
+		cfg.Providers[0].APIKey = key
+	}
+	return llm.New(cfg, nil)
+}
+
+// ssmSecret reads a SecureString parameter, decrypted ("" when missing).
+func ssmSecret(ctx context.Context, name string) (string, error) {
+	awsCfg, err := AWSConfig(ctx)
+	if err != nil {
+		return "", err
+	}
+	out, err := ssm.NewFromConfig(awsCfg).GetParameter(ctx, &ssm.GetParameterInput{Name: aws.String(name), WithDecryption: aws.Bool(true)})
+	var missing *ssmtypes.ParameterNotFound
+	if errors.As(err, &missing) {
+		return "", nil
+	}
+	if err != nil {
+		return "", err
+	}
+	return aws.ToString(out.Parameter.Value), nil
 }
 
 // EnvAllowPrivate (PLATFORM_DELIVERY_ALLOW_PRIVATE=1) lets the functions'

@@ -51,7 +51,7 @@ describe('bot API keys', () => {
     )
   })
 
-  test('a bot API key reaches its own bot only: another bot is 404', async () => {
+  test('a bot API key reaches its own bot only: another bot is 403, whatever the id', async () => {
     const { ws, api } = await newWorkspace()
     const { bot: mine } = expectValid('createBot', await api.createBot({}))
     const { bot: sibling } = expectValid('createBot', await api.createBot({}))
@@ -61,11 +61,16 @@ describe('bot API keys', () => {
 
     const asBot = client({ token: key.value, workspaceId: ws.id })
     expectValid('getBot', await asBot.getBot({ id: mine.id }))
-    // A bot of the same workspace, and a bot of another workspace.
-    await expectApiError(asBot.getBot({ id: sibling.id }), 404, 'ResourceNotFound')
-    await expectApiError(asBot.getBot({ id: foreign.id }), 404, 'ResourceNotFound')
+    // Without x-workspace-id (the SDK's client sends none): the key's own.
+    expectValid('getBot', await client({ token: key.value }).getBot({ id: mine.id }))
+    // A bot of the same workspace, of another workspace, or none: the same
+    // 403 (no oracle; @botpress/cognitive takes it as "use the defaults").
+    await expectApiError(asBot.getBot({ id: sibling.id }), 403, 'Forbidden')
+    await expectApiError(asBot.getBot({ id: foreign.id }), 403, 'Forbidden')
+    await expectApiError(asBot.getBot({ id: 'undefined' }), 403, 'Forbidden')
     const elsewhere = client({ token: key.value, workspaceId: otherWs.id })
-    await expectApiError(elsewhere.getBot({ id: foreign.id }), 404, 'ResourceNotFound')
+    await expectApiError(elsewhere.getBot({ id: foreign.id }), 403, 'Forbidden')
+    // Its own bot through another workspace: not there.
     await expectApiError(elsewhere.getBot({ id: mine.id }), 404, 'ResourceNotFound')
   })
 

@@ -51,7 +51,11 @@ describe('files', () => {
     const url = new URL(file.url)
     assert.equal(url.origin, apiUrl)
     assert.equal(url.pathname, `/v1/files/${file.id}/content`)
-    assert.deepEqual([...url.searchParams.keys()], ['size', 'contentType', 'filename', 'checksum'])
+    assert.deepEqual([...url.searchParams.keys()], ['size', 'contentType', 'filename', 'checksum', 'expires', 'signature'])
+    // Signed: readable without a token (docs/files.md).
+    const anonymous = await fetch(file.url)
+    assert.equal(anonymous.status, 200)
+    assert.equal(await anonymous.text(), content)
     assert.equal(url.searchParams.get('checksum'), sha256(content))
     const got = await download(file.url)
     assert.equal(got.status, 200)

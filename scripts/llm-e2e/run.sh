@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# LLM end to end: the real @botpress/cognitive 0.5.4 and @botpress/zai
+# 2.6.21 against a fresh local platform whose LLM provider is a fake
+# OpenAI-compatible endpoint on loopback (fake-upstream.mjs); llm.test.mjs
+# says what is checked (docs/llm.md).
+#   1. npm ci when node_modules is missing or stale;
+#   2. starts the fake provider, then the local platform pointed at it
+#      (--llm-url), on free ports, fresh data;
+#   3. runs node --test llm.test.mjs.
+# Both processes are stopped and the work directory removed on exit.
+# Needs Go and Node.js 20+ with npm. KEEP_WORK=1 keeps the work directory.
+set -euo pipefail
+
+HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+ROOT="$(cd "$HERE/../.." && pwd)"
+log() { printf '==> %s\n' "$*" >&2; }
+die() { printf 'llm-e2e: %s\n' "$*" >&2; exit 1; }
+for tool in go node npm; do
+  command -v "$tool" >/dev/null 2>&1 || die "$tool is required but not installed"
+done
+unset BP_TOKEN BP_API_URL BP_WORKSPACE_ID BP_BOT_ID PLATFORM_LLM_URL PLATFORM_LLM_API_KEY PLATFORM_LLM_MODELS PLATFORM_LLM_CONFIG
+
+mkdir -p "$HERE/.work"
+WORK="$(mktemp -d "$HERE/.work/run.XXXXXX")"
+SERVER_PID="" UPSTREAM_PID=""
+cleanup() {
+  local rc=$?
+  trap - EXIT INT TERM
+  for pid in "$SERVER_PID" "$UPSTREAM_PID"; do
+    if [[ -n "$pid" ]] && kill -0 "$pid" 2>/dev/null; then
+      kill -INT "$pid" 2>/dev/null || true
+      wait "$pid" 2>/dev/null || true
+    fi
+  done
+  if [[ "${KEEP_WORK:-}" == 1 || $rc != 0 ]]; then
+    log "kept $WORK (server log: $WORK/server.log)"
+  else
+    rm -rf "$WORK"
+  fi
+  exit "$rc"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+lock_hash="$(cd "$HERE" && cat package.json package-lock.json | sha256sum | cut -d' ' -f1)"
+stamp="$HERE/node_modules/.llm-e2e-installed"
+if [[ ! -d "$HERE/node_modules" || ! -f "$stamp" || "$(cat "$stamp")" != "$lock_hash" ]]; then
+  log "installing npm dependencies (npm ci)"
+  (cd "$HERE" && npm ci --no-audit --no-fund --loglevel=error) >&2
+  printf '%s\n' "$lock_hash" >"$stamp"
+fi
+
+log "building ./functions/local"
+(cd "$ROOT" && go build -o "$WORK/local" ./functions/local)
+
+# The fake provider prints its base URL once it listens.
+node "$HERE/fake-upstream.mjs" >"$WORK/upstream.url" 2>"$WORK/upstream.log" &
+UPSTREAM_PID=$!
+for _ in $(seq 100); do
+  [[ -s "$WORK/upstream.url" ]] && break
+  kill -0 "$UPSTREAM_PID" 2>/dev/null || die "the fake provider did not start: $(cat "$WORK/upstream.log")"
+  sleep 0.1
+done
+export LLM_URL="$(head -1 "$WORK/upstream.url")"
+[[ -n "$LLM_URL" ]] || die "the fake provider did not say its address"
+
+PORT="$(node -e '
+  const s = require("node:net").createServer()
+  s.listen(0, "127.0.0.1", () => { console.log(s.address().port); s.close() })')"
+export API_URL="http://127.0.0.1:$PORT" DATA_DIR="$WORK/data"
+# LLM tokens per bot and month (docs/llm.md): the quota test reaches it
+# with long prompts, the other tests stay far below it.
+export LLM_QUOTA=5000
+BP_QUOTA_LLM_TOKENS_PER_MONTH="$LLM_QUOTA" \
+  "$WORK/local" --addr "127.0.0.1:$PORT" --data-dir "$DATA_DIR" --llm-url "$LLM_URL" --llm-timeout 10s >>"$WORK/server.log" 2>&1 &
+SERVER_PID=$!
+node "$ROOT/scripts/conformance/lib/wait-ready.mjs" "$API_URL" "$DATA_DIR" "$SERVER_PID" 60 || die "the local platform did not start"
+
+log "@botpress/cognitive and @botpress/zai against $API_URL (provider $LLM_URL)"
+node --import "$HERE/esm-resolve.mjs" --test --test-reporter=spec "$HERE/llm.test.mjs"
