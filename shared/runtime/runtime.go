@@ -30,6 +30,7 @@ import (
 	"github.com/botforge/platform/shared/files"
 	"github.com/botforge/platform/shared/httpapi"
 	"github.com/botforge/platform/shared/hubstd"
+	"github.com/botforge/platform/shared/embeddings"
 	"github.com/botforge/platform/shared/llm"
 	"github.com/botforge/platform/shared/logstore"
 	"github.com/botforge/platform/shared/platform"
@@ -189,6 +190,10 @@ func AreaHandler(ctx context.Context, area httpapi.Area) (http.Handler, error) {
 	if err != nil {
 		return nil, err
 	}
+	semantic, err := Semantic(store)
+	if err != nil {
+		return nil, err
+	}
 	logs := Logs(cfg, env)
 	// The sweeper (deleteBot's data) deletes file contents only where the
 	// function is told its bucket (the admin function is not: a deleted
@@ -199,7 +204,7 @@ func AreaHandler(ctx context.Context, area httpapi.Area) (http.Handler, error) {
 	}
 	hc := httpapi.Config{Store: store, PagingKey: key, Scheduler: Scheduler(cfg, env), Files: FileStorage(cfg, env),
 		TableFiles: &files.TableFiles{Store: store, Objects: FileStorage(cfg, env)},
-		Logs:       logs, OnDelivery: logstore.Observer(logs, store, nil), Logger: slog.Default(), Sweeper: sweeper, LLM: gw}
+		Logs:       logs, OnDelivery: logstore.Observer(logs, store, nil), Logger: slog.Default(), Sweeper: sweeper, LLM: gw, Semantic: semantic}
 	// Deployed code: Lambda functions, invoked through the outbound client.
 	if code := CodeRunner(cfg, env, CodeEnvFromEnv(), store, hc.Files); code != nil {
 		hc.Code, hc.Outbound = code, WithCode(code, delivery.Client(false))
@@ -218,6 +223,17 @@ func AreaHandler(ctx context.Context, area httpapi.Area) (http.Handler, error) {
 	}
 	api := httpapi.New(hc, area)
 	return httpapi.RequestLog(slog.Default(), httpapi.CORS(origins, api)), nil
+}
+
+// Semantic is the semantic search of knowledge bases configured by the
+// environment's PLATFORM_EMBEDDINGS_* variables (docs/files.md), over the
+// store's vector items; nil (lexical search) without an embeddings model.
+func Semantic(store *dynamo.Store) (*files.Semantic, error) {
+	cfg, ok, err := embeddings.FromEnv(os.Getenv)
+	if err != nil || !ok {
+		return nil, err
+	}
+	return &files.Semantic{Embedder: embeddings.New(cfg, nil), Store: store}, nil
 }
 
 // LLM is the gateway of the cognitive API configured by the environment's
@@ -315,7 +331,12 @@ func StartUploadCompletion() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	c := &files.Completer{Records: dynamo.New(DynamoClient(cfg, env, nil), env.Table), Objects: FileStorage(cfg, env)}
+	store := dynamo.New(DynamoClient(cfg, env, nil), env.Table)
+	semantic, err := Semantic(store)
+	if err != nil {
+		log.Fatal(err)
+	}
+	c := &files.Completer{Records: store, Objects: FileStorage(cfg, env), Semantic: semantic}
 	lambda.Start(s3store.EventHandler(env.Bucket, c.ObjectCreated))
 }
 

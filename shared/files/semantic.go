@@ -1,0 +1,273 @@
+package files
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+	"sort"
+
+	"github.com/botforge/platform/shared/platform"
+)
+
+// Semantic search (docs/files.md, "Semantic search"): passages embedded at
+// indexing, their vectors int8-quantized in the platform's table, and
+// searchFiles' BM25 ranking combined with the query's cosine similarity.
+// A nil *Semantic is lexical search only.
+
+// Limits of semantic search.
+const (
+	// MaxSearchVectors bounds the passages' vectors one search reads (the
+	// bot's vector items in index order): passages past it are ranked
+	// lexically only.
+	MaxSearchVectors = 20000
+	// MaxChunkBytes bounds one vector item's data (DynamoDB items are at
+	// most 400 KB).
+	MaxChunkBytes = 256 << 10
+	// SemanticCandidates is how many of the most similar passages join
+	// the lexical hits as candidates.
+	SemanticCandidates = 200
+	// SemanticWeight is the share of the cosine similarity in a combined
+	// score; the rest is the BM25 score divided by the query's best.
+	SemanticWeight = 0.7
+)
+
+// Embedder turns texts into vectors (shared/embeddings.Client).
+type Embedder interface {
+	Model() string
+	Embed(ctx context.Context, texts []string) ([][]float32, error)
+}
+
+// VectorStore keeps the vectors of passage sets (shared/dynamo).
+type VectorStore interface {
+	// PutVectors stores a passage set's vector chunks; they go with the
+	// set (DeletePassageSet) and the file.
+	PutVectors(ctx context.Context, f platform.FileRecord, chunks []platform.VectorChunk) error
+	// BotVectors reads a bot's vector chunks, at most limit vectors; more
+	// reports that there were others.
+	BotVectors(ctx context.Context, botID string, limit int) (chunks []platform.VectorChunk, more bool, err error)
+}
+
+// Semantic is the embeddings model and where vectors are kept.
+type Semantic struct {
+	Embedder Embedder
+	Store    VectorStore
+}
+
+// EmbedError is a failure of the embeddings model (its reason is shown to
+// the file's owner).
+type EmbedError struct{ Err error }
+
+func (e *EmbedError) Error() string { return "embedding the passages failed: " + e.Err.Error() }
+func (e *EmbedError) Unwrap() error { return e.Err }
+
+// Embed embeds a passage set's passages (in position order) into chunks.
+func (s *Semantic) Embed(ctx context.Context, fileID, set string, passages []platform.IndexedPassage) ([]platform.VectorChunk, error) {
+	if len(passages) == 0 {
+		return nil, nil
+	}
+	texts := make([]string, len(passages))
+	for i, p := range passages {
+		texts[i] = p.Content
+		if p.Breadcrumb != "" {
+			// The headings say what the passage is about.
+			texts[i] = p.Breadcrumb + "\n\n" + p.Content
+		}
+	}
+	vs, err := s.Embedder.Embed(ctx, texts)
+	if err != nil {
+		return nil, &EmbedError{err}
+	}
+	if len(vs) != len(passages) {
+		return nil, &EmbedError{fmt.Errorf("%d vectors for %d passages", len(vs), len(passages))}
+	}
+	return EncodeVectors(fileID, set, vs), nil
+}
+
+// EncodeVectors packs vectors (of positions 0..n-1) into chunks of at most
+// MaxChunkBytes: each vector is normalized to unit length and quantized to
+// int8 (value/max|value|*127) after its float32 little-endian scale
+// (max|value|/127), so a 1536-dimension vector takes 1540 bytes.
+func EncodeVectors(fileID, set string, vs [][]float32) []platform.VectorChunk {
+	if len(vs) == 0 {
+		return nil
+	}
+	dims := len(vs[0])
+	per := max(1, MaxChunkBytes/(4+dims))
+	var out []platform.VectorChunk
+	for start := 0; start < len(vs); start += per {
+		n := min(per, len(vs)-start)
+		data := make([]byte, 0, n*(4+dims))
+		for _, v := range vs[start : start+n] {
+			data = appendQuantized(data, v)
+		}
+		out = append(out, platform.VectorChunk{FileID: fileID, Set: set, Start: start, Count: n, Dims: dims, Data: data})
+	}
+	return out
+}
+
+func appendQuantized(b []byte, v []float32) []byte {
+	var norm, peak float64
+	for _, x := range v {
+		norm += float64(x) * float64(x)
+	}
+	norm = math.Sqrt(norm)
+	if norm == 0 {
+		norm = 1
+	}
+	for _, x := range v {
+		peak = max(peak, math.Abs(float64(x)/norm))
+	}
+	scale := float32(peak / 127)
+	b = binary.LittleEndian.AppendUint32(b, math.Float32bits(scale))
+	for _, x := range v {
+		q := 0.0
+		if peak > 0 {
+			q = math.Round(float64(x) / norm / peak * 127)
+		}
+		b = append(b, byte(int8(q)))
+	}
+	return b
+}
+
+// errChunk is a stored chunk that does not decode (a bug or a
+// corruption): it is skipped.
+var errChunk = errors.New("malformed vector chunk")
+
+// similarities adds the cosine similarity of query (unit length) to each
+// passage of chunk.
+func similarities(chunk platform.VectorChunk, query []float32, add func(pos int, sim float64)) error {
+	size := 4 + chunk.Dims
+	if chunk.Dims != len(query) || len(chunk.Data) != chunk.Count*size {
+		return errChunk
+	}
+	for i := 0; i < chunk.Count; i++ {
+		rec := chunk.Data[i*size : (i+1)*size]
+		scale := math.Float32frombits(binary.LittleEndian.Uint32(rec))
+		var dot float32
+		for j, q := range rec[4:] {
+			dot += float32(int8(q)) * query[j]
+		}
+		add(chunk.Start+i, float64(dot*scale))
+	}
+	return nil
+}
+
+func unit(v []float32) []float32 {
+	var n float64
+	for _, x := range v {
+		n += float64(x) * float64(x)
+	}
+	n = math.Sqrt(n)
+	out := make([]float32, len(v))
+	if n == 0 {
+		return out
+	}
+	for i, x := range v {
+		out[i] = float32(float64(x) / n)
+	}
+	return out
+}
+
+// PassageKey names a passage of a file's passage set.
+type PassageKey struct {
+	FileID, Set string
+	Position    int
+}
+
+// Similar is the cosine similarity of a query to a bot's passages (those
+// with vectors, at most MaxSearchVectors).
+type Similar map[PassageKey]float64
+
+// Similarities embeds the query and scores the bot's passages.
+func (s *Semantic) Similarities(ctx context.Context, botID, query string) (Similar, error) {
+	qv, err := s.Embedder.Embed(ctx, []string{query})
+	if err != nil {
+		return nil, &EmbedError{err}
+	}
+	if len(qv) != 1 {
+		return nil, &EmbedError{fmt.Errorf("%d vectors for one query", len(qv))}
+	}
+	chunks, _, err := s.Store.BotVectors(ctx, botID, MaxSearchVectors)
+	if err != nil {
+		return nil, err
+	}
+	return Score(chunks, qv[0]), nil
+}
+
+// Score computes the similarity of query to every passage of chunks
+// (chunks of another dimension, e.g. from an earlier model, are skipped).
+func Score(chunks []platform.VectorChunk, query []float32) Similar {
+	q := unit(query)
+	n := 0
+	for _, c := range chunks {
+		n += c.Count
+	}
+	out := make(Similar, n)
+	for _, c := range chunks {
+		_ = similarities(c, q, func(pos int, sim float64) {
+			out[PassageKey{c.FileID, c.Set, pos}] = sim
+		})
+	}
+	return out
+}
+
+// Combine merges lexical hits (Rank, best first) with the similarities:
+// the candidates are every lexical hit and the SemanticCandidates most
+// similar passages; each scores
+//
+//	SemanticWeight*max(cosine, 0) + (1-SemanticWeight)*bm25/best bm25
+//
+// (a passage without a vector counts cosine 0, one without the query's
+// terms bm25 0). Best first.
+func Combine(lex []Hit, sim Similar) []Hit {
+	if sim == nil {
+		return lex
+	}
+	best := 0.0
+	for _, h := range lex {
+		best = max(best, h.Score)
+	}
+	byKey := make(map[PassageKey]float64, len(lex)+SemanticCandidates)
+	for _, h := range lex {
+		byKey[PassageKey{h.FileID, h.Set, h.Position}] = (1 - SemanticWeight) * h.Score / best
+	}
+	top := make([]PassageKey, 0, len(sim))
+	for k := range sim {
+		top = append(top, k)
+	}
+	sort.Slice(top, func(i, j int) bool {
+		a, b := sim[top[i]], sim[top[j]]
+		if a != b {
+			return a > b
+		}
+		return lessKey(top[i], top[j])
+	})
+	for _, k := range top[:min(len(top), SemanticCandidates)] {
+		if _, ok := byKey[k]; !ok {
+			byKey[k] = 0
+		}
+	}
+	out := make([]Hit, 0, len(byKey))
+	for k, s := range byKey {
+		out = append(out, Hit{FileID: k.FileID, Set: k.Set, Position: k.Position, Score: s + SemanticWeight*max(sim[k], 0)})
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Score != out[j].Score {
+			return out[i].Score > out[j].Score
+		}
+		return lessKey(PassageKey{out[i].FileID, out[i].Set, out[i].Position}, PassageKey{out[j].FileID, out[j].Set, out[j].Position})
+	})
+	return out
+}
+
+func lessKey(a, b PassageKey) bool {
+	if a.FileID != b.FileID {
+		return a.FileID < b.FileID
+	}
+	if a.Set != b.Set {
+		return a.Set < b.Set
+	}
+	return a.Position < b.Position
+}
