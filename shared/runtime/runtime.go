@@ -27,10 +27,10 @@ import (
 
 	"github.com/botforge/platform/shared/delivery"
 	"github.com/botforge/platform/shared/dynamo"
+	"github.com/botforge/platform/shared/embeddings"
 	"github.com/botforge/platform/shared/files"
 	"github.com/botforge/platform/shared/httpapi"
 	"github.com/botforge/platform/shared/hubstd"
-	"github.com/botforge/platform/shared/embeddings"
 	"github.com/botforge/platform/shared/llm"
 	"github.com/botforge/platform/shared/logstore"
 	"github.com/botforge/platform/shared/platform"
