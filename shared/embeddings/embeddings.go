@@ -126,12 +126,20 @@ func (c *Client) Embed(ctx context.Context, texts []string) ([][]float32, error)
 	return out, nil
 }
 
-// Error is a failure of the embeddings endpoint (after the retries).
+// Error is a failure of the embeddings endpoint (after the retries). Its
+// text names the model, not the endpoint: it is shown to bot developers
+// (a file's failedStatusReason).
 type Error struct {
 	Model, Message string
+	Attempts       int
 }
 
-func (e *Error) Error() string { return fmt.Sprintf("embeddings model %q: %s", e.Model, e.Message) }
+func (e *Error) Error() string {
+	if e.Attempts > 1 {
+		return fmt.Sprintf("embeddings model %q: %s (after %d attempts)", e.Model, e.Message, e.Attempts)
+	}
+	return fmt.Sprintf("embeddings model %q: %s", e.Model, e.Message)
+}
 
 func (c *Client) batch(ctx context.Context, texts []string) ([][]float32, error) {
 	in := make([]string, len(texts))
@@ -149,12 +157,13 @@ func (c *Client) batch(ctx context.Context, texts []string) ([][]float32, error)
 		return nil, err
 	}
 	var last string
-	for attempt := 1; attempt <= MaxAttempts; attempt++ {
+	attempt := 1
+	for ; attempt <= MaxAttempts; attempt++ {
 		if attempt > 1 {
 			wait := time.Duration(100*(1<<(attempt-2))) * time.Millisecond // 100 ms, 200 ms
 			select {
 			case <-ctx.Done():
-				return nil, &Error{c.cfg.Model, ctx.Err().Error()}
+				return nil, &Error{Model: c.cfg.Model, Message: ctx.Err().Error(), Attempts: attempt - 1}
 			case <-time.After(wait):
 			}
 		}
@@ -163,11 +172,11 @@ func (c *Client) batch(ctx context.Context, texts []string) ([][]float32, error)
 			return vs, nil
 		}
 		last = err.Error()
-		if !retry || ctx.Err() != nil {
+		if !retry || ctx.Err() != nil || attempt == MaxAttempts {
 			break
 		}
 	}
-	return nil, &Error{c.cfg.Model, fmt.Sprintf("%s (POST %s/embeddings)", last, c.cfg.URL)}
+	return nil, &Error{Model: c.cfg.Model, Message: last, Attempts: attempt}
 }
 
 func (c *Client) attempt(ctx context.Context, body []byte, n int) (_ [][]float32, retry bool, _ error) {
