@@ -3,6 +3,7 @@ package dynamo
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -13,39 +14,58 @@ import (
 )
 
 // Vector items (semantic search, docs/files.md): a passage set's
-// embeddings in chunks under the file's partition, so they go with the
-// set and the file, and in the bot's gsi1 partition BOT#<bot>#FVEC, which
-// a search reads whole (bounded by files.MaxSearchVectors).
+// embeddings in chunks under the file's partition (VEC#<set>#<start>), so
+// they go with the set and the file, and one small manifest per set
+// (VEC#<set>#M) in the bot's gsi1 partition BOT#<bot>#FVEC naming the
+// chunks: a search queries the manifests (a few hundred bytes per file)
+// and reads only the chunks its cache lacks (chunks never change: a new
+// passage set has new ones).
 const (
-	attrVStart = "vstart"
-	attrVCount = "vcount"
-	attrVDims  = "vdims"
-	attrVData  = "vdata"
+	attrVCount  = "vcount"
+	attrVDims   = "vdims"
+	attrVData   = "vdata"
+	attrVChunks = "vchunks" // manifest: start:count,...
 )
 
 func skVector(set string, start int) string { return fmt.Sprintf("VEC#%s#%06d", set, start) }
+func skVectorManifest(set string) string    { return "VEC#" + set + "#M" }
 func fileVectorGSI(bot string) string       { return "BOT#" + bot + "#FVEC" }
 
-// PutVectors stores a passage set's vector chunks (BatchWriteItem).
+// vectorPrefix is the sort-key prefix of a passage set's vector items.
+func vectorPrefix(set string) string { return "VEC#" + set + "#" }
+
+// PutVectors stores a passage set's vector chunks and their manifest
+// (BatchWriteItem; the manifest last, so a listed chunk exists).
 func (s *Store) PutVectors(ctx context.Context, f platform.FileRecord, chunks []platform.VectorChunk) error {
+	if len(chunks) == 0 {
+		return nil
+	}
 	items := make([]item, 0, len(chunks))
+	var refs []string
 	for _, c := range chunks {
 		it := key(filePK(f.ID), skVector(c.Set, c.Start))
-		it[attrGSI1PK] = str(fileVectorGSI(f.BotID))
-		it[attrGSI1SK] = str(fmt.Sprintf("%s#%s#%06d", f.ID, c.Set, c.Start))
-		it[attrFFileID] = str(f.ID)
-		it[attrVStart] = num(int64(c.Start))
 		it[attrVCount] = num(int64(c.Count))
 		it[attrVDims] = num(int64(c.Dims))
 		it[attrVData] = &types.AttributeValueMemberB{Value: c.Data}
 		items = append(items, it)
+		refs = append(refs, fmt.Sprintf("%d:%d", c.Start, c.Count))
 	}
-	return s.batchPut(ctx, items)
+	if err := s.batchPut(ctx, items); err != nil {
+		return err
+	}
+	m := key(filePK(f.ID), skVectorManifest(chunks[0].Set))
+	m[attrGSI1PK] = str(fileVectorGSI(f.BotID))
+	m[attrGSI1SK] = str(f.ID + "#" + chunks[0].Set)
+	m[attrFFileID] = str(f.ID)
+	m[attrVDims] = num(int64(chunks[0].Dims))
+	m[attrVChunks] = str(strings.Join(refs, ","))
+	_, err := s.db.PutItem(ctx, &dynamodb.PutItemInput{TableName: &s.table, Item: m})
+	return err
 }
 
-// BotVectors reads a bot's vector chunks (Query of its gsi1 partition,
-// 1 MB a page) until they hold limit vectors.
-func (s *Store) BotVectors(ctx context.Context, botID string, limit int) (out []platform.VectorChunk, more bool, err error) {
+// VectorSets reads the manifests of a bot's vector chunks (Query of its
+// gsi1 partition) until they name limit vectors; more reports others.
+func (s *Store) VectorSets(ctx context.Context, botID string, limit int) (out []platform.VectorChunk, more bool, err error) {
 	in := &dynamodb.QueryInput{
 		TableName:                 &s.table,
 		IndexName:                 aws.String(GSI1),
@@ -59,18 +79,25 @@ func (s *Store) BotVectors(ctx context.Context, botID string, limit int) (out []
 			return nil, false, err
 		}
 		for _, it := range res.Items {
-			c := platform.VectorChunk{FileID: getS(it, attrFFileID), Start: int(getN(it, attrVStart)),
-				Count: int(getN(it, attrVCount)), Dims: int(getN(it, attrVDims))}
-			// sk: VEC#<set>#<start>
-			c.Set, _, _ = strings.Cut(strings.TrimPrefix(getS(it, attrSK), "VEC#"), "#")
-			if b, ok := it[attrVData].(*types.AttributeValueMemberB); ok {
-				c.Data = b.Value
+			set, _, _ := strings.Cut(strings.TrimPrefix(getS(it, attrSK), "VEC#"), "#")
+			file, dims := getS(it, attrFFileID), int(getN(it, attrVDims))
+			var chunks []platform.VectorChunk
+			count := 0
+			for ref := range strings.SplitSeq(getS(it, attrVChunks), ",") {
+				a, b, _ := strings.Cut(ref, ":")
+				start, err1 := strconv.Atoi(a)
+				c, err2 := strconv.Atoi(b)
+				if err1 != nil || err2 != nil {
+					continue
+				}
+				chunks = append(chunks, platform.VectorChunk{FileID: file, Set: set, Start: start, Count: c, Dims: dims})
+				count += c
 			}
-			if n+c.Count > limit {
+			if n+count > limit {
 				return out, true, nil
 			}
-			n += c.Count
-			out = append(out, c)
+			n += count
+			out = append(out, chunks...)
 		}
 		if len(res.LastEvaluatedKey) == 0 {
 			return out, false, nil
@@ -79,5 +106,31 @@ func (s *Store) BotVectors(ctx context.Context, botID string, limit int) (out []
 	}
 }
 
-// vectorPrefix is the sort-key prefix of a passage set's vector items.
-func vectorPrefix(set string) string { return "VEC#" + set + "#" }
+// VectorData reads the data of chunks named by VectorSets (BatchGetItem,
+// 100 a call); chunks no longer stored are left out.
+func (s *Store) VectorData(ctx context.Context, refs []platform.VectorChunk) ([]platform.VectorChunk, error) {
+	keys := make([]item, 0, len(refs))
+	byKey := map[[2]string]platform.VectorChunk{}
+	for _, r := range refs {
+		k := key(filePK(r.FileID), skVector(r.Set, r.Start))
+		byKey[[2]string{filePK(r.FileID), skVector(r.Set, r.Start)}] = r
+		keys = append(keys, k)
+	}
+	items, err := s.batchGet(ctx, keys)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]platform.VectorChunk, 0, len(items))
+	for _, it := range items {
+		c, ok := byKey[[2]string{getS(it, attrPK), getS(it, attrSK)}]
+		if !ok {
+			continue
+		}
+		if b, ok := it[attrVData].(*types.AttributeValueMemberB); ok {
+			c.Data = b.Value
+		}
+		c.Count, c.Dims = int(getN(it, attrVCount)), int(getN(it, attrVDims))
+		out = append(out, c)
+	}
+	return out, nil
+}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"sort"
+	"sync"
 
 	"github.com/botforge/platform/shared/platform"
 )
@@ -24,7 +25,10 @@ const (
 	MaxSearchVectors = 20000
 	// MaxChunkBytes bounds one vector item's data (DynamoDB items are at
 	// most 400 KB).
-	MaxChunkBytes = 256 << 10
+	MaxChunkBytes = 128 << 10
+	// DefaultCacheBytes bounds the chunks a process keeps between
+	// searches (about 85,000 vectors of 1536 dimensions).
+	DefaultCacheBytes = 128 << 20
 	// SemanticCandidates is how many of the most similar passages join
 	// the lexical hits as candidates.
 	SemanticCandidates = 200
@@ -44,15 +48,32 @@ type VectorStore interface {
 	// PutVectors stores a passage set's vector chunks; they go with the
 	// set (DeletePassageSet) and the file.
 	PutVectors(ctx context.Context, f platform.FileRecord, chunks []platform.VectorChunk) error
-	// BotVectors reads a bot's vector chunks, at most limit vectors; more
-	// reports that there were others.
-	BotVectors(ctx context.Context, botID string, limit int) (chunks []platform.VectorChunk, more bool, err error)
+	// VectorSets names a bot's vector chunks (without their data), at
+	// most limit vectors; more reports that there were others.
+	VectorSets(ctx context.Context, botID string, limit int) (chunks []platform.VectorChunk, more bool, err error)
+	// VectorData reads the data of chunks VectorSets named (those no
+	// longer stored are left out).
+	VectorData(ctx context.Context, chunks []platform.VectorChunk) ([]platform.VectorChunk, error)
 }
 
 // Semantic is the embeddings model and where vectors are kept.
 type Semantic struct {
 	Embedder Embedder
 	Store    VectorStore
+	// Cache keeps chunks read by earlier searches (they never change);
+	// nil: a cache of DefaultCacheBytes.
+	Cache *ChunkCache
+
+	once sync.Once
+}
+
+func (s *Semantic) cache() *ChunkCache {
+	s.once.Do(func() {
+		if s.Cache == nil {
+			s.Cache = NewChunkCache(DefaultCacheBytes)
+		}
+	})
+	return s.Cache
 }
 
 // EmbedError is a failure of the embeddings model (its reason is shown to
@@ -189,11 +210,41 @@ func (s *Semantic) Similarities(ctx context.Context, botID, query string) (Simil
 	if len(qv) != 1 {
 		return nil, &EmbedError{fmt.Errorf("%d vectors for one query", len(qv))}
 	}
-	chunks, _, err := s.Store.BotVectors(ctx, botID, MaxSearchVectors)
+	chunks, err := s.chunks(ctx, botID)
 	if err != nil {
 		return nil, err
 	}
 	return Score(chunks, qv[0]), nil
+}
+
+// chunks returns the bot's vector chunks: the manifests, then the data of
+// those the cache lacks.
+func (s *Semantic) chunks(ctx context.Context, botID string) ([]platform.VectorChunk, error) {
+	refs, _, err := s.Store.VectorSets(ctx, botID, MaxSearchVectors)
+	if err != nil {
+		return nil, err
+	}
+	c := s.cache()
+	out := make([]platform.VectorChunk, 0, len(refs))
+	var missing []platform.VectorChunk
+	for _, r := range refs {
+		if got, ok := c.get(r); ok {
+			out = append(out, got)
+		} else {
+			missing = append(missing, r)
+		}
+	}
+	if len(missing) > 0 {
+		got, err := s.Store.VectorData(ctx, missing)
+		if err != nil {
+			return nil, err
+		}
+		for _, g := range got {
+			c.put(g)
+		}
+		out = append(out, got...)
+	}
+	return out, nil
 }
 
 // Score computes the similarity of query to every passage of chunks
@@ -270,4 +321,71 @@ func lessKey(a, b PassageKey) bool {
 		return a.Set < b.Set
 	}
 	return a.Position < b.Position
+}
+
+// ChunkCache keeps vector chunks by identity (file, set, start), evicting
+// the least recently used past its byte budget. Chunks are immutable, so
+// a cached one is never stale; one whose set was deleted is simply no
+// longer named by the manifests and ages out.
+type ChunkCache struct {
+	mu    sync.Mutex
+	max   int
+	size  int
+	tick  uint64
+	items map[chunkID]*cached
+}
+
+type chunkID struct {
+	file, set string
+	start     int
+}
+
+type cached struct {
+	c    platform.VectorChunk
+	used uint64
+}
+
+// NewChunkCache returns a cache of at most maxBytes of vector data.
+func NewChunkCache(maxBytes int) *ChunkCache {
+	return &ChunkCache{max: maxBytes, items: map[chunkID]*cached{}}
+}
+
+func (c *ChunkCache) get(r platform.VectorChunk) (platform.VectorChunk, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e, ok := c.items[chunkID{r.FileID, r.Set, r.Start}]
+	if !ok {
+		return r, false
+	}
+	c.tick++
+	e.used = c.tick
+	return e.c, true
+}
+
+func (c *ChunkCache) put(v platform.VectorChunk) {
+	if len(v.Data) > c.max {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	id := chunkID{v.FileID, v.Set, v.Start}
+	if _, ok := c.items[id]; ok {
+		return
+	}
+	for c.size+len(v.Data) > c.max {
+		// Evict the least recently used (a linear pass: the cache holds
+		// at most a few thousand chunks).
+		var old chunkID
+		var oldest *cached
+		for k, e := range c.items {
+			if oldest == nil || e.used < oldest.used {
+				old, oldest = k, e
+			}
+		}
+		c.size -= len(oldest.c.Data)
+		delete(c.items, old)
+	}
+	c.tick++
+	c.items[id] = &cached{c: v, used: c.tick}
+	c.size += len(v.Data)
 }

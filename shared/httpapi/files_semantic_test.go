@@ -193,8 +193,8 @@ func TestFilesSemanticIndexingBatchesAndVectorsGo(t *testing.T) {
 	}
 	// Passages replaced: the old set's vectors go with it.
 	f.Check(f.do("", "", "PUT", "/v1/files/"+id+"/passages", map[string]any{"passages": []any{map[string]any{"content": "It is sunny."}}}), 200, "setFilePassages")
-	if n := vecItems(); n != 1 {
-		t.Fatalf("%d vector items after setFilePassages, want 1", n)
+	if n := vecItems(); n != 2 { // one chunk and its manifest
+		t.Fatalf("%d vector items after setFilePassages, want 2", n)
 	}
 	if ps := f.search("rain"); len(ps) != 1 || ps[0]["content"] != "It is sunny." {
 		t.Fatalf("rain after setFilePassages: %q", contents(ps))
