@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"net/http"
+	"time"
 
 	"github.com/botforge/platform/shared/dynamo"
 	"github.com/botforge/platform/shared/llm"
@@ -108,7 +109,14 @@ func (s *server) generateText(c *call) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return s.LLM.Generate(c.ctx, req)
+	start := time.Now()
+	res, err := s.LLM.Generate(c.ctx, req)
+	var md *llm.Metadata
+	if res != nil {
+		md = &res.Metadata
+	}
+	s.recordLLMCall(c, req, start, md, err) // the console's record (llm_calls.go)
+	return res, err
 }
 
 func (s *server) generateTextStream(c *call, w *streamWriter) error {
@@ -116,7 +124,16 @@ func (s *server) generateTextStream(c *call, w *streamWriter) error {
 	if err != nil {
 		return err
 	}
-	return s.LLM.Stream(c.ctx, req, func(ch llm.Chunk) error { return w.line(ch) })
+	start := time.Now()
+	var md *llm.Metadata
+	err = s.LLM.Stream(c.ctx, req, func(ch llm.Chunk) error {
+		if ch.Metadata != nil {
+			md = ch.Metadata
+		}
+		return w.line(ch)
+	})
+	s.recordLLMCall(c, req, start, md, err) // the console's record (llm_calls.go)
+	return err
 }
 
 func (s *server) listCognitiveModels(c *call) (any, error) {
