@@ -100,4 +100,3 @@ func (s *Store) ListLLMCalls(ctx context.Context, botID, since, conversation str
 	}
 	return out, next, nil
 }
-
