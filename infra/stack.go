@@ -97,6 +97,7 @@ type builder struct {
 	corsOrigins     awscdk.CfnParameter
 	codeConcurrency awscdk.CfnParameter
 	quotas          map[string]awscdk.CfnParameter // by environment variable
+	embeddings      map[string]awscdk.CfnParameter // by environment variable
 	table           awsdynamodb.Table
 	bucket          awss3.Bucket
 	bucketName      *string // the bucket's name as an expression free of references to it
@@ -161,6 +162,26 @@ func (s *builder) parameters() {
 			"function: min(maxConcurrency, cap); 0: none is ever reserved " +
 			"(PLATFORM_CODE_MAX_RESERVED_CONCURRENCY, docs/runtime.md)."),
 	})
+	s.embeddings = map[string]awscdk.CfnParameter{
+		"PLATFORM_EMBEDDINGS_MODEL": awscdk.NewCfnParameter(s.stack, jsii.String("EmbeddingsModel"), &awscdk.CfnParameterProps{
+			Type: jsii.String("String"), Default: jsii.String(""),
+			Description: jsii.String("Embeddings model of knowledge bases' semantic search (e.g. text-embedding-3-small); " +
+				"empty: search stays lexical (PLATFORM_EMBEDDINGS_MODEL, docs/files.md)."),
+		}),
+		"PLATFORM_EMBEDDINGS_URL": awscdk.NewCfnParameter(s.stack, jsii.String("EmbeddingsUrl"), &awscdk.CfnParameterProps{
+			Type: jsii.String("String"), Default: jsii.String(""),
+			Description: jsii.String("OpenAI-compatible base URL ending in /v1 of the embeddings model " +
+				"(PLATFORM_EMBEDDINGS_URL); empty: the LLM provider's."),
+		}),
+		"PLATFORM_EMBEDDINGS_API_KEY_PARAMETER": awscdk.NewCfnParameter(s.stack, jsii.String("EmbeddingsApiKeyParameter"), &awscdk.CfnParameterProps{
+			Type: jsii.String("String"), Default: jsii.String(""),
+			AllowedPattern:        jsii.String("^(/[A-Za-z0-9_.-]+)*$"),
+			ConstraintDescription: jsii.String("an SSM parameter name under /<stack name>/, e.g. /my-stack/embeddings-api-key"),
+			Description: jsii.String("Name of an SSM SecureString parameter, under /<stack name>/, holding the " +
+				"embeddings endpoint's API key (never in the template); empty: no key " +
+				"(PLATFORM_EMBEDDINGS_API_KEY_PARAMETER, docs/files.md)."),
+		}),
+	}
 	s.retention = awscdk.NewCfnParameter(s.stack, jsii.String("LogRetentionDays"), &awscdk.CfnParameterProps{
 		Type:          jsii.String("Number"),
 		Default:       jsii.String("30"),
@@ -297,6 +318,10 @@ func (s *builder) policies(id string) map[string]awsiam.PolicyDocument {
 		&map[string]*string{"Group": s.scheduleGroup.Ref()})
 	platformLogs := []*string{s.botLogs.AttrArn(), s.integrationLogs.AttrArn()}
 	writePlatformLogs := policy(allow([]string{"logs:CreateLogStream", "logs:PutLogEvents"}, platformLogs...))
+	// The embeddings API key's SSM parameter, read at cold start (the
+	// AWS-managed aws/ssm key decrypts for SSM's callers).
+	embeddingsKey := policy(allow([]string{"ssm:GetParameter"},
+		awscdk.Fn_Sub(jsii.String("arn:${AWS::Partition}:ssm:${AWS::Region}:${AWS::AccountId}:parameter/${AWS::StackName}/*"), nil)))
 	switch id {
 	case "Admin":
 		passRole := allow([]string{"iam:PassRole"}, s.schedulerRole.RoleArn())
@@ -354,7 +379,7 @@ func (s *builder) policies(id string) map[string]awsiam.PolicyDocument {
 		}
 	case "Files":
 		return map[string]awsiam.PolicyDocument{
-			"table": table,
+			"table": table, "embeddings-key": embeddingsKey,
 			"bucket": policy(
 				// PutObject: the presigned upload URLs are signed with this role.
 				allow([]string{"s3:GetObject", "s3:PutObject", "s3:DeleteObject"}, s.bucket.ArnForObjects(jsii.String("files/*"))),
@@ -379,7 +404,7 @@ func (s *builder) policies(id string) map[string]awsiam.PolicyDocument {
 	case "UploadCompletion":
 		bucketArn := awscdk.Fn_Join(jsii.String(""), &[]*string{jsii.String("arn:"), awscdk.Aws_PARTITION(), jsii.String(":s3:::"), s.bucketName})
 		return map[string]awsiam.PolicyDocument{
-			"table": table,
+			"table": table, "embeddings-key": embeddingsKey,
 			"bucket": policy(
 				// GetObject (and HeadObject): what landed, its SHA-256, its
 				// text to index; DeleteObject: a superseded or rejected upload.
@@ -390,6 +415,15 @@ func (s *builder) policies(id string) map[string]awsiam.PolicyDocument {
 		}
 	}
 	panic("no policies for function " + id)
+}
+
+// withEmbeddings adds the embeddings parameters (knowledge bases' semantic
+// search: the files function searches, upload completion indexes).
+func (s *builder) withEmbeddings(env map[string]*string) map[string]*string {
+	for k, p := range s.embeddings {
+		env[k] = p.ValueAsString()
+	}
+	return env
 }
 
 // environment is each function's environment beyond PLATFORM_TABLE.
@@ -428,9 +462,9 @@ func (s *builder) environment(id string) map[string]*string {
 		// Table exports and imports are files of the bot (exportTable, importTable).
 		return map[string]*string{"PLATFORM_PAGING_KEY": s.pagingKey.ValueAsString(), "PLATFORM_CORS_ORIGINS": cors, "PLATFORM_BUCKET": s.bucket.BucketName()}
 	case "Files":
-		return map[string]*string{"PLATFORM_PAGING_KEY": s.pagingKey.ValueAsString(), "PLATFORM_CORS_ORIGINS": cors, "PLATFORM_BUCKET": s.bucket.BucketName()}
+		return s.withEmbeddings(map[string]*string{"PLATFORM_PAGING_KEY": s.pagingKey.ValueAsString(), "PLATFORM_CORS_ORIGINS": cors, "PLATFORM_BUCKET": s.bucket.BucketName()})
 	case "UploadCompletion":
-		return map[string]*string{"PLATFORM_BUCKET": s.bucketName}
+		return s.withEmbeddings(map[string]*string{"PLATFORM_BUCKET": s.bucketName})
 	case "Dispatcher":
 		logs["PLATFORM_CODE_PREFIX"] = awscdk.Fn_Sub(jsii.String(codePrefix), nil)
 		return logs

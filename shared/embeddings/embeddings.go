@@ -25,6 +25,9 @@ const (
 	EnvURL     = "PLATFORM_EMBEDDINGS_URL"
 	EnvAPIKey  = "PLATFORM_EMBEDDINGS_API_KEY"
 	EnvTimeout = "PLATFORM_EMBEDDINGS_TIMEOUT"
+	// EnvAPIKeyParameter names an SSM SecureString parameter holding the
+	// key (AWS: the key is never in the template or the environment).
+	EnvAPIKeyParameter = "PLATFORM_EMBEDDINGS_API_KEY_PARAMETER"
 	// The LLM provider's endpoint and key, used when the embeddings have
 	// none of their own.
 	envLLMURL    = "PLATFORM_LLM_URL"
@@ -55,7 +58,9 @@ type Config struct {
 }
 
 // FromEnv reads the configuration; ok is false when no model is set.
-func FromEnv(get func(string) string) (c Config, ok bool, err error) {
+// secret reads the key from PLATFORM_EMBEDDINGS_API_KEY_PARAMETER's
+// parameter (nil: none can be read here).
+func FromEnv(get func(string) string, secret func(name string) (string, error)) (c Config, ok bool, err error) {
 	c.Model = strings.TrimSpace(get(EnvModel))
 	if c.Model == "" {
 		return c, false, nil
@@ -65,6 +70,14 @@ func FromEnv(get func(string) string) (c Config, ok bool, err error) {
 		c.URL = strings.TrimSpace(get(envLLMURL))
 		if c.APIKey == "" {
 			c.APIKey = get(envLLMAPIKey)
+		}
+	}
+	if name := strings.TrimSpace(get(EnvAPIKeyParameter)); name != "" && c.APIKey == "" {
+		if secret == nil {
+			return c, false, fmt.Errorf("%s=%q: parameters are read on AWS only; set %s here", EnvAPIKeyParameter, name, EnvAPIKey)
+		}
+		if c.APIKey, err = secret(name); err != nil {
+			return c, false, fmt.Errorf("%s=%q: reading the key: %w", EnvAPIKeyParameter, name, err)
 		}
 	}
 	if c.URL == "" {

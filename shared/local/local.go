@@ -185,7 +185,7 @@ func Open(ctx context.Context, dataDir, baseURL string, log *slog.Logger) (*Plat
 	if err != nil {
 		return nil, err
 	}
-	semantic, err := runtime.Semantic(p.Store) // PLATFORM_EMBEDDINGS_* (docs/files.md)
+	semantic, err := runtime.Semantic(ctx, nil, p.Store) // PLATFORM_EMBEDDINGS_* (docs/files.md)
 	if err != nil {
 		return nil, err
 	}

@@ -23,6 +23,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	awsscheduler "github.com/aws/aws-sdk-go-v2/service/scheduler"
+	"github.com/aws/aws-sdk-go-v2/service/ssm"
 	"github.com/awslabs/aws-lambda-go-api-proxy/httpadapter"
 
 	"github.com/botforge/platform/shared/delivery"
@@ -190,7 +191,7 @@ func AreaHandler(ctx context.Context, area httpapi.Area) (http.Handler, error) {
 	if err != nil {
 		return nil, err
 	}
-	semantic, err := Semantic(store)
+	semantic, err := Semantic(ctx, &cfg, store)
 	if err != nil {
 		return nil, err
 	}
@@ -228,8 +229,33 @@ func AreaHandler(ctx context.Context, area httpapi.Area) (http.Handler, error) {
 // Semantic is the semantic search of knowledge bases configured by the
 // environment's PLATFORM_EMBEDDINGS_* variables (docs/files.md), over the
 // store's vector items; nil (lexical search) without an embeddings model.
-func Semantic(store *dynamo.Store) (*files.Semantic, error) {
-	cfg, ok, err := embeddings.FromEnv(os.Getenv)
+// With an AWS configuration, the key may be an SSM SecureString parameter
+// (PLATFORM_EMBEDDINGS_API_KEY_PARAMETER), read once here.
+func Semantic(ctx context.Context, awsCfg *aws.Config, store *dynamo.Store) (*files.Semantic, error) {
+	var secret func(string) (string, error)
+	if awsCfg != nil {
+		secret = func(name string) (string, error) {
+			out, err := ssm.NewFromConfig(*awsCfg).GetParameter(ctx, &ssm.GetParameterInput{Name: &name, WithDecryption: aws.Bool(true)})
+			if err != nil {
+				return "", err
+			}
+			return aws.ToString(out.Parameter.Value), nil
+		}
+	}
+	// The stack sets these three (template.yaml, infra/); the key, the
+	// timeout and the LLM provider's endpoint are read as they are.
+	get := func(k string) string {
+		switch k {
+		case embeddings.EnvModel:
+			return os.Getenv("PLATFORM_EMBEDDINGS_MODEL")
+		case embeddings.EnvURL:
+			return os.Getenv("PLATFORM_EMBEDDINGS_URL")
+		case embeddings.EnvAPIKeyParameter:
+			return os.Getenv("PLATFORM_EMBEDDINGS_API_KEY_PARAMETER")
+		}
+		return os.Getenv(k)
+	}
+	cfg, ok, err := embeddings.FromEnv(get, secret)
 	if err != nil || !ok {
 		return nil, err
 	}
@@ -332,7 +358,7 @@ func StartUploadCompletion() {
 		log.Fatal(err)
 	}
 	store := dynamo.New(DynamoClient(cfg, env, nil), env.Table)
-	semantic, err := Semantic(store)
+	semantic, err := Semantic(ctx, &cfg, store)
 	if err != nil {
 		log.Fatal(err)
 	}
