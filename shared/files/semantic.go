@@ -156,9 +156,10 @@ func appendQuantized(b []byte, v []float32) []byte {
 // corruption): it is skipped.
 var errChunk = errors.New("malformed vector chunk")
 
-// similarities adds the cosine similarity of query (unit length) to each
-// passage of chunk.
-func similarities(chunk platform.VectorChunk, query []float32, add func(pos int, sim float64)) error {
+// similarities adds the cosine similarity of query (unit length,
+// quantized like the passages: int8 values and their scale) to each
+// passage of chunk: an integer dot product, four values a step.
+func similarities(chunk platform.VectorChunk, query []int8, qscale float32, add func(pos int, sim float64)) error {
 	size := 4 + chunk.Dims
 	if chunk.Dims != len(query) || len(chunk.Data) != chunk.Count*size {
 		return errChunk
@@ -166,29 +167,32 @@ func similarities(chunk platform.VectorChunk, query []float32, add func(pos int,
 	for i := 0; i < chunk.Count; i++ {
 		rec := chunk.Data[i*size : (i+1)*size]
 		scale := math.Float32frombits(binary.LittleEndian.Uint32(rec))
-		var dot float32
-		for j, q := range rec[4:] {
-			dot += float32(int8(q)) * query[j]
+		v := rec[4:]
+		v = v[:len(query)]
+		var d0, d1, d2, d3 int32
+		j := 0
+		for ; j+4 <= len(query); j += 4 {
+			d0 += int32(int8(v[j])) * int32(query[j])
+			d1 += int32(int8(v[j+1])) * int32(query[j+1])
+			d2 += int32(int8(v[j+2])) * int32(query[j+2])
+			d3 += int32(int8(v[j+3])) * int32(query[j+3])
 		}
-		add(chunk.Start+i, float64(dot*scale))
+		for ; j < len(query); j++ {
+			d0 += int32(int8(v[j])) * int32(query[j])
+		}
+		add(chunk.Start+i, float64(float32(d0+d1+d2+d3)*scale*qscale))
 	}
 	return nil
 }
 
-func unit(v []float32) []float32 {
-	var n float64
-	for _, x := range v {
-		n += float64(x) * float64(x)
+// quantize is appendQuantized's encoding of one vector, unpacked.
+func quantize(v []float32) ([]int8, float32) {
+	b := appendQuantized(nil, v)
+	q := make([]int8, len(v))
+	for i, x := range b[4:] {
+		q[i] = int8(x)
 	}
-	n = math.Sqrt(n)
-	out := make([]float32, len(v))
-	if n == 0 {
-		return out
-	}
-	for i, x := range v {
-		out[i] = float32(float64(x) / n)
-	}
-	return out
+	return q, math.Float32frombits(binary.LittleEndian.Uint32(b))
 }
 
 // PassageKey names a passage of a file's passage set.
@@ -250,14 +254,14 @@ func (s *Semantic) chunks(ctx context.Context, botID string) ([]platform.VectorC
 // Score computes the similarity of query to every passage of chunks
 // (chunks of another dimension, e.g. from an earlier model, are skipped).
 func Score(chunks []platform.VectorChunk, query []float32) Similar {
-	q := unit(query)
+	q, qscale := quantize(query)
 	n := 0
 	for _, c := range chunks {
 		n += c.Count
 	}
 	out := make(Similar, n)
 	for _, c := range chunks {
-		_ = similarities(c, q, func(pos int, sim float64) {
+		_ = similarities(c, q, qscale, func(pos int, sim float64) {
 			out[PassageKey{c.FileID, c.Set, pos}] = sim
 		})
 	}
@@ -284,18 +288,7 @@ func Combine(lex []Hit, sim Similar) []Hit {
 	for _, h := range lex {
 		byKey[PassageKey{h.FileID, h.Set, h.Position}] = (1 - SemanticWeight) * h.Score / best
 	}
-	top := make([]PassageKey, 0, len(sim))
-	for k := range sim {
-		top = append(top, k)
-	}
-	sort.Slice(top, func(i, j int) bool {
-		a, b := sim[top[i]], sim[top[j]]
-		if a != b {
-			return a > b
-		}
-		return lessKey(top[i], top[j])
-	})
-	for _, k := range top[:min(len(top), SemanticCandidates)] {
+	for _, k := range mostSimilar(sim, SemanticCandidates) {
 		if _, ok := byKey[k]; !ok {
 			byKey[k] = 0
 		}
@@ -388,4 +381,56 @@ func (c *ChunkCache) put(v platform.VectorChunk) {
 	c.tick++
 	c.items[id] = &cached{c: v, used: c.tick}
 	c.size += len(v.Data)
+}
+
+// mostSimilar returns the n passages of sim most similar, best first: a
+// bounded min-heap over one pass (no sort of every passage).
+func mostSimilar(sim Similar, n int) []PassageKey {
+	type entry struct {
+		k PassageKey
+		s float64
+	}
+	worse := func(a, b entry) bool { // a ranks below b
+		if a.s != b.s {
+			return a.s < b.s
+		}
+		return lessKey(b.k, a.k)
+	}
+	h := make([]entry, 0, n)
+	down := func(i int) {
+		for {
+			l, m := 2*i+1, i
+			if l < len(h) && worse(h[l], h[m]) {
+				m = l
+			}
+			if r := l + 1; r < len(h) && worse(h[r], h[m]) {
+				m = r
+			}
+			if m == i {
+				return
+			}
+			h[i], h[m] = h[m], h[i]
+			i = m
+		}
+	}
+	for k, s := range sim {
+		e := entry{k, s}
+		if len(h) < n {
+			h = append(h, e)
+			for i := len(h) - 1; i > 0 && worse(h[i], h[(i-1)/2]); i = (i - 1) / 2 {
+				h[i], h[(i-1)/2] = h[(i-1)/2], h[i]
+			}
+			continue
+		}
+		if n > 0 && worse(h[0], e) {
+			h[0] = e
+			down(0)
+		}
+	}
+	sort.Slice(h, func(i, j int) bool { return worse(h[j], h[i]) })
+	out := make([]PassageKey, len(h))
+	for i, e := range h {
+		out[i] = e.k
+	}
+	return out
 }
