@@ -45,7 +45,7 @@ type Function struct {
 var Functions = []Function{
 	// API functions: within API Gateway's 30 s integration timeout.
 	{ID: "Admin", Dir: "admin", Description: "Admin API (functions/admin)", Timeout: 29, MemorySize: 256, Routes: []string{"/v1/admin/{proxy+}", "/", "/console/{proxy+}"}},
-	{ID: "Chat", Dir: "chat", Description: "Chat API and webhook ingress (functions/chat)", Timeout: 29, MemorySize: 256, Routes: []string{"/v1/chat/{proxy+}", "/webhooks/{proxy+}"}},
+	{ID: "Chat", Dir: "chat", Description: "Chat API and webhook ingress (functions/chat)", Timeout: 29, MemorySize: 256, Routes: []string{"/v1/chat/{proxy+}", "/webhooks/{proxy+}", "/v2/cognitive/{proxy+}"}},
 	{ID: "Tables", Dir: "tables", Description: "Tables API (functions/tables)", Timeout: 29, MemorySize: 256, Routes: []string{"/v1/tables/{proxy+}", "/v1/tables"}},
 	{ID: "Files", Dir: "files", Description: "Files API (functions/files)", Timeout: 29, MemorySize: 256, Routes: []string{"/v1/files/{proxy+}", "/v1/files", "$default"}},
 	// Delivers a recurring event to its bot, which may take 2 minutes.
@@ -98,6 +98,7 @@ type builder struct {
 	codeConcurrency awscdk.CfnParameter
 	quotas          map[string]awscdk.CfnParameter // by environment variable
 	embeddings      map[string]awscdk.CfnParameter // by environment variable
+	llm             map[string]awscdk.CfnParameter // by environment variable
 	table           awsdynamodb.Table
 	bucket          awss3.Bucket
 	bucketName      *string // the bucket's name as an expression free of references to it
@@ -119,6 +120,24 @@ var quotaParameters = []struct{ name, env, description string }{
 	{"QuotaEventsPerMonth", "BP_QUOTA_EVENTS_PER_MONTH", "Events one bot may create with createEvent in a UTC month (0: no quota)."},
 	{"QuotaInvocationsPerMonth", "BP_QUOTA_INVOCATIONS_PER_MONTH", "Calls of one bot by the runtime in a UTC month (0: no quota)."},
 	{"QuotaStorageBytes", "BP_QUOTA_STORAGE_BYTES", "Bytes of files one bot may store (0: no quota)."},
+	{"QuotaLlmTokensPerMonth", "BP_QUOTA_LLM_TOKENS_PER_MONTH", "LLM tokens (input and output) one bot may use in a UTC month (0: no quota); checked before each call (docs/llm.md)."},
+}
+
+// embeddingsKeyParameter is the SSM SecureString holding the embeddings
+// endpoint's key (docs/files.md); missing: no key.
+const embeddingsKeyParameter = "/${AWS::StackName}/embeddings-api-key"
+
+// llmKeyParameter is the SSM SecureString holding the LLM provider's key.
+const llmKeyParameter = "/${AWS::StackName}/llm-api-key"
+
+// llmParameters are the bots' LLM provider (docs/llm.md), set on every
+// function; its key is an SSM SecureString (/<stack>/llm-api-key), never
+// a parameter.
+var llmParameters = []struct{ name, env, def, description string }{
+	{"LlmUrl", "PLATFORM_LLM_URL", "", "OpenAI-compatible base URL ending in /v1 of the bots' LLM provider; empty: none (PLATFORM_LLM_URL, docs/llm.md). Its key: the SSM SecureString /<stack name>/llm-api-key."},
+	{"LlmProvider", "PLATFORM_LLM_PROVIDER", "openai", "Name prefixing the provider's models (<provider>:<model>) (PLATFORM_LLM_PROVIDER)."},
+	{"LlmModels", "PLATFORM_LLM_MODELS", "", `JSON object of client model id -> upstream model id, e.g. {"best":"gpt-4o"}; empty: every alias to the first listed model (PLATFORM_LLM_MODELS).`},
+	{"LlmTimeout", "PLATFORM_LLM_TIMEOUT", "25s", "Timeout of each upstream attempt (PLATFORM_LLM_TIMEOUT); under API Gateway's 30 s."},
 }
 
 func (s *builder) parameters() {
@@ -149,6 +168,12 @@ func (s *builder) parameters() {
 			Description:           jsii.String(q.description + " Refused with 403 QuotaExceeded (docs/account.md, " + q.env + ")."),
 		})
 	}
+	s.llm = map[string]awscdk.CfnParameter{}
+	for _, l := range llmParameters {
+		s.llm[l.env] = awscdk.NewCfnParameter(s.stack, jsii.String(l.name), &awscdk.CfnParameterProps{
+			Type: jsii.String("String"), Default: jsii.String(l.def), Description: jsii.String(l.description),
+		})
+	}
 	var allowed []*string
 	for _, d := range []string{"1", "3", "5", "7", "14", "30", "60", "90", "120", "150", "180", "365", "400", "545", "731", "1096", "1827", "2192", "2557", "2922", "3288", "3653"} {
 		allowed = append(allowed, jsii.String(d))
@@ -171,15 +196,8 @@ func (s *builder) parameters() {
 		"PLATFORM_EMBEDDINGS_URL": awscdk.NewCfnParameter(s.stack, jsii.String("EmbeddingsUrl"), &awscdk.CfnParameterProps{
 			Type: jsii.String("String"), Default: jsii.String(""),
 			Description: jsii.String("OpenAI-compatible base URL ending in /v1 of the embeddings model " +
-				"(PLATFORM_EMBEDDINGS_URL); empty: the LLM provider's."),
-		}),
-		"PLATFORM_EMBEDDINGS_API_KEY_PARAMETER": awscdk.NewCfnParameter(s.stack, jsii.String("EmbeddingsApiKeyParameter"), &awscdk.CfnParameterProps{
-			Type: jsii.String("String"), Default: jsii.String(""),
-			AllowedPattern:        jsii.String("^(/[A-Za-z0-9_.-]+)*$"),
-			ConstraintDescription: jsii.String("an SSM parameter name under /<stack name>/, e.g. /my-stack/embeddings-api-key"),
-			Description: jsii.String("Name of an SSM SecureString parameter, under /<stack name>/, holding the " +
-				"embeddings endpoint's API key (never in the template); empty: no key " +
-				"(PLATFORM_EMBEDDINGS_API_KEY_PARAMETER, docs/files.md)."),
+				"(PLATFORM_EMBEDDINGS_URL); empty: the LLM provider's (LlmUrl). Its key: the SSM SecureString " +
+				"/<stack name>/embeddings-api-key (none: no key)."),
 		}),
 	}
 	s.retention = awscdk.NewCfnParameter(s.stack, jsii.String("LogRetentionDays"), &awscdk.CfnParameterProps{
@@ -321,7 +339,7 @@ func (s *builder) policies(id string) map[string]awsiam.PolicyDocument {
 	// The embeddings API key's SSM parameter, read at cold start (the
 	// AWS-managed aws/ssm key decrypts for SSM's callers).
 	embeddingsKey := policy(allow([]string{"ssm:GetParameter"},
-		awscdk.Fn_Sub(jsii.String("arn:${AWS::Partition}:ssm:${AWS::Region}:${AWS::AccountId}:parameter/${AWS::StackName}/*"), nil)))
+		awscdk.Fn_Sub(jsii.String("arn:${AWS::Partition}:ssm:${AWS::Region}:${AWS::AccountId}:parameter"+embeddingsKeyParameter), nil)))
 	switch id {
 	case "Admin":
 		passRole := allow([]string{"iam:PassRole"}, s.schedulerRole.RoleArn())
@@ -359,7 +377,9 @@ func (s *builder) policies(id string) map[string]awsiam.PolicyDocument {
 			),
 		}
 	case "Chat":
-		return map[string]awsiam.PolicyDocument{"table": table, "platform-logs": writePlatformLogs, "invoke-deployed-code": invokeCode()}
+		return map[string]awsiam.PolicyDocument{"table": table, "platform-logs": writePlatformLogs, "invoke-deployed-code": invokeCode(),
+			// The LLM provider's key, read at cold start (docs/llm.md).
+			"llm-api-key": policy(allow([]string{"ssm:GetParameter"}, awscdk.Fn_Sub(jsii.String("arn:${AWS::Partition}:ssm:${AWS::Region}:${AWS::AccountId}:parameter"+llmKeyParameter), nil)))}
 	case "Scheduler":
 		return map[string]awsiam.PolicyDocument{
 			"table": table, "platform-logs": writePlatformLogs, "invoke-deployed-code": invokeCode(),
@@ -423,6 +443,7 @@ func (s *builder) withEmbeddings(env map[string]*string) map[string]*string {
 	for k, p := range s.embeddings {
 		env[k] = p.ValueAsString()
 	}
+	env["PLATFORM_EMBEDDINGS_API_KEY_PARAMETER"] = awscdk.Fn_Sub(jsii.String(embeddingsKeyParameter), nil)
 	return env
 }
 
@@ -451,6 +472,7 @@ func (s *builder) environment(id string) map[string]*string {
 		logs["PLATFORM_PAGING_KEY"] = s.pagingKey.ValueAsString()
 		logs["PLATFORM_CORS_ORIGINS"] = cors
 		logs["PLATFORM_CODE_PREFIX"] = awscdk.Fn_Sub(jsii.String(codePrefix), nil)
+		logs["PLATFORM_LLM_API_KEY_PARAMETER"] = awscdk.Fn_Sub(jsii.String(llmKeyParameter), nil)
 		return logs
 	case "Scheduler":
 		logs["PLATFORM_SCHEDULE_GROUP"] = s.scheduleGroup.Ref()
@@ -502,6 +524,9 @@ func (s *builder) functions(lambdaDir string) {
 
 		env := map[string]*string{"PLATFORM_TABLE": s.table.TableName()}
 		for k, p := range s.quotas { // every function: the operator's quotas per bot
+			env[k] = p.ValueAsString()
+		}
+		for k, p := range s.llm { // every function: the bots' LLM provider
 			env[k] = p.ValueAsString()
 		}
 		for k, v := range s.environment(f.ID) {

@@ -3,7 +3,7 @@
 // v2 path (CognitiveBeta, and Cognitive with __experimental_beta as ADK
 // agents use it) and @botpress/zai 2.6.21 on it. Each test checks what the
 // provider received (the request mapping) and what the client read.
-import { test, before } from 'node:test'
+import { describe, test, before } from 'node:test'
 import assert from 'node:assert/strict'
 import fs from 'node:fs'
 import path from 'node:path'
@@ -179,4 +179,74 @@ test("what Cognitive needs around it: getBot with the bot's key, a file's url wi
   assert.equal(await res.text(), content)
   const tampered = got.url.replace(/signature=[0-9a-f]/, (s) => s.slice(0, -1) + (s.endsWith('0') ? '1' : '0'))
   assert.equal((await fetch(tampered)).status, 401)
+})
+
+describe('the integration path: the built-in llm integration installed as openai', () => {
+  before(async () => {
+    const { integration } = await new Client({ apiUrl, token: adminToken }).getPublicIntegration({ name: 'llm', version: 'latest' })
+    assert.equal(integration.interfaces.llm.name, 'llm')
+    const r = await api('PUT', `/v1/admin/bots/${bot}`, {
+      headers: { 'x-workspace-id': ws, 'x-multiple-integrations': 'true' },
+      body: { integrations: { openai: { integrationId: integration.id, enabled: true, configuration: {} } } },
+    })
+    assert.equal(r.status, 200, JSON.stringify(r.body))
+    assert.equal(r.body.bot.integrations.openai.status, 'registered')
+  })
+
+  test('plain Cognitive generateContent goes through callAction openai:generateContent', async () => {
+    const before = (await upstreamRequests()).length
+    const cognitive = new Cognitive({ client: botClient })
+    const res = await cognitive.generateContent({
+      model: 'openai:small-test',
+      systemPrompt: 'integration path',
+      messages: [{ role: 'user', type: 'text', content: 'via the action' }],
+      temperature: 0.1,
+    })
+    const sent = (await upstreamRequests()).slice(before)
+    assert.equal(sent.length, 1)
+    assert.equal(sent[0].body.model, 'small-test')
+    assert.deepEqual(sent[0].body.messages, [{ role: 'system', content: 'integration path' }, { role: 'user', content: 'via the action' }])
+    assert.equal(res.output.choices[0].content, 'echo: via the action')
+    assert.equal(res.meta.model.integration, 'openai')
+    assert.equal(res.meta.tokens.output, 4)
+  })
+
+  test('plain zai works on it', async () => {
+    const zai = new Zai({ client: botClient })
+    const text = await zai.text('a limerick')
+    assert.equal(text, 'echo: a limerick')
+  })
+
+  test('getModelDetails lists the models of the integration', async () => {
+    const cognitive = new Cognitive({ client: botClient })
+    const models = await cognitive.fetchInstalledModels()
+    assert.deepEqual(models.map((m) => m.ref).sort(), ['openai:llama-test', 'openai:small-test'])
+  })
+})
+
+test("the operator's token quota: counted per bot, refused with 403 QuotaExceeded before the provider is called", async () => {
+  const quota = Number(process.env.LLM_QUOTA)
+  const b = (await new Client({ apiUrl, token: adminToken, workspaceId: ws }).createBot({ name: 'spender' })).bot.id
+  const spender = new CognitiveBeta({ apiUrl, token: adminToken, botId: b })
+  const long = 'word '.repeat(Math.ceil(quota / 2))
+  let used = 0
+  while (used < quota) {
+    const res = await spender.generateText({ messages: [{ role: 'user', content: long }] })
+    used += res.metadata.usage.inputTokens + res.metadata.usage.outputTokens
+  }
+  const before = (await upstreamRequests()).length
+  await assert.rejects(spender.generateText({ messages: [{ role: 'user', content: 'one more' }] }), (err) => {
+    assert.equal(err.response?.status, 403)
+    assert.equal(err.response.data.type, 'QuotaExceeded')
+    return true
+  })
+  assert.equal((await upstreamRequests()).length, before)
+  // getBotAnalytics' LLM figures are the counted tokens.
+  const day = new Date().toISOString().slice(0, 10)
+  const a = await api('GET', `/v1/admin/bots/${b}/analytics?startDate=${day}&endDate=${day}`, { headers: { 'x-workspace-id': ws } })
+  assert.equal(a.status, 200, JSON.stringify(a.body))
+  const llm = a.body.records[0].llm
+  assert.equal(llm.inputTokens + llm.outputTokens, used)
+  // The first bot still has room.
+  assert.match((await beta.generateText({ messages: [{ role: 'user', content: 'still here' }] })).output, /still here/)
 })

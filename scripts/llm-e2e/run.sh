@@ -69,9 +69,10 @@ PORT="$(node -e '
   const s = require("node:net").createServer()
   s.listen(0, "127.0.0.1", () => { console.log(s.address().port); s.close() })')"
 export API_URL="http://127.0.0.1:$PORT" DATA_DIR="$WORK/data"
-# Token quotas per bot and month (docs/llm.md): small, so that the test
-# reaches them.
-BP_QUOTA_LLM_TOKENS_PER_MONTH="${BP_QUOTA_LLM_TOKENS_PER_MONTH:-}" \
+# LLM tokens per bot and month (docs/llm.md): the quota test reaches it
+# with long prompts, the other tests stay far below it.
+export LLM_QUOTA=5000
+BP_QUOTA_LLM_TOKENS_PER_MONTH="$LLM_QUOTA" \
   "$WORK/local" --addr "127.0.0.1:$PORT" --data-dir "$DATA_DIR" --llm-url "$LLM_URL" --llm-timeout 10s >>"$WORK/server.log" 2>&1 &
 SERVER_PID=$!
 node "$ROOT/scripts/conformance/lib/wait-ready.mjs" "$API_URL" "$DATA_DIR" "$SERVER_PID" 60 || die "the local platform did not start"

@@ -40,6 +40,13 @@ const (
 	UsageEvents      = "evts"
 	UsageInvocations = "invk"
 	UsageStorage     = "stor"
+	// LLM calls and tokens (docs/llm.md): llmc, llmi, llmo, and per model
+	// llmi:<model>, llmo:<model>; per day lc<DD>, li<DD>, lo<DD>.
+	UsageLLMCalls        = "llmc"
+	UsageLLMInputTokens  = "llmi"
+	UsageLLMOutputTokens = "llmo"
+	// usageLLMTokens names the quota on llmi + llmo.
+	usageLLMTokens = "llmt"
 )
 
 // Limits are the operator's quotas, per bot (0: none).
@@ -48,6 +55,7 @@ type Limits struct {
 	EventsPerMonth      int64
 	InvocationsPerMonth int64
 	StorageBytes        int64
+	LLMTokensPerMonth   int64 // input and output tokens together
 }
 
 // Quota variables of the environment (docs/account.md).
@@ -56,6 +64,7 @@ const (
 	EnvQuotaEvents      = "BP_QUOTA_EVENTS_PER_MONTH"
 	EnvQuotaInvocations = "BP_QUOTA_INVOCATIONS_PER_MONTH"
 	EnvQuotaStorage     = "BP_QUOTA_STORAGE_BYTES"
+	EnvQuotaLLMTokens   = "BP_QUOTA_LLM_TOKENS_PER_MONTH"
 )
 
 // LimitsFromEnv reads the quotas from the environment's BP_QUOTA_*
@@ -72,7 +81,7 @@ func ParseLimits(get func(string) string) (Limits, error) {
 		dst  *int64
 	}{
 		{EnvQuotaMessages, &l.MessagesPerMonth}, {EnvQuotaEvents, &l.EventsPerMonth},
-		{EnvQuotaInvocations, &l.InvocationsPerMonth}, {EnvQuotaStorage, &l.StorageBytes},
+		{EnvQuotaInvocations, &l.InvocationsPerMonth}, {EnvQuotaStorage, &l.StorageBytes}, {EnvQuotaLLMTokens, &l.LLMTokensPerMonth},
 	} {
 		s := strings.TrimSpace(get(v.name))
 		if s == "" {
@@ -108,6 +117,8 @@ func (l Limits) of(attr string) int64 {
 		return l.InvocationsPerMonth
 	case UsageStorage:
 		return l.StorageBytes
+	case usageLLMTokens:
+		return l.LLMTokensPerMonth
 	}
 	return 0
 }
@@ -133,7 +144,7 @@ func monthSK(now time.Time) string { return "P#" + UsagePeriod(now) }
 
 var errQuota = func(attr string, limit int64) error {
 	what := map[string]string{UsageMessages: "messages this month", UsageEvents: "events this month",
-		UsageInvocations: "bot invocations this month", UsageStorage: "bytes of file storage"}[attr]
+		UsageInvocations: "bot invocations this month", UsageStorage: "bytes of file storage", usageLLMTokens: "LLM tokens this month"}[attr]
 	return platform.Errorf(platform.ErrQuotaExceeded, "the bot's quota of %d %s is reached", limit, what)
 }
 
@@ -260,7 +271,97 @@ func (s *Store) monthShards(ctx context.Context, bot string, now time.Time) ([]i
 }
 
 // DayUsage is what a bot did in one UTC day.
-type DayUsage struct{ Messages, UserMessages, BotMessages, Events, NewUsers int64 }
+type DayUsage struct {
+	Messages, UserMessages, BotMessages, Events, NewUsers int64
+	LLMCalls, LLMInputTokens, LLMOutputTokens             int64
+}
+
+// LLMRoom fails with 403 QuotaExceeded when the bot's LLM tokens this
+// month (input and output) have reached BP_QUOTA_LLM_TOKENS_PER_MONTH: asked
+// before a call, whose tokens are known only after it (one Query; none
+// without a quota). A call started with room may end past the quota; the
+// next one is refused.
+func (s *Store) LLMRoom(ctx context.Context, bot string) error {
+	limit := s.Limits().LLMTokensPerMonth
+	if limit <= 0 {
+		return nil
+	}
+	items, err := s.monthShards(ctx, bot, platform.Clock())
+	if err != nil {
+		return err
+	}
+	var used int64
+	for _, it := range items {
+		used += getN(it, UsageLLMInputTokens) + getN(it, UsageLLMOutputTokens)
+	}
+	if used >= limit {
+		return errQuota(usageLLMTokens, limit)
+	}
+	return nil
+}
+
+// CountLLM counts one LLM call of a bot: a call, its input and output
+// tokens, in total and for its model ("<provider>:<model>"), this month
+// and today (one UpdateItem, an atomic ADD on a random shard).
+func (s *Store) CountLLM(ctx context.Context, bot, model string, in, out int64) error {
+	now := platform.Clock()
+	d := now.UTC().Day()
+	names := map[string]string{}
+	vals := item{}
+	var adds []string
+	add := func(attr string, v int64) {
+		n := fmt.Sprintf("#a%d", len(names))
+		vn := fmt.Sprintf(":v%d", len(names))
+		names[n], vals[vn] = attr, num(v)
+		adds = append(adds, n+" "+vn)
+	}
+	add(UsageLLMCalls, 1)
+	add(UsageLLMInputTokens, in)
+	add(UsageLLMOutputTokens, out)
+	add(UsageLLMInputTokens+":"+model, in)
+	add(UsageLLMOutputTokens+":"+model, out)
+	add(dayAttr("lc", d), 1)
+	add(dayAttr("li", d), in)
+	add(dayAttr("lo", d), out)
+	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName: &s.table, Key: key(usagePK(bot), usageSK(UsageLLMCalls, now, rand.IntN(usageShards))),
+		UpdateExpression: aws.String("ADD " + strings.Join(adds, ", ")), ExpressionAttributeNames: names, ExpressionAttributeValues: vals,
+	})
+	return err
+}
+
+// LLMUsage is a bot's LLM calls and tokens in a month, in total and per
+// model.
+type LLMUsage struct {
+	Calls, InputTokens, OutputTokens int64
+	Models                           map[string][2]int64 // model -> input, output tokens
+}
+
+// BotLLMUsage reads a bot's LLM usage of the month of now (one Query).
+func (s *Store) BotLLMUsage(ctx context.Context, bot string, now time.Time) (LLMUsage, error) {
+	u := LLMUsage{Models: map[string][2]int64{}}
+	items, err := s.monthShards(ctx, bot, now)
+	if err != nil {
+		return u, err
+	}
+	for _, it := range items {
+		u.Calls += getN(it, UsageLLMCalls)
+		u.InputTokens += getN(it, UsageLLMInputTokens)
+		u.OutputTokens += getN(it, UsageLLMOutputTokens)
+		for name := range it {
+			if m, ok := strings.CutPrefix(name, UsageLLMInputTokens+":"); ok {
+				v := u.Models[m]
+				v[0] += getN(it, name)
+				u.Models[m] = v
+			} else if m, ok := strings.CutPrefix(name, UsageLLMOutputTokens+":"); ok {
+				v := u.Models[m]
+				v[1] += getN(it, name)
+				u.Models[m] = v
+			}
+		}
+	}
+	return u, nil
+}
 
 // BotUsageDays reads a bot's per-day counters from..to (yyyy-mm-dd,
 // inclusive): one Query over the months' items.
@@ -288,6 +389,9 @@ func (s *Store) BotUsageDays(ctx context.Context, bot, from, to string) (map[str
 			u.BotMessages += getN(it, dayAttr("b", d))
 			u.Events += getN(it, dayAttr("e", d))
 			u.NewUsers += getN(it, dayAttr("n", d))
+			u.LLMCalls += getN(it, dayAttr("lc", d))
+			u.LLMInputTokens += getN(it, dayAttr("li", d))
+			u.LLMOutputTokens += getN(it, dayAttr("lo", d))
 			if u != (DayUsage{}) {
 				out[day] = u
 			}

@@ -69,9 +69,10 @@ func analyticsDate(q queryValues, name string) (time.Time, error) {
 // getBotAnalytics answers one record per UTC day from startDate to endDate
 // (inclusive, at most 366 days). customEvents holds the counters of
 // trackAnalytics; messages (users' and the bot's), events and new users
-// come from the bot's usage counters (docs/account.md); returning users,
-// sessions and LLM calls are not counted (the platform keeps no sessions
-// and calls no LLM), so those are 0.
+// come from the bot's usage counters (docs/account.md), and so do the LLM
+// calls and tokens of the cognitive API and the llm integration
+// (docs/llm.md); returning users, sessions, LLM errors, latencies and
+// costs are not kept, so those are 0.
 func (s *server) getBotAnalytics(c *call) (any, error) {
 	q := c.query()
 	from, err := analyticsDate(q, "startDate")
@@ -114,7 +115,7 @@ func (s *server) getBotAnalytics(c *call) (any, error) {
 			"endDateTimeUtc":   platform.FormatTime(d.Add(24*time.Hour - time.Millisecond)),
 			"returningUsers":   0, "newUsers": u.NewUsers, "sessions": 0, "messages": u.Messages, "userMessages": u.UserMessages, "botMessages": u.BotMessages,
 			"events": u.Events, "eventTypes": map[string]any{}, "customEvents": custom,
-			"llm": map[string]any{"calls": 0, "errors": 0, "inputTokens": 0, "outputTokens": 0, "latency": stats, "tokensPerSecond": stats,
+			"llm": map[string]any{"calls": u.LLMCalls, "errors": 0, "inputTokens": u.LLMInputTokens, "outputTokens": u.LLMOutputTokens, "latency": stats, "tokensPerSecond": stats,
 				"cost": map[string]any{"sum": 0, "mean": 0, "sd": 0, "min": 0, "max": 0}},
 		})
 	}

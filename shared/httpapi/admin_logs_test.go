@@ -276,7 +276,7 @@ func TestLogsAndIssuesAccess(t *testing.T) {
 	f.Check(f.ws_(key, "GET", paths[1], nil), 200, "listBotIssues")
 	f.Check(f.ws_(key, "GET", paths[2], nil), 200, "getBotIssue")
 	f.Check(f.ws_(key, "GET", paths[3], nil), 200, "listBotIssueEvents")
-	if r := f.ws_(key, "GET", "/v1/admin/bots/"+sibling+"/logs"+q, nil); r.Status != 404 {
+	if r := f.ws_(key, "GET", "/v1/admin/bots/"+sibling+"/logs"+q, nil); r.Status != 403 {
 		t.Fatalf("bot key on a sibling's logs: %d", r.Status)
 	}
 	if r := f.ws_(key, "DELETE", "/v1/admin/bots/"+bot+"/issues/"+is.ID, nil); r.Status != 403 {

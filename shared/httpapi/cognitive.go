@@ -104,36 +104,54 @@ func (c *call) cognitiveRequest() (*llm.Request, error) {
 	return &req, nil
 }
 
-func (s *server) generateText(c *call) (any, error) {
+func (s *server) generateText(c *call) (_ any, err error) {
 	req, err := c.cognitiveRequest()
 	if err != nil {
 		return nil, err
 	}
-	start := time.Now()
-	res, err := s.LLM.Generate(c.ctx, req)
-	var md *llm.Metadata
-	if res != nil {
-		md = &res.Metadata
+	// The console's record of the call (llm_calls.go), refused or not
+	// (err is the result: what the caller gets).
+	start, md := time.Now(), (*llm.Metadata)(nil)
+	defer func() { s.recordLLMCall(c, req, start, md, err) }()
+	if err := s.Store.LLMRoom(c.ctx, c.bot.ID); err != nil {
+		return nil, err
 	}
-	s.recordLLMCall(c, req, start, md, err) // the console's record (llm_calls.go)
-	return res, err
+	res, err := s.LLM.Generate(c.ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	md = &res.Metadata
+	s.countLLM(c, res.Metadata)
+	return res, nil
 }
 
-func (s *server) generateTextStream(c *call, w *streamWriter) error {
+func (s *server) generateTextStream(c *call, w *streamWriter) (err error) {
 	req, err := c.cognitiveRequest()
 	if err != nil {
 		return err
 	}
-	start := time.Now()
-	var md *llm.Metadata
-	err = s.LLM.Stream(c.ctx, req, func(ch llm.Chunk) error {
-		if ch.Metadata != nil {
+	// The console's record of the call (llm_calls.go), refused or not
+	// (err is the result: what the caller gets).
+	start, md := time.Now(), (*llm.Metadata)(nil)
+	defer func() { s.recordLLMCall(c, req, start, md, err) }()
+	if err := s.Store.LLMRoom(c.ctx, c.bot.ID); err != nil {
+		return err
+	}
+	return s.LLM.Stream(c.ctx, req, func(ch llm.Chunk) error {
+		if ch.Finished && ch.Metadata != nil {
 			md = ch.Metadata
+			s.countLLM(c, *ch.Metadata)
 		}
 		return w.line(ch)
 	})
-	s.recordLLMCall(c, req, start, md, err) // the console's record (llm_calls.go)
-	return err
+}
+
+// countLLM counts a completed call in the bot's usage. The tokens are
+// spent: a failure to count is logged, the answer still given.
+func (s *server) countLLM(c *call, md llm.Metadata) {
+	if err := s.Store.CountLLM(c.ctx, c.bot.ID, md.Model, int64(md.Usage.InputTokens), int64(md.Usage.OutputTokens)); err != nil {
+		s.Logger.ErrorContext(c.ctx, "counting an LLM call", "bot", c.bot.ID, "err", err)
+	}
 }
 
 func (s *server) listCognitiveModels(c *call) (any, error) {

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"io"
 	"net/http"
 	"reflect"
 	"strings"
@@ -367,4 +368,52 @@ func TestCognitiveCallers(t *testing.T) {
 			t.Errorf("%s: upstream called %v", tc.name, called)
 		}
 	}
+}
+
+// TestCognitiveUsageAndQuota: each call's tokens are counted for the bot
+// (getBotAnalytics' LLM figures), streamed ones too, and past the
+// operator's token quota a call is refused before the provider is called.
+func TestCognitiveUsageAndQuota(t *testing.T) {
+	f := newCognitiveFixture(t, map[string]string{"BP_QUOTA_LLM_TOKENS_PER_MONTH": "12"}, "llama3")
+	msg := map[string]any{"messages": []any{map[string]any{"role": "user", "content": "one two"}}}
+	r := f.Check(f.gen(msg), 200, "")
+	md := r.Body["metadata"].(map[string]any)["usage"].(map[string]any)
+	in, out := num(md["inputTokens"]), num(md["outputTokens"]) // 3 and 3 from the fake
+	if in+out == 0 || in+out >= 12 {
+		t.Fatalf("usage %v", md)
+	}
+	// A streamed call counts as well.
+	res, err := http.DefaultClient.Do(func() *http.Request {
+		b, _ := json.Marshal(msg)
+		req, _ := http.NewRequest("POST", f.URL+"/v2/cognitive/generate-text-stream", bytes.NewReader(b))
+		req.Header.Set("Authorization", "Bearer "+f.AdminToken)
+		req.Header.Set("x-bot-id", f.bot)
+		return req
+	}())
+	if err != nil || res.StatusCode != 200 {
+		t.Fatalf("stream: %v %v", err, res)
+	}
+	_, _ = io.Copy(io.Discard, res.Body)
+	res.Body.Close()
+
+	day := time.Now().UTC().Format(time.DateOnly)
+	a := f.Check(f.ws_(f.AdminToken, "GET", "/v1/admin/bots/"+f.bot+"/analytics?startDate="+day+"&endDate="+day, nil), 200, "getBotAnalytics")
+	llm := a.List("records")[0].(map[string]any)["llm"].(map[string]any)
+	if num(llm["calls"]) != 2 || num(llm["inputTokens"]) != 2*in || num(llm["outputTokens"]) != 2*out {
+		t.Fatalf("analytics llm %v, want 2 calls, %v in, %v out", llm, 2*in, 2*out)
+	}
+	// 2 calls used 2*(in+out) = 12 tokens: the quota is reached.
+	n := len(f.up.Requests())
+	for _, path := range []string{"/v2/cognitive/generate-text", "/v2/cognitive/generate-text-stream"} {
+		r := f.Do(apitest.Req{Method: "POST", Path: path, Token: f.AdminToken, Body: msg, Headers: map[string]string{"x-bot-id": f.bot}})
+		if r.Status != 403 || r.Str("type") != "QuotaExceeded" || !strings.Contains(r.Str("message"), "LLM tokens") {
+			t.Errorf("%s past the quota: %d %s", path, r.Status, r.Raw)
+		}
+	}
+	if len(f.up.Requests()) != n {
+		t.Errorf("the provider was called past the quota")
+	}
+	// Another bot of the workspace has its own quota.
+	other := f.createBot(f.AdminToken, nil)
+	f.Check(f.Do(apitest.Req{Method: "POST", Path: "/v2/cognitive/generate-text", Token: f.AdminToken, Body: msg, Headers: map[string]string{"x-bot-id": other}}), 200, "")
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/url"
+	"strings"
 	"testing"
 	"time"
 
@@ -127,5 +128,23 @@ func TestLLMCallsBounded(t *testing.T) {
 	// The newest is the last call made (conversation of i = n-1).
 	if got, want := all[0].(map[string]any)["conversationId"], "c"+string(rune('a'+(n-1)%26)); got != want {
 		t.Fatalf("newest record %v, want %s", got, want)
+	}
+}
+
+// A call refused before the provider (the operator's token quota) is
+// recorded too, with the refusal.
+func TestLLMCallsRecordRefusals(t *testing.T) {
+	f := newCognitiveFixture(t, map[string]string{"BP_QUOTA_LLM_TOKENS_PER_MONTH": "1"}, "llama3")
+	msg := []any{map[string]any{"role": "user", "content": "spend a few tokens"}}
+	f.Check(f.gen(map[string]any{"model": "best", "messages": msg}), 200, "")
+	r := f.gen(map[string]any{"model": "best", "messages": msg, "meta": map[string]any{"conversationId": "conv_Q"}})
+	f.Check(r, 403, "")
+	calls := f.Check(f.llmCalls(f.AdminToken, "?conversationId=conv_Q"), 200, "").List("calls")
+	if len(calls) != 1 {
+		t.Fatalf("refused call recorded: %v", calls)
+	}
+	c := calls[0].(map[string]any)
+	if c["status"] != "error" || !strings.Contains(c["error"].(string), r.Str("message")) || num(c["inputTokens"]) != 0 {
+		t.Fatalf("refused call: %v (answered %s)", c, r.Raw)
 	}
 }

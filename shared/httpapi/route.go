@@ -202,7 +202,14 @@ func (s *server) authorize(c *call, rt route) error {
 			if !rt.botSelf {
 				return errBotKeyScope
 			}
-			if c.PathValue("id") != p.BotID || ws != p.WorkspaceID {
+			if c.PathValue("id") != p.BotID {
+				// The same answer for any other id, existing or not (no
+				// oracle); a 403, as Botpress answers it: @botpress/cognitive
+				// asks getBot for "undefined" and takes a 403 (only) as "look
+				// for the default integrations".
+				return errBotKeyScope
+			}
+			if ws != p.WorkspaceID {
 				return platform.NotFound("bot", c.PathValue("id"))
 			}
 			c.role = platform.RoleDeveloper

@@ -7,6 +7,7 @@
 package llm
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/url"
@@ -43,6 +44,15 @@ const (
 // clients send (@botpress/cognitive's model table): an id with one of them
 // that the operator did not map goes to the default model.
 var KnownProviders = []string{"openai", "anthropic", "google-ai", "groq", "cerebras", "fireworks-ai", "xai", "openrouter"}
+
+// Meter keeps the bots' LLM usage (the platform's usage counters,
+// dynamo.Store): LLMRoom refuses a call past the operator's token quota
+// (403 QuotaExceeded) before the provider is called; CountLLM counts a
+// completed call's tokens for the bot and model.
+type Meter interface {
+	LLMRoom(ctx context.Context, bot string) error
+	CountLLM(ctx context.Context, bot, model string, in, out int64) error
+}
 
 // Provider is one OpenAI-compatible endpoint of the operator.
 type Provider struct {

@@ -642,3 +642,11 @@ func clip(s string) string {
 	}
 	return s
 }
+
+// DefaultProvider is the name of the first provider ("" when none).
+func (g *Gateway) DefaultProvider() string {
+	if !g.configured() {
+		return ""
+	}
+	return g.cfg.Providers[0].Name
+}

@@ -181,11 +181,11 @@ func Open(ctx context.Context, dataDir, baseURL string, log *slog.Logger) (*Plat
 	}
 	p.Store = dynamo.New(db, env.Table)
 	p.Store.SetLimits(limits)
-	gw, err := runtime.LLM() // PLATFORM_LLM_* (docs/llm.md)
+	gw, err := runtime.LLM(ctx, false) // PLATFORM_LLM_* (docs/llm.md)
 	if err != nil {
 		return nil, err
 	}
-	semantic, err := runtime.Semantic(ctx, nil, p.Store) // PLATFORM_EMBEDDINGS_* (docs/files.md)
+	semantic, err := runtime.Semantic(ctx, false, p.Store) // PLATFORM_EMBEDDINGS_* (docs/files.md)
 	if err != nil {
 		return nil, err
 	}
@@ -312,7 +312,7 @@ func Open(ctx context.Context, dataDir, baseURL string, log *slog.Logger) (*Plat
 	p.closers = append(p.closers, func() error { stopSweep(); <-swept; return nil })
 	p.Sweeper = sweeper
 
-	p.Builtins = runtime.Builtins()
+	p.Builtins = runtime.BuiltinsWith(gw, p.Store)
 	api := httpapi.New(httpapi.Config{
 		Builtins:  p.Builtins,
 		Sweeper:   sweeper,

@@ -24,6 +24,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	awsscheduler "github.com/aws/aws-sdk-go-v2/service/scheduler"
 	"github.com/aws/aws-sdk-go-v2/service/ssm"
+	ssmtypes "github.com/aws/aws-sdk-go-v2/service/ssm/types"
 	"github.com/awslabs/aws-lambda-go-api-proxy/httpadapter"
 
 	"github.com/botforge/platform/shared/delivery"
@@ -69,13 +70,14 @@ type Env struct {
 	QuotaEvents      string // BP_QUOTA_EVENTS_PER_MONTH
 	QuotaInvocations string // BP_QUOTA_INVOCATIONS_PER_MONTH
 	QuotaStorage     string // BP_QUOTA_STORAGE_BYTES
+	QuotaLLMTokens   string // BP_QUOTA_LLM_TOKENS_PER_MONTH
 }
 
 // Limits parses the quotas (an invalid value is an error: the process
 // refuses to start).
 func (e Env) Limits() (dynamo.Limits, error) {
 	vals := map[string]string{dynamo.EnvQuotaMessages: e.QuotaMessages, dynamo.EnvQuotaEvents: e.QuotaEvents,
-		dynamo.EnvQuotaInvocations: e.QuotaInvocations, dynamo.EnvQuotaStorage: e.QuotaStorage}
+		dynamo.EnvQuotaInvocations: e.QuotaInvocations, dynamo.EnvQuotaStorage: e.QuotaStorage, dynamo.EnvQuotaLLMTokens: e.QuotaLLMTokens}
 	return dynamo.ParseLimits(func(k string) string { return vals[k] })
 }
 
@@ -108,6 +110,7 @@ func FromEnv() Env {
 		QuotaEvents:      os.Getenv("BP_QUOTA_EVENTS_PER_MONTH"),
 		QuotaInvocations: os.Getenv("BP_QUOTA_INVOCATIONS_PER_MONTH"),
 		QuotaStorage:     os.Getenv("BP_QUOTA_STORAGE_BYTES"),
+		QuotaLLMTokens:   os.Getenv("BP_QUOTA_LLM_TOKENS_PER_MONTH"),
 	}
 }
 
@@ -187,13 +190,15 @@ func AreaHandler(ctx context.Context, area httpapi.Area) (http.Handler, error) {
 	}
 	store := dynamo.New(DynamoClient(cfg, env, nil), env.Table)
 	store.SetLimits(limits)
-	gw, err := LLM()
+	gw, err := LLM(ctx, area == httpapi.AreaChat) // only the chat function calls the provider
 	if err != nil {
 		return nil, err
 	}
-	semantic, err := Semantic(ctx, &cfg, store)
-	if err != nil {
-		return nil, err
+	var semantic *files.Semantic
+	if area == httpapi.AreaFiles { // searchFiles, setFilePassages, copyFile
+		if semantic, err = Semantic(ctx, true, store); err != nil {
+			return nil, err
+		}
 	}
 	logs := Logs(cfg, env)
 	// The sweeper (deleteBot's data) deletes file contents only where the
@@ -210,7 +215,7 @@ func AreaHandler(ctx context.Context, area httpapi.Area) (http.Handler, error) {
 	if code := CodeRunner(cfg, env, CodeEnvFromEnv(), store, hc.Files); code != nil {
 		hc.Code, hc.Outbound = code, WithCode(code, delivery.Client(false))
 	}
-	hc.Builtins = Builtins()
+	hc.Builtins = BuiltinsWith(gw, store)
 	if area == httpapi.AreaAdmin {
 		// The hub lists them: published (idempotently) at each cold start
 		// of the admin function, after the standard interfaces some of
@@ -229,18 +234,12 @@ func AreaHandler(ctx context.Context, area httpapi.Area) (http.Handler, error) {
 // Semantic is the semantic search of knowledge bases configured by the
 // environment's PLATFORM_EMBEDDINGS_* variables (docs/files.md), over the
 // store's vector items; nil (lexical search) without an embeddings model.
-// With an AWS configuration, the key may be an SSM SecureString parameter
+// With readKey (AWS), the key may be an SSM SecureString parameter
 // (PLATFORM_EMBEDDINGS_API_KEY_PARAMETER), read once here.
-func Semantic(ctx context.Context, awsCfg *aws.Config, store *dynamo.Store) (*files.Semantic, error) {
+func Semantic(ctx context.Context, readKey bool, store *dynamo.Store) (*files.Semantic, error) {
 	var secret func(string) (string, error)
-	if awsCfg != nil {
-		secret = func(name string) (string, error) {
-			out, err := ssm.NewFromConfig(*awsCfg).GetParameter(ctx, &ssm.GetParameterInput{Name: &name, WithDecryption: aws.Bool(true)})
-			if err != nil {
-				return "", err
-			}
-			return aws.ToString(out.Parameter.Value), nil
-		}
+	if readKey {
+		secret = func(name string) (string, error) { return ssmSecret(ctx, name) }
 	}
 	// The stack sets these three (template.yaml, infra/); the key, the
 	// timeout and the LLM provider's endpoint are read as they are.
@@ -264,13 +263,57 @@ func Semantic(ctx context.Context, awsCfg *aws.Config, store *dynamo.Store) (*fi
 
 // LLM is the gateway of the cognitive API configured by the environment's
 // PLATFORM_LLM_* variables (docs/llm.md); without a provider it answers
-// every call saying which variable to set.
-func LLM() (*llm.Gateway, error) {
-	cfg, err := llm.FromEnv(os.Getenv)
+// every call saying which variable to set. With readKey, a key not in the
+// environment is read from the SSM SecureString PLATFORM_LLM_API_KEY_PARAMETER
+// names (AWS: the stack's /<stack>/llm-api-key, which the chat function
+// may read); a missing parameter is no key.
+func LLM(ctx context.Context, readKey bool) (*llm.Gateway, error) {
+	// The variables the stack sets, read here by name (infra's agreement
+	// test checks the stack and this code name the same ones); the others
+	// (PLATFORM_LLM_API_KEY, PLATFORM_LLM_CONFIG, the token limits) are
+	// read by llm.FromEnv.
+	stackVars := map[string]string{
+		llm.EnvURL:      os.Getenv("PLATFORM_LLM_URL"),
+		llm.EnvProvider: os.Getenv("PLATFORM_LLM_PROVIDER"),
+		llm.EnvModels:   os.Getenv("PLATFORM_LLM_MODELS"),
+		llm.EnvTimeout:  os.Getenv("PLATFORM_LLM_TIMEOUT"),
+	}
+	keyParameter := os.Getenv("PLATFORM_LLM_API_KEY_PARAMETER")
+	get := func(k string) string {
+		if v, ok := stackVars[k]; ok {
+			return v
+		}
+		return os.Getenv(k)
+	}
+	cfg, err := llm.FromEnv(get)
 	if err != nil {
 		return nil, err
 	}
+	if readKey && keyParameter != "" && len(cfg.Providers) > 0 && cfg.Providers[0].APIKey == "" {
+		key, err := ssmSecret(ctx, keyParameter)
+		if err != nil {
+			return nil, fmt.Errorf("the LLM provider's key (%s): %w", keyParameter, err)
+		}
+		cfg.Providers[0].APIKey = key
+	}
 	return llm.New(cfg, nil)
+}
+
+// ssmSecret reads a SecureString parameter, decrypted ("" when missing).
+func ssmSecret(ctx context.Context, name string) (string, error) {
+	awsCfg, err := AWSConfig(ctx)
+	if err != nil {
+		return "", err
+	}
+	out, err := ssm.NewFromConfig(awsCfg).GetParameter(ctx, &ssm.GetParameterInput{Name: aws.String(name), WithDecryption: aws.Bool(true)})
+	var missing *ssmtypes.ParameterNotFound
+	if errors.As(err, &missing) {
+		return "", nil
+	}
+	if err != nil {
+		return "", err
+	}
+	return aws.ToString(out.Parameter.Value), nil
 }
 
 // UseJSONLogs makes the process log structured JSON lines to stdout (one
@@ -358,7 +401,7 @@ func StartUploadCompletion() {
 		log.Fatal(err)
 	}
 	store := dynamo.New(DynamoClient(cfg, env, nil), env.Table)
-	semantic, err := Semantic(ctx, &cfg, store)
+	semantic, err := Semantic(ctx, true, store)
 	if err != nil {
 		log.Fatal(err)
 	}
