@@ -205,8 +205,13 @@ type PassageKey struct {
 // with vectors, at most MaxSearchVectors).
 type Similar map[PassageKey]float64
 
-// Similarities embeds the query and scores the bot's passages.
+// Similarities embeds the query and scores the bot's passages; nil (no
+// call to the model) when the bot has no vectors.
 func (s *Semantic) Similarities(ctx context.Context, botID, query string) (Similar, error) {
+	refs, _, err := s.Store.VectorSets(ctx, botID, MaxSearchVectors)
+	if err != nil || len(refs) == 0 {
+		return nil, err
+	}
 	qv, err := s.Embedder.Embed(ctx, []string{query})
 	if err != nil {
 		return nil, &EmbedError{err}
@@ -214,20 +219,16 @@ func (s *Semantic) Similarities(ctx context.Context, botID, query string) (Simil
 	if len(qv) != 1 {
 		return nil, &EmbedError{fmt.Errorf("%d vectors for one query", len(qv))}
 	}
-	chunks, err := s.chunks(ctx, botID)
+	chunks, err := s.chunks(ctx, refs)
 	if err != nil {
 		return nil, err
 	}
 	return Score(chunks, qv[0]), nil
 }
 
-// chunks returns the bot's vector chunks: the manifests, then the data of
-// those the cache lacks.
-func (s *Semantic) chunks(ctx context.Context, botID string) ([]platform.VectorChunk, error) {
-	refs, _, err := s.Store.VectorSets(ctx, botID, MaxSearchVectors)
-	if err != nil {
-		return nil, err
-	}
+// chunks returns the data of the chunks refs names: from the cache, the
+// others read (and cached).
+func (s *Semantic) chunks(ctx context.Context, refs []platform.VectorChunk) ([]platform.VectorChunk, error) {
 	c := s.cache()
 	out := make([]platform.VectorChunk, 0, len(refs))
 	var missing []platform.VectorChunk

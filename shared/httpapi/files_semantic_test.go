@@ -204,8 +204,13 @@ func TestFilesSemanticIndexingBatchesAndVectorsGo(t *testing.T) {
 	if left := f.ItemsHolding(id); len(left) != 0 {
 		t.Fatalf("left after deleteFile: %v", left)
 	}
+	before, _, _ := emb.stats()
 	if ps := f.search("rain"); len(ps) != 0 {
 		t.Fatalf("deleted file found: %q", contents(ps))
+	}
+	// A bot without vectors: the query is not sent to the model.
+	if after, _, _ := emb.stats(); after != before {
+		t.Fatalf("%d embeddings calls for a search in a bot without vectors", after-before)
 	}
 }
 
