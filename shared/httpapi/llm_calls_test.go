@@ -94,9 +94,18 @@ func TestLLMCallsRecorded(t *testing.T) {
 		t.Fatalf("paged: %d calls", seen)
 	}
 
-	// Roles and tenancy: a viewer reads, another workspace does not.
+	// Roles and tenancy: a viewer reads, the bot's own key reads its own
+	// calls (not another bot's), another workspace does not.
 	viewer, _ := f.invite("viewer@example.com", "viewer")
 	f.Check(f.llmCalls(viewer, ""), 200, "")
+	key := f.Check(f.ws_(f.AdminToken, "POST", "/v1/admin/bots/baks", map[string]any{"botId": f.bot}), 200, "createBotApiKey").Str("value")
+	if r := f.Check(f.llmCalls(key, ""), 200, ""); len(r.List("calls")) != 5 {
+		t.Fatalf("the bot's key: %s", r.Raw)
+	}
+	otherBot := f.createBot(f.AdminToken, nil)
+	if r := f.Do(apitest.Req{Method: "GET", Path: "/v1/admin/bots/" + otherBot + "/llm-calls", Token: key, Headers: map[string]string{"x-workspace-id": f.ws}}); r.Status < 400 {
+		t.Fatalf("a bot's key read another bot's calls: %d %s", r.Status, r.Raw)
+	}
 	other := newFixtureOn(f.fixture)
 	rr := f.Do(apitest.Req{Method: "GET", Path: "/v1/admin/bots/" + f.bot + "/llm-calls", Token: f.AdminToken, Headers: map[string]string{"x-workspace-id": other.ws}})
 	f.Check(rr, 404, "")
