@@ -113,6 +113,7 @@ type builder struct {
 	corsOrigins     awscdk.CfnParameter
 	codeConcurrency awscdk.CfnParameter
 	quotas          map[string]awscdk.CfnParameter // by environment variable
+	embeddings      map[string]awscdk.CfnParameter // by environment variable
 	llm             map[string]awscdk.CfnParameter // by environment variable
 	table           awsdynamodb.Table
 	bucket          awss3.Bucket
@@ -138,6 +139,10 @@ var quotaParameters = []struct{ name, env, description string }{
 	{"QuotaStorageBytes", "BP_QUOTA_STORAGE_BYTES", "Bytes of files one bot may store (0: no quota)."},
 	{"QuotaLlmTokensPerMonth", "BP_QUOTA_LLM_TOKENS_PER_MONTH", "LLM tokens (input and output) one bot may use in a UTC month (0: no quota); checked before each call (docs/llm.md)."},
 }
+
+// embeddingsKeyParameter is the SSM SecureString holding the embeddings
+// endpoint's key (docs/files.md); missing: no key.
+const embeddingsKeyParameter = "/${AWS::StackName}/embeddings-api-key"
 
 // llmKeyParameter is the SSM SecureString holding the LLM provider's key.
 const llmKeyParameter = "/${AWS::StackName}/llm-api-key"
@@ -199,6 +204,19 @@ func (s *builder) parameters() {
 			"function: min(maxConcurrency, cap); 0: none is ever reserved " +
 			"(PLATFORM_CODE_MAX_RESERVED_CONCURRENCY, docs/runtime.md)."),
 	})
+	s.embeddings = map[string]awscdk.CfnParameter{
+		"PLATFORM_EMBEDDINGS_MODEL": awscdk.NewCfnParameter(s.stack, jsii.String("EmbeddingsModel"), &awscdk.CfnParameterProps{
+			Type: jsii.String("String"), Default: jsii.String(""),
+			Description: jsii.String("Embeddings model of knowledge bases' semantic search (e.g. text-embedding-3-small); " +
+				"empty: search stays lexical (PLATFORM_EMBEDDINGS_MODEL, docs/files.md)."),
+		}),
+		"PLATFORM_EMBEDDINGS_URL": awscdk.NewCfnParameter(s.stack, jsii.String("EmbeddingsUrl"), &awscdk.CfnParameterProps{
+			Type: jsii.String("String"), Default: jsii.String(""),
+			Description: jsii.String("OpenAI-compatible base URL ending in /v1 of the embeddings model " +
+				"(PLATFORM_EMBEDDINGS_URL); empty: the LLM provider's (LlmUrl). Its key: the SSM SecureString " +
+				"/<stack name>/embeddings-api-key (none: no key)."),
+		}),
+	}
 	s.retention = awscdk.NewCfnParameter(s.stack, jsii.String("LogRetentionDays"), &awscdk.CfnParameterProps{
 		Type:          jsii.String("Number"),
 		Default:       jsii.String("30"),
@@ -335,6 +353,10 @@ func (s *builder) policies(id string) map[string]awsiam.PolicyDocument {
 		&map[string]*string{"Group": s.scheduleGroup.Ref()})
 	platformLogs := []*string{s.botLogs.AttrArn(), s.integrationLogs.AttrArn()}
 	writePlatformLogs := policy(allow([]string{"logs:CreateLogStream", "logs:PutLogEvents"}, platformLogs...))
+	// The embeddings API key's SSM parameter, read at cold start (the
+	// AWS-managed aws/ssm key decrypts for SSM's callers).
+	embeddingsKey := policy(allow([]string{"ssm:GetParameter"},
+		awscdk.Fn_Sub(jsii.String("arn:${AWS::Partition}:ssm:${AWS::Region}:${AWS::AccountId}:parameter"+embeddingsKeyParameter), nil)))
 	switch id {
 	case "Admin":
 		passRole := allow([]string{"iam:PassRole"}, s.schedulerRole.RoleArn())
@@ -405,7 +427,7 @@ func (s *builder) policies(id string) map[string]awsiam.PolicyDocument {
 		}
 	case "Files":
 		return map[string]awsiam.PolicyDocument{
-			"table": table,
+			"table": table, "embeddings-key": embeddingsKey,
 			"bucket": policy(
 				// PutObject: the presigned upload URLs are signed with this role.
 				allow([]string{"s3:GetObject", "s3:PutObject", "s3:DeleteObject"}, s.bucket.ArnForObjects(jsii.String("files/*"))),
@@ -440,7 +462,7 @@ func (s *builder) policies(id string) map[string]awsiam.PolicyDocument {
 	case "UploadCompletion":
 		bucketArn := awscdk.Fn_Join(jsii.String(""), &[]*string{jsii.String("arn:"), awscdk.Aws_PARTITION(), jsii.String(":s3:::"), s.bucketName})
 		return map[string]awsiam.PolicyDocument{
-			"table": table,
+			"table": table, "embeddings-key": embeddingsKey,
 			"bucket": policy(
 				// GetObject (and HeadObject): what landed, its SHA-256, its
 				// text to index; DeleteObject: a superseded or rejected upload.
@@ -461,6 +483,16 @@ func streamRead(stream *string) awsiam.PolicyDocument {
 		// ARNs, no data).
 		allow([]string{"dynamodb:ListStreams"}, jsii.String("*")),
 	)
+}
+
+// withEmbeddings adds the embeddings parameters (knowledge bases' semantic
+// search: the files function searches, upload completion indexes).
+func (s *builder) withEmbeddings(env map[string]*string) map[string]*string {
+	for k, p := range s.embeddings {
+		env[k] = p.ValueAsString()
+	}
+	env["PLATFORM_EMBEDDINGS_API_KEY_PARAMETER"] = awscdk.Fn_Sub(jsii.String(embeddingsKeyParameter), nil)
+	return env
 }
 
 // environment is each function's environment beyond PLATFORM_TABLE.
@@ -502,9 +534,9 @@ func (s *builder) environment(id string) map[string]*string {
 		// Table exports and imports are files of the bot (exportTable, importTable).
 		return map[string]*string{"PLATFORM_PAGING_KEY": s.pagingKey.ValueAsString(), "PLATFORM_CORS_ORIGINS": cors, "PLATFORM_BUCKET": s.bucket.BucketName()}
 	case "Files":
-		return map[string]*string{"PLATFORM_PAGING_KEY": s.pagingKey.ValueAsString(), "PLATFORM_CORS_ORIGINS": cors, "PLATFORM_BUCKET": s.bucket.BucketName()}
+		return s.withEmbeddings(map[string]*string{"PLATFORM_PAGING_KEY": s.pagingKey.ValueAsString(), "PLATFORM_CORS_ORIGINS": cors, "PLATFORM_BUCKET": s.bucket.BucketName()})
 	case "UploadCompletion":
-		return map[string]*string{"PLATFORM_BUCKET": s.bucketName}
+		return s.withEmbeddings(map[string]*string{"PLATFORM_BUCKET": s.bucketName})
 	case "Dispatcher":
 		logs["PLATFORM_CODE_PREFIX"] = awscdk.Fn_Sub(jsii.String(codePrefix), nil)
 		return logs

@@ -11,6 +11,7 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/botforge/platform/shared/embeddings"
 	"github.com/botforge/platform/shared/llm"
 	"github.com/botforge/platform/shared/local"
 )
@@ -27,8 +28,14 @@ func main() {
 	llmKey := flag.String("llm-api-key", "", "API key of that provider (PLATFORM_LLM_API_KEY); prefer the variable, a flag shows in ps")
 	llmModels := flag.String("llm-models", "", `JSON of client model id -> upstream model id, e.g. {"best":"llama3.1:70b"} (PLATFORM_LLM_MODELS)`)
 	llmTimeout := flag.String("llm-timeout", "", "timeout of each upstream attempt, e.g. 60s (PLATFORM_LLM_TIMEOUT)")
+	// The embeddings model of knowledge bases' semantic search: the flags
+	// stand for the PLATFORM_EMBEDDINGS_* variables (docs/files.md).
+	embModel := flag.String("embeddings-model", "", "embeddings model id; set, searchFiles ranks by vector similarity too (PLATFORM_EMBEDDINGS_MODEL)")
+	embURL := flag.String("embeddings-url", "", "OpenAI-compatible base URL ending in /v1 of the embeddings model; default the LLM provider's (PLATFORM_EMBEDDINGS_URL)")
+	embKey := flag.String("embeddings-api-key", "", "API key of that endpoint (PLATFORM_EMBEDDINGS_API_KEY); prefer the variable, a flag shows in ps")
 	flag.Parse()
-	for env, v := range map[string]string{llm.EnvURL: *llmURL, llm.EnvAPIKey: *llmKey, llm.EnvModels: *llmModels, llm.EnvTimeout: *llmTimeout} {
+	for env, v := range map[string]string{llm.EnvURL: *llmURL, llm.EnvAPIKey: *llmKey, llm.EnvModels: *llmModels, llm.EnvTimeout: *llmTimeout,
+		embeddings.EnvModel: *embModel, embeddings.EnvURL: *embURL, embeddings.EnvAPIKey: *embKey} {
 		if v != "" {
 			os.Setenv(env, v)
 		}

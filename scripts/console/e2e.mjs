@@ -2,7 +2,8 @@
 // e2e.sh, which builds the platform and sets PLATFORM_BIN, WORK, SHOTS,
 // CHROME). It starts a fresh local platform and a plain-JS SDK bot, then,
 // in the browser: a wrong token, sign-in, a workspace and a bot created,
-// the bot's url set, a chat through the emulator with the bot's reply,
+// the bot's url set, a chat through the emulator with the bot's reply
+// (and an LLM call of the turn, from a fake OpenAI-compatible provider),
 // the message browsed, a table row added and edited, a file uploaded and
 // downloaded, a log line, the other pages, a viewer's 403, the phone
 // layout, and the platform down. Screenshots of each page go to SHOTS;
@@ -76,7 +77,27 @@ async function main() {
   const port = await freePort()
   const api = `http://127.0.0.1:${port}`
   const dataDir = path.join(WORK, 'data')
-  const platform = start(PLATFORM_BIN, ['--addr', `127.0.0.1:${port}`, '--data-dir', dataDir], {}, path.join(WORK, 'platform.log'))
+  // A fake OpenAI-compatible LLM provider on loopback (the cognitive API's
+  // upstream): one model, a fixed answer with fixed token counts.
+  const llm = http.createServer((req, res) => {
+    let body = ''
+    req.on('data', (c) => (body += c))
+    req.on('end', () => {
+      res.setHeader('content-type', 'application/json')
+      if (req.method === 'GET' && req.url === '/v1/models') return res.end(JSON.stringify({ object: 'list', data: [{ id: 'fake-llm', object: 'model' }] }))
+      if (req.method === 'POST' && req.url === '/v1/chat/completions') {
+        return res.end(JSON.stringify({ id: 'chatcmpl-e2e', object: 'chat.completion', model: 'fake-llm',
+          choices: [{ index: 0, message: { role: 'assistant', content: 'a thought' }, finish_reason: 'stop' }],
+          usage: { prompt_tokens: 17, completion_tokens: 5, total_tokens: 22 } }))
+      }
+      res.statusCode = 404
+      res.end('{}')
+    })
+  })
+  await new Promise((resolve) => llm.listen(0, '127.0.0.1', resolve))
+  servers.push(llm)
+  const llmUrl = `http://127.0.0.1:${llm.address().port}/v1`
+  const platform = start(PLATFORM_BIN, ['--addr', `127.0.0.1:${port}`, '--data-dir', dataDir, '--llm-url', llmUrl], {}, path.join(WORK, 'platform.log'))
   await waitHttp(api + '/', (r) => r.status === 200, 'the platform')
   await waitHttp(api + '/', () => fs.existsSync(path.join(dataDir, 'admin-token')), 'the admin token')
   const adminToken = fs.readFileSync(path.join(dataDir, 'admin-token'), 'utf8').trim()
@@ -227,6 +248,14 @@ async function main() {
     await waitText('[data-test=user-message]', /processed/, 20000)
     await waitText('[data-test=events]', /message_created/)
     convId = await page.$eval('a[href*="/conversations/conv_"]', (a) => a.getAttribute('href').split('/').pop())
+    // The bot's LLM call of this turn (made here as the bot makes it:
+    // generate-text with x-bot-id, naming the conversation in meta) shows
+    // under the turn: model, tokens, latency (listBotLlmCalls).
+    const r = await fetch(`${api}/v2/cognitive/generate-text`, { method: 'POST',
+      headers: { Authorization: `Bearer ${adminToken}`, 'x-bot-id': bot, 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'best', messages: [{ role: 'user', content: 'hello from the browser' }], meta: { conversationId: convId } }) })
+    if (r.status !== 200) throw new Error(`generate-text: ${r.status} ${await r.text()}`)
+    await waitText('[data-test=llm-call]', /openai:fake-llm · 17 in \/ 5 out tokens · \d+ ms/, 20000)
     await shot('05-emulator')
   })
   await step('a bot that cannot answer: the event failed, with the reason', async () => {

@@ -813,10 +813,11 @@ func (s *Store) PutPassages(ctx context.Context, f platform.FileRecord, set stri
 	return s.batchPut(ctx, items)
 }
 
-// DeletePassageSet removes a passage set of a file and its postings.
+// DeletePassageSet removes a passage set of a file, its postings and its
+// vectors.
 func (s *Store) DeletePassageSet(ctx context.Context, fileID, set string) error {
 	var keys []item
-	for _, prefix := range []string{"PSG#" + set + "#", "TERM#" + set + "#"} {
+	for _, prefix := range []string{"PSG#" + set + "#", "TERM#" + set + "#", vectorPrefix(set)} {
 		k, err := s.queryAllKeys(ctx, filePK(fileID), prefix)
 		if err != nil {
 			return err

@@ -42,6 +42,9 @@ type Completer struct {
 	Records Records
 	Objects platform.FileStorage
 	Log     *slog.Logger
+	// Semantic embeds the passages of indexed files (nil: lexical search
+	// only).
+	Semantic *Semantic
 }
 
 // errSuperseded aborts an update for a generation that is no longer current.
@@ -100,8 +103,27 @@ func (c *Completer) ObjectCreated(ctx context.Context, key string) error {
 	if err != nil {
 		return err
 	}
+	var vectors []platform.VectorChunk
+	if len(res.passages) > 0 && c.Semantic != nil {
+		var eerr *EmbedError
+		vectors, err = c.Semantic.Embed(ctx, fileID, res.set, res.passages)
+		if errors.As(err, &eerr) {
+			// The model failed (after its retries): the file says why, as
+			// for any other indexing failure; the content stays servable.
+			c.log().WarnContext(ctx, "indexing: embeddings failed", "file", fileID, "err", err)
+			res.status, res.reason, res.set, res.passages, res.postings = platform.FileIndexingFailed, "indexing failed: "+eerr.Error(), "", nil, nil
+		} else if err != nil {
+			return err
+		}
+	}
 	if res.passages != nil {
 		if err := c.Records.PutPassages(ctx, rec, res.set, res.passages, res.postings); err != nil {
+			return err
+		}
+	}
+	if len(vectors) > 0 {
+		if err := c.Semantic.Store.PutVectors(ctx, rec, vectors); err != nil {
+			c.cleanupSet(ctx, fileID, res.set)
 			return err
 		}
 	}

@@ -16,6 +16,7 @@ func (s *server) referenceAdminRoutes() []route {
 	rs = append(rs, s.accountRoutes()...)
 	rs = append(rs, s.usageRoutes()...)
 	rs = append(rs, s.analyticsRoutes()...)
+	rs = append(rs, s.llmCallRoutes()...)
 	return rs
 }
 

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"net/http"
+	"time"
 
 	"github.com/botforge/platform/shared/dynamo"
 	"github.com/botforge/platform/shared/llm"
@@ -103,11 +104,15 @@ func (c *call) cognitiveRequest() (*llm.Request, error) {
 	return &req, nil
 }
 
-func (s *server) generateText(c *call) (any, error) {
+func (s *server) generateText(c *call) (_ any, err error) {
 	req, err := c.cognitiveRequest()
 	if err != nil {
 		return nil, err
 	}
+	// The console's record of the call (llm_calls.go), refused or not
+	// (err is the result: what the caller gets).
+	start, md := time.Now(), (*llm.Metadata)(nil)
+	defer func() { s.recordLLMCall(c, req, start, md, err) }()
 	if err := s.Store.LLMRoom(c.ctx, c.bot.ID); err != nil {
 		return nil, err
 	}
@@ -115,20 +120,26 @@ func (s *server) generateText(c *call) (any, error) {
 	if err != nil {
 		return nil, err
 	}
+	md = &res.Metadata
 	s.countLLM(c, res.Metadata)
 	return res, nil
 }
 
-func (s *server) generateTextStream(c *call, w *streamWriter) error {
+func (s *server) generateTextStream(c *call, w *streamWriter) (err error) {
 	req, err := c.cognitiveRequest()
 	if err != nil {
 		return err
 	}
+	// The console's record of the call (llm_calls.go), refused or not
+	// (err is the result: what the caller gets).
+	start, md := time.Now(), (*llm.Metadata)(nil)
+	defer func() { s.recordLLMCall(c, req, start, md, err) }()
 	if err := s.Store.LLMRoom(c.ctx, c.bot.ID); err != nil {
 		return err
 	}
 	return s.LLM.Stream(c.ctx, req, func(ch llm.Chunk) error {
 		if ch.Finished && ch.Metadata != nil {
+			md = ch.Metadata
 			s.countLLM(c, *ch.Metadata)
 		}
 		return w.line(ch)

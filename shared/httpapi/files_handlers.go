@@ -119,7 +119,7 @@ func (s *server) dropGeneration(ctx context.Context, old platform.FileRecord) {
 }
 
 func (s *server) completer() *files.Completer {
-	return &files.Completer{Records: s.Store, Objects: s.Files, Log: s.Logger}
+	return &files.Completer{Records: s.Store, Objects: s.Files, Log: s.Logger, Semantic: s.Semantic}
 }
 
 func nonNilTags(in map[string]*string) map[string]string {

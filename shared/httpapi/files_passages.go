@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"encoding/json"
+	"errors"
 	"strconv"
 	"strings"
 
@@ -112,8 +113,25 @@ func (s *server) setFilePassages(c *call) (any, error) {
 		}
 		passages = append(passages, ip)
 	}
+	var vectors []platform.VectorChunk
+	if s.Semantic != nil {
+		// Embedded first: a failing model leaves the file as it was.
+		var eerr *files.EmbedError
+		if vectors, err = s.Semantic.Embed(c.ctx, r.ID, set, passages); errors.As(err, &eerr) {
+			s.Logger.WarnContext(c.ctx, "setFilePassages: embeddings failed", "file", r.ID, "err", err)
+			return nil, platform.Errorf(platform.ErrBadGateway, "%s; the file's passages are unchanged", eerr.Error())
+		} else if err != nil {
+			return nil, err
+		}
+	}
 	if err := s.Store.PutPassages(c.ctx, r, set, passages, files.Postings(passages)); err != nil {
 		return nil, err
+	}
+	if len(vectors) > 0 {
+		if err := s.Store.PutVectors(c.ctx, r, vectors); err != nil {
+			_ = s.Store.DeletePassageSet(c.ctx, r.ID, set)
+			return nil, err
+		}
 	}
 	old, _, err := s.Store.UpdateFileFrom(c.ctx, &r, r.ID, func(f *platform.FileRecord) error {
 		if f.Generation != r.Generation {
@@ -219,7 +237,7 @@ func (s *server) searchFiles(c *call) (any, error) {
 
 	out := []searchPassage{}
 	terms := files.QueryTerms(query)
-	if len(terms) == 0 {
+	if len(terms) == 0 && s.Semantic == nil {
 		return map[string]any{"passages": out}, nil
 	}
 	// Postings of each term; a term in more files than the cap carries
@@ -236,6 +254,21 @@ func (s *server) searchFiles(c *call) (any, error) {
 		byTerm[t] = ps
 	}
 	hits := files.Rank(byTerm)
+	if s.Semantic != nil {
+		// Semantic ranking: the query's similarity to the bot's passages
+		// combined with BM25 (files.Combine). When the model fails the
+		// search stays lexical rather than failing.
+		sim, err := s.Semantic.Similarities(c.ctx, c.bot.ID, query)
+		var eerr *files.EmbedError
+		switch {
+		case errors.As(err, &eerr):
+			s.Logger.WarnContext(c.ctx, "searchFiles: query not embedded, lexical ranking only", "err", err)
+		case err != nil:
+			return nil, err
+		default:
+			hits = files.Combine(hits, sim)
+		}
+	}
 
 	// Keep the hits of current, filtered-in passage sets, best first,
 	// reading the candidate files' records a batch at a time.

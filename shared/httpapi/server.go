@@ -20,6 +20,7 @@ import (
 	"github.com/botforge/platform/shared/console"
 	"github.com/botforge/platform/shared/delivery"
 	"github.com/botforge/platform/shared/dynamo"
+	"github.com/botforge/platform/shared/files"
 	"github.com/botforge/platform/shared/llm"
 	"github.com/botforge/platform/shared/openapi"
 	"github.com/botforge/platform/shared/platform"
@@ -72,6 +73,9 @@ type Config struct {
 	// LLM is the gateway of the cognitive API (/v2/cognitive/*) to the
 	// operator's LLM providers; nil answers that none is configured.
 	LLM *llm.Gateway
+	// Semantic embeds indexed passages and ranks searchFiles by vector
+	// similarity as well (docs/files.md); nil: lexical search only.
+	Semantic *files.Semantic
 	// OnUsage, when set, receives the DynamoDB usage of every API call.
 	OnUsage func(op string, u *dynamo.Usage)
 	Logger  *slog.Logger

@@ -233,6 +233,10 @@ func open(ctx context.Context, dataDir, baseURL string, log *slog.Logger, reserv
 	if err != nil {
 		return nil, err
 	}
+	semantic, err := runtime.Semantic(ctx, false, p.Store) // PLATFORM_EMBEDDINGS_* (docs/files.md)
+	if err != nil {
+		return nil, err
+	}
 
 	// The embedded S3 at S3Prefix, the API everywhere else. No ServeMux
 	// here: it would answer a path with "." or ".." segments with a
@@ -240,7 +244,7 @@ func open(ctx context.Context, dataDir, baseURL string, log *slog.Logger, reserv
 	var s3Handler http.Handler
 	// File contents: every completed PUT (or copy) runs the upload
 	// completion of the S3 event in AWS.
-	completer := &files.Completer{Records: p.Store, Log: log}
+	completer := &files.Completer{Records: p.Store, Log: log, Semantic: semantic}
 	var fileStore platform.FileStorage
 	if env.S3Endpoint == "" {
 		s3, err := locals3.Open(locals3.Options{
@@ -386,6 +390,7 @@ func open(ctx context.Context, dataDir, baseURL string, log *slog.Logger, reserv
 		OnDelivery: p.observeDelivery,
 		Code:       p.Workers,
 		LLM:        gw,
+		Semantic:   semantic,
 		Files:      fileStore,
 		TableFiles: &files.TableFiles{Store: p.Store, Objects: fileStore, Log: log},
 		// The local process outlives its requests: large table duplicates

@@ -211,3 +211,14 @@ type KnowledgeBase struct {
 	CreatedAt string            `json:"createdAt"`
 	Tags      map[string]string `json:"tags"`
 }
+
+// VectorChunk is a run of a passage set's embeddings, stored as one item:
+// the vectors of positions Start to Start+Count-1, each Dims int8 values
+// after a float32 scale (files.EncodeVectors; docs/files.md).
+type VectorChunk struct {
+	FileID, Set string
+	Start       int
+	Count       int
+	Dims        int
+	Data        []byte
+}

@@ -31,6 +31,7 @@ import (
 
 	"github.com/botforge/platform/shared/delivery"
 	"github.com/botforge/platform/shared/dynamo"
+	"github.com/botforge/platform/shared/embeddings"
 	"github.com/botforge/platform/shared/files"
 	"github.com/botforge/platform/shared/httpapi"
 	"github.com/botforge/platform/shared/hubstd"
@@ -201,6 +202,12 @@ func areaHandler(ctx context.Context, area httpapi.Area, hub chatapi.Hub) (http.
 	if err != nil {
 		return nil, err
 	}
+	var semantic *files.Semantic
+	if area == httpapi.AreaFiles { // searchFiles, setFilePassages, copyFile
+		if semantic, err = Semantic(ctx, true, store); err != nil {
+			return nil, err
+		}
+	}
 	logs := Logs(cfg, env)
 	// The sweeper (deleteBot's data) deletes file contents where the
 	// function is told its bucket (the admin function is, and may delete
@@ -212,7 +219,7 @@ func areaHandler(ctx context.Context, area httpapi.Area, hub chatapi.Hub) (http.
 	}
 	hc := httpapi.Config{Store: store, PagingKey: key, Scheduler: Scheduler(cfg, env), Files: FileStorage(cfg, env),
 		TableFiles: &files.TableFiles{Store: store, Objects: FileStorage(cfg, env)},
-		Logs:       logs, OnDelivery: logstore.Observer(logs, store, nil), Logger: slog.Default(), Sweeper: sweeper, LLM: gw}
+		Logs:       logs, OnDelivery: logstore.Observer(logs, store, nil), Logger: slog.Default(), Sweeper: sweeper, LLM: gw, Semantic: semantic}
 	hc.Outbound = Outbound()
 	// Deployed code: Lambda functions, invoked through the outbound client.
 	if code := CodeRunner(cfg, env, CodeEnvFromEnv(), store, hc.Files); code != nil {
@@ -235,6 +242,36 @@ func areaHandler(ctx context.Context, area httpapi.Area, hub chatapi.Hub) (http.
 	}
 	api := httpapi.New(hc, area)
 	return httpapi.RequestLog(slog.Default(), httpapi.CORS(origins, api)), nil
+}
+
+// Semantic is the semantic search of knowledge bases configured by the
+// environment's PLATFORM_EMBEDDINGS_* variables (docs/files.md), over the
+// store's vector items; nil (lexical search) without an embeddings model.
+// With readKey (AWS), the key may be an SSM SecureString parameter
+// (PLATFORM_EMBEDDINGS_API_KEY_PARAMETER), read once here.
+func Semantic(ctx context.Context, readKey bool, store *dynamo.Store) (*files.Semantic, error) {
+	var secret func(string) (string, error)
+	if readKey {
+		secret = func(name string) (string, error) { return ssmSecret(ctx, name) }
+	}
+	// The stack sets these three (template.yaml, infra/); the key, the
+	// timeout and the LLM provider's endpoint are read as they are.
+	get := func(k string) string {
+		switch k {
+		case embeddings.EnvModel:
+			return os.Getenv("PLATFORM_EMBEDDINGS_MODEL")
+		case embeddings.EnvURL:
+			return os.Getenv("PLATFORM_EMBEDDINGS_URL")
+		case embeddings.EnvAPIKeyParameter:
+			return os.Getenv("PLATFORM_EMBEDDINGS_API_KEY_PARAMETER")
+		}
+		return os.Getenv(k)
+	}
+	cfg, ok, err := embeddings.FromEnv(get, secret)
+	if err != nil || !ok {
+		return nil, err
+	}
+	return &files.Semantic{Embedder: embeddings.New(cfg, nil), Store: store}, nil
 }
 
 // LLM is the gateway of the cognitive API configured by the environment's
@@ -387,7 +424,12 @@ func StartUploadCompletion() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	c := &files.Completer{Records: dynamo.New(DynamoClient(cfg, env, nil), env.Table), Objects: FileStorage(cfg, env)}
+	store := dynamo.New(DynamoClient(cfg, env, nil), env.Table)
+	semantic, err := Semantic(ctx, true, store)
+	if err != nil {
+		log.Fatal(err)
+	}
+	c := &files.Completer{Records: store, Objects: FileStorage(cfg, env), Semantic: semantic}
 	lambda.Start(s3store.EventHandler(env.Bucket, c.ObjectCreated))
 }
 

@@ -4,7 +4,9 @@
 // x-integration-alias: emulator, so they are incoming and reach the bot
 // through the runtime as message_created; the bot's replies are stored
 // and read back by polling listMessages every second, with each turn's
-// events (listEvents of the conversation): their status and failure reason.
+// events (listEvents of the conversation): their status and failure reason,
+// and the bot's LLM calls of each turn (listBotLlmCalls: model, tokens,
+// latency; docs/llm-calls.md).
 import { call, all } from './api.js'
 import { html, useState, useEffect, useRef, ErrorBox, Empty, Status, fmtTime } from './ui.js'
 
@@ -23,6 +25,7 @@ export function Emulator({ ws, bot }) {
   const [conv, setConv] = useState(() => JSON.parse(sessionStorage.getItem(key(bot)) || 'null'))
   const [messages, setMessages] = useState([])
   const [events, setEvents] = useState([])
+  const [llmCalls, setLLMCalls] = useState([])
   const [text, setText] = useState('')
   const [error, setError] = useState(null)
   const [busy, setBusy] = useState(false)
@@ -35,10 +38,11 @@ export function Emulator({ ws, bot }) {
     try {
       const { user } = await call('POST', '/v1/chat/users', { ...opts, body: { name: 'Console user', tags: {} } })
       const { conversation } = await call('POST', '/v1/chat/conversations', { ...opts, body: { channel: 'channel', tags: {} } })
-      const c = { id: conversation.id, userId: user.id }
+      const c = { id: conversation.id, userId: user.id, since: conversation.createdAt }
       sessionStorage.setItem(key(bot), JSON.stringify(c))
       setMessages([])
       setEvents([])
+      setLLMCalls([])
       setConv(c)
       return c
     } catch (e) {
@@ -56,11 +60,16 @@ export function Emulator({ ws, bot }) {
     const tick = async () => {
       if (!document.hidden) {
         try {
-          const [ms, evs] = await Promise.all([
+          const [ms, evs, lc] = await Promise.all([
             all('GET', '/v1/chat/messages', 'messages', { bot, query: { conversationId: conv.id } }, 500),
             all('GET', '/v1/chat/events', 'events', { bot, query: { conversationId: conv.id } }, 500),
+            // The bot's LLM calls since the conversation began: those
+            // naming it, and those naming none (placed by time).
+            call('GET', `/v1/admin/bots/${bot}/llm-calls`, { ws, query: { limit: 100, ...(conv.since ? { since: conv.since } : {}) } })
+              .then((r) => r.calls.filter((c) => !c.conversationId || c.conversationId === conv.id), () => []),
           ])
           if (stop) return
+          setLLMCalls(lc.reverse())
           ms.sort((a, b) => a.createdAt.localeCompare(b.createdAt))
           evs.sort((a, b) => a.createdAt.localeCompare(b.createdAt))
           setMessages(ms)
@@ -110,6 +119,12 @@ export function Emulator({ ws, bot }) {
   }
 
   const eventOf = (m) => events.find((ev) => ev.messageId === m.id)
+  // A turn's LLM calls: those made from the user's message to the next.
+  const incoming = messages.filter((m) => m.direction === 'incoming')
+  const callsOf = (m) => {
+    const next = incoming[incoming.indexOf(m) + 1]
+    return llmCalls.filter((c) => c.createdAt >= m.createdAt && (!next || c.createdAt < next.createdAt))
+  }
   const failed = events.filter((ev) => ev.status === 'failed')
   return html`<h1>Emulator</h1>
     <p class="muted">You talk to the bot as a user on the platform's built-in channel <code>emulator</code>; no integration is needed.
@@ -124,7 +139,8 @@ export function Emulator({ ws, bot }) {
             return html`<div class=${'bubble ' + (m.direction === 'incoming' ? 'user' : 'bot')} data-test=${m.direction === 'incoming' ? 'user-message' : 'bot-message'}>
               <div>${payloadText(m)}</div>
               <div class="meta">${new Date(m.createdAt).toLocaleTimeString()} ${ev && html`· event <${Status} value=${ev.status} />`}
-                ${ev?.failureReason && html`<div class="why">${ev.failureReason}</div>`}</div>
+                ${ev?.failureReason && html`<div class="why">${ev.failureReason}</div>`}
+                ${ev && callsOf(m).map((c) => html`<div class="llm" data-test="llm-call">LLM <code>${c.model}</code> · ${c.inputTokens} in / ${c.outputTokens} out tokens · ${c.latencyMs} ms${c.status === 'error' ? html` · <span class="why">${c.error}</span>` : ''}${c.conversationId ? '' : html` <span class="muted">(conversation not named)</span>`}</div>`)}</div>
             </div>`
           })}
         </div>
