@@ -7,6 +7,7 @@ import (
 	"github.com/botforge/platform/shared/builtin"
 	"github.com/botforge/platform/shared/chatapi"
 	"github.com/botforge/platform/shared/listen"
+	"github.com/botforge/platform/shared/webchat"
 )
 
 // Builtins is the registry of the integrations built into the platform
@@ -21,9 +22,10 @@ import (
 // any other, with no url: its deliveries fail saying so.
 //
 // The listener hub holds the end users' streams of this process (the
-// chat integration's listenConversation).
+// chat integration's listenConversation, the webchat's /initialize).
 func Builtins() *builtin.Registry {
-	all := []builtin.Integration{chatapi.New(listen.NewHub())}
+	hub := listen.NewHub()
+	all := []builtin.Integration{chatapi.New(hub), webchat.New(hub)}
 	choice := strings.TrimSpace(os.Getenv("PLATFORM_BUILTINS"))
 	r := builtin.NewRegistry()
 	for _, b := range all {
