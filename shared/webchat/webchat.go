@@ -163,6 +163,9 @@ func (wi *Integration) ServeWebhook(w http.ResponseWriter, r *http.Request, in b
 		builtin.WriteError(w, platform.Errorf(platform.ErrBadGateway, "the platform's Chat API is not served in this process"))
 		return
 	}
+	if q.servePage(path) {
+		return
+	}
 	seg := strings.Split(strings.Trim(path, "/"), "/")
 	m := r.Method
 	var out any

@@ -407,3 +407,84 @@ func TestWebchatFile(t *testing.T) {
 		t.Fatalf("the file message: %v", m)
 	}
 }
+
+// TestWebchatPage: getBotWebchat answers the hosted page's URL and embed
+// codes; the page loads only assets of its own origin, each served, with
+// the checksums of the vendored packages, under a strict CSP, and holds no
+// secret.
+func TestWebchatPage(t *testing.T) {
+	s := newSite(t, map[string]any{"adminSecret": adminSecret})
+	hdr := map[string]string{"x-workspace-id": s.ws}
+	page := s.admin("GET", "/v1/admin/bots/"+s.botID+"/webchat?type=sharableUrl", hdr, nil, 200).Str("code")
+	if page != s.webhookURL+"/" {
+		t.Fatalf("sharableUrl: %q, want %q", page, s.webhookURL+"/")
+	}
+	for _, typ := range []string{"preconfigured", "fullscreen"} {
+		if code := s.admin("GET", "/v1/admin/bots/"+s.botID+"/webchat?type="+typ, hdr, nil, 200).Str("code"); !strings.Contains(code, `<iframe src="`+page+`"`) {
+			t.Fatalf("%s: %s", typ, code)
+		}
+	}
+	clientID := s.webhookURL[strings.LastIndexByte(s.webhookURL, '/')+1:]
+	if code := s.admin("GET", "/v1/admin/bots/"+s.botID+"/webchat?type=configurable", hdr, nil, 200).Str("code"); !strings.Contains(code, `clientId="`+clientID+`"`) || !strings.Contains(code, `apiUrl="`+s.f.URL+`/webhooks"`) {
+		t.Fatalf("configurable: %s", code)
+	}
+
+	res, err := http.Get(page)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	csp := res.Header.Get("Content-Security-Policy")
+	if res.StatusCode != 200 || !strings.Contains(csp, "default-src 'none'") || !strings.Contains(csp, "script-src 'self';") || !strings.Contains(csp, "connect-src 'self';") {
+		t.Fatalf("page: %d CSP %q", res.StatusCode, csp)
+	}
+	html := string(body)
+	if strings.Contains(html, adminSecret) || !strings.Contains(html, `data-client-id="`+clientID+`"`) || !strings.Contains(html, `data-api-url="`+s.f.URL+`/webhooks"`) {
+		t.Fatalf("page: %s", html)
+	}
+	// Every src and href: this origin, served.
+	var refs []string
+	for _, attr := range []string{`src="`, `href="`} {
+		for rest := html; ; {
+			i := strings.Index(rest, attr)
+			if i < 0 {
+				break
+			}
+			rest = rest[i+len(attr):]
+			refs = append(refs, rest[:strings.IndexByte(rest, '"')])
+		}
+	}
+	if len(refs) != 8 {
+		t.Fatalf("page references %d assets: %v", len(refs), refs)
+	}
+	sums := readSums(t)
+	for _, ref := range refs {
+		if !strings.HasPrefix(ref, "/webhooks/"+clientID+"/assets/") {
+			t.Fatalf("asset %q is not of this installation's origin and path", ref)
+		}
+		r, err := http.Get(s.f.URL + ref)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(r.Body)
+		r.Body.Close()
+		if r.StatusCode != 200 || len(b) == 0 || r.Header.Get("X-Content-Type-Options") != "nosniff" {
+			t.Fatalf("asset %s: %d", ref, r.StatusCode)
+		}
+		name := strings.TrimPrefix(ref, "/webhooks/"+clientID+"/assets/")
+		name, _, _ = strings.Cut(name, "?")
+		if want, vendored := sums[name]; vendored && sha256hex(b) != want {
+			t.Fatalf("vendored %s: sha256 %s, SHA256SUMS says %s", name, sha256hex(b), want)
+		}
+		if strings.Contains(string(b), "fonts.googleapis.com") && name != "webchat.js" {
+			t.Fatalf("%s names a font of another origin", name)
+		}
+	}
+	if len(sums) != 4 {
+		t.Fatalf("SHA256SUMS: %v", sums)
+	}
+	if got, _ := s.call("GET", "/assets/nothing.js", "", nil, nil); got != 404 {
+		t.Fatalf("unknown asset: %d", got)
+	}
+}
