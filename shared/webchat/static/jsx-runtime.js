@@ -11,4 +11,7 @@
     return React.createElement(type, p)
   }
   window.ReactJsxRuntime = { jsx: jsx, jsxs: jsx, Fragment: React.Fragment }
+  // The UMD build reads process.env.NODE_ENV (a bundler would have
+  // replaced it).
+  if (typeof window.process === 'undefined') window.process = { env: { NODE_ENV: 'production' } }
 })()

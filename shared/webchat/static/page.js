@@ -12,7 +12,7 @@
       clientId: d.clientId,
       apiUrl: d.apiUrl,
       storageKey: 'bp-webchat-' + d.clientId,
-      configuration: { botName: d.botName || 'Bot' },
+      configuration: { botName: d.botName || 'Bot', allowFileUpload: true },
     })
   )
 })()
