@@ -1,5 +1,5 @@
 # The two commands of README.md: `make run` and `make test`.
-.PHONY: run test vet unit conformance cli-e2e deploy-e2e console-e2e console-vendor build infra lambda cfn-lint
+.PHONY: run test vet unit conformance cli-e2e deploy-e2e console-e2e console-vendor webchat-e2e webchat-vendor build infra lambda cfn-lint
 
 # Where `make run` listens: loopback only unless told otherwise
 # (make run ADDR=:8080 listens on every interface).
@@ -8,7 +8,7 @@ ADDR ?= 127.0.0.1:8080
 run:
 	go run ./functions/local --addr $(ADDR)
 
-test: vet unit infra conformance cli-e2e deploy-e2e console-e2e
+test: vet unit infra conformance cli-e2e deploy-e2e console-e2e webchat-e2e
 
 vet:
 	go vet ./...
@@ -40,6 +40,17 @@ console-e2e:
 # shared/console/static/vendor (with SHA256SUMS).
 console-vendor:
 	bash scripts/console/vendor.sh
+
+# The hosted webchat page (the official @botpress/webchat component) in
+# headless Chromium, then Firefox, with a plain-JS SDK bot; screenshots in
+# .build/webchat-e2e (scripts/webchat/e2e.sh, docs/webchat-api.md).
+webchat-e2e:
+	bash scripts/webchat/e2e.sh
+
+# Copy @botpress/webchat and React from the pinned npm packages into
+# shared/webchat/static/vendor (with SHA256SUMS).
+webchat-vendor:
+	bash scripts/webchat/vendor.sh
 
 build:
 	go build ./...

@@ -162,6 +162,10 @@ async function main() {
     await page.click('.bpComposerSendButton')
     await page.waitForSelector('.bpMessageBlocksFileTitle', { timeout: 20000 })
     await waitText(/\bnotes\b/)
+    // Its link (in the message) serves the bytes sent.
+    const href = await page.$eval('a[href*="/files/"]', (a) => a.href)
+    const got = await (await fetch(href)).text()
+    if (got !== 'a file from the browser\n') throw new Error(`the file's link ${href} answers ${JSON.stringify(got)}`)
     // The bot got it (its echo of a message without text).
     await waitText(/echo: undefined/)
     await shot('03-file')
