@@ -112,6 +112,7 @@ func (s *site) must(method, path, key string, body any, status int) map[string]a
 // stream is an open /initialize.
 type stream struct {
 	signals chan map[string]any
+	done    chan struct{} // closed when the server ends the stream
 }
 
 // initialize opens GET /initialize as the webchat client does (key and
@@ -136,8 +137,9 @@ func (s *site) initialize(key, conv string) (*stream, map[string]any) {
 		s.t.Fatalf("initialize: %d %s", res.StatusCode, b)
 	}
 	s.t.Cleanup(func() { res.Body.Close() })
-	st := &stream{signals: make(chan map[string]any, 64)}
+	st := &stream{signals: make(chan map[string]any, 64), done: make(chan struct{})}
 	go func() {
+		defer close(st.done)
 		sc := bufio.NewScanner(res.Body)
 		sc.Buffer(make([]byte, 1<<20), 1<<20)
 		for sc.Scan() {
@@ -486,5 +488,24 @@ func TestWebchatPage(t *testing.T) {
 	}
 	if got, _ := s.call("GET", "/assets/nothing.js", "", nil, nil); got != 404 {
 		t.Fatalf("unknown asset: %d", got)
+	}
+}
+
+// TestWebchatRemovedInstallation: removing the installation ends its
+// /initialize streams at once, and its API and page answer 404.
+func TestWebchatRemovedInstallation(t *testing.T) {
+	s := newSite(t, map[string]any{})
+	st, _ := s.initialize("", "")
+	s.admin("PUT", "/v1/admin/bots/"+s.botID, map[string]string{"x-workspace-id": s.ws}, map[string]any{"integrations": map[string]any{s.intID: nil}}, 200)
+	select {
+	case <-st.done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the stream of a removed installation stays open")
+	}
+	if got, _ := s.call("GET", "/initialize", "", nil, nil); got != 404 {
+		t.Fatalf("initialize after removal: %d", got)
+	}
+	if got, _ := s.call("GET", "/", "", nil, nil); got != 404 {
+		t.Fatalf("the page after removal: %d", got)
 	}
 }
