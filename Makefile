@@ -1,5 +1,5 @@
 # The two commands of README.md: `make run` and `make test`.
-.PHONY: run aws-local test vet unit conformance conformance-aws cli-e2e deploy-e2e deploy-e2e-aws llm-e2e console-e2e console-vendor build infra lambda cfn-lint capacity
+.PHONY: run aws-local test vet unit conformance conformance-aws cli-e2e deploy-e2e deploy-e2e-aws llm-e2e console-e2e console-vendor webchat-e2e webchat-vendor build infra lambda cfn-lint capacity
 
 # Where `make run` listens: loopback only unless told otherwise
 # (make run ADDR=:8080 listens on every interface).
@@ -15,7 +15,7 @@ run:
 aws-local:
 	go run ./functions/aws-local --addr $(ADDR)
 
-test: vet unit infra conformance conformance-aws cli-e2e deploy-e2e deploy-e2e-aws llm-e2e console-e2e
+test: vet unit infra conformance conformance-aws cli-e2e deploy-e2e deploy-e2e-aws llm-e2e console-e2e webchat-e2e
 
 vet:
 	go vet ./...
@@ -63,6 +63,17 @@ console-e2e:
 # shared/console/static/vendor (with SHA256SUMS).
 console-vendor:
 	bash scripts/console/vendor.sh
+
+# The hosted webchat page (the official @botpress/webchat component) in
+# headless Chromium, then Firefox, with a plain-JS SDK bot; screenshots in
+# .build/webchat-e2e (scripts/webchat/e2e.sh, docs/webchat-api.md).
+webchat-e2e:
+	bash scripts/webchat/e2e.sh
+
+# Copy @botpress/webchat and React from the pinned npm packages into
+# shared/webchat/static/vendor (with SHA256SUMS).
+webchat-vendor:
+	bash scripts/webchat/vendor.sh
 
 build:
 	go build ./...

@@ -105,11 +105,12 @@ type Outgoing struct {
 	User         platform.User
 }
 
-// API is the platform's Chat API called in-process as an installation
-// (x-bot-id, x-integration-alias and the installation's identity): the
-// same handlers as over HTTP. body is marshalled to JSON (nil: none); a
-// 2xx answer is unmarshalled into out (when not nil); any other answer is
-// the *platform.Error it carries.
+// API is the platform's Chat API (and Files API) called in-process as an
+// installation (x-bot-id, x-integration-alias and the installation's
+// identity), addressed at the public origin of its webhook URL: the same
+// handlers as over HTTP. body is marshalled to JSON (nil: none); a 2xx
+// answer is unmarshalled into out (when not nil; a *[]byte gets the raw
+// bytes); any other answer is the *platform.Error it carries.
 type API interface {
 	Call(ctx context.Context, in Install, method, path string, body, out any) error
 	// Installation reads the installation as it is now: false when the

@@ -97,3 +97,22 @@ func checkID(id string) error {
 	}
 	return nil
 }
+
+// SignUserKey makes a user key of installation in for the user whose Chat
+// API id is id, valid until exp (zero: no expiry). The webchat
+// integration (shared/webchat) hands such keys out on POST /users/key.
+func SignUserKey(in builtin.Install, id string, exp time.Time) (string, error) {
+	if err := checkID(id); err != nil {
+		return "", err
+	}
+	key := signingKey(in, configOf(in))
+	if exp.IsZero() {
+		return signKey(key, id), nil
+	}
+	h := b64.EncodeToString([]byte(`{"alg":"HS256","typ":"JWT"}`))
+	p, _ := json.Marshal(map[string]any{"id": id, "iat": time.Now().Unix(), "exp": exp.Unix()})
+	msg := h + "." + b64.EncodeToString(p)
+	m := hmac.New(sha256.New, key)
+	m.Write([]byte(msg))
+	return msg + "." + b64.EncodeToString(m.Sum(nil)), nil
+}

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"github.com/botforge/platform/shared/webchat"
 	"strings"
 	"time"
 
@@ -124,10 +125,10 @@ func (s *server) getBotAnalytics(c *call) (any, error) {
 
 var webchatTypes = []string{"preconfigured", "configurable", "fullscreen", "sharableUrl"}
 
-// getBotWebchat: the reference answers the embed code of its hosted
-// webchat. This platform hosts no webchat client, so there is no code that
-// would work: a documented refusal (403) rather than a snippet pointing at
-// someone else's service.
+// getBotWebchat answers the hosted webchat page of the bot's installation
+// of the built-in `webchat` integration (shared/webchat, docs/webchat-api.md):
+// sharableUrl is the page's absolute URL, the other types embed it (an
+// iframe) or, configurable, mount the official component in your own page.
 func (s *server) getBotWebchat(c *call) (any, error) {
 	t, err := c.query().oneOf("type", "", webchatTypes...)
 	if err != nil {
@@ -136,8 +137,25 @@ func (s *server) getBotWebchat(c *call) (any, error) {
 	if t == "" {
 		return nil, platform.Errorf(platform.ErrInvalidQuery, "query parameter \"type\" is required: one of %s", strings.Join(webchatTypes, ", "))
 	}
-	if _, err := s.botOfWorkspace(c, c.PathValue("id")); err != nil {
+	b, err := s.botOfWorkspace(c, c.PathValue("id"))
+	if err != nil {
 		return nil, err
 	}
-	return nil, platform.Forbidden("getBotWebchat: this self-hosted platform hosts no webchat, so it has no embed code to give (see docs/account.md)")
+	ints, err := s.installedIntegrations(c.ctx, b.Bot)
+	if err != nil {
+		return nil, err
+	}
+	for _, alias := range keysOf(b.Installs) {
+		in := b.Installs[alias]
+		i, ok := ints[in.IntegrationID]
+		if !ok || !in.Enabled || i.Name != webchat.Name {
+			continue
+		}
+		if _, builtin := s.builtinOf(i); !builtin {
+			continue
+		}
+		hook := strings.TrimSuffix(webhookBase(c), "/") + "/" + in.WebhookID
+		return map[string]any{"code": webchat.EmbedCode(t, hook, in.WebhookID)}, nil
+	}
+	return nil, platform.Errorf(platform.ErrResourceNotFound, "bot %q has no enabled installation of the built-in webchat integration: install it (getPublicIntegration({name: 'webchat', version: 'latest'}), then updateBot) to get its page", b.ID)
 }

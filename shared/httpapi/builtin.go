@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"time"
 
@@ -149,8 +150,15 @@ type principalKey struct{}
 
 func newInProcessAPI(s *server) *inProcessAPI {
 	mux := http.NewServeMux()
-	for _, rt := range s.routes(AreaChat) {
-		mux.Handle(rt.pattern, s.handler(rt))
+	// The Chat area, and the Files area for the uploads of end users
+	// (the webchat integration's POST /files and its file links).
+	for _, a := range []Area{AreaChat, AreaFiles} {
+		for _, rt := range s.routes(a) {
+			mux.Handle(rt.pattern, s.handler(rt))
+		}
+		for _, rr := range s.rawRoutes(a) {
+			mux.Handle(rr.pattern, s.rawHandler(rr))
+		}
 	}
 	return &inProcessAPI{s: s, handler: mux}
 }
@@ -173,6 +181,12 @@ func (a *inProcessAPI) Call(ctx context.Context, in builtin.Install, method, pat
 	req.Header.Set("x-bot-id", in.Bot.ID)
 	req.Header.Set("x-integration-alias", in.Instance.Alias)
 	req.Header.Set("x-integration-id", in.Integration.ID)
+	// Addressed at the platform's public origin (the installation's
+	// webhook URL's), so the URLs it answers (a presigned upload) are too.
+	if u, err := url.Parse(in.WebhookURL); err == nil && u.Host != "" {
+		req.Host = u.Host
+		req.Header.Set("X-Forwarded-Proto", u.Scheme)
+	}
 	rec := httptest.NewRecorder()
 	a.handler.ServeHTTP(rec, req)
 	if rec.Code/100 != 2 {
@@ -183,6 +197,10 @@ func (a *inProcessAPI) Call(ctx context.Context, in builtin.Install, method, pat
 		return &platform.Error{Type: platform.ErrorType(e.Type), Message: e.Message}
 	}
 	if out == nil {
+		return nil
+	}
+	if raw, ok := out.(*[]byte); ok { // raw bytes (a file's content)
+		*raw = rec.Body.Bytes()
 		return nil
 	}
 	return json.Unmarshal(rec.Body.Bytes(), out)

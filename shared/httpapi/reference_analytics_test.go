@@ -116,9 +116,9 @@ func TestBotAnalytics(t *testing.T) {
 	}
 }
 
-// TestBotWebchat: no webchat is hosted, so getBotWebchat is a documented
-// refusal (403) for a bot of the workspace; a foreign bot is a 404 and a
-// bad type a 400.
+// TestBotWebchat: a bot without the built-in webchat installed has no page
+// (404 saying so; shared/webchat's TestWebchatPage covers one that has);
+// a foreign bot is a 404 and a bad type a 400.
 func TestBotWebchat(t *testing.T) {
 	f := newFixture(t)
 	bot := f.createBot(f.AdminToken, map[string]any{"name": "b"})
@@ -127,7 +127,7 @@ func TestBotWebchat(t *testing.T) {
 		name, path string
 		status     int
 	}{
-		{"own bot", "/v1/admin/bots/" + bot + "/webchat?type=preconfigured", 403},
+		{"own bot without webchat", "/v1/admin/bots/" + bot + "/webchat?type=preconfigured", 404},
 		{"foreign bot", "/v1/admin/bots/" + foreign + "/webchat?type=preconfigured", 404},
 		{"bad type", "/v1/admin/bots/" + bot + "/webchat?type=nope", 400},
 		{"no type", "/v1/admin/bots/" + bot + "/webchat", 400},

@@ -62,6 +62,23 @@ func WithOrigin(ctx context.Context, origin string) context.Context {
 	return context.WithValue(ctx, originKey{}, origin)
 }
 
+type uploadTaggingKey struct{}
+
+// WithUploadTagging records in ctx the object tagging (URL query form,
+// "public=true") a presigned upload URL must sign: the official webchat
+// component PUTs its files with that x-amz-tagging header, and S3 refuses
+// an x-amz-* header that is not signed. Only in-process callers can set it
+// (the webchat integration, shared/webchat): no HTTP request reaches it.
+func WithUploadTagging(ctx context.Context, tagging string) context.Context {
+	return context.WithValue(ctx, uploadTaggingKey{}, tagging)
+}
+
+// UploadTaggingFrom returns the tagging recorded by WithUploadTagging, or "".
+func UploadTaggingFrom(ctx context.Context) string {
+	s, _ := ctx.Value(uploadTaggingKey{}).(string)
+	return s
+}
+
 // OriginFrom returns the origin recorded by WithOrigin, or "".
 func OriginFrom(ctx context.Context) string {
 	s, _ := ctx.Value(originKey{}).(string)

@@ -11,6 +11,7 @@ import (
 	"github.com/botforge/platform/shared/listen"
 	"github.com/botforge/platform/shared/llm"
 	"github.com/botforge/platform/shared/llmbuiltin"
+	"github.com/botforge/platform/shared/webchat"
 )
 
 // Builtins is the registry of the integrations built into the platform
@@ -25,7 +26,7 @@ import (
 // any other, with no url: its deliveries fail saying so.
 //
 // The listener hub holds the end users' streams of this process (the
-// chat integration's listenConversation).
+// chat integration's listenConversation, the webchat's /initialize).
 func Builtins() *builtin.Registry {
 	gw, err := LLM(context.Background(), false)
 	if err != nil {
@@ -43,7 +44,7 @@ func Builtins() *builtin.Registry {
 // configured an LLM provider (PLATFORM_LLM_*, docs/llm.md): without one it
 // could only refuse.
 func BuiltinsWith(hub chatapi.Hub, gw *llm.Gateway, meter llm.Meter) *builtin.Registry {
-	all := []builtin.Integration{chatapi.New(hub)}
+	all := []builtin.Integration{chatapi.New(hub), webchat.New(hub)}
 	if gw.DefaultProvider() != "" {
 		all = append(all, &llmbuiltin.Integration{Gateway: gw, Meter: meter})
 	}

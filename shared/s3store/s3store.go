@@ -59,12 +59,16 @@ func (s *Store) PresignPut(ctx context.Context, key, contentType string, size in
 			}))
 		}
 	}
-	req, err := s.presign.PresignPutObject(ctx, &s3.PutObjectInput{
+	in := &s3.PutObjectInput{
 		Bucket:        &s.bucket,
 		Key:           &key,
 		ContentType:   &contentType,
 		ContentLength: &size,
-	}, opts...)
+	}
+	if t := platform.UploadTaggingFrom(ctx); t != "" {
+		in.Tagging = aws.String(t) // the uploader must send exactly this x-amz-tagging
+	}
+	req, err := s.presign.PresignPutObject(ctx, in, opts...)
 	if err != nil {
 		return "", fmt.Errorf("presign PUT %s: %w", key, err)
 	}
