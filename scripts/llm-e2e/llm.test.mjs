@@ -1,12 +1,16 @@
 // The official LLM clients against the local platform (run.sh starts it,
 // its LLM provider being fake-upstream.mjs): @botpress/cognitive 0.5.4's
 // v2 path (CognitiveBeta, and Cognitive with __experimental_beta as ADK
-// agents use it) and @botpress/zai 2.6.21 on it. Each test checks what the
-// provider received (the request mapping) and what the client read.
+// agents use it) and @botpress/zai 2.6.21 on it, and a deployed
+// @botpress/sdk 7.2.4 bot (sdk-bot.cjs) answering a user's message with the
+// LLM's text. Each test checks what the provider received (the request
+// mapping) and what the client read.
 import { describe, test, before } from 'node:test'
 import assert from 'node:assert/strict'
 import fs from 'node:fs'
 import path from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { buildSync } from 'esbuild'
 import { Client } from '@botpress/client'
 import { Cognitive, CognitiveBeta } from '@botpress/cognitive'
 import { Zai } from '@botpress/zai'
@@ -35,6 +39,23 @@ async function nextAnswers(v) {
 async function lastUpstream() {
   const rs = await upstreamRequests()
   return rs[rs.length - 1]
+}
+
+// eventually resolves with f's first truthy value; an f that throws is
+// retried: only the time up fails, with f's last error.
+async function eventually(what, f, ms = 30_000) {
+  const end = Date.now() + ms
+  let lastErr
+  for (;;) {
+    try {
+      const v = await f()
+      if (v) return v
+    } catch (err) {
+      lastErr = err
+    }
+    if (Date.now() > end) throw new Error(`${what}: not within ${ms} ms${lastErr ? `; last error: ${lastErr.stack ?? lastErr}` : ''}`)
+    await new Promise((r) => setTimeout(r, 20))
+  }
 }
 
 let ws, bot, botKey, botClient, beta
@@ -215,6 +236,52 @@ describe('the integration path: the built-in llm integration installed as openai
     const zai = new Zai({ client: botClient })
     const text = await zai.text('a limerick')
     assert.equal(text, 'echo: a limerick')
+  })
+
+  // A bot written with @botpress/sdk 7.2.4 (sdk-bot.cjs), bundled into one
+  // CommonJS file as a build does and deployed as its code: the platform
+  // runs it in a worker, its message handler calls openai:generateContent
+  // and replies with the model's text.
+  test('a deployed SDK 7.2.4 bot answers a user message with the LLM reply', async () => {
+    const here = path.dirname(fileURLToPath(import.meta.url))
+    const built = buildSync({ entryPoints: [path.join(here, 'sdk-bot.cjs')], bundle: true, platform: 'node', format: 'cjs', write: false, logLevel: 'silent' })
+    const code = built.outputFiles[0].text
+    const { integration } = await new Client({ apiUrl, token: adminToken }).getPublicIntegration({ name: 'llm', version: 'latest' })
+    const sdkBot = (await new Client({ apiUrl, token: adminToken, workspaceId: ws }).createBot({ name: 'sdk-thinker' })).bot.id
+    const r = await api('PUT', `/v1/admin/bots/${sdkBot}`, {
+      headers: { 'x-workspace-id': ws, 'x-multiple-integrations': 'true' },
+      body: { code, integrations: { openai: { integrationId: integration.id, enabled: true, configuration: {} } } },
+    })
+    assert.equal(r.status, 200, JSON.stringify(r.body))
+    assert.ok(r.body.bot.deployedAt, 'deployedAt is set')
+    assert.equal(r.body.bot.integrations.openai.status, 'registered')
+
+    const chat = { 'x-bot-id': sdkBot }
+    const conv = await api('POST', '/v1/chat/conversations', { headers: chat, body: { channel: 'web', tags: {} } })
+    assert.ok(conv.status >= 200 && conv.status < 300, JSON.stringify(conv.body))
+    const usr = await api('POST', '/v1/chat/users', { headers: chat, body: { tags: {} } })
+    assert.ok(usr.status >= 200 && usr.status < 300, JSON.stringify(usr.body))
+    const conversationId = conv.body.conversation.id
+    const before = (await upstreamRequests()).length
+    const t0 = Date.now()
+    const sent = await api('POST', '/v1/chat/messages', {
+      headers: chat,
+      body: { conversationId, userId: usr.body.user.id, type: 'text', payload: { text: 'what is a deployed bot?' }, tags: {} },
+    })
+    assert.ok(sent.status >= 200 && sent.status < 300, JSON.stringify(sent.body))
+    const reply = await eventually("the bot's reply", async () => {
+      const res = await api('GET', `/v1/chat/messages?conversationId=${conversationId}`, { headers: chat })
+      return res.body.messages.find((m) => m.userId === sdkBot)
+    })
+    console.log(`deployed SDK 7.2.4 bot: message to LLM reply (worker cold start included) ${Date.now() - t0} ms`)
+    assert.equal(reply.payload.text, 'llm says: echo: what is a deployed bot?')
+    const calls = (await upstreamRequests()).slice(before)
+    assert.equal(calls.length, 1)
+    assert.equal(calls[0].body.model, 'small-test')
+    assert.deepEqual(calls[0].body.messages, [
+      { role: 'system', content: 'You are a deployed SDK bot.' },
+      { role: 'user', content: 'what is a deployed bot?' },
+    ])
   })
 
   test('getModelDetails lists the models of the integration', async () => {

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # LLM end to end: the real @botpress/cognitive 0.5.4 and @botpress/zai
-# 2.6.21 against a fresh local platform whose LLM provider is a fake
+# 2.6.21, and a deployed @botpress/sdk 7.2.4 bot (sdk-bot.cjs, bundled with
+# esbuild by the test), against a fresh local platform whose LLM provider is a fake
 # OpenAI-compatible endpoint on loopback (fake-upstream.mjs); llm.test.mjs
 # says what is checked (docs/llm.md).
 #   1. npm ci when node_modules is missing or stale;
