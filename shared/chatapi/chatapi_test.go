@@ -309,6 +309,8 @@ func TestChatAPIRefusals(t *testing.T) {
 		{"too large", "POST", "/messages", key, map[string]any{"conversationId": conv, "payload": map[string]any{"type": "text", "text": strings.Repeat("x", chatapi.MaxBody)}}, 413},
 		{"bad chosen id", "POST", "/users", "", map[string]any{"id": "a b"}, 400},
 		{"profile too long", "POST", "/users", "", map[string]any{"profile": strings.Repeat("p", 1001)}, 400},
+		{"an id in get-or-create (the user is the key's)", "POST", "/users/get-or-create", key, map[string]any{"id": "bob"}, 400},
+		{"an id in an update of me (it cannot change)", "PUT", "/users/me", key, map[string]any{"id": "bob"}, 400},
 	}
 	for _, c := range cases {
 		if code, out := s.chat(c.method, c.path, c.key, c.body); code != c.status {
