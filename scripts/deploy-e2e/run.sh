@@ -27,10 +27,7 @@ SERVER_PID=""
 cleanup() {
   local rc=$?
   trap - EXIT INT TERM
-  if [[ -n "$SERVER_PID" ]] && kill -0 "$SERVER_PID" 2>/dev/null; then
-    kill -INT "$SERVER_PID" 2>/dev/null || true
-    wait "$SERVER_PID" 2>/dev/null || true
-  fi
+  e2e_stop "$SERVER_PID"
   if [[ "${KEEP_WORK:-}" == 1 || $rc != 0 ]]; then
     log "kept $WORK (server log: $WORK/server.log)"
   else

@@ -38,3 +38,15 @@ e2e_free_port() {
     const s = require("node:net").createServer()
     s.listen(0, "127.0.0.1", () => { console.log(s.address().port); s.close() })'
 }
+
+# e2e_stop PID... interrupts each PID still running (a graceful stop, as
+# Ctrl-C) and waits for it; empty PIDs are skipped.
+e2e_stop() {
+  local pid
+  for pid in "$@"; do
+    if [[ -n "$pid" ]] && kill -0 "$pid" 2>/dev/null; then
+      kill -INT "$pid" 2>/dev/null || true
+      wait "$pid" 2>/dev/null || true
+    fi
+  done
+}

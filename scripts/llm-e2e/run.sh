@@ -25,12 +25,7 @@ SERVER_PID="" UPSTREAM_PID=""
 cleanup() {
   local rc=$?
   trap - EXIT INT TERM
-  for pid in "$SERVER_PID" "$UPSTREAM_PID"; do
-    if [[ -n "$pid" ]] && kill -0 "$pid" 2>/dev/null; then
-      kill -INT "$pid" 2>/dev/null || true
-      wait "$pid" 2>/dev/null || true
-    fi
-  done
+  e2e_stop "$SERVER_PID" "$UPSTREAM_PID"
   if [[ "${KEEP_WORK:-}" == 1 || $rc != 0 ]]; then
     log "kept $WORK (server log: $WORK/server.log)"
   else
