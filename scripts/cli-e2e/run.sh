@@ -14,12 +14,11 @@ set -euo pipefail
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 ROOT="$(cd "$HERE/../.." && pwd)"
-log() { printf '==> %s\n' "$*" >&2; }
-die() { printf 'cli-e2e: %s\n' "$*" >&2; exit 1; }
+E2E_NAME=cli-e2e
+# shellcheck source=../lib/e2e.sh
+source "$ROOT/scripts/lib/e2e.sh"
 
-for tool in go node npm; do
-  command -v "$tool" >/dev/null 2>&1 || die "$tool is required but not installed"
-done
+e2e_require_tools
 node_major="$(node -p 'process.versions.node.split(".")[0]')"
 (( node_major >= 20 )) || die "Node.js 20 or later is required (found $(node --version))"
 
@@ -31,16 +30,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
-lock_hash="$(cd "$HERE" && node -e '
-  const c = require("node:crypto").createHash("sha256")
-  for (const f of ["package.json", "package-lock.json"]) c.update(require("node:fs").readFileSync(f))
-  console.log(c.digest("hex"))')"
-stamp="$HERE/node_modules/.cli-e2e-installed"
-if [[ ! -d "$HERE/node_modules" || ! -f "$stamp" || "$(cat "$stamp")" != "$lock_hash" ]]; then
-  log "installing npm dependencies (npm ci)"
-  (cd "$HERE" && npm ci --no-audit --no-fund --loglevel=error) >&2
-  printf '%s\n' "$lock_hash" >"$stamp"
-fi
+e2e_npm_ci "$HERE"
 
 log "building ./functions/local"
 (cd "$ROOT" && go build -o "$WORK/local" ./functions/local)

@@ -8,53 +8,20 @@
 // downloaded, a log line, the other pages, a viewer's 403, the phone
 // layout, and the platform down. Screenshots of each page go to SHOTS;
 // first paint and time to content of each page are printed.
-import { spawn } from 'node:child_process'
 import fs from 'node:fs'
 import http from 'node:http'
-import net from 'node:net'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
+import { children, freePort, sleep, start, waitHttp } from '../lib/e2e.mjs'
 import puppeteer from 'puppeteer-core'
 
 const HERE = path.dirname(fileURLToPath(import.meta.url))
 const ROOT = path.resolve(HERE, '../..')
 const { PLATFORM_BIN, WORK, SHOTS, CHROME } = process.env
 const FIREFOX = process.env.BROWSER === 'firefox'
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms))
-const children = []
 const servers = []
 let failures = 0
 let currentPage = null
-
-function freePort() {
-  return new Promise((resolve, reject) => {
-    const s = net.createServer()
-    s.on('error', reject)
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address()
-      s.close(() => resolve(port))
-    })
-  })
-}
-
-function start(cmd, args, env, logFile) {
-  const out = fs.openSync(logFile, 'a')
-  const child = spawn(cmd, args, { env: { ...process.env, ...env }, stdio: ['ignore', out, out] })
-  children.push(child)
-  return child
-}
-
-async function waitHttp(url, ok, what, ms = 30000) {
-  const deadline = Date.now() + ms
-  for (;;) {
-    try {
-      const res = await fetch(url.url || url, url.init)
-      if (ok(res)) return
-    } catch {}
-    if (Date.now() > deadline) throw new Error(`${what} did not answer within ${ms} ms`)
-    await sleep(100)
-  }
-}
 
 const step = async (name, fn) => {
   const t0 = Date.now()

@@ -13,56 +13,16 @@
 set -euo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 ROOT="$(cd "$HERE/../.." && pwd)"
-for tool in go node npm; do
-  command -v "$tool" >/dev/null 2>&1 || { echo "console-e2e: $tool is required" >&2; exit 1; }
-done
-if [[ -z "${CHROME:-}" ]]; then
-  for c in chromium chromium-browser google-chrome; do
-    if command -v "$c" >/dev/null 2>&1; then CHROME="$(command -v "$c")"; break; fi
-  done
-fi
-[[ -n "${CHROME:-}" && -x "$CHROME" ]] || { echo "console-e2e: FAILED: no Chromium (install it: apt-get install chromium, or set CHROME)" >&2; exit 1; }
-export CHROME
-# The same run in Firefox (WebDriver BiDi), unless BROWSERS says otherwise.
-BROWSERS="${BROWSERS:-chromium firefox}"
-if [[ " $BROWSERS " == *" firefox "* && -z "${FIREFOX:-}" ]]; then
-  for c in firefox-esr firefox; do
-    if command -v "$c" >/dev/null 2>&1; then FIREFOX="$(command -v "$c")"; break; fi
-  done
-  [[ -n "${FIREFOX:-}" ]] || { echo "console-e2e: FAILED: no Firefox (install it: apt-get install firefox-esr, set FIREFOX, or BROWSERS=chromium)" >&2; exit 1; }
-fi
-export FIREFOX
+E2E_NAME=console-e2e
+# shellcheck source=../lib/browsers.sh
+source "$ROOT/scripts/lib/browsers.sh"
+browsers_require_tools
+browsers_find
 
 unset BP_TOKEN BP_API_URL BP_WORKSPACE_ID BP_BOT_ID BP_INTEGRATION_ID
-bash "$HERE/npm-ci.sh"
-# The SDK bot's dependencies are the conformance suite's.
-CONF="$ROOT/scripts/conformance"
-conf_hash="$(cd "$CONF" && node -e '
-  const c = require("node:crypto").createHash("sha256")
-  for (const f of ["package.json", "package-lock.json"]) c.update(require("node:fs").readFileSync(f))
-  console.log(c.digest("hex"))')"
-if [[ ! -f "$CONF/node_modules/.conformance-installed" || "$(cat "$CONF/node_modules/.conformance-installed")" != "$conf_hash" ]]; then
-  echo "==> scripts/conformance: npm ci (the SDK bot's dependencies)" >&2
-  (cd "$CONF" && npm ci --no-audit --no-fund --loglevel=error) >&2
-  printf '%s\n' "$conf_hash" >"$CONF/node_modules/.conformance-installed"
-fi
+browsers_install_deps
 # The vendored libraries are the pinned packages' files.
 bash "$HERE/vendor.sh" --check
 
-WORK="$(mktemp -d "${TMPDIR:-/tmp}/console-e2e.XXXXXX")"
-trap 'rm -rf "$WORK"' EXIT
-echo "==> building ./functions/local" >&2
-(cd "$ROOT" && go build -o "$WORK/local" ./functions/local)
-export PLATFORM_BIN="$WORK/local" WORK
-SHOTS="${SHOTS:-$ROOT/.build/console-e2e}"
-for browser in $BROWSERS; do
-  case "$browser" in
-    chromium) shots="$SHOTS" ;;
-    firefox) shots="$SHOTS/firefox" ;;
-    *) echo "console-e2e: unknown browser $browser (chromium, firefox)" >&2; exit 1 ;;
-  esac
-  mkdir -p "$shots" "$WORK/$browser"
-  echo "==> console-e2e in $browser" >&2
-  # Each browser gets a fresh platform (its own data directory).
-  BROWSER="$browser" SHOTS="$shots" WORK="$WORK/$browser" node "$HERE/e2e.mjs"
-done
+browsers_build
+browsers_run "$HERE/e2e.mjs" "${SHOTS:-$ROOT/.build/console-e2e}"

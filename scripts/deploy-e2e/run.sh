@@ -12,11 +12,10 @@ set -euo pipefail
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 ROOT="$(cd "$HERE/../.." && pwd)"
-log() { printf '==> %s\n' "$*" >&2; }
-die() { printf 'deploy-e2e: %s\n' "$*" >&2; exit 1; }
-for tool in go node npm; do
-  command -v "$tool" >/dev/null 2>&1 || die "$tool is required but not installed"
-done
+E2E_NAME=deploy-e2e
+# shellcheck source=../lib/e2e.sh
+source "$ROOT/scripts/lib/e2e.sh"
+e2e_require_tools
 unset BP_TOKEN BP_API_URL BP_WORKSPACE_ID BP_BOT_ID BP_INTEGRATION_ID
 
 # The projects live under $HERE/.work so that their imports of
@@ -28,10 +27,7 @@ SERVER_PID=""
 cleanup() {
   local rc=$?
   trap - EXIT INT TERM
-  if [[ -n "$SERVER_PID" ]] && kill -0 "$SERVER_PID" 2>/dev/null; then
-    kill -INT "$SERVER_PID" 2>/dev/null || true
-    wait "$SERVER_PID" 2>/dev/null || true
-  fi
+  e2e_stop "$SERVER_PID"
   if [[ "${KEEP_WORK:-}" == 1 || $rc != 0 ]]; then
     log "kept $WORK (server log: $WORK/server.log)"
   else
@@ -43,13 +39,7 @@ trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
-lock_hash="$(cd "$HERE" && cat package.json package-lock.json | sha256sum | cut -d' ' -f1)"
-stamp="$HERE/node_modules/.deploy-e2e-installed"
-if [[ ! -d "$HERE/node_modules" || ! -f "$stamp" || "$(cat "$stamp")" != "$lock_hash" ]]; then
-  log "installing npm dependencies (npm ci)"
-  (cd "$HERE" && npm ci --no-audit --no-fund --loglevel=error) >&2
-  printf '%s\n' "$lock_hash" >"$stamp"
-fi
+e2e_npm_ci "$HERE"
 
 # PLATFORM_PKG=./functions/aws-local: against the AWS build run whole on
 # this machine (make deploy-e2e-aws): deployed code in Lambda functions.
@@ -58,9 +48,7 @@ READY_TIMEOUT="${READY_TIMEOUT:-60}"
 export AWS_LOCAL_ROOT="$ROOT"
 log "building $PLATFORM_PKG"
 (cd "$ROOT" && go build -o "$WORK/local" "$PLATFORM_PKG")
-PORT="$(node -e '
-  const s = require("node:net").createServer()
-  s.listen(0, "127.0.0.1", () => { console.log(s.address().port); s.close() })')"
+PORT="$(e2e_free_port)"
 export API_URL="http://127.0.0.1:$PORT" DATA_DIR="$WORK/data" WORK_DIR="$WORK"
 "$WORK/local" --addr "127.0.0.1:$PORT" --data-dir "$DATA_DIR" >>"$WORK/server.log" 2>&1 &
 SERVER_PID=$!

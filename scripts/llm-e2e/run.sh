@@ -14,11 +14,10 @@ set -euo pipefail
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 ROOT="$(cd "$HERE/../.." && pwd)"
-log() { printf '==> %s\n' "$*" >&2; }
-die() { printf 'llm-e2e: %s\n' "$*" >&2; exit 1; }
-for tool in go node npm; do
-  command -v "$tool" >/dev/null 2>&1 || die "$tool is required but not installed"
-done
+E2E_NAME=llm-e2e
+# shellcheck source=../lib/e2e.sh
+source "$ROOT/scripts/lib/e2e.sh"
+e2e_require_tools
 unset BP_TOKEN BP_API_URL BP_WORKSPACE_ID BP_BOT_ID PLATFORM_LLM_URL PLATFORM_LLM_API_KEY PLATFORM_LLM_MODELS PLATFORM_LLM_CONFIG
 
 mkdir -p "$HERE/.work"
@@ -27,12 +26,7 @@ SERVER_PID="" UPSTREAM_PID=""
 cleanup() {
   local rc=$?
   trap - EXIT INT TERM
-  for pid in "$SERVER_PID" "$UPSTREAM_PID"; do
-    if [[ -n "$pid" ]] && kill -0 "$pid" 2>/dev/null; then
-      kill -INT "$pid" 2>/dev/null || true
-      wait "$pid" 2>/dev/null || true
-    fi
-  done
+  e2e_stop "$SERVER_PID" "$UPSTREAM_PID"
   if [[ "${KEEP_WORK:-}" == 1 || $rc != 0 ]]; then
     log "kept $WORK (server log: $WORK/server.log)"
   else
@@ -44,13 +38,7 @@ trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
-lock_hash="$(cd "$HERE" && cat package.json package-lock.json | sha256sum | cut -d' ' -f1)"
-stamp="$HERE/node_modules/.llm-e2e-installed"
-if [[ ! -d "$HERE/node_modules" || ! -f "$stamp" || "$(cat "$stamp")" != "$lock_hash" ]]; then
-  log "installing npm dependencies (npm ci)"
-  (cd "$HERE" && npm ci --no-audit --no-fund --loglevel=error) >&2
-  printf '%s\n' "$lock_hash" >"$stamp"
-fi
+e2e_npm_ci "$HERE"
 
 log "building ./functions/local"
 (cd "$ROOT" && go build -o "$WORK/local" ./functions/local)
@@ -66,9 +54,7 @@ done
 export LLM_URL="$(head -1 "$WORK/upstream.url")"
 [[ -n "$LLM_URL" ]] || die "the fake provider did not say its address"
 
-PORT="$(node -e '
-  const s = require("node:net").createServer()
-  s.listen(0, "127.0.0.1", () => { console.log(s.address().port); s.close() })')"
+PORT="$(e2e_free_port)"
 export API_URL="http://127.0.0.1:$PORT" DATA_DIR="$WORK/data"
 # LLM tokens per bot and month (docs/llm.md): the quota test reaches it
 # with long prompts, the other tests stay far below it.

@@ -7,12 +7,11 @@
 // component: a message typed, the bot's reply shown, a file sent (its
 // upload through the presigned URL), a reload keeping the history. Every
 // request must go to the platform's origin and no console error may show.
-import { spawn } from 'node:child_process'
 import fs from 'node:fs'
-import net from 'node:net'
 import path from 'node:path'
 import { createRequire } from 'node:module'
 import { fileURLToPath } from 'node:url'
+import { children, freePort, sleep, start, waitHttp } from '../lib/e2e.mjs'
 
 const HERE = path.dirname(fileURLToPath(import.meta.url))
 const ROOT = path.resolve(HERE, '../..')
@@ -20,37 +19,6 @@ const ROOT = path.resolve(HERE, '../..')
 const puppeteer = createRequire(path.join(ROOT, 'scripts/console/package.json'))('puppeteer-core')
 const { PLATFORM_BIN, WORK, SHOTS, CHROME } = process.env
 const FIREFOX = process.env.BROWSER === 'firefox'
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms))
-const children = []
-
-function freePort() {
-  return new Promise((resolve, reject) => {
-    const s = net.createServer()
-    s.on('error', reject)
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address()
-      s.close(() => resolve(port))
-    })
-  })
-}
-
-function start(cmd, args, env, logFile) {
-  const out = fs.openSync(logFile, 'a')
-  const child = spawn(cmd, args, { env: { ...process.env, ...env }, stdio: ['ignore', out, out] })
-  children.push(child)
-  return child
-}
-
-async function waitHttp(url, ok, what, ms = 30000) {
-  const deadline = Date.now() + ms
-  for (;;) {
-    try {
-      if (ok(await fetch(url))) return
-    } catch {}
-    if (Date.now() > deadline) throw new Error(`${what} did not answer within ${ms} ms`)
-    await sleep(100)
-  }
-}
 
 let failures = 0
 let page = null

@@ -109,6 +109,7 @@ func (r Response) List(name string) []any {
 // Req is one API request.
 type Req struct {
 	Method, Path string
+	URL          string // an absolute URL instead of Path (a webhook's: a built-in integration's API)
 	Token        string
 	Headers      map[string]string
 	Body         any // marshalled to JSON unless a string or []byte (sent raw)
@@ -132,7 +133,11 @@ func (e *Env) Do(r Req) Response {
 		}
 		body = bytes.NewReader(j)
 	}
-	req, err := http.NewRequest(r.Method, e.URL+r.Path, body)
+	url := e.URL + r.Path
+	if r.URL != "" {
+		url = r.URL
+	}
+	req, err := http.NewRequest(r.Method, url, body)
 	if err != nil {
 		e.T.Fatal(err)
 	}

@@ -375,15 +375,22 @@ func (q *req) createUser() (any, error) {
 	return map[string]any{"user": chatUser(out.User), "key": signKey(signingKey(q.in, q.cfg), fid)}, nil
 }
 
-func (q *req) getOrCreateUser() (any, error) {
+// userBodyWithoutID decodes and checks a user body of the key's own user,
+// in which an id has no place (why says so in the error).
+func (q *req) userBodyWithoutID(why string) (userInput, error) {
 	var in userInput
 	if err := q.decode(&in); err != nil {
-		return nil, err
+		return in, err
 	}
 	if in.ID != nil {
-		return nil, platform.Invalid("invalid body: field \"id\": the user is the key's")
+		return in, platform.Invalid("invalid body: field \"id\": %s", why)
 	}
-	if err := in.check(); err != nil {
+	return in, in.check()
+}
+
+func (q *req) getOrCreateUser() (any, error) {
+	in, err := q.userBodyWithoutID("the user is the key's")
+	if err != nil {
 		return nil, err
 	}
 	if u, err := q.userByFid(q.fid); err == nil {
@@ -411,14 +418,8 @@ func (q *req) getMe() (any, error) {
 }
 
 func (q *req) updateMe() (any, error) {
-	var in userInput
-	if err := q.decode(&in); err != nil {
-		return nil, err
-	}
-	if in.ID != nil {
-		return nil, platform.Invalid("invalid body: field \"id\": a user's id cannot change")
-	}
-	if err := in.check(); err != nil {
+	in, err := q.userBodyWithoutID("a user's id cannot change")
+	if err != nil {
 		return nil, err
 	}
 	if err := q.me(); err != nil {

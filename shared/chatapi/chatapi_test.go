@@ -2,7 +2,6 @@ package chatapi_test
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"crypto/hmac"
 	"crypto/sha256"
@@ -81,32 +80,16 @@ func (s *site) bot(w http.ResponseWriter, r *http.Request) {
 		Body: map[string]any{"conversationId": in.Event.ConversationID, "userId": s.botID, "type": "text", "payload": map[string]any{"text": "echo: " + text}, "tags": map[string]string{}}})
 }
 
-// chat calls the Chat API of the installation.
+// chat calls the Chat API of the installation; an error must be in the
+// API's shape.
 func (s *site) chat(method, path, key string, body any) (int, map[string]any) {
 	s.t.Helper()
-	var rd io.Reader
-	if body != nil {
-		b, _ := json.Marshal(body)
-		rd = bytes.NewReader(b)
-	}
-	req, _ := http.NewRequest(method, s.webhookURL+path, rd)
-	req.Header.Set("Content-Type", "application/json")
+	hdr := map[string]string{}
 	if key != "" {
-		req.Header.Set("x-user-key", key)
+		hdr["x-user-key"] = key
 	}
-	res, err := http.DefaultClient.Do(req)
-	if err != nil {
-		s.t.Fatal(err)
-	}
-	defer res.Body.Close()
-	var out map[string]any
-	_ = json.NewDecoder(res.Body).Decode(&out)
-	if res.StatusCode >= 400 {
-		if id, _ := out["id"].(string); !strings.HasPrefix(id, "err_") || out["type"] == nil || out["message"] == nil || int(out["code"].(float64)) != res.StatusCode {
-			s.t.Fatalf("%s %s: error not in the API's shape: %d %v", method, path, res.StatusCode, out)
-		}
-	}
-	return res.StatusCode, out
+	r := s.f.Do(apitest.Req{Method: method, URL: s.webhookURL + path, Headers: hdr, Body: body})
+	return r.Status, r.Body
 }
 
 func (s *site) must(method, path, key string, body any, status int) map[string]any {
@@ -326,6 +309,8 @@ func TestChatAPIRefusals(t *testing.T) {
 		{"too large", "POST", "/messages", key, map[string]any{"conversationId": conv, "payload": map[string]any{"type": "text", "text": strings.Repeat("x", chatapi.MaxBody)}}, 413},
 		{"bad chosen id", "POST", "/users", "", map[string]any{"id": "a b"}, 400},
 		{"profile too long", "POST", "/users", "", map[string]any{"profile": strings.Repeat("p", 1001)}, 400},
+		{"an id in get-or-create (the user is the key's)", "POST", "/users/get-or-create", key, map[string]any{"id": "bob"}, 400},
+		{"an id in an update of me (it cannot change)", "PUT", "/users/me", key, map[string]any{"id": "bob"}, 400},
 	}
 	for _, c := range cases {
 		if code, out := s.chat(c.method, c.path, c.key, c.body); code != c.status {

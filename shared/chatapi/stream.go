@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/botforge/platform/shared/builtin"
+	"github.com/botforge/platform/shared/listen"
 	"github.com/botforge/platform/shared/platform"
 )
 
@@ -50,24 +51,45 @@ func (ci *Integration) SendMessage(_ context.Context, in builtin.Install, m buil
 	return nil
 }
 
-// listen holds the stream of conversation fid until the client leaves,
-// the conversation is deleted, or the installation is disabled or removed.
-func (q *req) listen(fid string) error {
+// streamConversation reads conversation fid, which must be the user's, on
+// a goroutine of its own (builtin.OnFreshStack), so that the deep calls do
+// not leave a large stack to the stream's long-lived goroutine.
+func (q *req) streamConversation(fid string) (platform.Conversation, error) {
 	var c platform.Conversation
 	err := builtin.OnFreshStack(func() (err error) {
 		c, err = q.myConversation(fid)
 		return err
 	})
+	return c, err
+}
+
+// subscribe takes one of the user's MaxListeners stream slots and
+// subscribes to conversation convID's and the installation's events, for an
+// SSE stream or a WebSocket alike; release gives both back.
+func (q *req) subscribe(convID string) (sub *listen.Sub, release func(), err error) {
+	streamKey := q.in.Instance.WebhookID + "\x00" + q.fid
+	if !q.ci.openStream(streamKey) {
+		return nil, nil, platform.Errorf(platform.ErrRateLimited, "user %q already holds %d streams on this Chat API: close one first", q.fid, MaxListeners)
+	}
+	sub = q.ci.Hub.Subscribe(convTopic(convID), installTopic(q.in.Instance.WebhookID))
+	return sub, func() {
+		sub.Close()
+		q.ci.closeStream(streamKey)
+	}, nil
+}
+
+// listen holds the stream of conversation fid until the client leaves,
+// the conversation is deleted, or the installation is disabled or removed.
+func (q *req) listen(fid string) error {
+	c, err := q.streamConversation(fid)
 	if err != nil {
 		return err
 	}
-	streamKey := q.in.Instance.WebhookID + "\x00" + q.fid
-	if !q.ci.openStream(streamKey) {
-		return platform.Errorf(platform.ErrRateLimited, "user %q already holds %d streams on this Chat API: close one first", q.fid, MaxListeners)
+	sub, release, err := q.subscribe(c.ID)
+	if err != nil {
+		return err
 	}
-	defer q.ci.closeStream(streamKey)
-	sub := q.ci.Hub.Subscribe(convTopic(c.ID), installTopic(q.in.Instance.WebhookID))
-	defer sub.Close()
+	defer release()
 
 	rc := http.NewResponseController(q.w)
 	// The server's write timeout is for answers, not for a stream.

@@ -9,7 +9,6 @@ import (
 
 	"github.com/coder/websocket"
 
-	"github.com/botforge/platform/shared/builtin"
 	"github.com/botforge/platform/shared/platform"
 )
 
@@ -29,11 +28,7 @@ func isWebSocket(r *http.Request) bool {
 
 // listenWebSocket holds the stream of conversation fid as a WebSocket.
 func (q *req) listenWebSocket(fid string) error {
-	var c platform.Conversation
-	err := builtin.OnFreshStack(func() (err error) {
-		c, err = q.myConversation(fid)
-		return err
-	})
+	c, err := q.streamConversation(fid)
 	if err != nil {
 		return err
 	}
@@ -42,13 +37,11 @@ func (q *req) listenWebSocket(fid string) error {
 	if o := q.r.Header.Get("Origin"); o != "" && !sameHost(o, q.r.Host) && !allowOrigin(q.cfg, o) {
 		return platform.Forbidden("origin %q is not allowed to call this Chat API (the installation's configuration allowedOrigins)", o)
 	}
-	streamKey := q.in.Instance.WebhookID + "\x00" + q.fid
-	if !q.ci.openStream(streamKey) {
-		return platform.Errorf(platform.ErrRateLimited, "user %q already holds %d streams on this Chat API: close one first", q.fid, MaxListeners)
+	sub, release, err := q.subscribe(c.ID)
+	if err != nil {
+		return err
 	}
-	defer q.ci.closeStream(streamKey)
-	sub := q.ci.Hub.Subscribe(convTopic(c.ID), installTopic(q.in.Instance.WebhookID))
-	defer sub.Close()
+	defer release()
 
 	rc := http.NewResponseController(q.w)
 	_ = rc.SetReadDeadline(time.Time{})

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"github.com/botforge/platform/shared/chatrelay"
-	"log"
 	"log/slog"
 	"net/http"
 	"time"
@@ -166,12 +165,6 @@ func StreamShards(event json.RawMessage) ([]string, bool) {
 // StartDispatcher serves the dispatcher function (functions/dispatcher).
 // It never returns.
 func StartDispatcher() {
-	UseJSONLogs()
-	ctx := context.Background()
-	env := FromEnv()
-	cfg, err := AWSConfig(ctx)
-	if err != nil {
-		log.Fatal(err)
-	}
+	env, cfg := startLambda()
 	lambda.Start(DrainOutbox(Dispatcher(cfg, env, Outbound())))
 }

@@ -371,17 +371,24 @@ func Scheduler(cfg aws.Config, env Env) platform.Scheduler {
 	return &scheduler.EventBridge{Client: client, Group: env.ScheduleGroup, TargetARN: env.SchedulerTargetARN, RoleARN: env.SchedulerRoleARN}
 }
 
+// startLambda is what each function's Start* does first: JSON logs, the
+// environment, the AWS configuration. A function that cannot configure AWS
+// cannot serve anything, so it exits.
+func startLambda() (Env, aws.Config) {
+	UseJSONLogs()
+	env := FromEnv()
+	cfg, err := AWSConfig(context.Background())
+	if err != nil {
+		log.Fatal(err)
+	}
+	return env, cfg
+}
+
 // StartScheduler serves the scheduler function: EventBridge Scheduler
 // invokes it with a schedule's input, and it fires that recurring event
 // (delivery.Recurring). It never returns.
 func StartScheduler() {
-	UseJSONLogs()
-	ctx := context.Background()
-	env := FromEnv()
-	cfg, err := AWSConfig(ctx)
-	if err != nil {
-		log.Fatal(err)
-	}
+	env, cfg := startLambda()
 	store := dynamo.New(DynamoClient(cfg, env, nil), env.Table)
 	r := &delivery.Recurring{Bots: store, Scheduler: Scheduler(cfg, env), Client: Outbound()}
 	if code := CodeRunner(cfg, env, CodeEnvFromEnv(), nil, nil); code != nil {
@@ -417,13 +424,8 @@ func FileStorage(cfg aws.Config, env Env) platform.FileStorage {
 // (files.Completer, the code the local platform runs on every completed
 // PUT). It never returns.
 func StartUploadCompletion() {
-	UseJSONLogs()
 	ctx := context.Background()
-	env := FromEnv()
-	cfg, err := AWSConfig(ctx)
-	if err != nil {
-		log.Fatal(err)
-	}
+	env, cfg := startLambda()
 	store := dynamo.New(DynamoClient(cfg, env, nil), env.Table)
 	semantic, err := Semantic(ctx, true, store)
 	if err != nil {

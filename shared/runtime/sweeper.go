@@ -3,7 +3,6 @@ package runtime
 import (
 	"context"
 	"encoding/json"
-	"log"
 	"log/slog"
 	"os"
 	"time"
@@ -52,12 +51,6 @@ func SweepDeletions(w *dynamo.Sweeper) func(ctx context.Context, event json.RawM
 // StartSweeper serves the sweeper function (functions/sweeper). It never
 // returns.
 func StartSweeper() {
-	UseJSONLogs()
-	ctx := context.Background()
-	env := FromEnv()
-	cfg, err := AWSConfig(ctx)
-	if err != nil {
-		log.Fatal(err)
-	}
+	env, cfg := startLambda()
 	lambda.Start(SweepDeletions(Sweeper(cfg, env)))
 }
