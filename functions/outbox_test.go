@@ -8,6 +8,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
 	"github.com/botforge/platform/shared/delivery"
 	"github.com/botforge/platform/shared/dynamo"
 	"github.com/botforge/platform/shared/httpapi"
@@ -156,5 +160,69 @@ func TestDispatcherShardsInOrder(t *testing.T) {
 	}
 	if n != 1 || s.eventStatus(t, botID, id) != "processed" {
 		t.Fatalf("after the lease ran out: delivered %d times, status %s", n, s.eventStatus(t, botID, id))
+	}
+}
+
+// TestDispatcherStreamMigratesFirst: right after an upgrade, a
+// conversation's older entry still waits under the previous layout's
+// OUTBOX partition when a newer one of the same conversation fires the
+// stream. The first invocation of the dispatcher function migrates before
+// it delivers, whatever its trigger, so the conversation's order holds
+// (the one-minute run alone would come too late).
+func TestDispatcherStreamMigratesFirst(t *testing.T) {
+	s := newStandIns(t)
+	botID, received := s.recurringBot(t)
+	hdr := map[string]string{"x-bot-id": botID}
+	_, out := s.call(t, httpapi.AreaChat, "POST", "/v1/chat/conversations", hdr, map[string]any{"channel": "web", "tags": map[string]string{}})
+	conv := out["conversation"].(map[string]any)["id"].(string)
+	for _, typ := range []string{"older", "newer"} {
+		s.call(t, httpapi.AreaChat, "POST", "/v1/chat/events", hdr, map[string]any{"type": typ, "conversationId": conv, "payload": map[string]any{}})
+	}
+	ctx := context.Background()
+	store := storeOf(t)
+	shard := dynamo.Shard(platform.Delivery{BotID: botID, ConversationID: conv})
+	ds, _, err := store.PendingDeliveries(ctx, shard, "", 10)
+	if err != nil || len(ds) != 2 {
+		t.Fatalf("the conversation's entries: %v %v", ds, err)
+	}
+	// The older entry as the previous layout held it (written by a
+	// function of the previous version).
+	cfg, err := runtime.AWSConfig(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := runtime.FromEnv()
+	db := runtime.DynamoClient(cfg, env, nil)
+	older := ds[0]
+	if _, err := db.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: aws.String(env.Table), Key: map[string]types.AttributeValue{
+		"pk": &types.AttributeValueMemberS{Value: shard}, "sk": &types.AttributeValueMemberS{Value: older.ID}}}); err != nil {
+		t.Fatal(err)
+	}
+	doc, _ := json.Marshal(older)
+	due, _ := time.Parse(platform.TimeFormat, older.DueAt)
+	if _, err := db.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(env.Table), Item: map[string]types.AttributeValue{
+		"pk": &types.AttributeValueMemberS{Value: "OUTBOX"}, "sk": &types.AttributeValueMemberS{Value: older.ID},
+		"doc":      &types.AttributeValueMemberS{Value: string(doc)},
+		"dueAt":    &types.AttributeValueMemberN{Value: fmt.Sprint(due.UnixMilli())},
+		"attempts": &types.AttributeValueMemberN{Value: "0"},
+		"gsi1pk":   &types.AttributeValueMemberS{Value: "BOT#" + botID + "#DLVS"}, "gsi1sk": &types.AttributeValueMemberS{Value: older.ID},
+		"gsi2pk": &types.AttributeValueMemberS{Value: "BOT#" + botID + "#CONV#" + conv + "#DLVS"}, "gsi2sk": &types.AttributeValueMemberS{Value: older.ID},
+	}}); err != nil {
+		t.Fatal(err)
+	}
+	// The stream names the newer entry only.
+	dctx, cancel := context.WithDeadline(ctx, time.Now().Add(runtime.DispatchReserve+time.Minute))
+	defer cancel()
+	if err := dispatcherHandler(t)(dctx, streamBatch(t, map[string][]string{shard: {ds[1].ID}})); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, typ := range received.got() {
+		if typ != "ping" {
+			got = append(got, typ)
+		}
+	}
+	if strings.Join(got, ",") != "older,newer" {
+		t.Fatalf("the bot received %v, want older then newer", got)
 	}
 }

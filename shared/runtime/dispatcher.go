@@ -3,14 +3,15 @@ package runtime
 import (
 	"context"
 	"encoding/json"
-	"github.com/botforge/platform/shared/chatrelay"
 	"log/slog"
 	"net/http"
+	"sync/atomic"
 	"time"
 
 	"github.com/aws/aws-lambda-go/lambda"
 	"github.com/aws/aws-sdk-go-v2/aws"
 
+	"github.com/botforge/platform/shared/chatrelay"
 	"github.com/botforge/platform/shared/delivery"
 	"github.com/botforge/platform/shared/dispatch"
 	"github.com/botforge/platform/shared/dynamo"
@@ -77,9 +78,15 @@ const RetryWait = 20 * time.Second
 // failed pass fails the invocation: Lambda retries a stream batch, and the
 // next scheduled run comes a minute later anyway.
 func DrainOutbox(d *dispatch.Dispatcher) func(ctx context.Context, event json.RawMessage) error {
+	// Entries of the layout before the outbox was sharded (an upgrade) are
+	// moved at the first invocation of each instance, whatever its
+	// trigger, and at every scheduled run: a stream-triggered run must not
+	// deliver a conversation's newer entries while older ones still wait
+	// under OUTBOX (per-conversation order across the upgrade).
+	var migrated atomic.Bool
 	return func(ctx context.Context, event json.RawMessage) error {
 		shards, fromStream := StreamShards(event)
-		if !fromStream {
+		if !fromStream || !migrated.Load() {
 			if m, ok := d.Store.(interface {
 				MigrateOutbox(context.Context) (int, error)
 			}); ok {
@@ -89,6 +96,7 @@ func DrainOutbox(d *dispatch.Dispatcher) func(ctx context.Context, event json.Ra
 					slog.Info("dispatch: outbox entries moved into the sharded layout", "count", n)
 				}
 			}
+			migrated.Store(true)
 		}
 		for first := true; ; first = false {
 			if deadline, ok := ctx.Deadline(); ok && time.Until(deadline) < DispatchReserve {
