@@ -322,6 +322,33 @@ func (s *Store) purgeBot(ctx context.Context, bot string, owners []string, objec
 			return err
 		}
 	}
+	// A message whose conversation was already purged: a createMessage
+	// that read the conversation live before the pass above deleted its
+	// record, and committed after the pass listed the conversation's
+	// partition. Its copy and tag entries live in that partition, which no
+	// list names any more; only the message record (listMsgs) still does,
+	// so its conversation's partition is purged again before the record.
+	purged := map[string]bool{}
+	err := s.eachPage(ctx, &dynamodb.QueryInput{
+		IndexName:                 aws.String(GSI1),
+		KeyConditionExpression:    aws.String("gsi1pk = :pk"),
+		ExpressionAttributeValues: item{":pk": str(botList(bot, listMsgs))},
+		ProjectionExpression:      aws.String("#c"),
+		ExpressionAttributeNames:  map[string]string{"#c": attrConvID},
+	}, func(items []item) error {
+		for _, it := range items {
+			if conv := getS(it, attrConvID); conv != "" && !purged[conv] {
+				purged[conv] = true
+				if err := s.finishOwner(ctx, deletionConversation, bot, conv); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
 	for _, list := range []struct{ gsi, sk string }{{botList(bot, listMsgs), skMsg}, {botList(bot, listEvents), skEvent}} {
 		err := s.eachInList(ctx, list.gsi, func(pks []string) error {
 			keys := make([]item, len(pks))

@@ -1,10 +1,12 @@
 package local
 
 import (
+	"bufio"
 	"bytes"
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"strconv"
@@ -99,6 +101,9 @@ func guard(l Limits, h http.Handler) http.Handler {
 			r.Body = gw.body
 		}
 		h.ServeHTTP(gw, r)
+		if gw.hijacked {
+			return // the connection left HTTP: nothing of it is ours to answer
+		}
 		gw.beforeAnswer(http.StatusOK) // an implicit 200 is an answer too
 		if gw.held {
 			gw.sendHeld()
@@ -180,6 +185,11 @@ type guardedWriter struct {
 	body     *guardedBody // nil without a body
 	answered bool
 	held     bool // the answer is held in code and buf
+	// hijacked: the handler took the connection (a WebSocket upgrade,
+	// through Hijack below, which http.ResponseController finds before
+	// Unwrap); the guard then writes no answer of its own, which net/http
+	// would refuse ("WriteHeader on hijacked connection").
+	hijacked bool
 	code     int
 	buf      bytes.Buffer
 }
@@ -269,6 +279,15 @@ func (w *guardedWriter) FlushError() error {
 		return err
 	}
 	return w.rc.Flush()
+}
+
+// Hijack hands the connection to the handler (and notes it, see hijacked).
+func (w *guardedWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	conn, brw, err := w.rc.Hijack()
+	if err == nil {
+		w.hijacked, w.answered, w.held = true, true, false
+	}
+	return conn, brw, err
 }
 
 func (w *guardedWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
