@@ -118,6 +118,18 @@ export const subMinuteSchedules = process.env.PLATFORM_PKG?.includes('aws-local'
   ? 'the AWS build fires recurring events at most once a minute (EventBridge Scheduler)'
   : false
 
+/**
+ * streamsNotServed is false but against the AWS build (make
+ * conformance-aws): there the Chat API's listen streams are served by the
+ * streaming function's URL (ChatStreamUrl, docs/chat-api.md), which the
+ * stack of make aws-local does not serve (API Gateway buffers a stream to
+ * its end); shared/chatrelay's tests run that path with the functions'
+ * handlers.
+ */
+export const streamsNotServed = process.env.PLATFORM_PKG?.includes('aws-local')
+  ? "the AWS build serves listen streams through a Lambda function URL, which make aws-local does not serve (shared/chatrelay's tests cover that path)"
+  : false
+
 /** operatorToken issues a token to an account as the operator does on AWS. */
 function operatorToken(email) {
   const env = { PATH: process.env.PATH, HOME: process.env.HOME }
