@@ -23,6 +23,7 @@ import (
 	"github.com/botforge/platform/shared/local"
 	"github.com/botforge/platform/shared/localdynamo"
 	"github.com/botforge/platform/shared/platform"
+	"github.com/botforge/platform/shared/sdkhttp"
 )
 
 // eventLog is a fake bot recording the ids of the events it receives.
@@ -133,7 +134,7 @@ func TestOutboxMigration(t *testing.T) {
 	}
 	hs := httptest.NewServer(ddb)
 	db := dynamodb.New(dynamodb.Options{Region: "us-east-1", BaseEndpoint: aws.String(hs.URL),
-		Credentials: credentials.NewStaticCredentialsProvider("local", "local", "")})
+		Credentials: credentials.NewStaticCredentialsProvider("local", "local", ""), HTTPClient: sdkhttp.Client()})
 	now := time.Now()
 	old := func(pk, sk string, d platform.Delivery, lease int64) {
 		doc, _ := json.Marshal(d)

@@ -19,6 +19,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/botforge/platform/shared/sdkhttp"
 )
 
 // newClient returns an SDK client for the endpoint at url. It does not retry,
@@ -29,10 +31,10 @@ func newClient(url string) *dynamodb.Client {
 		Credentials:  credentials.NewStaticCredentialsProvider("local", "local", ""),
 		BaseEndpoint: aws.String(url),
 		Retryer:      aws.NopRetryer{},
-		HTTPClient: &http.Client{
+		HTTPClient: sdkhttp.Shield(&http.Client{
 			Timeout:   30 * time.Second,
 			Transport: &http.Transport{MaxIdleConnsPerHost: 256},
-		},
+		}),
 	})
 }
 

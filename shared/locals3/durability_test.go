@@ -16,6 +16,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/botforge/platform/shared/sdkhttp"
 )
 
 const helperDirEnv = "LOCALS3_TEST_HELPER_DIR"
@@ -94,6 +96,7 @@ func TestSurvivesKill(t *testing.T) {
 	c := s3.NewFromConfig(aws.Config{
 		Region:                     testRegion,
 		Credentials:                credentials.NewStaticCredentialsProvider(testAccessKey, testSecret, ""),
+		HTTPClient:                 sdkhttp.Client(),
 		RetryMaxAttempts:           1,
 		RequestChecksumCalculation: aws.RequestChecksumCalculationWhenSupported,
 	}, func(o *s3.Options) {

@@ -16,6 +16,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	smithyhttp "github.com/aws/smithy-go/transport/http"
+
+	"github.com/botforge/platform/shared/sdkhttp"
 )
 
 const (
@@ -136,7 +138,7 @@ func (e *testEnv) client(secret string, optFns ...func(*s3.Options)) *s3.Client 
 	cfg := aws.Config{
 		Region:           testRegion,
 		Credentials:      credentials.NewStaticCredentialsProvider(testAccessKey, secret, ""),
-		HTTPClient:       e.http.Client(),
+		HTTPClient:       sdkhttp.Shield(e.http.Client()),
 		RetryMaxAttempts: 1,
 		// What config.LoadDefaultConfig resolves by default (the zero value
 		// would disable the SDK's default CRC32 checksums).

@@ -40,6 +40,7 @@ import (
 	"github.com/botforge/platform/shared/platform"
 	"github.com/botforge/platform/shared/s3store"
 	"github.com/botforge/platform/shared/scheduler"
+	"github.com/botforge/platform/shared/sdkhttp"
 )
 
 // Env is the platform's configuration, read from environment variables
@@ -125,7 +126,8 @@ func (e Env) PagingKeyBytes() ([]byte, error) {
 	return k, nil
 }
 
-// AWSConfig loads the AWS configuration (region, credentials) of the environment.
+// AWSConfig loads the AWS configuration (region, credentials) of the
+// environment, with the HTTP client of package sdkhttp.
 func AWSConfig(ctx context.Context) (aws.Config, error) {
 	cfg, err := config.LoadDefaultConfig(ctx)
 	if err != nil {
@@ -133,6 +135,11 @@ func AWSConfig(ctx context.Context) (aws.Config, error) {
 	}
 	if cfg.Region == "" {
 		cfg.Region = "us-east-1"
+	}
+	if cfg.HTTPClient == nil {
+		cfg.HTTPClient = sdkhttp.Client()
+	} else {
+		cfg.HTTPClient = sdkhttp.Shield(cfg.HTTPClient)
 	}
 	return cfg, nil
 }
