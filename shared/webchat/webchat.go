@@ -31,11 +31,17 @@ import (
 	"github.com/botforge/platform/shared/platform"
 )
 
-// Name and Version of the published integration (the version of the
-// component it is made for).
+// Name and Version of the published integration, and ComponentVersion,
+// the @botpress/webchat whose Webchat API it serves (and whose build the
+// page vendors). Version changes with the definition (a published version
+// is never rewritten, docs/builtin.md): 4.5.2 had the typing actions only;
+// 4.6.0 adds the actions of Botpress's webchat integration and the user's
+// userData tag. Installations of 4.5.2 keep working (served by name) with
+// its actions until the bot moves to 4.6.0.
 const (
-	Name    = "webchat"
-	Version = "4.5.2"
+	Name             = "webchat"
+	Version          = "4.6.0"
+	ComponentVersion = "4.5.2"
 )
 
 // MaxFileSize caps a file an end user uploads (POST /files).
