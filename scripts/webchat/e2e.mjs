@@ -1,13 +1,14 @@
 // e2e.mjs: the hosted webchat page end to end in a headless browser (run
 // by e2e.sh, which builds the platform and sets PLATFORM_BIN, WORK, SHOTS,
 // CHROME / FIREFOX, BROWSER). A fresh local platform and a plain-JS SDK
-// bot (scripts/conformance/fixtures/bot.js, which echoes); the bot gets
+// bot (bot.js: it echoes, and calls the webchat's actions on the test's
+// commands); the bot gets
 // the built-in webchat integration through the API, getBotWebchat gives
 // the page's URL; then, in the browser, the official @botpress/webchat
 // component: a message typed, the bot's reply shown, a file sent (its
 // upload through the presigned URL), a reload keeping the history, the
 // bot's webchat actions (hideWebchat, showWebchat, toggleWebchat,
-// configWebchat, customEvent, called as the bot's client.callAction does)
+// configWebchat, customEvent, getUserData: the bot's client.callAction)
 // changing the page. Every request must go to the platform's origin and no
 // console error may show.
 import fs from 'node:fs'
@@ -54,7 +55,7 @@ async function main() {
   const token = fs.readFileSync(path.join(dataDir, 'admin-token'), 'utf8').trim()
   const botPort = await freePort()
   const botUrl = `http://127.0.0.1:${botPort}`
-  start(process.execPath, [path.join(ROOT, 'scripts/conformance/fixtures/bot.js')], { PORT: String(botPort), BP_API_URL: api, BP_TOKEN: token }, path.join(WORK, 'bot.log'))
+  start(process.execPath, [path.join(HERE, 'bot.js')], { PORT: String(botPort), BP_API_URL: api, BP_TOKEN: token }, path.join(WORK, 'bot.log'))
   await waitHttp(botUrl + '/health', (r) => r.status === 200, 'the SDK bot')
 
   const call = async (method, p, body, headers = {}) => {
@@ -151,8 +152,14 @@ async function main() {
     if ((await count(/hello from the page/)) < 2) throw new Error('the user\'s message is missing after the reload')
     await shot('04-reload')
   })
-  // The bot's webchat actions, as its client.callAction({type:
-  // 'webchat:<action>', input: {conversationId}}) calls them.
+  // The bot's webchat actions: on a command typed in the page, the bot
+  // calls them (bot.js); showWebchat, while the composer is hidden, is
+  // called as the bot's client.callAction calls it (the same request).
+  if (alias !== 'webchat') throw new Error(`the installation's alias is ${alias}: bot.js calls webchat:<action>`)
+  const say = async (text) => {
+    await page.type('.bpComposerInput', text)
+    await page.keyboard.press('Enter')
+  }
   const action = async (name, input) => {
     const { conversations } = await call('GET', '/v1/chat/conversations', undefined, { 'x-bot-id': bot })
     if (conversations.length !== 1) throw new Error(`the bot has ${conversations.length} conversations, want 1`)
@@ -169,7 +176,7 @@ async function main() {
   }
   await step('hideWebchat hides the chat, showWebchat shows it, toggleWebchat and the page\'s button', async () => {
     await waitVisibility('visible')
-    await action('hideWebchat')
+    await say('webchat:hideWebchat')
     await waitVisibility('hidden')
     if (await page.$eval('.bpComposerInput', (e) => e.offsetParent !== null)) throw new Error('the composer is still shown')
     await page.waitForSelector('.page-open', { visible: true, timeout: 5000 })
@@ -177,14 +184,15 @@ async function main() {
     await action('showWebchat')
     await waitVisibility('visible')
     await page.waitForSelector('.bpComposerInput', { visible: true, timeout: 5000 })
-    await action('toggleWebchat')
+    await waitText(/done: hideWebchat/)
+    await say('webchat:toggleWebchat')
     await waitVisibility('hidden')
     await page.click('.page-open') // the visitor opens it again
     await waitVisibility('visible')
     await page.waitForSelector('.bpComposerInput', { visible: true, timeout: 5000 })
   })
   await step('configWebchat changes the configuration (the bot\'s name in the header)', async () => {
-    await action('configWebchat', { config: JSON.stringify({ botName: 'Renamed by the bot' }) })
+    await say('webchat:configWebchat ' + JSON.stringify({ botName: 'Renamed by the bot' }))
     await waitText(/Renamed by the bot/)
     await shot('06-config')
   })
@@ -193,7 +201,7 @@ async function main() {
       window.__customEvents = []
       window.addEventListener('webchat:customEvent', (e) => window.__customEvents.push(e.detail))
     })
-    await action('customEvent', { event: JSON.stringify({ kind: 'e2e', items: [1, 2], nested: { ok: true } }) })
+    await say('webchat:customEvent ' + JSON.stringify({ kind: 'e2e', items: [1, 2], nested: { ok: true } }))
     // Compared with sorted keys (the platform's JSON sorts them).
     const canon = (v) => JSON.stringify(v, (k, x) => (x && typeof x === 'object' && !Array.isArray(x) ? Object.fromEntries(Object.entries(x).sort()) : x))
     const want = canon([{ kind: 'e2e', items: [1, 2], nested: { ok: true } }])
@@ -203,6 +211,17 @@ async function main() {
       if (Date.now() > deadline) throw new Error(`custom events on the page: ${got}, want ${want}`)
       await sleep(100)
     }
+  })
+  await step('the user data the component sends reaches the bot (getUserData)', async () => {
+    // As the component's updateUser({data}) sends it, with the visitor's
+    // key from the component's storage.
+    const stored = await page.evaluate(() => Object.keys(localStorage).filter((k) => k.endsWith('-client')).map((k) => localStorage.getItem(k)))
+    const key = stored.map((v) => JSON.parse(v)?.state?.user?.userToken).find(Boolean)
+    if (!key) throw new Error(`no user key in the component's storage: ${stored}`)
+    const r = await fetch(pageUrl.replace(/\/$/, '') + '/users/me', { method: 'PUT', headers: { 'x-user-key': key, 'content-type': 'application/json' }, body: JSON.stringify({ userData: { plan: 'gold', visits: 3 } }) })
+    if (!r.ok) throw new Error(`PUT /users/me: ${r.status} ${await r.text()}`)
+    await say('webchat:getUserData')
+    await waitText(/userData: \{"plan":"gold","visits":"3"\}/)
   })
   await step('no request to another origin, no console error, no 4xx/5xx', async () => {
     if (problems.length) throw new Error(problems.join('\n'))
