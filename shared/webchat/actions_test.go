@@ -1,11 +1,15 @@
 package webchat_test
 
 import (
+	"context"
 	"encoding/json"
 	"strings"
 	"testing"
 
 	"github.com/botforge/platform/shared/apitest"
+	"github.com/botforge/platform/shared/builtin"
+	"github.com/botforge/platform/shared/platform"
+	"github.com/botforge/platform/shared/webchat"
 )
 
 // alias is the installation's name in the bot's action types.
@@ -206,5 +210,47 @@ func TestWebchatActionRefusals(t *testing.T) {
 	// Nothing was written by the refused bodies.
 	if out := s.action("getUserData", map[string]any{"userId": pUser}); out.Status != 200 || len(out.Body["output"].(map[string]any)["userData"].(map[string]any)) != 0 {
 		t.Fatalf("userData after refused bodies: %d %s", out.Status, out.Raw)
+	}
+}
+
+// earlier is the webchat's first published version, 4.5.2: the typing
+// actions only, as a platform that ran it has it stored.
+type earlier struct{ *webchat.Integration }
+
+func (e earlier) Definition() platform.Integration {
+	d := e.Integration.Definition()
+	d.Version = "4.5.2"
+	d.Actions = map[string]json.RawMessage{"startTypingIndicator": d.Actions["startTypingIndicator"], "stopTypingIndicator": d.Actions["stopTypingIndicator"]}
+	return d
+}
+
+// TestWebchatEarlierVersion: over a store where 4.5.2 was published, the
+// hub's latest is this version; a bot that installed 4.5.2 is still served
+// (its page's API, its typing actions) but has not the new actions until
+// it moves to the new version.
+func TestWebchatEarlierVersion(t *testing.T) {
+	f := apitest.New(t)
+	if err := f.Platform.Store.CreateIntegration(context.Background(), builtin.Record(earlier{webchat.New(nil)}, platform.Now())); err != nil {
+		t.Fatal(err)
+	}
+	if v := f.Check(f.Do(apitest.Req{Method: "GET", Path: "/v1/admin/hub/integrations/webchat/latest", Token: f.AdminToken}), 200, "").Str("integration.version"); v != webchat.Version {
+		t.Fatalf("latest webchat: %q, want %q", v, webchat.Version)
+	}
+	s := newSiteOf(t, f, "4.5.2", map[string]any{})
+	st, a := s.initialize("", "")
+	pConv := s.platformID("conversations", str(a, "conversation", "id"))
+	if r := s.action("startTypingIndicator", map[string]any{"conversationId": pConv}); r.Status != 200 {
+		t.Fatalf("startTypingIndicator on 4.5.2: %d %s", r.Status, r.Raw)
+	}
+	st.nextOf(t, "typing_started")
+	if r := s.action("showWebchat", map[string]any{"conversationId": pConv}); r.Status != 400 {
+		t.Fatalf("showWebchat on 4.5.2: %d %s, want 400 (not in its definition)", r.Status, r.Raw)
+	}
+	// Moved to the new version: the same installation has the action.
+	s.admin("PUT", "/v1/admin/bots/"+s.botID, map[string]string{"x-workspace-id": s.ws}, map[string]any{"integrations": map[string]any{
+		s.alias(): map[string]any{"integrationId": builtin.IntegrationID(webchat.Name, webchat.Version), "enabled": true, "configuration": map[string]any{}}}}, 200)
+	s.intID = builtin.IntegrationID(webchat.Name, webchat.Version)
+	if r := s.action("showWebchat", map[string]any{"conversationId": pConv}); r.Status != 200 {
+		t.Fatalf("showWebchat after the move to %s: %d %s", webchat.Version, r.Status, r.Raw)
 	}
 }
