@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/url"
+	"strconv"
 	"strings"
 
 	"github.com/botforge/platform/shared/builtin"
@@ -45,7 +46,7 @@ const emptyObject = `{"type":"object","properties":{}}`
 func actionDefinitions() map[string]json.RawMessage {
 	typing := conversationInput(`"messageId":{"type":"string"},"timeout":{"type":"number"}`)
 	jsonString := func(what string) string {
-		return `{"type":"string","minLength":1,"maxLength":` + itoa(maxJSONInput) + `,"description":"` + what + `"}`
+		return `{"type":"string","minLength":1,"maxLength":` + strconv.Itoa(maxJSONInput) + `,"description":"` + what + `"}`
 	}
 	return map[string]json.RawMessage{
 		"startTypingIndicator": actionDef("Start typing indicator", "", typing, `{"type":"object"}`),
@@ -67,8 +68,6 @@ func actionDefinitions() map[string]json.RawMessage {
 // maxJSONInput caps the JSON of configWebchat's config and customEvent's
 // event: they travel whole on every stream of the conversation.
 const maxJSONInput = 16 << 10
-
-func itoa(n int) string { b, _ := json.Marshal(n); return string(b) }
 
 // RunAction answers the integration's actions. The signal ones check the
 // conversation (a webchat conversation of this bot) and publish on its

@@ -3,7 +3,6 @@ package webchat
 import (
 	"encoding/json"
 	"net/url"
-	"strconv"
 	"unicode/utf8"
 
 	"github.com/botforge/platform/shared/chat"
@@ -143,7 +142,7 @@ func userDataValue(raw json.RawMessage) (string, error) {
 	}
 	b, _ := json.Marshal(flat)
 	if n := utf8.RuneCount(b); n > chat.MaxTagValueLen {
-		return "", platform.Invalid("invalid body: field \"userData\": at most %d characters as JSON, got %s", chat.MaxTagValueLen, strconv.Itoa(n))
+		return "", platform.Invalid("invalid body: field \"userData\": at most %d characters as JSON, got %d", chat.MaxTagValueLen, n)
 	}
 	return string(b), nil
 }
