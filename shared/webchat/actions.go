@@ -30,6 +30,7 @@ func conversationInput(extra string, req ...string) string {
 	return `{"type":"object","properties":{` + props + `},"required":` + string(required) + `}`
 }
 
+// actionDef is an action's definition from its schemas (JSON texts).
 func actionDef(title, description, input, output string) json.RawMessage {
 	d := map[string]any{"title": title,
 		"input":  map[string]any{"schema": json.RawMessage(input)},
