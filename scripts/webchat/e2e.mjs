@@ -1,12 +1,16 @@
 // e2e.mjs: the hosted webchat page end to end in a headless browser (run
 // by e2e.sh, which builds the platform and sets PLATFORM_BIN, WORK, SHOTS,
 // CHROME / FIREFOX, BROWSER). A fresh local platform and a plain-JS SDK
-// bot (scripts/conformance/fixtures/bot.js, which echoes); the bot gets
+// bot (bot.js: it echoes, and calls the webchat's actions on the test's
+// commands); the bot gets
 // the built-in webchat integration through the API, getBotWebchat gives
 // the page's URL; then, in the browser, the official @botpress/webchat
 // component: a message typed, the bot's reply shown, a file sent (its
-// upload through the presigned URL), a reload keeping the history. Every
-// request must go to the platform's origin and no console error may show.
+// upload through the presigned URL), a reload keeping the history, the
+// bot's webchat actions (hideWebchat, showWebchat, toggleWebchat,
+// configWebchat, customEvent, getUserData: the bot's client.callAction)
+// changing the page. Every request must go to the platform's origin and no
+// console error may show.
 import fs from 'node:fs'
 import path from 'node:path'
 import { createRequire } from 'node:module'
@@ -51,7 +55,7 @@ async function main() {
   const token = fs.readFileSync(path.join(dataDir, 'admin-token'), 'utf8').trim()
   const botPort = await freePort()
   const botUrl = `http://127.0.0.1:${botPort}`
-  start(process.execPath, [path.join(ROOT, 'scripts/conformance/fixtures/bot.js')], { PORT: String(botPort), BP_API_URL: api, BP_TOKEN: token }, path.join(WORK, 'bot.log'))
+  start(process.execPath, [path.join(HERE, 'bot.js')], { PORT: String(botPort), BP_API_URL: api, BP_TOKEN: token }, path.join(WORK, 'bot.log'))
   await waitHttp(botUrl + '/health', (r) => r.status === 200, 'the SDK bot')
 
   const call = async (method, p, body, headers = {}) => {
@@ -60,13 +64,15 @@ async function main() {
     if (!r.ok) throw new Error(`${method} ${p}: ${r.status} ${JSON.stringify(out)}`)
     return out
   }
-  let pageUrl
+  let pageUrl, bot, alias
   await step('the bot gets the webchat integration and getBotWebchat its page', async () => {
     const ws = (await call('POST', '/v1/admin/workspaces', { name: 'webchat e2e' })).id
     const h = { 'x-workspace-id': ws }
-    const bot = (await call('POST', '/v1/admin/bots', { name: 'Echo', dev: true, url: botUrl }, h)).bot.id
+    bot = (await call('POST', '/v1/admin/bots', { name: 'Echo', dev: true, url: botUrl }, h)).bot.id
     const { integration } = await call('GET', '/v1/admin/hub/integrations/webchat/latest', undefined, h)
     await call('PUT', `/v1/admin/bots/${bot}`, { integrations: { [integration.id]: { enabled: true, configuration: {} } } }, h)
+    const inst = (await call('GET', `/v1/admin/bots/${bot}`, undefined, h)).bot.integrations[integration.id]
+    alias = inst.alias || inst.name
     pageUrl = (await call('GET', `/v1/admin/bots/${bot}/webchat?type=sharableUrl`, undefined, h)).code
     if (!pageUrl.startsWith(api + '/webhooks/')) throw new Error(`sharableUrl: ${pageUrl}`)
   })
@@ -145,6 +151,77 @@ async function main() {
     await page.waitForSelector('.bpMessageBlocksFileTitle', { timeout: 20000 })
     if ((await count(/hello from the page/)) < 2) throw new Error('the user\'s message is missing after the reload')
     await shot('04-reload')
+  })
+  // The bot's webchat actions: on a command typed in the page, the bot
+  // calls them (bot.js); showWebchat, while the composer is hidden, is
+  // called as the bot's client.callAction calls it (the same request).
+  if (alias !== 'webchat') throw new Error(`the installation's alias is ${alias}: bot.js calls webchat:<action>`)
+  const say = async (text) => {
+    await page.type('.bpComposerInput', text)
+    await page.keyboard.press('Enter')
+  }
+  const action = async (name, input) => {
+    const { conversations } = await call('GET', '/v1/chat/conversations', undefined, { 'x-bot-id': bot })
+    if (conversations.length !== 1) throw new Error(`the bot has ${conversations.length} conversations, want 1`)
+    return call('POST', '/v1/chat/actions', { type: `${alias}:${name}`, input: { conversationId: conversations[0].id, ...input } }, { 'x-bot-id': bot })
+  }
+  const visibility = () => page.$eval('html', (e) => e.getAttribute('data-webchat-visibility')).catch(() => null)
+  const waitVisibility = async (want, ms = 20000) => {
+    const deadline = Date.now() + ms
+    let got
+    while ((got = await visibility()) !== want) {
+      if (Date.now() > deadline) throw new Error(`the page's visibility is ${got} after ${ms} ms, want ${want}`)
+      await sleep(100)
+    }
+  }
+  await step('hideWebchat hides the chat, showWebchat shows it, toggleWebchat and the page\'s button', async () => {
+    await waitVisibility('visible')
+    await say('webchat:hideWebchat')
+    await waitVisibility('hidden')
+    if (await page.$eval('.bpComposerInput', (e) => e.offsetParent !== null)) throw new Error('the composer is still shown')
+    await page.waitForSelector('.page-open', { visible: true, timeout: 5000 })
+    await shot('05-hidden')
+    await action('showWebchat')
+    await waitVisibility('visible')
+    await page.waitForSelector('.bpComposerInput', { visible: true, timeout: 5000 })
+    await waitText(/done: hideWebchat/)
+    await say('webchat:toggleWebchat')
+    await waitVisibility('hidden')
+    await page.click('.page-open') // the visitor opens it again
+    await waitVisibility('visible')
+    await page.waitForSelector('.bpComposerInput', { visible: true, timeout: 5000 })
+  })
+  await step('configWebchat changes the configuration (the bot\'s name in the header)', async () => {
+    await say('webchat:configWebchat ' + JSON.stringify({ botName: 'Renamed by the bot' }))
+    await waitText(/Renamed by the bot/)
+    await shot('06-config')
+  })
+  await step('customEvent reaches the page as a webchat:customEvent event', async () => {
+    await page.evaluate(() => {
+      window.__customEvents = []
+      window.addEventListener('webchat:customEvent', (e) => window.__customEvents.push(e.detail))
+    })
+    await say('webchat:customEvent ' + JSON.stringify({ kind: 'e2e', items: [1, 2], nested: { ok: true } }))
+    // Compared with sorted keys (the platform's JSON sorts them).
+    const canon = (v) => JSON.stringify(v, (k, x) => (x && typeof x === 'object' && !Array.isArray(x) ? Object.fromEntries(Object.entries(x).sort()) : x))
+    const want = canon([{ kind: 'e2e', items: [1, 2], nested: { ok: true } }])
+    const deadline = Date.now() + 20000
+    let got
+    while ((got = canon(await page.evaluate(() => window.__customEvents))) !== want) {
+      if (Date.now() > deadline) throw new Error(`custom events on the page: ${got}, want ${want}`)
+      await sleep(100)
+    }
+  })
+  await step('the user data the component sends reaches the bot (getUserData)', async () => {
+    // As the component's updateUser({data}) sends it, with the visitor's
+    // key from the component's storage.
+    const stored = await page.evaluate(() => Object.keys(localStorage).filter((k) => k.endsWith('-client')).map((k) => localStorage.getItem(k)))
+    const key = stored.map((v) => JSON.parse(v)?.state?.user?.userToken).find(Boolean)
+    if (!key) throw new Error(`no user key in the component's storage: ${stored}`)
+    const r = await fetch(pageUrl.replace(/\/$/, '') + '/users/me', { method: 'PUT', headers: { 'x-user-key': key, 'content-type': 'application/json' }, body: JSON.stringify({ userData: { plan: 'gold', visits: 3 } }) })
+    if (!r.ok) throw new Error(`PUT /users/me: ${r.status} ${await r.text()}`)
+    await say('webchat:getUserData')
+    await waitText(/userData: \{"plan":"gold","visits":"3"\}/)
   })
   await step('no request to another origin, no console error, no 4xx/5xx', async () => {
     if (problems.length) throw new Error(problems.join('\n'))

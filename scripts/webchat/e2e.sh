@@ -3,7 +3,7 @@
 # component) in a real headless Chromium, then Firefox, driven as the
 # console's (scripts/console/e2e.sh: puppeteer-core, the system's
 # browsers), against a fresh local platform with a real plain-JS SDK bot
-# (scripts/conformance/fixtures/bot.js): e2e.mjs.
+# (bot.js, on the conformance suite's SDK install): e2e.mjs.
 #
 # Fails (never skips) when Chromium or Firefox is missing. CHROME= and
 # FIREFOX= choose other binaries; BROWSERS=chromium runs one browser.

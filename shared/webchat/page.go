@@ -157,7 +157,7 @@ func EmbedCode(typ, hook, clientID string) string {
 		return `<iframe src="` + attr + `" title="Chat" style="position:fixed;right:16px;bottom:16px;width:400px;height:600px;max-width:calc(100vw - 32px);max-height:calc(100vh - 32px);border:0;border-radius:12px;box-shadow:0 8px 30px rgba(0,0,0,.2);z-index:2147483000" allow="clipboard-write"></iframe>`
 	}
 	apiURL := hook[:strings.LastIndexByte(strings.TrimSuffix(hook, "/"), '/')]
-	return "// npm install @botpress/webchat@" + Version + " react react-dom\n" +
+	return "// npm install @botpress/webchat@" + ComponentVersion + " react react-dom\n" +
 		"import { Webchat } from '@botpress/webchat'\n" +
 		"// and its styles: node_modules/@botpress/webchat/dist/style.css\n\n" +
 		"// Add your site's origin to the installation's allowedOrigins.\n" +

@@ -6,8 +6,9 @@
 // The Webchat API is the Chat API (shared/chatapi) plus a few operations:
 // the /initialize stream (first event `init`, then every signal),
 // conversation_started with isInitial, PUT /messages/{id}, message
-// feedback, the typing signals (the bot's startTypingIndicator and
-// stopTypingIndicator actions), POST /users/key (x-admin-secret),
+// feedback, the user's data (PUT /users/me {userData}), the signals of the
+// bot's actions (actions.go: typing, visibility, configuration, custom
+// events), POST /users/key (x-admin-secret),
 // POST /files (a presigned upload to the platform's file storage) and
 // POST /p (metrics, accepted and dropped). Everything the two APIs share is
 // served by a chatapi.Integration of its own over the same listener hub:
@@ -22,7 +23,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"net/url"
 	"strings"
 	"time"
 
@@ -31,11 +31,17 @@ import (
 	"github.com/botforge/platform/shared/platform"
 )
 
-// Name and Version of the published integration (the version of the
-// component it is made for).
+// Name and Version of the published integration, and ComponentVersion,
+// the @botpress/webchat whose Webchat API it serves (and whose build the
+// page vendors). Version changes with the definition (a published version
+// is never rewritten, docs/builtin.md): 4.5.2 had the typing actions only;
+// 4.6.0 adds the actions of Botpress's webchat integration and the user's
+// userData tag. Installations of 4.5.2 keep working (served by name) with
+// its actions until the bot moves to 4.6.0.
 const (
-	Name    = "webchat"
-	Version = "4.5.2"
+	Name             = "webchat"
+	Version          = "4.6.0"
+	ComponentVersion = "4.5.2"
 )
 
 // MaxFileSize caps a file an end user uploads (POST /files).
@@ -53,7 +59,8 @@ func New(hub chatapi.Hub) *Integration {
 }
 
 // Definition is the published version: the chat integration's channel and
-// user, its own configuration (adminSecret added) and the typing actions.
+// user (the userData tag added), its own configuration (adminSecret added)
+// and its actions (actions.go).
 func (wi *Integration) Definition() platform.Integration {
 	d := wi.chat.Definition()
 	d.Name, d.Version, d.Title = Name, Version, "Webchat"
@@ -63,7 +70,6 @@ func (wi *Integration) Definition() platform.Integration {
 		`"adminSecret":{"type":"string","minLength":16,"description":"The secret of x-admin-secret: POST /users/key makes a key for any user id. Keep it on your servers."},` +
 		`"allowedOrigins":{"type":"array","items":{"type":"string"},"description":"Browser origins (scheme://host[:port]) allowed to call this installation's Webchat API; none: only the platform's hosted page."}` +
 		`},"additionalProperties":false}}`)
-	typing := json.RawMessage(`{"title":"%s","input":{"schema":{"type":"object","properties":{"conversationId":{"type":"string"},"messageId":{"type":"string"},"timeout":{"type":"number"}},"required":["conversationId"]}},"output":{"schema":{"type":"object"}}}`)
 	// Feedback on a message is kept in its tags (the bot reads them).
 	var ch map[string]any
 	if json.Unmarshal(d.Channels["channel"], &ch) == nil {
@@ -75,10 +81,8 @@ func (wi *Integration) Definition() platform.Integration {
 			d.Channels = map[string]json.RawMessage{"channel": b}
 		}
 	}
-	d.Actions = map[string]json.RawMessage{
-		"startTypingIndicator": json.RawMessage(strings.Replace(string(typing), "%s", "Start typing indicator", 1)),
-		"stopTypingIndicator":  json.RawMessage(strings.Replace(string(typing), "%s", "Stop typing indicator", 1)),
-	}
+	d.User = json.RawMessage(`{"tags":{"fid":{"title":"Chat API id"},"profile":{"title":"Profile"},"userData":{"title":"User data (JSON) given by the webchat component"}},"creation":{"enabled":false,"requiredTags":[]}}`)
+	d.Actions = actionDefinitions()
 	return d
 }
 
@@ -108,48 +112,6 @@ func (wi *Integration) Unregister(ctx context.Context, in builtin.Install) error
 // SendMessage hands the bot's message to the conversation's listeners.
 func (wi *Integration) SendMessage(ctx context.Context, in builtin.Install, m builtin.Outgoing) error {
 	return wi.chat.SendMessage(ctx, in, m)
-}
-
-// RunAction answers the typing actions: typing_started / typing_stopped
-// on the conversation's streams (the component shows dots for 5 s or
-// until the bot's next message).
-func (wi *Integration) RunAction(ctx context.Context, in builtin.Install, action string, input json.RawMessage) (json.RawMessage, error) {
-	var a struct {
-		ConversationID string `json:"conversationId"`
-	}
-	if err := json.Unmarshal(input, &a); err != nil || a.ConversationID == "" {
-		return nil, platform.Invalid("invalid input: field \"conversationId\" is required")
-	}
-	var signal string
-	switch action {
-	case "startTypingIndicator":
-		signal = "typing_started"
-	case "stopTypingIndicator":
-		signal = "typing_stopped"
-	default:
-		return nil, platform.Invalid("unknown action %q of the webchat integration", action)
-	}
-	if in.API == nil {
-		return nil, platform.Errorf(platform.ErrBadGateway, "the platform's Chat API is not served in this process")
-	}
-	var out struct {
-		Conversation platform.Conversation `json:"conversation"`
-	}
-	if err := in.API.Call(ctx, in, "GET", "/v1/chat/conversations/"+url.PathEscape(a.ConversationID), nil, &out); err != nil {
-		return nil, err
-	}
-	fid := out.Conversation.Tags["fid"]
-	if fid == "" {
-		return nil, platform.Invalid("conversation %q is not a webchat conversation", a.ConversationID)
-	}
-	wi.chat.Hub.Publish("conv:"+out.Conversation.ID, frame(signal, map[string]any{"conversationId": fid}))
-	return json.RawMessage(`{}`), nil
-}
-
-// frame is a signal as one SSE event, in the Chat API stream's format.
-func frame(typ string, data any) []byte {
-	b, _ := json.Marshal(map[string]any{"type": typ, "data": data})
-	return append(append([]byte("event: message\ndata: "), b...), "\n\n"...)
 }
 
 // ServeWebhook serves the Webchat API below the installation's webhook URL.
@@ -184,6 +146,10 @@ func (wi *Integration) ServeWebhook(w http.ResponseWriter, r *http.Request, in b
 		out, err = q.feedback(seg[1], true)
 	case m == "DELETE" && len(seg) == 3 && seg[0] == "messages" && seg[2] == "feedback":
 		out, err = q.feedback(seg[1], false)
+	case m == "GET" && len(seg) == 2 && seg[0] == "users" && seg[1] == "me":
+		out, err = q.getMe()
+	case m == "PUT" && len(seg) == 2 && seg[0] == "users" && seg[1] == "me":
+		out, err = q.updateMe()
 	case m == "POST" && len(seg) == 2 && seg[0] == "users" && seg[1] == "key":
 		out, err = q.userKey()
 	case m == "POST" && path0(seg, "files"):

@@ -29,8 +29,12 @@ type site struct {
 }
 
 func newSite(t *testing.T, configuration map[string]any) *site {
-	f := apitest.New(t)
-	s := &site{t: t, f: f, intID: builtin.IntegrationID(webchat.Name, webchat.Version)}
+	return newSiteOf(t, apitest.New(t), webchat.Version, configuration)
+}
+
+// newSiteOf is a site on platform f with the webchat's version installed.
+func newSiteOf(t *testing.T, f *apitest.Env, version string, configuration map[string]any) *site {
+	s := &site{t: t, f: f, intID: builtin.IntegrationID(webchat.Name, version)}
 	s.ws = s.admin("POST", "/v1/admin/workspaces", nil, map[string]any{"name": "site"}, 200).Str("id")
 	bot := httptest.NewServer(http.HandlerFunc(s.bot))
 	t.Cleanup(bot.Close)
