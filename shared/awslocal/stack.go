@@ -91,6 +91,10 @@ type Stack struct {
 	URL      string
 	// FirstToken is the first account's token when this start made it.
 	FirstToken string
+	// FunctionURLs are the served function URLs (ending with '/') by the
+	// function's logical id: ChatStreamFunction's is the ChatStreamUrl
+	// output, in <data-dir>/aws-local/outputs.json with the others.
+	FunctionURLs map[string]string
 
 	log       *slog.Logger
 	out       io.Writer
@@ -201,6 +205,14 @@ func Run(ctx context.Context, o Options) error {
 			AdminEmail, filepath.Join(o.DataDir, "admin-token"), s.FirstToken)
 	}
 	s.log.Info("aws-local: the stack's HTTP API is listening", "url", s.URL, "dataDir", o.DataDir)
+	ids := make([]string, 0, len(s.FunctionURLs))
+	for id := range s.FunctionURLs {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	for _, id := range ids {
+		s.log.Info("aws-local: function URL", "function", id, "url", s.FunctionURLs[id], "outputs", filepath.Join(o.DataDir, "aws-local", "outputs.json"))
+	}
 	if o.Ready != nil {
 		o.Ready(ln.Addr().String())
 	}
@@ -424,6 +436,28 @@ func Open(ctx context.Context, o Options, ln net.Listener) (*Stack, error) {
 			s.coldMu.Unlock()
 		}
 		s.funcs[f.LogicalID] = lf
+	}
+	// The function URLs: each on a listener of its own (on AWS each is a
+	// host of its own), published as the stack's outputs.
+	s.FunctionURLs = map[string]string{}
+	for _, f := range tpl.Functions {
+		if f.URL == nil {
+			continue
+		}
+		uLn, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, err
+		}
+		us := &http.Server{Handler: &functionURL{fn: f, invoke: s.funcs[f.LogicalID]}, ReadHeaderTimeout: 10 * time.Second}
+		go func() { _ = us.Serve(uLn) }()
+		s.closers = append(s.closers, us.Close)
+		u := "http://" + uLn.Addr().String() + "/"
+		s.FunctionURLs[f.LogicalID] = u
+		tpl.SetFunctionURL(f, u)
+	}
+	outputs, _ := json.MarshalIndent(tpl.Outputs(), "", "  ")
+	if err := fsutil.WriteFileAtomic(filepath.Join(o.DataDir, "aws-local", "outputs.json"), outputs); err != nil {
+		return nil, err
 	}
 	s.closers = append(s.closers, func() error {
 		var wg sync.WaitGroup
