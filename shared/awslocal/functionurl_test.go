@@ -276,4 +276,3 @@ func TestFunctionURLBuffered(t *testing.T) {
 		})
 	}
 }
-

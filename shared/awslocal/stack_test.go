@@ -74,8 +74,11 @@ func startStackWith(t *testing.T, o awslocal.Options) *stack {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir := t.TempDir()
-	o.DataDir, o.Root, o.FunctionOutput, o.Prebuilt = dir, "../..", io.Discard, bin
+	if o.DataDir == "" {
+		o.DataDir = t.TempDir()
+	}
+	dir := o.DataDir
+	o.Root, o.FunctionOutput, o.Prebuilt = "../..", io.Discard, bin
 	s, err := awslocal.Open(context.Background(), o, ln)
 	if err != nil {
 		ln.Close()
@@ -421,5 +424,35 @@ func checkRecord(t *testing.T, s *stack) {
 		if c.Allowed && !known[c.Function+" "+c.Action+" "+c.Context] {
 			t.Errorf("%s %s (%s) is not in %s: rerun with AWS_LOCAL_UPDATE_CALLS=1", c.Function, c.Action, c.Context, callRecord)
 		}
+	}
+}
+
+// TestChatStreamURL: the stack serves ChatStreamFunction's URL (the real
+// functions/chatstream behind lambdaurl, streaming) on a listener of its
+// own, published as the ChatStreamUrl output; the Chat API answers there.
+func TestChatStreamURL(t *testing.T) {
+	dir := t.TempDir()
+	s := startStackWith(t, awslocal.Options{DataDir: dir})
+	u := s.FunctionURLs["ChatStreamFunction"]
+	if !strings.HasPrefix(u, "http://127.0.0.1:") || !strings.HasSuffix(u, "/") || strings.HasPrefix(u, s.URL) {
+		t.Fatalf("ChatStreamFunction's URL %q (API %s)", u, s.URL)
+	}
+	raw, err := os.ReadFile(filepath.Join(dir, "aws-local", "outputs.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out map[string]string
+	if err := json.Unmarshal(raw, &out); err != nil || out["ChatStreamUrl"] != u || out["ApiUrl"] != s.URL {
+		t.Fatalf("outputs.json: %s (%v)", raw, err)
+	}
+	res, err := http.Get(u + "webhooks/whk_0000000000000000000000000/hello")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	b, _ := io.ReadAll(res.Body)
+	var e map[string]any
+	if res.StatusCode != http.StatusNotFound || json.Unmarshal(b, &e) != nil || e["type"] == nil || e["message"] == nil {
+		t.Fatalf("an unknown webhook at the chat stream URL: %d %s", res.StatusCode, b)
 	}
 }

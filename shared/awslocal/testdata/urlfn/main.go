@@ -32,7 +32,9 @@ import (
 
 type failingReader struct{}
 
-func (failingReader) Read([]byte) (int, error) { return 0, errors.New("the function failed mid-stream") }
+func (failingReader) Read([]byte) (int, error) {
+	return 0, errors.New("the function failed mid-stream")
+}
 
 func streaming(w http.ResponseWriter, r *http.Request) {
 	switch r.URL.Path {
