@@ -106,7 +106,11 @@ type Stack struct {
 	coldMu    sync.Mutex
 	cold      []ColdStart
 	roles     map[string][]iampolicyStatement // role ARN -> its statements
-	streamMap *streamMapping
+	// streamMaps are the table stream's event source mappings, one per
+	// function with a DynamoDB event (the dispatcher, the chat fan-out):
+	// each sees every change and filters it with its own patterns.
+	streamMu   sync.Mutex
+	streamMaps []*streamMapping
 	schedules *schedules
 }
 
@@ -297,14 +301,13 @@ func Open(ctx context.Context, o Options, ln net.Listener) (*Stack, error) {
 	// an external endpoint (no stream: the dispatcher's schedule alone
 	// drives it).
 	var ddb http.Handler
-	s.streamMap = &streamMapping{stack: s}
 	if o.DynamoEndpoint == "" {
 		d, err := localdynamo.Open(filepath.Join(o.DataDir, "dynamodb"))
 		if err != nil {
 			return nil, fmt.Errorf("embedded DynamoDB: %w", err)
 		}
 		s.closers = append(s.closers, d.Close)
-		d.OnChange(s.streamMap.changes)
+		d.OnChange(s.tableChanges)
 		ddb = d
 	} else {
 		ddb, err = reverseProxy(o.DynamoEndpoint)
@@ -482,7 +485,11 @@ func Open(ctx context.Context, o Options, ln net.Listener) (*Stack, error) {
 			go func() { defer wg.Done(); s.ruleLoop(bg, f, expr) }()
 		}
 		if f.Stream != nil {
-			if err := s.streamMap.start(bg, &wg, f); err != nil {
+			m := &streamMapping{stack: s}
+			s.streamMu.Lock()
+			s.streamMaps = append(s.streamMaps, m)
+			s.streamMu.Unlock()
+			if err := m.start(bg, &wg, f); err != nil {
 				return nil, err
 			}
 		}
@@ -497,6 +504,17 @@ func Open(ctx context.Context, o Options, ln net.Listener) (*Stack, error) {
 	s.closers = append(s.closers, func() error { return s.writeReport(o.DataDir) })
 	ok = true
 	return s, nil
+}
+
+// tableChanges hands the table's committed changes to every event source
+// mapping of its stream.
+func (s *Stack) tableChanges(cs []localdynamo.Change) {
+	s.streamMu.Lock()
+	maps := append([]*streamMapping(nil), s.streamMaps...)
+	s.streamMu.Unlock()
+	for _, m := range maps {
+		m.changes(cs)
+	}
 }
 
 // Close stops the stack.
