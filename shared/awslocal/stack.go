@@ -96,22 +96,22 @@ type Stack struct {
 	// output, in <data-dir>/aws-local/outputs.json with the others.
 	FunctionURLs map[string]string
 
-	log       *slog.Logger
-	out       io.Writer
-	outMu     sync.Mutex
-	funcs     map[string]*lambdaFunction // by logical id
-	logs      *cwLogs
-	code      *lambdatest.Server
-	closers   []func() error
-	coldMu    sync.Mutex
-	cold      []ColdStart
-	roles     map[string][]iampolicyStatement // role ARN -> its statements
+	log     *slog.Logger
+	out     io.Writer
+	outMu   sync.Mutex
+	funcs   map[string]*lambdaFunction // by logical id
+	logs    *cwLogs
+	code    *lambdatest.Server
+	closers []func() error
+	coldMu  sync.Mutex
+	cold    []ColdStart
+	roles   map[string][]iampolicyStatement // role ARN -> its statements
 	// streamMaps are the table stream's event source mappings, one per
 	// function with a DynamoDB event (the dispatcher, the chat fan-out):
 	// each sees every change and filters it with its own patterns.
 	streamMu   sync.Mutex
 	streamMaps []*streamMapping
-	schedules *schedules
+	schedules  *schedules
 }
 
 // secrets are made at the first start and kept in the data directory.
