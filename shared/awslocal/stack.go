@@ -2,9 +2,12 @@
 // machine: the Lambda binaries of template.yaml (built as `make lambda`
 // builds them) as processes under the Lambda Runtime API, behind an API
 // Gateway HTTP API made from the template's routes (payload 2.0, 10 MB,
-// 30 s), with the template's environment; the table (the embedded durable
-// DynamoDB, or an external endpoint) whose stream drives the dispatcher
-// through the template's filter and batch settings; the bucket (the
+// 30 s), with the template's environment; the function URLs of the
+// template (functionurl.go: BUFFERED, or RESPONSE_STREAM passed on as the
+// function posts it), each on a port of its own; the table (the embedded
+// durable DynamoDB, or an external endpoint) whose stream drives the
+// dispatcher and the chat fan-out through each one's filter and batch
+// settings; the bucket (the
 // embedded S3, or an external endpoint) whose object-created events drive
 // upload completion; EventBridge Scheduler; CloudWatch Logs with Insights
 // queries; and Lambda and IAM for deployed bots' code. Every AWS call a
