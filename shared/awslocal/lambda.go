@@ -3,6 +3,8 @@ package awslocal
 import (
 	"bufio"
 	"context"
+	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -35,7 +37,47 @@ type invocation struct {
 	deadline time.Time
 	done     chan invokeResult
 	once     sync.Once
+	// stream, when set, is where the function's answer goes as it is
+	// posted (a function URL's RESPONSE_STREAM): the Runtime API hands
+	// over the body of its POST rather than reading it whole. gone is
+	// closed when the caller no longer waits for it.
+	stream chan *streamedAnswer
+	gone   chan struct{}
 }
+
+func newInvocation(payload []byte) *invocation {
+	return &invocation{id: uuid.NewString(), payload: payload, done: make(chan invokeResult, 1)}
+}
+
+// streamedAnswer is the answer of a streaming invocation while the
+// function posts it: its reader (the function URL) reads body as it
+// arrives, and says with end how the reading ended.
+type streamedAnswer struct {
+	contentType string
+	body        io.Reader
+	// trailer holds the function's error (Lambda-Runtime-Function-Error-
+	// Type and -Body) once body is read to its end.
+	trailer http.Header
+	ended   chan streamEnd
+	once    sync.Once
+}
+
+// streamEnd is how the reader of a streamed answer stopped.
+type streamEnd int
+
+const (
+	streamComplete   streamEnd = iota // the function's answer ended
+	streamClientGone                  // the client left: the function's writes must fail
+	streamBroken                      // the function's connection broke (killed, crashed)
+)
+
+func (a *streamedAnswer) end(e streamEnd) { a.once.Do(func() { a.ended <- e }) }
+
+// Lambda's trailers of a failure in a streamed answer.
+const (
+	trailerErrorType = "Lambda-Runtime-Function-Error-Type"
+	trailerErrorBody = "Lambda-Runtime-Function-Error-Body"
+)
 
 func (inv *invocation) finish(r invokeResult) {
 	inv.once.Do(func() { inv.done <- r })
@@ -97,28 +139,9 @@ func newLambdaFunction(fn *Function, binary string, env []string, runtimeAddr st
 
 // Invoke runs one event through the function and waits for its answer.
 func (l *lambdaFunction) Invoke(ctx context.Context, payload []byte) invokeResult {
-	inv := &invocation{id: uuid.NewString(), payload: payload, done: make(chan invokeResult, 1)}
-	l.mu.Lock()
-	if l.closed {
-		l.mu.Unlock()
-		return invokeResult{Err: errors.New("the stack is stopping")}
-	}
-	l.waiting++
-	if l.waiting > l.idle && len(l.instances) < maxInstances {
-		if err := l.spawnLocked(); err != nil {
-			l.waiting--
-			l.mu.Unlock()
-			return invokeResult{Err: err}
-		}
-	}
-	l.mu.Unlock()
-	select {
-	case l.queue <- inv:
-	case <-ctx.Done():
-		l.mu.Lock()
-		l.waiting--
-		l.mu.Unlock()
-		return invokeResult{Err: ctx.Err()}
+	inv := newInvocation(payload)
+	if err := l.enqueue(ctx, inv); err != nil {
+		return invokeResult{Err: err}
 	}
 	select {
 	case r := <-inv.done:
@@ -128,6 +151,52 @@ func (l *lambdaFunction) Invoke(ctx context.Context, payload []byte) invokeResul
 		// until its own timeout, as in Lambda.
 		return invokeResult{Err: ctx.Err()}
 	}
+}
+
+// enqueue hands inv to an idle instance, or a new one, once one takes it.
+func (l *lambdaFunction) enqueue(ctx context.Context, inv *invocation) error {
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		return errors.New("the stack is stopping")
+	}
+	l.waiting++
+	if l.waiting > l.idle && len(l.instances) < maxInstances {
+		if err := l.spawnLocked(); err != nil {
+			l.waiting--
+			l.mu.Unlock()
+			return err
+		}
+	}
+	l.mu.Unlock()
+	select {
+	case l.queue <- inv:
+		return nil
+	case <-ctx.Done():
+		l.mu.Lock()
+		l.waiting--
+		l.mu.Unlock()
+		return ctx.Err()
+	}
+}
+
+// answered ends inv on its instance: the instance is idle from now on,
+// its next poll takes the next event rather than another instance
+// starting (as Lambda reuses a warm sandbox). False when inv is no longer
+// the instance's (it timed out, the instance exited).
+func (l *lambdaFunction) answered(in *instance, inv *invocation) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if in.current != inv || l.instances[in.n] != in {
+		return false
+	}
+	in.current = nil
+	if in.timer != nil {
+		in.timer.Stop()
+	}
+	in.idle = true
+	l.idle++
+	return true
 }
 
 func (l *lambdaFunction) spawnLocked() error {
@@ -246,30 +315,28 @@ func (l *lambdaFunction) serveRuntime(w http.ResponseWriter, r *http.Request, n 
 		_, _ = w.Write(inv.payload)
 	case r.Method == http.MethodPost && strings.HasPrefix(rest, "/2018-06-01/runtime/invocation/"):
 		parts := strings.Split(strings.TrimPrefix(rest, "/2018-06-01/runtime/invocation/"), "/")
-		body, _ := io.ReadAll(io.LimitReader(r.Body, 7<<20))
 		l.mu.Lock()
 		cur := in.current
-		if cur != nil && len(parts) == 2 && parts[0] == cur.id {
-			in.current = nil
-			if in.timer != nil {
-				in.timer.Stop()
-			}
-			// Idle from its answer on: the next event waits for its next
-			// poll rather than starting another instance (as Lambda
-			// reuses a warm sandbox).
-			in.idle = true
-			l.idle++
-		} else {
-			cur = nil
-		}
 		l.mu.Unlock()
-		if cur == nil {
+		if cur == nil || len(parts) != 2 || parts[0] != cur.id || (parts[1] != "response" && parts[1] != "error") {
+			http.Error(w, `{"errorMessage":"no such invocation"}`, http.StatusBadRequest)
+			return
+		}
+		if parts[1] == "response" && cur.stream != nil {
+			l.streamAnswer(w, r, in, cur)
+			return
+		}
+		body, _ := io.ReadAll(io.LimitReader(r.Body, 7<<20))
+		if !l.answered(in, cur) {
 			http.Error(w, `{"errorMessage":"no such invocation"}`, http.StatusBadRequest)
 			return
 		}
 		switch {
 		case parts[1] == "response" && len(body) > 6<<20:
 			cur.finish(invokeResult{Payload: lambdaError("Function.ResponseSizeTooLarge", "Response payload size exceeded maximum allowed payload size (6291556 bytes)."), FunctionError: true})
+		case parts[1] == "response" && r.Trailer.Get(trailerErrorType) != "":
+			// A streamed answer (a runtime's chunked POST) that failed.
+			cur.finish(invokeResult{Payload: trailerError(r.Trailer), FunctionError: true})
 		case parts[1] == "response":
 			cur.finish(invokeResult{Payload: body})
 		default:
@@ -286,6 +353,63 @@ func (l *lambdaFunction) serveRuntime(w http.ResponseWriter, r *http.Request, n 
 	default:
 		http.Error(w, "unknown runtime API call", http.StatusNotFound)
 	}
+}
+
+// streamAnswer hands the body of a streaming invocation's answer to its
+// reader as the function posts it, and ends the POST as the reading ended:
+// 202 once it was read whole; when the client left, 202 at once and the
+// connection closed, so the function's runtime stops sending (its
+// writes fail from then on: aws-lambda-go closes the response's pipe) and
+// the instance takes its next event.
+func (l *lambdaFunction) streamAnswer(w http.ResponseWriter, r *http.Request, in *instance, inv *invocation) {
+	a := &streamedAnswer{contentType: r.Header.Get("Content-Type"), body: r.Body, trailer: r.Trailer, ended: make(chan streamEnd, 1)}
+	var end streamEnd
+	select {
+	case inv.stream <- a:
+		end = <-a.ended
+	case <-inv.gone:
+		end = streamClientGone
+	case <-in.exited:
+		return
+	}
+	switch end {
+	case streamBroken:
+		return // the instance is dying: its exit or its timeout ends inv
+	case streamComplete:
+		if l.answered(in, inv) {
+			if r.Trailer.Get(trailerErrorType) != "" {
+				inv.finish(invokeResult{Payload: trailerError(r.Trailer), FunctionError: true})
+			} else {
+				inv.finish(invokeResult{})
+			}
+		}
+		w.WriteHeader(http.StatusAccepted)
+		return
+	}
+	if l.answered(in, inv) {
+		inv.finish(invokeResult{Err: errClientGone})
+	}
+	// The body is not read to its end: answer on the raw connection and
+	// close it (net/http would otherwise read on, waiting for the rest).
+	conn, bw, err := http.NewResponseController(w).Hijack()
+	if err != nil {
+		panic(http.ErrAbortHandler)
+	}
+	_, _ = bw.WriteString("HTTP/1.1 202 Accepted\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+	_ = bw.Flush()
+	_ = conn.Close()
+}
+
+// errClientGone ends an invocation whose streamed answer's client left.
+var errClientGone = errors.New("the client closed the connection")
+
+// trailerError is the payload of a failure a streamed answer's trailers
+// tell (the body is the error's JSON, base64).
+func trailerError(t http.Header) []byte {
+	if b, err := base64.StdEncoding.DecodeString(t.Get(trailerErrorBody)); err == nil && json.Valid(b) {
+		return b
+	}
+	return lambdaError(t.Get(trailerErrorType), "the function failed while streaming its answer")
 }
 
 // close stops every instance.

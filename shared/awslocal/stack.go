@@ -2,9 +2,12 @@
 // machine: the Lambda binaries of template.yaml (built as `make lambda`
 // builds them) as processes under the Lambda Runtime API, behind an API
 // Gateway HTTP API made from the template's routes (payload 2.0, 10 MB,
-// 30 s), with the template's environment; the table (the embedded durable
-// DynamoDB, or an external endpoint) whose stream drives the dispatcher
-// through the template's filter and batch settings; the bucket (the
+// 30 s), with the template's environment; the function URLs of the
+// template (functionurl.go: BUFFERED, or RESPONSE_STREAM passed on as the
+// function posts it), each on a port of its own; the table (the embedded
+// durable DynamoDB, or an external endpoint) whose stream drives the
+// dispatcher and the chat fan-out through each one's filter and batch
+// settings; the bucket (the
 // embedded S3, or an external endpoint) whose object-created events drive
 // upload completion; EventBridge Scheduler; CloudWatch Logs with Insights
 // queries; and Lambda and IAM for deployed bots' code. Every AWS call a
@@ -91,19 +94,27 @@ type Stack struct {
 	URL      string
 	// FirstToken is the first account's token when this start made it.
 	FirstToken string
+	// FunctionURLs are the served function URLs (ending with '/') by the
+	// function's logical id: ChatStreamFunction's is the ChatStreamUrl
+	// output, in <data-dir>/aws-local/outputs.json with the others.
+	FunctionURLs map[string]string
 
-	log       *slog.Logger
-	out       io.Writer
-	outMu     sync.Mutex
-	funcs     map[string]*lambdaFunction // by logical id
-	logs      *cwLogs
-	code      *lambdatest.Server
-	closers   []func() error
-	coldMu    sync.Mutex
-	cold      []ColdStart
-	roles     map[string][]iampolicyStatement // role ARN -> its statements
-	streamMap *streamMapping
-	schedules *schedules
+	log     *slog.Logger
+	out     io.Writer
+	outMu   sync.Mutex
+	funcs   map[string]*lambdaFunction // by logical id
+	logs    *cwLogs
+	code    *lambdatest.Server
+	closers []func() error
+	coldMu  sync.Mutex
+	cold    []ColdStart
+	roles   map[string][]iampolicyStatement // role ARN -> its statements
+	// streamMaps are the table stream's event source mappings, one per
+	// function with a DynamoDB event (the dispatcher, the chat fan-out):
+	// each sees every change and filters it with its own patterns.
+	streamMu   sync.Mutex
+	streamMaps []*streamMapping
+	schedules  *schedules
 }
 
 // secrets are made at the first start and kept in the data directory.
@@ -201,6 +212,14 @@ func Run(ctx context.Context, o Options) error {
 			AdminEmail, filepath.Join(o.DataDir, "admin-token"), s.FirstToken)
 	}
 	s.log.Info("aws-local: the stack's HTTP API is listening", "url", s.URL, "dataDir", o.DataDir)
+	ids := make([]string, 0, len(s.FunctionURLs))
+	for id := range s.FunctionURLs {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	for _, id := range ids {
+		s.log.Info("aws-local: function URL", "function", id, "url", s.FunctionURLs[id], "outputs", filepath.Join(o.DataDir, "aws-local", "outputs.json"))
+	}
 	if o.Ready != nil {
 		o.Ready(ln.Addr().String())
 	}
@@ -285,14 +304,13 @@ func Open(ctx context.Context, o Options, ln net.Listener) (*Stack, error) {
 	// an external endpoint (no stream: the dispatcher's schedule alone
 	// drives it).
 	var ddb http.Handler
-	s.streamMap = &streamMapping{stack: s}
 	if o.DynamoEndpoint == "" {
 		d, err := localdynamo.Open(filepath.Join(o.DataDir, "dynamodb"))
 		if err != nil {
 			return nil, fmt.Errorf("embedded DynamoDB: %w", err)
 		}
 		s.closers = append(s.closers, d.Close)
-		d.OnChange(s.streamMap.changes)
+		d.OnChange(s.tableChanges)
 		ddb = d
 	} else {
 		ddb, err = reverseProxy(o.DynamoEndpoint)
@@ -425,6 +443,28 @@ func Open(ctx context.Context, o Options, ln net.Listener) (*Stack, error) {
 		}
 		s.funcs[f.LogicalID] = lf
 	}
+	// The function URLs: each on a listener of its own (on AWS each is a
+	// host of its own), published as the stack's outputs.
+	s.FunctionURLs = map[string]string{}
+	for _, f := range tpl.Functions {
+		if f.URL == nil {
+			continue
+		}
+		uLn, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, err
+		}
+		us := &http.Server{Handler: &functionURL{fn: f, invoke: s.funcs[f.LogicalID]}, ReadHeaderTimeout: 10 * time.Second}
+		go func() { _ = us.Serve(uLn) }()
+		s.closers = append(s.closers, us.Close)
+		u := "http://" + uLn.Addr().String() + "/"
+		s.FunctionURLs[f.LogicalID] = u
+		tpl.SetFunctionURL(f, u)
+	}
+	outputs, _ := json.MarshalIndent(tpl.Outputs(), "", "  ")
+	if err := fsutil.WriteFileAtomic(filepath.Join(o.DataDir, "aws-local", "outputs.json"), outputs); err != nil {
+		return nil, err
+	}
 	s.closers = append(s.closers, func() error {
 		var wg sync.WaitGroup
 		for _, lf := range s.funcs {
@@ -448,7 +488,11 @@ func Open(ctx context.Context, o Options, ln net.Listener) (*Stack, error) {
 			go func() { defer wg.Done(); s.ruleLoop(bg, f, expr) }()
 		}
 		if f.Stream != nil {
-			if err := s.streamMap.start(bg, &wg, f); err != nil {
+			m := &streamMapping{stack: s}
+			s.streamMu.Lock()
+			s.streamMaps = append(s.streamMaps, m)
+			s.streamMu.Unlock()
+			if err := m.start(bg, &wg, f); err != nil {
 				return nil, err
 			}
 		}
@@ -463,6 +507,17 @@ func Open(ctx context.Context, o Options, ln net.Listener) (*Stack, error) {
 	s.closers = append(s.closers, func() error { return s.writeReport(o.DataDir) })
 	ok = true
 	return s, nil
+}
+
+// tableChanges hands the table's committed changes to every event source
+// mapping of its stream.
+func (s *Stack) tableChanges(cs []localdynamo.Change) {
+	s.streamMu.Lock()
+	maps := append([]*streamMapping(nil), s.streamMaps...)
+	s.streamMu.Unlock()
+	for _, m := range maps {
+		m.changes(cs)
+	}
 }
 
 // Close stops the stack.

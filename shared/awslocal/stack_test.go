@@ -5,6 +5,7 @@ package awslocal_test
 // checked against their roles in the template.
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -74,8 +75,11 @@ func startStackWith(t *testing.T, o awslocal.Options) *stack {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir := t.TempDir()
-	o.DataDir, o.Root, o.FunctionOutput, o.Prebuilt = dir, "../..", io.Discard, bin
+	if o.DataDir == "" {
+		o.DataDir = t.TempDir()
+	}
+	dir := o.DataDir
+	o.Root, o.FunctionOutput, o.Prebuilt = "../..", io.Discard, bin
 	s, err := awslocal.Open(context.Background(), o, ln)
 	if err != nil {
 		ln.Close()
@@ -420,6 +424,104 @@ func checkRecord(t *testing.T, s *stack) {
 	for _, c := range s.Calls.Summary() {
 		if c.Allowed && !known[c.Function+" "+c.Action+" "+c.Context] {
 			t.Errorf("%s %s (%s) is not in %s: rerun with AWS_LOCAL_UPDATE_CALLS=1", c.Function, c.Action, c.Context, callRecord)
+		}
+	}
+}
+
+// TestChatStreamURL: the stack serves ChatStreamFunction's URL (the real
+// functions/chatstream behind lambdaurl, streaming) on a listener of its
+// own, published as the ChatStreamUrl output; the Chat API answers there.
+func TestChatStreamURL(t *testing.T) {
+	dir := t.TempDir()
+	s := startStackWith(t, awslocal.Options{DataDir: dir})
+	u := s.FunctionURLs["ChatStreamFunction"]
+	if !strings.HasPrefix(u, "http://127.0.0.1:") || !strings.HasSuffix(u, "/") || strings.HasPrefix(u, s.URL) {
+		t.Fatalf("ChatStreamFunction's URL %q (API %s)", u, s.URL)
+	}
+	raw, err := os.ReadFile(filepath.Join(dir, "aws-local", "outputs.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out map[string]string
+	if err := json.Unmarshal(raw, &out); err != nil || out["ChatStreamUrl"] != u || out["ApiUrl"] != s.URL {
+		t.Fatalf("outputs.json: %s (%v)", raw, err)
+	}
+	res, err := http.Get(u + "webhooks/whk_0000000000000000000000000/hello")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	b, _ := io.ReadAll(res.Body)
+	var e map[string]any
+	if res.StatusCode != http.StatusNotFound || json.Unmarshal(b, &e) != nil || e["type"] == nil || e["message"] == nil {
+		t.Fatalf("an unknown webhook at the chat stream URL: %d %s", res.StatusCode, b)
+	}
+
+	// A listen at the URL gets the signal of a message created through API
+	// Gateway (the Chat function): the table's stream, the fan-out function
+	// beside the dispatcher, the listening invocation's inbox.
+	ws := s.call(t, "POST", "/v1/admin/workspaces", nil, map[string]any{"name": "chat"}, 200)["id"].(string)
+	wsHdr := map[string]string{"x-workspace-id": ws}
+	bot := s.call(t, "POST", "/v1/admin/bots", wsHdr, map[string]any{"name": "chat"}, 200)["bot"].(map[string]any)["id"].(string)
+	chatID := s.call(t, "GET", "/v1/admin/hub/integrations/chat/latest", nil, nil, 200)["integration"].(map[string]any)["id"].(string)
+	s.call(t, "PUT", "/v1/admin/bots/"+bot, wsHdr, map[string]any{"integrations": map[string]any{chatID: map[string]any{"enabled": true, "configuration": map[string]any{}}}}, 200)
+	inst := s.call(t, "GET", "/v1/admin/bots/"+bot, wsHdr, nil, 200)["bot"].(map[string]any)["integrations"].(map[string]any)[chatID].(map[string]any)
+	hook := inst["webhookUrl"].(string)
+	streamHook := u + "webhooks/" + hook[strings.LastIndex(hook, "/")+1:]
+	chat := func(base, method, path, key string, body any, want int) map[string]any {
+		t.Helper()
+		b, _ := json.Marshal(body)
+		req, _ := http.NewRequest(method, base+path, bytes.NewReader(b))
+		req.Header.Set("Content-Type", "application/json")
+		if key != "" {
+			req.Header.Set("x-user-key", key)
+		}
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		raw, _ := io.ReadAll(res.Body)
+		var out map[string]any
+		if res.StatusCode != want || json.Unmarshal(raw, &out) != nil {
+			t.Fatalf("%s %s%s: %d (want %d) %s", method, base, path, res.StatusCode, want, raw)
+		}
+		return out
+	}
+	key := chat(streamHook, "POST", "/users", "", map[string]any{}, 201)["key"].(string)
+	conv := chat(streamHook, "POST", "/conversations", key, map[string]any{}, 201)["conversation"].(map[string]any)["id"].(string)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, "GET", streamHook+"/conversations/"+conv+"/listen", nil)
+	req.Header.Set("x-user-key", key)
+	lres, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lres.Body.Close()
+	if lres.StatusCode != 200 || !strings.HasPrefix(lres.Header.Get("Content-Type"), "text/event-stream") {
+		t.Fatalf("listen: %d %v", lres.StatusCode, lres.Header)
+	}
+	events := make(chan string, 16)
+	go func() {
+		sc := bufio.NewScanner(lres.Body)
+		for sc.Scan() {
+			events <- sc.Text()
+		}
+		close(events)
+	}()
+	msg := chat(hook, "POST", "/messages", key, map[string]any{"conversationId": conv, "payload": map[string]any{"type": "text", "text": "hi"}}, 201)["message"].(map[string]any)["id"].(string)
+	for {
+		select {
+		case l, ok := <-events:
+			if !ok {
+				t.Fatal("the stream ended before the message's signal")
+			}
+			if strings.HasPrefix(l, "data:") && strings.Contains(l, msg) {
+				return
+			}
+		case <-ctx.Done():
+			t.Fatal("no signal of the message on the stream within 30 s")
 		}
 	}
 }

@@ -46,9 +46,9 @@ func (t *Template) roleStatements() (map[string][]iampolicy.Statement, error) {
 	return out, nil
 }
 
-// streamMapping is the event source mapping of the table's stream: the
-// records its filters let through, in batches of BatchSize, to the
-// function, each batch retried MaximumRetryAttempts times and then
+// streamMapping is an event source mapping of the table's stream (one per
+// function with a DynamoDB event, as on AWS): the records its filters let
+// through, in batches of BatchSize, to the function, each batch retried MaximumRetryAttempts times and then
 // dropped. It reads the stream with the function's role, as Lambda does:
 // a role that may not read it makes the mapping fail (reported), and no
 // record is delivered.

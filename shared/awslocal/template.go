@@ -42,6 +42,11 @@ type Template struct {
 	params                map[string]string
 	path                  string // the template's file
 	apiURL                string
+	outputs               map[string]any
+	// functionURLs are the served function URLs by the logical id of the
+	// AWS::Lambda::Url SAM makes of a FunctionUrlConfig (<function>Url),
+	// known once the stack listens (SetFunctionURL).
+	functionURLs map[string]string
 }
 
 // Function is one AWS::Serverless::Function of the template.
@@ -65,7 +70,18 @@ type Function struct {
 	S3       *S3Source     // an S3 event source
 	Schedule []string      // Schedule events' expressions
 	Routes   []Route       // HttpApi events
+	URL      *FunctionURLConfig
 }
+
+// FunctionURLConfig is a function's FunctionUrlConfig: its URL's auth and
+// whether the answer is streamed.
+type FunctionURLConfig struct {
+	AuthType   string // NONE or AWS_IAM
+	InvokeMode string // BUFFERED (the default) or RESPONSE_STREAM
+}
+
+// Streaming says whether the URL streams the function's answer.
+func (c *FunctionURLConfig) Streaming() bool { return c.InvokeMode == "RESPONSE_STREAM" }
 
 // Route is an HTTP API route: "ANY /v1/admin/{proxy+}" to a function.
 type Route struct {
@@ -148,7 +164,30 @@ func ReadTemplate(path, makefile string, params map[string]string, apiURL string
 		t.Functions = append(t.Functions, f)
 		t.Routes = append(t.Routes, f.Routes...)
 	}
+	t.outputs, _ = root["Outputs"].(map[string]any)
 	return t, nil
+}
+
+// SetFunctionURL records where fn's URL is served (ending with '/', as
+// Lambda's FunctionUrl): !GetAtt <fn>Url.FunctionUrl resolves to it.
+func (t *Template) SetFunctionURL(fn *Function, url string) {
+	if t.functionURLs == nil {
+		t.functionURLs = map[string]string{}
+	}
+	t.functionURLs[fn.LogicalID+"Url"] = url
+}
+
+// Outputs are the template's outputs that resolve here (ApiUrl,
+// ChatStreamUrl once its URL is served, the table's name, ...), by name.
+func (t *Template) Outputs() map[string]string {
+	out := map[string]string{}
+	for name, o := range t.outputs {
+		om, _ := o.(map[string]any)
+		if v, err := t.str(om["Value"]); err == nil {
+			out[name] = v
+		}
+	}
+	return out
 }
 
 // parseTemplate reads a CloudFormation template (YAML with the short
@@ -386,6 +425,24 @@ func (t *Template) function(id string, globals map[string]any, makefile string) 
 			}
 			f.Schedule = append(f.Schedule, expr)
 		}
+	}
+	if uc, ok := p["FunctionUrlConfig"].(map[string]any); ok {
+		c := &FunctionURLConfig{InvokeMode: "BUFFERED"}
+		if c.AuthType, err = t.str(uc["AuthType"]); err != nil {
+			return nil, fmt.Errorf("FunctionUrlConfig.AuthType: %w", err)
+		}
+		if m, ok := uc["InvokeMode"]; ok {
+			if c.InvokeMode, err = t.str(m); err != nil {
+				return nil, fmt.Errorf("FunctionUrlConfig.InvokeMode: %w", err)
+			}
+		}
+		switch {
+		case c.AuthType != "NONE" && c.AuthType != "AWS_IAM":
+			return nil, fmt.Errorf("FunctionUrlConfig.AuthType %q: NONE or AWS_IAM", c.AuthType)
+		case c.InvokeMode != "BUFFERED" && c.InvokeMode != "RESPONSE_STREAM":
+			return nil, fmt.Errorf("FunctionUrlConfig.InvokeMode %q: BUFFERED or RESPONSE_STREAM", c.InvokeMode)
+		}
+		f.URL = c
 	}
 	return f, nil
 }
@@ -658,6 +715,9 @@ func (t *Template) ref(name string) (string, error) {
 }
 
 func (t *Template) getAtt(id, attr string) (string, error) {
+	if u, ok := t.functionURLs[id]; ok && attr == "FunctionUrl" {
+		return u, nil
+	}
 	name, err := t.ref(id)
 	if err != nil {
 		return "", err

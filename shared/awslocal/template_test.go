@@ -40,6 +40,23 @@ func TestReadTemplate(t *testing.T) {
 	if len(tpl.Routes) < 10 {
 		t.Errorf("routes: %v", tpl.Routes)
 	}
+	cs := tpl.FunctionByName("ChatStreamFunction")
+	if cs == nil || cs.URL == nil || cs.URL.AuthType != "NONE" || !cs.URL.Streaming() || cs.Timeout != 900 {
+		t.Fatalf("chat stream function: %+v", cs)
+	}
+	for _, f := range tpl.Functions {
+		if f.URL != nil && f != cs {
+			t.Errorf("%s has a function URL too", f.LogicalID)
+		}
+	}
+	if _, ok := tpl.Outputs()["ChatStreamUrl"]; ok {
+		t.Error("ChatStreamUrl resolves before its URL is served")
+	}
+	tpl.SetFunctionURL(cs, "http://127.0.0.1:1234/")
+	out := tpl.Outputs()
+	if out["ChatStreamUrl"] != "http://127.0.0.1:1234/" || out["ApiUrl"] != "http://api.local" || out["TableName"] != tpl.TableName {
+		t.Errorf("outputs %v", out)
+	}
 }
 
 // TestStreamLanes: the dispatcher's ParallelizationFactor is read from the

@@ -119,16 +119,21 @@ export const subMinuteSchedules = process.env.PLATFORM_PKG?.includes('aws-local'
   : false
 
 /**
- * streamsNotServed is false but against the AWS build (make
- * conformance-aws): there the Chat API's listen streams are served by the
- * streaming function's URL (ChatStreamUrl, docs/chat-api.md), which the
- * stack of make aws-local does not serve (API Gateway buffers a stream to
- * its end); shared/chatrelay's tests run that path with the functions'
- * handlers.
+ * streamApiUrl is the apiUrl of @botpress/chat for clients that listen to
+ * the installation of webhookUrl. Locally, webhookUrl itself. Against the
+ * AWS build (make conformance-aws) the streams are served by the streaming
+ * function's URL: <ChatStreamUrl>webhooks/<webhookId>, ChatStreamUrl being
+ * the stack output that make aws-local writes to
+ * <data-dir>/aws-local/outputs.json (docs/chat-api.md "Where it runs").
  */
-export const streamsNotServed = process.env.PLATFORM_PKG?.includes('aws-local')
-  ? "the AWS build serves listen streams through a Lambda function URL, which make aws-local does not serve (shared/chatrelay's tests cover that path)"
-  : false
+export function streamApiUrl(webhookUrl) {
+  if (!process.env.PLATFORM_PKG?.includes('aws-local')) return webhookUrl
+  const outputs = JSON.parse(fs.readFileSync(path.join(dataDir, 'aws-local', 'outputs.json'), 'utf8'))
+  const base = outputs.ChatStreamUrl
+  if (!base?.endsWith('/')) throw new Error(`no ChatStreamUrl ending with '/' in outputs.json: ${JSON.stringify(outputs)}`)
+  const id = new URL(webhookUrl).pathname.split('/').filter(Boolean).at(-1)
+  return `${base}webhooks/${id}`
+}
 
 /** operatorToken issues a token to an account as the operator does on AWS. */
 function operatorToken(email) {

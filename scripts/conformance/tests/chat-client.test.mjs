@@ -12,7 +12,7 @@
 import assert from 'node:assert/strict'
 import { after, before, describe, test } from 'node:test'
 import * as chat from '@botpress/chat'
-import { newWorkspace, streamsNotServed } from '../lib/env.mjs'
+import { newWorkspace, streamApiUrl } from '../lib/env.mjs'
 import { startFixture } from '../lib/runtime.mjs'
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms))
@@ -100,8 +100,8 @@ describe('@botpress/chat 0.5.5 against the built-in chat integration', () => {
     assert.match(webhookUrl, /^http:\/\/127\.0\.0\.1:\d+\/webhooks\/whk_[0-9A-Za-z]+$/)
   })
 
-  test('connect, a conversation, a turn with the bot\'s reply on the stream, participants, events, deletion', { skip: streamsNotServed }, async () => {
-    const client = await chat.Client.connect({ apiUrl: webhookUrl })
+  test('connect, a conversation, a turn with the bot\'s reply on the stream, participants, events, deletion', async () => {
+    const client = await chat.Client.connect({ apiUrl: streamApiUrl(webhookUrl) })
     assert.ok(client.user.id && client.user.key)
     // get-or-create with the key: the same user.
     const again = await chat.Client.connect({ apiUrl: webhookUrl, userKey: client.user.key })
@@ -204,7 +204,7 @@ describe('@botpress/chat 0.5.5 against the built-in chat integration', () => {
     assert.ok(conversations.some((c) => c.id === conversation.id))
   })
 
-  test('200 turns: user message -> bot reply on the stream', { skip: streamsNotServed }, async () => {
+  test('200 turns: user message -> bot reply on the stream', async () => {
     const turns = Number(process.env.CHAT_TURNS ?? 200)
     // A key may send 20 requests a second (bursts of 100): a new user
     // every 40 turns keeps the loop under its limit.
@@ -213,7 +213,7 @@ describe('@botpress/chat 0.5.5 against the built-in chat integration', () => {
     for (let i = 0; i < turns; i++) {
       if (i % 40 === 0) {
         await listener?.disconnect()
-        client = await chat.Client.connect({ apiUrl: webhookUrl })
+        client = await chat.Client.connect({ apiUrl: streamApiUrl(webhookUrl) })
         ;({ conversation } = await client.createConversation({}))
         listener = await client.listenConversation({ id: conversation.id })
         signals = collect(listener)
