@@ -109,7 +109,6 @@ func (g *apiGateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		RouteKey:       rt.Key(),
 		RawPath:        r.URL.EscapedPath(),
 		RawQueryString: r.URL.RawQuery,
-		Headers:        map[string]string{},
 		RequestContext: events.APIGatewayV2HTTPRequestContext{
 			RouteKey: rt.Key(), AccountID: Account, Stage: "$default", RequestID: reqID, APIID: "local",
 			DomainName: r.Host, DomainPrefix: strings.Split(r.Host, ".")[0],
@@ -119,45 +118,16 @@ func (g *apiGateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			},
 		},
 	}
-	if host, _, err := net.SplitHostPort(r.RemoteAddr); err == nil {
-		ev.RequestContext.HTTP.SourceIP = host
-	}
-	for k, vs := range r.Header {
-		lk := strings.ToLower(k)
-		if lk == "cookie" {
-			for _, v := range vs {
-				for _, c := range strings.Split(v, ";") {
-					if c = strings.TrimSpace(c); c != "" {
-						ev.Cookies = append(ev.Cookies, c)
-					}
-				}
-			}
-			continue
-		}
-		ev.Headers[lk] = strings.Join(vs, ",")
-	}
-	ev.Headers["host"] = r.Host
-	ev.Headers["x-forwarded-proto"] = "http"
+	parts := eventPartsOf(r, body)
+	ev.RequestContext.HTTP.SourceIP = parts.sourceIP
+	ev.Headers, ev.Cookies, ev.QueryStringParameters = parts.headers, parts.cookies, parts.query
+	ev.Body, ev.IsBase64Encoded = parts.body, parts.base64
 	if r.ContentLength >= 0 && len(body) > 0 {
 		ev.Headers["content-length"] = strconv.Itoa(len(body))
-	}
-	if r.URL.RawQuery != "" {
-		q, _ := url.ParseQuery(r.URL.RawQuery)
-		ev.QueryStringParameters = map[string]string{}
-		for k, vs := range q {
-			ev.QueryStringParameters[k] = strings.Join(vs, ",")
-		}
 	}
 	if proxy != "" {
 		p, _ := url.PathUnescape(proxy)
 		ev.PathParameters = map[string]string{"proxy": p}
-	}
-	if len(body) > 0 {
-		if textual(r.Header.Get("Content-Type")) {
-			ev.Body = string(body)
-		} else {
-			ev.Body, ev.IsBase64Encoded = base64.StdEncoding.EncodeToString(body), true
-		}
 	}
 	payload, err := json.Marshal(ev)
 	if err != nil {
@@ -219,4 +189,53 @@ func (g *apiGateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodHead {
 		_, _ = w.Write(b)
 	}
+}
+
+// eventParts are the parts of a payload format 2.0 event that API
+// Gateway's HTTP API and function URLs take alike from a request.
+type eventParts struct {
+	sourceIP string
+	headers  map[string]string // lower-cased, values joined with ","
+	cookies  []string          // the Cookie header, split
+	query    map[string]string // nil without a query string
+	body     string            // base64 unless textual
+	base64   bool
+}
+
+func eventPartsOf(r *http.Request, body []byte) eventParts {
+	p := eventParts{headers: map[string]string{}}
+	if host, _, err := net.SplitHostPort(r.RemoteAddr); err == nil {
+		p.sourceIP = host
+	}
+	for k, vs := range r.Header {
+		lk := strings.ToLower(k)
+		if lk == "cookie" {
+			for _, v := range vs {
+				for _, c := range strings.Split(v, ";") {
+					if c = strings.TrimSpace(c); c != "" {
+						p.cookies = append(p.cookies, c)
+					}
+				}
+			}
+			continue
+		}
+		p.headers[lk] = strings.Join(vs, ",")
+	}
+	p.headers["host"] = r.Host
+	p.headers["x-forwarded-proto"] = "http"
+	if r.URL.RawQuery != "" {
+		q, _ := url.ParseQuery(r.URL.RawQuery)
+		p.query = map[string]string{}
+		for k, vs := range q {
+			p.query[k] = strings.Join(vs, ",")
+		}
+	}
+	if len(body) > 0 {
+		if textual(r.Header.Get("Content-Type")) {
+			p.body = string(body)
+		} else {
+			p.body, p.base64 = base64.StdEncoding.EncodeToString(body), true
+		}
+	}
+	return p
 }

@@ -9,9 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
-	"net/url"
 	"sort"
 	"strconv"
 	"strings"
@@ -93,7 +91,6 @@ func (u *functionURL) event(r *http.Request, body []byte) events.LambdaFunctionU
 		Version:        "2.0",
 		RawPath:        r.URL.EscapedPath(),
 		RawQueryString: r.URL.RawQuery,
-		Headers:        map[string]string{},
 		RequestContext: events.LambdaFunctionURLRequestContext{
 			AccountID: "anonymous", RequestID: uuid.NewString(), APIID: "local",
 			DomainName: r.Host, DomainPrefix: strings.Split(r.Host, ".")[0],
@@ -103,39 +100,10 @@ func (u *functionURL) event(r *http.Request, body []byte) events.LambdaFunctionU
 			},
 		},
 	}
-	if host, _, err := net.SplitHostPort(r.RemoteAddr); err == nil {
-		ev.RequestContext.HTTP.SourceIP = host
-	}
-	for k, vs := range r.Header {
-		lk := strings.ToLower(k)
-		if lk == "cookie" {
-			for _, v := range vs {
-				for _, c := range strings.Split(v, ";") {
-					if c = strings.TrimSpace(c); c != "" {
-						ev.Cookies = append(ev.Cookies, c)
-					}
-				}
-			}
-			continue
-		}
-		ev.Headers[lk] = strings.Join(vs, ",")
-	}
-	ev.Headers["host"] = r.Host
-	ev.Headers["x-forwarded-proto"] = "http"
-	if r.URL.RawQuery != "" {
-		q, _ := url.ParseQuery(r.URL.RawQuery)
-		ev.QueryStringParameters = map[string]string{}
-		for k, vs := range q {
-			ev.QueryStringParameters[k] = strings.Join(vs, ",")
-		}
-	}
-	if len(body) > 0 {
-		if textual(r.Header.Get("Content-Type")) {
-			ev.Body = string(body)
-		} else {
-			ev.Body, ev.IsBase64Encoded = base64.StdEncoding.EncodeToString(body), true
-		}
-	}
+	parts := eventPartsOf(r, body)
+	ev.RequestContext.HTTP.SourceIP = parts.sourceIP
+	ev.Headers, ev.Cookies, ev.QueryStringParameters = parts.headers, parts.cookies, parts.query
+	ev.Body, ev.IsBase64Encoded = parts.body, parts.base64
 	return ev
 }
 

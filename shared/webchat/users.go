@@ -18,17 +18,24 @@ const userDataTag = "userData"
 
 // getMe is GET /users/me: the Chat API's user with its `data`.
 func (q *req) getMe() (any, error) {
+	me, u, err := q.me()
+	if err != nil {
+		return nil, err
+	}
+	return map[string]any{"user": withData(me, u)}, nil
+}
+
+// me reads the caller's user: as the Chat API answers it, and as the
+// platform's user (its tags).
+func (q *req) me() (map[string]any, platform.User, error) {
 	var me struct {
 		User map[string]any `json:"user"`
 	}
 	if err := q.chat("GET", "/users/me", q.key(), nil, &me); err != nil {
-		return nil, err
+		return nil, platform.User{}, err
 	}
 	u, err := q.platformUser(me.User)
-	if err != nil {
-		return nil, err
-	}
-	return map[string]any{"user": withData(me.User, u)}, nil
+	return me.User, u, err
 }
 
 // updateMe is PUT /users/me {name?, pictureUrl?, userData?}: one update of
@@ -73,13 +80,7 @@ func (q *req) updateMe() (any, error) {
 		}
 		patch["tags"] = map[string]string{userDataTag: tag} // "" removes it
 	}
-	var me struct {
-		User map[string]any `json:"user"`
-	}
-	if err := q.chat("GET", "/users/me", q.key(), nil, &me); err != nil {
-		return nil, err
-	}
-	u, err := q.platformUser(me.User)
+	me, u, err := q.me()
 	if err != nil {
 		return nil, err
 	}
@@ -92,18 +93,18 @@ func (q *req) updateMe() (any, error) {
 		}
 		u = out.User
 		if u.Name != "" {
-			me.User["name"] = u.Name
+			me["name"] = u.Name
 		} else {
-			delete(me.User, "name")
+			delete(me, "name")
 		}
 		if u.PictureURL != "" {
-			me.User["pictureUrl"] = u.PictureURL
+			me["pictureUrl"] = u.PictureURL
 		} else {
-			delete(me.User, "pictureUrl")
+			delete(me, "pictureUrl")
 		}
-		me.User["updatedAt"] = u.UpdatedAt
+		me["updatedAt"] = u.UpdatedAt
 	}
-	return map[string]any{"user": withData(me.User, u)}, nil
+	return map[string]any{"user": withData(me, u)}, nil
 }
 
 // userDataValue checks the userData of a body and answers the tag's value
