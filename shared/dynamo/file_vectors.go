@@ -134,3 +134,29 @@ func (s *Store) VectorData(ctx context.Context, refs []platform.VectorChunk) ([]
 	}
 	return out, nil
 }
+
+// BotVectorBytes is the size of a bot's stored vectors (each a float32
+// scale and Dims int8 values): the sum over its manifests (a Query of
+// their gsi1 partition, a few hundred bytes per indexed file).
+func (s *Store) BotVectorBytes(ctx context.Context, botID string) (int64, error) {
+	var total int64
+	err := s.eachPage(ctx, &dynamodb.QueryInput{
+		IndexName:                 aws.String(GSI1),
+		KeyConditionExpression:    aws.String("gsi1pk = :pk"),
+		ExpressionAttributeValues: item{":pk": str(fileVectorGSI(botID))},
+		ProjectionExpression:      aws.String("#d, #c"),
+		ExpressionAttributeNames:  map[string]string{"#d": attrVDims, "#c": attrVChunks},
+	}, func(items []item) error {
+		for _, it := range items {
+			dims := getN(it, attrVDims)
+			for ref := range strings.SplitSeq(getS(it, attrVChunks), ",") {
+				_, b, _ := strings.Cut(ref, ":")
+				if n, err := strconv.ParseInt(b, 10, 64); err == nil {
+					total += n * (4 + dims)
+				}
+			}
+		}
+		return nil
+	})
+	return total, err
+}

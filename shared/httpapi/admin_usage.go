@@ -142,8 +142,8 @@ func (s *server) usageSubject(c *call, id string) (workspaceID, botID string, er
 }
 
 // usageValue counts type t for a workspace or one of its bots. Counts the
-// platform does not keep (invocations, rate limits, vector storage, AI
-// spend: it spends none) are 0.
+// platform does not keep (invocation timeouts, rate limits, indexed files,
+// AI spend: the operator's own models bill nothing) are 0.
 func (s *server) usageValue(ctx context.Context, workspaceID, botID, t string) (float64, error) {
 	if workspaceUsage[t] {
 		if botID != "" {
@@ -156,7 +156,9 @@ func (s *server) usageValue(ctx context.Context, workspaceID, botID, t string) (
 		}
 		return 0, nil
 	}
-	if t != "table_row_count" && t != "invocation_calls" && t != "storage_count" {
+	switch t {
+	case "table_row_count", "invocation_calls", "storage_count", "knowledgebase_vector_storage":
+	default:
 		return 0, nil
 	}
 	bots := []string{botID}
@@ -170,9 +172,12 @@ func (s *server) usageValue(ctx context.Context, workspaceID, botID, t string) (
 	for _, b := range bots {
 		var n int64
 		var err error
-		if t == "table_row_count" {
+		switch t {
+		case "table_row_count":
 			n, err = s.Store.BotTableRows(ctx, b)
-		} else {
+		case "knowledgebase_vector_storage": // bytes of the semantic search's vectors
+			n, err = s.Store.BotVectorBytes(ctx, b)
+		default:
 			var u dynamo.BotUsageCounts
 			u, err = s.Store.BotUsage(ctx, b, platform.Clock())
 			n = u.Invocations

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/botforge/platform/shared/apitest"
 	"github.com/botforge/platform/shared/files"
 )
 
@@ -191,11 +192,24 @@ func TestFilesSemanticIndexingBatchesAndVectorsGo(t *testing.T) {
 	if vecItems() == 0 {
 		t.Fatal("no vector items stored")
 	}
+	// The bot's vector storage, in bytes (a float32 scale and fakeDims int8
+	// values a vector), as getUsage's knowledgebase_vector_storage.
+	vectorBytes := func(want float64) {
+		t.Helper()
+		for _, id := range []string{f.bot, f.ws} { // the bot, and its workspace's sum
+			r := f.Check(f.Do(apitest.Req{Method: "GET", Path: "/v1/admin/usages/" + id + "?type=knowledgebase_vector_storage", Token: f.AdminToken}), 200, "getUsage")
+			if got := r.Body["usage"].(map[string]any)["value"]; got != want {
+				t.Fatalf("knowledgebase_vector_storage of %s: %v, want %v", id, got, want)
+			}
+		}
+	}
+	vectorBytes(150 * (4 + fakeDims))
 	// Passages replaced: the old set's vectors go with it.
 	f.Check(f.do("", "", "PUT", "/v1/files/"+id+"/passages", map[string]any{"passages": []any{map[string]any{"content": "It is sunny."}}}), 200, "setFilePassages")
 	if n := vecItems(); n != 2 { // one chunk and its manifest
 		t.Fatalf("%d vector items after setFilePassages, want 2", n)
 	}
+	vectorBytes(1 * (4 + fakeDims))
 	if ps := f.search("rain"); len(ps) != 1 || ps[0]["content"] != "It is sunny." {
 		t.Fatalf("rain after setFilePassages: %q", contents(ps))
 	}
@@ -204,6 +218,7 @@ func TestFilesSemanticIndexingBatchesAndVectorsGo(t *testing.T) {
 	if left := f.ItemsHolding(id); len(left) != 0 {
 		t.Fatalf("left after deleteFile: %v", left)
 	}
+	vectorBytes(0)
 	before, _, _ := emb.stats()
 	if ps := f.search("rain"); len(ps) != 0 {
 		t.Fatalf("deleted file found: %q", contents(ps))
