@@ -31,11 +31,20 @@ type site struct {
 	ws, botID  string
 	intID      string
 	webhookURL string
+	events     chan botEvent // every event the bot got
+}
+
+// botEvent is an event as the bot got it.
+type botEvent struct {
+	Type           string          `json:"type"`
+	ConversationID string          `json:"conversationId"`
+	UserID         string          `json:"userId"`
+	Payload        json.RawMessage `json:"payload"`
 }
 
 func newSite(t *testing.T, configuration map[string]any) *site {
 	f := apitest.New(t)
-	s := &site{t: t, f: f, intID: builtin.IntegrationID(chatapi.Name, chatapi.Version)}
+	s := &site{t: t, f: f, intID: builtin.IntegrationID(chatapi.Name, chatapi.Version), events: make(chan botEvent, 100)}
 	s.ws = s.admin("POST", "/v1/admin/workspaces", nil, map[string]any{"name": "site"}, 200).Str("id")
 	bot := httptest.NewServer(http.HandlerFunc(s.bot))
 	t.Cleanup(bot.Close)
@@ -70,8 +79,17 @@ func (s *site) bot(w http.ResponseWriter, r *http.Request) {
 			} `json:"payload"`
 		} `json:"event"`
 	}
-	_ = json.NewDecoder(r.Body).Decode(&in)
+	var ev struct {
+		Event botEvent `json:"event"`
+	}
+	body, _ := io.ReadAll(r.Body)
+	_ = json.Unmarshal(body, &in)
+	_ = json.Unmarshal(body, &ev)
 	w.WriteHeader(200)
+	select {
+	case s.events <- ev.Event:
+	default:
+	}
 	if r.Header.Get("x-bp-type") != "message_created" {
 		return
 	}
