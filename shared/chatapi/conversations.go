@@ -344,10 +344,12 @@ func (q *req) chatMessage(m platform.Message, convFid string) map[string]any {
 	return chatMessage(m, convFid, q.fidOf(m.UserID))
 }
 
-func chatMessage(m platform.Message, convFid, userFid string) map[string]any {
-	payload := map[string]any{}
+// ClientPayload is stored message m's payload as the Chat API's clients
+// see it (its type inside, a bloc's items flat) and its metadata (nil:
+// none). The webchat API shows messages the same way.
+func ClientPayload(m platform.Message) (payload map[string]any, metadata any) {
+	payload = map[string]any{}
 	_ = json.Unmarshal(m.Payload, &payload)
-	var metadata any
 	if md, ok := payload[metadataKey]; ok {
 		metadata = md
 		delete(payload, metadataKey)
@@ -356,6 +358,11 @@ func chatMessage(m platform.Message, convFid, userFid string) map[string]any {
 		payload["items"] = chatBlocItems(payload["items"])
 	}
 	payload["type"] = m.Type
+	return payload, metadata
+}
+
+func chatMessage(m platform.Message, convFid, userFid string) map[string]any {
+	payload, metadata := ClientPayload(m)
 	out := map[string]any{"id": m.ID, "createdAt": m.CreatedAt, "payload": payload, "userId": userFid, "conversationId": convFid}
 	if metadata != nil {
 		out["metadata"] = metadata
@@ -394,8 +401,9 @@ func chatBlocItems(v any) any {
 	return out
 }
 
-// botBlocItems is the bot's view of the items of a client's bloc.
-func botBlocItems(v any) any {
+// BotBlocItems is the bot's view of the items of a client's bloc (the
+// webchat's updateMessage keeps them so too).
+func BotBlocItems(v any) any {
 	items, ok := v.([]any)
 	if !ok {
 		return v
@@ -451,7 +459,7 @@ func (q *req) createMessage() (any, error) {
 		}
 	}
 	if typ == "bloc" {
-		payload["items"] = botBlocItems(payload["items"])
+		payload["items"] = BotBlocItems(payload["items"])
 	}
 	if len(in.Metadata) > 0 && string(in.Metadata) != "null" {
 		payload[metadataKey] = in.Metadata
