@@ -6,6 +6,7 @@ package chatapi_test
 // blocs in the client's shape.
 
 import (
+	"context"
 	"encoding/json"
 	"net/url"
 	"reflect"
@@ -16,6 +17,9 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/botforge/platform/shared/apitest"
+	"github.com/botforge/platform/shared/builtin"
+	"github.com/botforge/platform/shared/chatapi"
+	"github.com/botforge/platform/shared/platform"
 )
 
 // user makes a user of the installation (with id, when not empty) and
@@ -341,5 +345,61 @@ func TestChatAPIBlocs(t *testing.T) {
 	}
 	if g := s.must("GET", "/messages/"+m["id"].(string), key, nil, 200)["message"].(map[string]any); !reflect.DeepEqual(g["payload"], want) {
 		t.Fatalf("getMessage of the client's bloc: %v", g["payload"])
+	}
+}
+
+// earlier is the chat integration as 0.5.5 published it: no action.
+type earlier struct{ *chatapi.Integration }
+
+func (e earlier) Definition() platform.Integration {
+	d := e.Integration.Definition()
+	d.Version = "0.5.5"
+	d.Actions = nil
+	return d
+}
+
+// TestChatAPIEarlierVersion: over a store where 0.5.5 was published, the
+// hub's latest is this version; a bot that installed 0.5.5 is still
+// served, without sendEvent (400) until it moves to the new version.
+func TestChatAPIEarlierVersion(t *testing.T) {
+	f := apitest.New(t)
+	if err := f.Platform.Store.CreateIntegration(context.Background(), builtin.Record(earlier{chatapi.New(nil)}, platform.Now())); err != nil {
+		t.Fatal(err)
+	}
+	if v := f.Check(f.Do(apitest.Req{Method: "GET", Path: "/v1/admin/hub/integrations/chat/latest", Token: f.AdminToken}), 200, "").Str("integration.version"); v != chatapi.Version {
+		t.Fatalf("latest chat: %q, want %q", v, chatapi.Version)
+	}
+	s := newSiteOf(t, f, "0.5.5", map[string]any{})
+	key := s.user("ada")
+	conv := s.must("POST", "/conversations", key, map[string]any{}, 201)["conversation"].(map[string]any)["id"].(string)
+	st := s.listen(key, conv)
+	s.must("POST", "/events", key, map[string]any{"conversationId": conv, "payload": map[string]any{}}, 201)
+	convID := s.botEvent(s.alias() + ":custom").ConversationID
+	st.next(t)
+	send := func() apitest.Response {
+		return s.f.Do(apitest.Req{Method: "POST", Path: "/v1/chat/actions", Token: s.f.AdminToken, Headers: map[string]string{"x-bot-id": s.botID},
+			Body: map[string]any{"type": s.alias() + ":sendEvent", "input": map[string]any{"conversationId": convID, "payload": map[string]any{"k": "v"}}}})
+	}
+	if r := send(); r.Status != 400 {
+		t.Fatalf("sendEvent on 0.5.5: %d %s, want 400 (not in its definition)", r.Status, r.Raw)
+	}
+	s.admin("PUT", "/v1/admin/bots/"+s.botID, map[string]string{"x-workspace-id": s.ws}, map[string]any{"integrations": map[string]any{
+		s.alias(): map[string]any{"integrationId": builtin.IntegrationID(chatapi.Name, chatapi.Version), "enabled": true, "configuration": map[string]any{}}}}, 200)
+	// The move is a new installation (a new webhook URL, whose keys are
+	// its own): a user of it listens, and the bot's sendEvent reaches it.
+	s.intID = builtin.IntegrationID(chatapi.Name, chatapi.Version)
+	b := s.admin("GET", "/v1/admin/bots/"+s.botID, map[string]string{"x-workspace-id": s.ws}, nil, 200)
+	s.webhookURL = b.Body["bot"].(map[string]any)["integrations"].(map[string]any)[s.intID].(map[string]any)["webhookUrl"].(string)
+	key = s.user("bo")
+	conv = s.must("POST", "/conversations", key, map[string]any{}, 201)["conversation"].(map[string]any)["id"].(string)
+	st = s.listen(key, conv)
+	s.must("POST", "/events", key, map[string]any{"conversationId": conv, "payload": map[string]any{}}, 201)
+	convID = s.botEvent(s.alias() + ":custom").ConversationID
+	st.next(t)
+	if r := send(); r.Status != 200 {
+		t.Fatalf("sendEvent after the move to %s: %d %s", chatapi.Version, r.Status, r.Raw)
+	}
+	if sig := st.next(t); sig["type"] != "event_created" || sig["data"].(map[string]any)["isBot"] != true {
+		t.Fatalf("sendEvent on the stream after the move: %v", sig)
 	}
 }

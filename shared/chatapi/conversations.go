@@ -3,6 +3,7 @@ package chatapi
 import (
 	"encoding/json"
 	"net/url"
+	"slices"
 
 	"github.com/botforge/platform/shared/platform"
 )
@@ -516,11 +517,33 @@ func checkPayload(typ string, p map[string]any) error {
 			return platform.Invalid("invalid body: a location message needs numbers \"payload.latitude\" and \"payload.longitude\"")
 		}
 	case "carousel", "bloc":
-		if _, ok := p["items"].([]any); !ok {
+		items, ok := p["items"].([]any)
+		if !ok {
 			return platform.Invalid("invalid body: field \"payload.items\": an array is required for a %s message", typ)
+		}
+		if typ == "bloc" {
+			for i, it := range items {
+				if err := checkBlocItem(i, it); err != nil {
+					return err
+				}
+			}
 		}
 	}
 	return nil
+}
+
+// blocItemTypes are the item types of a bloc (the client's schema).
+var blocItemTypes = []string{"text", "markdown", "image", "audio", "video", "file", "location"}
+
+// checkBlocItem checks item i of a client's bloc as the client's schema
+// has it ({type, ...fields}), so that the bot gets items it can read.
+func checkBlocItem(i int, it any) error {
+	m, _ := it.(map[string]any) // nil when not an object: no type
+	typ, _ := m["type"].(string)
+	if slices.Contains(blocItemTypes, typ) && checkPayload(typ, m) == nil {
+		return nil
+	}
+	return platform.Invalid("invalid body: field \"payload.items[%d]\": a bloc's item is one of %v with its required fields ({\"type\": \"text\", \"text\": \"...\"})", i, blocItemTypes)
 }
 
 func (q *req) messageRecord(id string) (platform.Message, platform.Conversation, error) {
