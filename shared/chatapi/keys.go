@@ -99,10 +99,9 @@ var idRule = fmt.Sprintf("an id has 1 to %d characters among letters, digits, \"
 // checkID checks an id a client chooses for a new user or conversation
 // as Botpress's chat integration does: [a-zA-Z0-9_\-\\/], at most
 // MaxIDLength characters; anything else is 400 InvalidPayload stating the
-// rule. Existing records are found by their id whatever it is (ids chosen
+// rule, what naming the id (`invalid body: field "id"`, `the user key's
+// id`). Existing records are found by their id whatever it is (ids chosen
 // under an earlier, looser rule keep working).
-// what names the id in the message (`invalid body: field "id"`, `the
-// user key's id`).
 func checkID(what, id string) error {
 	if id == "" || len(id) > MaxIDLength {
 		return platform.Invalid("%s: %q has %d characters: %s", what, id, len(id), idRule)
