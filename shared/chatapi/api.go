@@ -351,7 +351,7 @@ func (q *req) createUser() (any, error) {
 	}
 	fid := ""
 	if in.ID != nil {
-		if err := checkID(*in.ID); err != nil {
+		if err := checkID(`invalid body: field "id"`, *in.ID); err != nil {
 			return nil, err
 		}
 		fid = *in.ID
@@ -393,9 +393,16 @@ func (q *req) getOrCreateUser() (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	if u, err := q.userByFid(q.fid); err == nil {
+	u, err := q.userByFid(q.fid)
+	if err == nil {
 		return map[string]any{"user": chatUser(u)}, nil
-	} else if platform.TypeOf(err) != platform.ErrResourceNotFound {
+	}
+	// Not found (or not even searchable): a new user, whose id (the
+	// key's) must keep the rule.
+	if bad := checkID("the user key's id", q.fid); bad != nil {
+		return nil, bad
+	}
+	if platform.TypeOf(err) != platform.ErrResourceNotFound {
 		return nil, err
 	}
 	b := in.platformUser(q.fid)

@@ -25,10 +25,17 @@ import (
 	"github.com/botforge/platform/shared/platform"
 )
 
-// Name and Version of the published integration.
+// Name and Version of the published integration, and ClientVersion, the
+// @botpress/chat whose Chat API it serves. Version changes with the
+// definition (a published version is never rewritten, docs/builtin.md):
+// 0.5.5 had no action and a bare custom event; 0.6.0 has Botpress's
+// action sendEvent and its custom event {userId, conversationId, payload}.
+// Installations of 0.5.5 keep working (served by name) without the action
+// until the bot moves to 0.6.0.
 const (
-	Name    = "chat"
-	Version = "0.5.5"
+	Name          = "chat"
+	Version       = "0.6.0"
+	ClientVersion = "0.5.5"
 )
 
 // Limits of one user key (per installation, per process).
@@ -110,8 +117,12 @@ func (*Integration) Definition() platform.Integration {
 			`"allowedOrigins":{"type":"array","items":{"type":"string"},"description":"Browser origins (scheme://host[:port]) allowed to call this installation's Chat API; none: no browser page may."}` +
 			`},"additionalProperties":false}}`),
 		Channels: map[string]json.RawMessage{"channel": channel},
-		Events:   map[string]json.RawMessage{"custom": json.RawMessage(`{"title":"Custom event","description":"An event sent by a Chat API client (createEvent)","schema":{"type":"object","additionalProperties":true}}`)},
-		User:     json.RawMessage(`{"tags":{"fid":{"title":"Chat API id"},"profile":{"title":"Profile"}},"creation":{"enabled":false,"requiredTags":[]}}`),
+		Events: map[string]json.RawMessage{"custom": json.RawMessage(`{"title":"Custom event","description":"An event sent by a Chat API client (createEvent): the user's and the conversation's ids (the bot's) and the client's payload",` +
+			`"schema":{"type":"object","properties":{"userId":{"type":"string"},"conversationId":{"type":"string"},"payload":{"type":"object","additionalProperties":true}},"required":["userId","conversationId","payload"]}}`)},
+		Actions: map[string]json.RawMessage{"sendEvent": json.RawMessage(`{"title":"Send Custom Event","description":"Send a custom event from the bot to the Chat API clients of a conversation (signal event_created)",` +
+			`"input":{"schema":{"type":"object","properties":{"conversationId":{"type":"string","minLength":1,"description":"The bot's id of the conversation"},"payload":{"type":"object","additionalProperties":true,"description":"The event's data"}},"required":["conversationId","payload"],"additionalProperties":false}},` +
+			`"output":{"schema":{"type":"object","properties":{}}}}`)},
+		User: json.RawMessage(`{"tags":{"fid":{"title":"Chat API id"},"profile":{"title":"Profile"}},"creation":{"enabled":false,"requiredTags":[]}}`),
 	}
 }
 
@@ -142,6 +153,10 @@ func (ci *Integration) Unregister(_ context.Context, in builtin.Install) error {
 
 func installTopic(webhookID string) string { return "install:" + webhookID }
 func convTopic(convID string) string       { return "conv:" + convID }
+
+// memberTopic is user userID's streams of conversation convID: closed when
+// the user is removed from it. Nothing is published on it.
+func memberTopic(convID, userID string) string { return "member:" + convID + ":" + userID }
 
 // allowOrigin answers whether a browser page of origin may call the
 // installation (its allowedOrigins: exact, or "*").

@@ -31,11 +31,24 @@ type site struct {
 	ws, botID  string
 	intID      string
 	webhookURL string
+	events     chan botEvent // every event the bot got
+}
+
+// botEvent is an event as the bot got it.
+type botEvent struct {
+	Type           string          `json:"type"`
+	ConversationID string          `json:"conversationId"`
+	UserID         string          `json:"userId"`
+	Payload        json.RawMessage `json:"payload"`
 }
 
 func newSite(t *testing.T, configuration map[string]any) *site {
-	f := apitest.New(t)
-	s := &site{t: t, f: f, intID: builtin.IntegrationID(chatapi.Name, chatapi.Version)}
+	return newSiteOf(t, apitest.New(t), chatapi.Version, configuration)
+}
+
+// newSiteOf is newSite over f, installing version of the integration.
+func newSiteOf(t *testing.T, f *apitest.Env, version string, configuration map[string]any) *site {
+	s := &site{t: t, f: f, intID: builtin.IntegrationID(chatapi.Name, version), events: make(chan botEvent, 100)}
 	s.ws = s.admin("POST", "/v1/admin/workspaces", nil, map[string]any{"name": "site"}, 200).Str("id")
 	bot := httptest.NewServer(http.HandlerFunc(s.bot))
 	t.Cleanup(bot.Close)
@@ -70,8 +83,17 @@ func (s *site) bot(w http.ResponseWriter, r *http.Request) {
 			} `json:"payload"`
 		} `json:"event"`
 	}
-	_ = json.NewDecoder(r.Body).Decode(&in)
+	var ev struct {
+		Event botEvent `json:"event"`
+	}
+	body, _ := io.ReadAll(r.Body)
+	_ = json.Unmarshal(body, &in)
+	_ = json.Unmarshal(body, &ev)
 	w.WriteHeader(200)
+	select {
+	case s.events <- ev.Event:
+	default:
+	}
 	if r.Header.Get("x-bp-type") != "message_created" {
 		return
 	}
@@ -307,6 +329,9 @@ func TestChatAPIRefusals(t *testing.T) {
 		{"empty text", "POST", "/messages", key, map[string]any{"conversationId": conv, "payload": map[string]any{"type": "text", "text": ""}}, 400},
 		{"unknown field", "POST", "/messages", key, map[string]any{"conversationId": conv, "payload": map[string]any{"type": "text", "text": "x"}, "extra": 1}, 400},
 		{"too large", "POST", "/messages", key, map[string]any{"conversationId": conv, "payload": map[string]any{"type": "text", "text": strings.Repeat("x", chatapi.MaxBody)}}, 413},
+		{"bloc item without its field", "POST", "/messages", key, map[string]any{"conversationId": conv, "payload": map[string]any{"type": "bloc", "items": []any{map[string]any{"type": "text"}}}}, 400},
+		{"bloc item of a type blocs have not", "POST", "/messages", key, map[string]any{"conversationId": conv, "payload": map[string]any{"type": "bloc", "items": []any{map[string]any{"type": "card", "title": "x"}}}}, 400},
+		{"bloc item not an object", "POST", "/messages", key, map[string]any{"conversationId": conv, "payload": map[string]any{"type": "bloc", "items": []any{"text"}}}, 400},
 		{"bad chosen id", "POST", "/users", "", map[string]any{"id": "a b"}, 400},
 		{"profile too long", "POST", "/users", "", map[string]any{"profile": strings.Repeat("p", 1001)}, 400},
 		{"an id in get-or-create (the user is the key's)", "POST", "/users/get-or-create", key, map[string]any{"id": "bob"}, 400},

@@ -3,6 +3,7 @@ package chatapi
 import (
 	"encoding/json"
 	"net/url"
+	"slices"
 
 	"github.com/botforge/platform/shared/platform"
 )
@@ -125,7 +126,7 @@ func (q *req) createConversation() (any, error) {
 	}
 	fid := platform.NewUnguessableID(platform.PrefixConversation)
 	if in.ID != nil {
-		if err := checkID(*in.ID); err != nil {
+		if err := checkID(`invalid body: field "id"`, *in.ID); err != nil {
 			return nil, err
 		}
 		fid = *in.ID
@@ -149,8 +150,8 @@ func (q *req) getOrCreateConversation() (any, error) {
 	if err := q.decode(&in); err != nil {
 		return nil, err
 	}
-	if err := checkID(in.ID); err != nil {
-		return nil, err
+	if in.ID == "" {
+		return nil, checkID(`invalid body: field "id"`, in.ID)
 	}
 	if err := q.me(); err != nil {
 		return nil, err
@@ -162,6 +163,11 @@ func (q *req) getOrCreateConversation() (any, error) {
 			return nil, err
 		}
 	case platform.TypeOf(err) == platform.ErrResourceNotFound:
+		// A new conversation: its id must keep the rule (an existing one
+		// is found whatever its id, as on Botpress).
+		if err := checkID(`invalid body: field "id"`, in.ID); err != nil {
+			return nil, err
+		}
 		if c, err = q.newConversation(in.ID); err != nil {
 			return nil, err
 		}
@@ -306,14 +312,27 @@ func (q *req) getParticipant(fid, userFid string) (any, error) {
 	return map[string]any{"participant": chatUser(u)}, nil
 }
 
+// removeParticipant: as on Botpress, only the conversation's owner (its
+// creator, tag owner) removes participants, and never itself (the
+// conversation would be left without an owner who can read it). The
+// removed user's streams of the conversation end at once, wherever they
+// are held (a close of its member topic, relayed as any signal on AWS):
+// it hears nothing more of it.
 func (q *req) removeParticipant(fid, userFid string) (any, error) {
 	c, u, err := q.participant(fid, userFid)
 	if err != nil {
 		return nil, err
 	}
+	if c.Tags["owner"] != q.fid {
+		return nil, platform.Forbidden("only the owner of conversation %q removes its participants", fid)
+	}
+	if userFid == q.fid {
+		return nil, platform.Invalid("the owner of conversation %q cannot remove itself from it", fid)
+	}
 	if err := q.call("DELETE", "/v1/chat/conversations/"+c.ID+"/participants/"+u.ID, nil, nil); err != nil {
 		return nil, err
 	}
+	q.ci.Hub.CloseTopic(memberTopic(c.ID, u.ID))
 	q.ci.publish(c.ID, "participant_removed", map[string]any{"conversationId": fid, "participantId": userFid})
 	return map[string]any{}, nil
 }
@@ -326,18 +345,84 @@ func (q *req) chatMessage(m platform.Message, convFid string) map[string]any {
 	return chatMessage(m, convFid, q.fidOf(m.UserID))
 }
 
-func chatMessage(m platform.Message, convFid, userFid string) map[string]any {
-	payload := map[string]any{}
+// ClientPayload is stored message m's payload as the Chat API's clients
+// see it (its type inside, a bloc's items flat) and its metadata (nil:
+// none). The webchat API shows messages the same way.
+func ClientPayload(m platform.Message) (payload map[string]any, metadata any) {
+	payload = map[string]any{}
 	_ = json.Unmarshal(m.Payload, &payload)
-	var metadata any
 	if md, ok := payload[metadataKey]; ok {
 		metadata = md
 		delete(payload, metadataKey)
 	}
+	if m.Type == "bloc" {
+		payload["items"] = chatBlocItems(payload["items"])
+	}
 	payload["type"] = m.Type
+	return payload, metadata
+}
+
+func chatMessage(m platform.Message, convFid, userFid string) map[string]any {
+	payload, metadata := ClientPayload(m)
 	out := map[string]any{"id": m.ID, "createdAt": m.CreatedAt, "payload": payload, "userId": userFid, "conversationId": convFid}
 	if metadata != nil {
 		out["metadata"] = metadata
+	}
+	return out
+}
+
+// A bloc's items are kept as Botpress keeps them, {type, payload: {...}}
+// (what a bot writes and reads), and the Chat API shows them as its
+// client's schema has them, {type, ...payload}, as Botpress's chat
+// integration maps them (message-payload.ts) both ways.
+
+// chatBlocItems is the client's view of a bloc's items. An item without a
+// payload object is left as it is (a bloc stored in the client's shape
+// before the mapping).
+func chatBlocItems(v any) any {
+	items, ok := v.([]any)
+	if !ok {
+		return v
+	}
+	out := make([]any, 0, len(items))
+	for _, it := range items {
+		m, ok := it.(map[string]any)
+		p, isObj := m["payload"].(map[string]any)
+		if !ok || !isObj {
+			out = append(out, it)
+			continue
+		}
+		flat := make(map[string]any, len(p)+1)
+		for k, x := range p {
+			flat[k] = x
+		}
+		flat["type"] = m["type"]
+		out = append(out, flat)
+	}
+	return out
+}
+
+// BotBlocItems is the bot's view of the items of a client's bloc (the
+// webchat's updateMessage keeps them so too).
+func BotBlocItems(v any) any {
+	items, ok := v.([]any)
+	if !ok {
+		return v
+	}
+	out := make([]any, 0, len(items))
+	for _, it := range items {
+		m, ok := it.(map[string]any)
+		if !ok {
+			out = append(out, it)
+			continue
+		}
+		p := make(map[string]any, len(m))
+		for k, x := range m {
+			if k != "type" {
+				p[k] = x
+			}
+		}
+		out = append(out, map[string]any{"type": m["type"], "payload": p})
 	}
 	return out
 }
@@ -373,6 +458,9 @@ func (q *req) createMessage() (any, error) {
 		if k != "type" {
 			payload[k] = v
 		}
+	}
+	if typ == "bloc" {
+		payload["items"] = BotBlocItems(payload["items"])
 	}
 	if len(in.Metadata) > 0 && string(in.Metadata) != "null" {
 		payload[metadataKey] = in.Metadata
@@ -429,11 +517,33 @@ func checkPayload(typ string, p map[string]any) error {
 			return platform.Invalid("invalid body: a location message needs numbers \"payload.latitude\" and \"payload.longitude\"")
 		}
 	case "carousel", "bloc":
-		if _, ok := p["items"].([]any); !ok {
+		items, ok := p["items"].([]any)
+		if !ok {
 			return platform.Invalid("invalid body: field \"payload.items\": an array is required for a %s message", typ)
+		}
+		if typ == "bloc" {
+			for i, it := range items {
+				if err := checkBlocItem(i, it); err != nil {
+					return err
+				}
+			}
 		}
 	}
 	return nil
+}
+
+// blocItemTypes are the item types of a bloc (the client's schema).
+var blocItemTypes = []string{"text", "markdown", "image", "audio", "video", "file", "location"}
+
+// checkBlocItem checks item i of a client's bloc as the client's schema
+// has it ({type, ...fields}), so that the bot gets items it can read.
+func checkBlocItem(i int, it any) error {
+	m, _ := it.(map[string]any) // nil when not an object: no type
+	typ, _ := m["type"].(string)
+	if slices.Contains(blocItemTypes, typ) && checkPayload(typ, m) == nil {
+		return nil
+	}
+	return platform.Invalid("invalid body: field \"payload.items[%d]\": a bloc's item is one of %v with its required fields ({\"type\": \"text\", \"text\": \"...\"})", i, blocItemTypes)
 }
 
 func (q *req) messageRecord(id string) (platform.Message, platform.Conversation, error) {
@@ -500,7 +610,9 @@ func (q *req) listMessages(fid string) (any, error) {
 }
 
 // Events: custom events of the client (type "custom", the bot gets
-// "<alias>:custom").
+// "<alias>:custom" whose payload is {userId, conversationId, payload}, the
+// bot's ids of the user and the conversation and the client's payload, as
+// Botpress's chat integration sends it; the client sees its payload).
 
 func (q *req) createEvent() (any, error) {
 	var in struct {
@@ -523,7 +635,8 @@ func (q *req) createEvent() (any, error) {
 	var out struct {
 		Event platform.Event `json:"event"`
 	}
-	if err := q.call("POST", "/v1/chat/events", map[string]any{"type": "custom", "payload": in.Payload, "conversationId": c.ID, "userId": q.user.ID}, &out); err != nil {
+	wrapped := map[string]any{"userId": q.user.ID, "conversationId": c.ID, "payload": in.Payload}
+	if err := q.call("POST", "/v1/chat/events", map[string]any{"type": "custom", "payload": wrapped, "conversationId": c.ID, "userId": q.user.ID}, &out); err != nil {
 		return nil, err
 	}
 	ev := chatEvent(out.Event, in.ConversationID, q.fid)
@@ -534,6 +647,11 @@ func (q *req) createEvent() (any, error) {
 func chatEvent(e platform.Event, convFid, userFid string) map[string]any {
 	payload := map[string]any{}
 	_ = json.Unmarshal(e.Payload, &payload)
+	// The client's payload inside the event's (an event stored before
+	// 0.6.0 is the client's payload itself).
+	if inner, ok := payload["payload"].(map[string]any); ok && payload["conversationId"] == e.ConversationID {
+		payload = inner
+	}
 	return map[string]any{"id": e.ID, "createdAt": e.CreatedAt, "payload": payload, "conversationId": convFid, "userId": userFid}
 }
 

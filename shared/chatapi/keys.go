@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"time"
 
@@ -75,8 +76,11 @@ func verifyKey(key []byte, token string) (string, error) {
 	if err != nil || json.Unmarshal(pb, &claims) != nil {
 		return "", bad
 	}
+	// The id is checked where a user is made (getOrCreateUser), as on
+	// Botpress: a well-signed key of an id outside the rule is a 400 there,
+	// not a bad key.
 	id, ok := claims.ID.(string)
-	if !ok || checkID(id) != nil {
+	if !ok || id == "" {
 		return "", bad
 	}
 	if claims.Exp != nil && float64(time.Now().Unix()) >= *claims.Exp {
@@ -85,14 +89,26 @@ func verifyKey(key []byte, token string) (string, error) {
 	return id, nil
 }
 
-// checkID checks an id a client chose (a user's, a conversation's).
-func checkID(id string) error {
-	if id == "" || len(id) > 100 {
-		return platform.Invalid("an id must have 1 to 100 characters")
+// MaxIDLength is the longest id a client may choose (a user's, a
+// conversation's), as on Botpress's chat integration (validate-fid.ts).
+const MaxIDLength = 70
+
+// idRule is the rule of a client-chosen id, as its errors state it.
+var idRule = fmt.Sprintf("an id has 1 to %d characters among letters, digits, \"_\", \"-\", \"\\\" and \"/\"", MaxIDLength)
+
+// checkID checks an id a client chooses for a new user or conversation
+// as Botpress's chat integration does: [a-zA-Z0-9_\-\\/], at most
+// MaxIDLength characters; anything else is 400 InvalidPayload stating the
+// rule, what naming the id (`invalid body: field "id"`, `the user key's
+// id`). Existing records are found by their id whatever it is (ids chosen
+// under an earlier, looser rule keep working).
+func checkID(what, id string) error {
+	if id == "" || len(id) > MaxIDLength {
+		return platform.Invalid("%s: %q has %d characters: %s", what, id, len(id), idRule)
 	}
 	for _, c := range id {
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.ContainsRune("-_.:@|+=", c)) {
-			return platform.Invalid("id %q: only letters, digits and - _ . : @ | + = are allowed", id)
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-' || c == '\\' || c == '/') {
+			return platform.Invalid("%s: %q has the character %q: %s", what, id, c, idRule)
 		}
 	}
 	return nil
@@ -102,7 +118,7 @@ func checkID(id string) error {
 // API id is id, valid until exp (zero: no expiry). The webchat
 // integration (shared/webchat) hands such keys out on POST /users/key.
 func SignUserKey(in builtin.Install, id string, exp time.Time) (string, error) {
-	if err := checkID(id); err != nil {
+	if err := checkID(`invalid body: field "id"`, id); err != nil {
 		return "", err
 	}
 	key := signingKey(in, configOf(in))

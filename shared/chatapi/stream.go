@@ -64,22 +64,41 @@ func (q *req) streamConversation(fid string) (platform.Conversation, error) {
 }
 
 // subscribe takes one of the user's MaxListeners stream slots and
-// subscribes to conversation convID's and the installation's events, for an
-// SSE stream or a WebSocket alike; release gives both back.
+// subscribes to conversation convID's and the installation's events, and
+// to the user's membership of the conversation (closed when it is
+// removed), for an SSE stream or a WebSocket alike; release gives both
+// back.
 func (q *req) subscribe(convID string) (sub *listen.Sub, release func(), err error) {
 	streamKey := q.in.Instance.WebhookID + "\x00" + q.fid
 	if !q.ci.openStream(streamKey) {
 		return nil, nil, platform.Errorf(platform.ErrRateLimited, "user %q already holds %d streams on this Chat API: close one first", q.fid, MaxListeners)
 	}
-	sub = q.ci.Hub.Subscribe(convTopic(convID), installTopic(q.in.Instance.WebhookID))
-	return sub, func() {
+	sub = q.ci.Hub.Subscribe(convTopic(convID), installTopic(q.in.Instance.WebhookID), memberTopic(convID, q.user.ID))
+	release = func() {
 		sub.Close()
 		q.ci.closeStream(streamKey)
-	}, nil
+	}
+	// A removal between the check of the caller's membership and the
+	// subscription closed a topic nobody held yet: look again now that a
+	// removal would close this stream.
+	var in bool
+	err = builtin.OnFreshStack(func() (err error) {
+		in, err = q.isParticipant(convID, q.user.ID)
+		return err
+	})
+	if err == nil && !in {
+		err = platform.Forbidden("user %q is not a participant of this conversation", q.fid)
+	}
+	if err != nil {
+		release()
+		return nil, nil, err
+	}
+	return sub, release, nil
 }
 
 // listen holds the stream of conversation fid until the client leaves,
-// the conversation is deleted, or the installation is disabled or removed.
+// the user is removed from the conversation, the conversation is deleted,
+// or the installation is disabled or removed.
 func (q *req) listen(fid string) error {
 	c, err := q.streamConversation(fid)
 	if err != nil {

@@ -564,3 +564,37 @@ func TestRelayThroughMotoStream(t *testing.T) {
 	topic := c.convTopic()
 	waitFor(t, func() bool { return len(c.holders(topic)) == 0 }, "the holder of a client that left removed")
 }
+
+// TestRelayRemovedParticipant: on AWS, the owner's removal of a
+// participant (the Chat function) ends the removed user's stream held by
+// the streaming function within a second (a close signal through the
+// table, at the default PollEvery), while the owner's stream there goes
+// on.
+func TestRelayRemovedParticipant(t *testing.T) {
+	c := newCloud(t, time.Minute)
+	owner, convID := c.user()
+	bob := c.call(c.chat.URL, "POST", "/users", "", map[string]any{"id": "bob"}, 201)["key"].(string)
+	c.call(c.chat.URL, "POST", "/conversations/"+convID+"/participants", owner, map[string]any{"userId": "bob"}, 200)
+	ownerSt := c.listen(owner, convID)
+	bobSt := c.listen(bob, convID)
+	c.call(c.chat.URL, "POST", "/messages", owner, map[string]any{"conversationId": convID, "payload": map[string]any{"type": "text", "text": "before"}}, 201)
+	for _, s := range []*sse{ownerSt, bobSt} {
+		if typ, _ := s.next(t, 10*time.Second); typ != "message_created" {
+			t.Fatalf("before the removal: %s", typ)
+		}
+	}
+
+	removed := time.Now()
+	c.call(c.chat.URL, "DELETE", "/conversations/"+convID+"/participants/bob", owner, nil, 200)
+	if typ, data := bobSt.next(t, time.Second); typ != "" {
+		t.Fatalf("the removed participant's stream got %s %v, want its end", typ, data)
+	}
+	t.Logf("removed participant's stream ended %s after the removal's answer (poll every %s)", time.Since(removed), chatrelay.PollEvery)
+	if typ, data := ownerSt.next(t, 10*time.Second); typ != "participant_removed" || data["participantId"] != "bob" {
+		t.Fatalf("the owner's stream: %s %v, want participant_removed", typ, data)
+	}
+	c.call(c.chat.URL, "POST", "/messages", owner, map[string]any{"conversationId": convID, "payload": map[string]any{"type": "text", "text": "after"}}, 201)
+	if typ, data := ownerSt.next(t, 10*time.Second); typ != "message_created" || data["payload"].(map[string]any)["text"] != "after" {
+		t.Fatalf("the owner's stream after the removal: %s %v", typ, data)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"strings"
 
+	"github.com/botforge/platform/shared/chatapi"
 	"github.com/botforge/platform/shared/platform"
 )
 
@@ -212,6 +213,9 @@ func (q *req) updateMessage(id string) (any, error) {
 		if hasMD {
 			payload["metadata"] = md
 		}
+		if stored.Type == "bloc" {
+			payload["items"] = chatapi.BotBlocItems(payload["items"])
+		}
 	}
 	if len(in.Metadata) > 0 && string(in.Metadata) != "null" {
 		payload["metadata"] = in.Metadata
@@ -230,14 +234,11 @@ func (q *req) updateMessage(id string) (any, error) {
 // webchatMessage is stored message m as the Chat API showed it (prev: its
 // ids as the client knows them), with its feedback.
 func webchatMessage(m platform.Message, prev map[string]any) map[string]any {
-	payload := map[string]any{}
-	_ = json.Unmarshal(m.Payload, &payload)
+	payload, md := chatapi.ClientPayload(m)
 	out := map[string]any{"id": m.ID, "createdAt": m.CreatedAt, "conversationId": prev["conversationId"], "userId": prev["userId"]}
-	if md, ok := payload["metadata"]; ok {
+	if md != nil {
 		out["metadata"] = md
-		delete(payload, "metadata")
 	}
-	payload["type"] = m.Type
 	out["payload"] = payload
 	if v := m.Tags["feedback"]; v != "" {
 		fb := map[string]any{"value": v}

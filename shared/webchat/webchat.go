@@ -36,11 +36,12 @@ import (
 // page vendors). Version changes with the definition (a published version
 // is never rewritten, docs/builtin.md): 4.5.2 had the typing actions only;
 // 4.6.0 adds the actions of Botpress's webchat integration and the user's
-// userData tag. Installations of 4.5.2 keep working (served by name) with
-// its actions until the bot moves to 4.6.0.
+// userData tag; 4.6.1 the custom event's shape of the chat integration
+// 0.6.0 ({userId, conversationId, payload}). Installations of 4.5.2 keep
+// working (served by name) with its actions until the bot moves on.
 const (
 	Name             = "webchat"
-	Version          = "4.6.0"
+	Version          = "4.6.1"
 	ComponentVersion = "4.5.2"
 )
 

@@ -204,6 +204,143 @@ describe('@botpress/chat 0.5.5 against the built-in chat integration', () => {
     assert.ok(conversations.some((c) => c.id === conversation.id))
   })
 
+  // As Botpress's own chat integration (issue 35).
+
+  /** ended resolves when listener's stream ends (its 'error'), with when. */
+  function ended(listener) {
+    return new Promise((resolve) => {
+      listener.on('error', () => resolve(performance.now()))
+    })
+  }
+
+  test('a removed participant\'s stream ends within a second of the removal; it hears nothing more', async () => {
+    const owner = await chat.Client.connect({ apiUrl: streamApiUrl(webhookUrl) })
+    // The removal through the API (on AWS another function than the streams').
+    const ownerApi = await chat.Client.connect({ apiUrl: webhookUrl, userKey: owner.user.key })
+    const bob = await chat.Client.connect({ apiUrl: streamApiUrl(webhookUrl) })
+    const { conversation } = await owner.createConversation({})
+    await owner.addParticipant({ conversationId: conversation.id, userId: bob.user.id })
+    const ownerListener = await owner.listenConversation({ id: conversation.id })
+    const ownerSignals = collect(ownerListener)
+    const bobListener = await bob.listenConversation({ id: conversation.id })
+    const bobSignals = collect(bobListener)
+    const bobEnded = ended(bobListener)
+
+    await owner.createMessage({ conversationId: conversation.id, payload: { type: 'text', text: 'before' } })
+    await bobSignals.next((s) => s.type === 'message_created' && s.data.isBot && s.data.payload.text === 'echo: before')
+    await ownerSignals.next((s) => s.type === 'message_created' && s.data.isBot && s.data.payload.text === 'echo: before')
+
+    const t0 = performance.now()
+    await ownerApi.removeParticipant({ conversationId: conversation.id, userId: bob.user.id })
+    const answered = performance.now()
+    const at = await Promise.race([bobEnded, sleep(1000).then(() => null)])
+    assert.ok(at !== null, 'the removed participant\'s stream is still open a second after the removal')
+    console.log(`removed participant's stream ended ${(at - answered).toFixed(0)} ms after the removal's answer (${(at - t0).toFixed(0)} ms after its request)`)
+    bobSignals.seen.length = 0
+
+    // The conversation goes on for the owner; nothing of it reaches Bob.
+    await owner.createMessage({ conversationId: conversation.id, payload: { type: 'text', text: 'bar' } })
+    await ownerSignals.next((s) => s.type === 'message_created' && s.data.isBot && s.data.payload.text === 'echo: bar')
+    assert.deepEqual(bobSignals.seen, [])
+    await expectChatError(bob.listMessages({ conversationId: conversation.id }), 403)
+    await ownerListener.disconnect()
+  })
+
+  test('only the owner removes participants; the owner cannot be removed', async () => {
+    const owner = await chat.Client.connect({ apiUrl: webhookUrl })
+    const bob = await chat.Client.connect({ apiUrl: webhookUrl })
+    const carol = await chat.Client.connect({ apiUrl: webhookUrl })
+    const { conversation } = await owner.createConversation({})
+    for (const u of [bob, carol]) await owner.addParticipant({ conversationId: conversation.id, userId: u.user.id })
+    await expectChatError(bob.removeParticipant({ conversationId: conversation.id, userId: carol.user.id }), 403)
+    await expectChatError(bob.removeParticipant({ conversationId: conversation.id, userId: owner.user.id }), 403)
+    await assert.rejects(owner.removeParticipant({ conversationId: conversation.id, userId: owner.user.id }), (e) => {
+      assert.equal(e.code ?? e.status, 400, e.message)
+      assert.equal(e.type, 'InvalidPayload', e.message)
+      return true
+    })
+    assert.equal((await owner.getConversation({ id: conversation.id })).conversation.id, conversation.id)
+    const { participants } = await owner.listParticipants({ conversationId: conversation.id })
+    assert.equal(participants.length, 3)
+    await owner.removeParticipant({ conversationId: conversation.id, userId: carol.user.id })
+    await expectChatError(carol.getConversation({ id: conversation.id }), 403)
+  })
+
+  test('client-chosen ids outside [a-zA-Z0-9_\\-\\\\/]{1,70} are 400 InvalidPayload stating the rule', async () => {
+    const rule = (e) => {
+      assert.equal(e.code ?? e.status, 400, e.message)
+      assert.equal(e.type, 'InvalidPayload', e.message)
+      assert.match(e.message, /1 to 70 characters/)
+      return true
+    }
+    const long = 'a'.repeat(71)
+    const anon = new chat.Client({ apiUrl: webhookUrl })
+    await assert.rejects(anon.createUser({ id: 'invalid+abc' }), rule)
+    await assert.rejects(anon.createUser({ id: long }), rule)
+    const client = await chat.Client.connect({ apiUrl: webhookUrl })
+    for (const id of ['invalid+abc', long]) {
+      await assert.rejects(client.createConversation({ id }), rule)
+      await assert.rejects(client.getOrCreateConversation({ id }), rule)
+    }
+    const ok = `order/7\\x_${'b'.repeat(60)}`
+    assert.equal(ok.length, 70)
+    assert.equal((await client.getOrCreateConversation({ id: ok })).conversation.id, ok)
+    assert.equal((await anon.createUser({ id: 'a'.repeat(70) })).user.id, 'a'.repeat(70))
+    // Personal mode: a well-signed key of a 123-character id.
+    const personal = await installChat({ encryptionKey: 'k-of-the-site' })
+    await assert.rejects(chat.Client.connect({ apiUrl: personal.webhookUrl, encryptionKey: 'k-of-the-site', userId: 'x'.repeat(123) }), rule)
+  })
+
+  test('custom events: the user\'s reaches the bot as {userId, conversationId, payload}; the bot\'s sendEvent reaches the client as event_created', async () => {
+    const client = await chat.Client.connect({ apiUrl: streamApiUrl(webhookUrl) })
+    const { conversation } = await client.createConversation({})
+    const listener = await client.listenConversation({ id: conversation.id })
+    const signals = collect(listener)
+    const marker = `m-${Date.now()}`
+    const { event } = await client.createEvent({ conversationId: conversation.id, payload: { clicked: 'buy', marker } })
+    assert.deepEqual(event.payload, { clicked: 'buy', marker })
+    const got = await botFixture.waitFor((c) => c.op === 'event_received' && c.event.payload?.payload?.marker === marker)
+    assert.equal(got.event.type, 'chat:custom')
+    assert.deepEqual(got.event.payload, { userId: got.event.userId, conversationId: got.event.conversationId, payload: { clicked: 'buy', marker } })
+    await signals.next((s) => s.type === 'event_created' && !s.data.isBot)
+
+    await client.createMessage({ conversationId: conversation.id, payload: { type: 'text', text: 'event please' } })
+    const sig = await signals.next((s) => s.type === 'event_created' && s.data.isBot)
+    assert.deepEqual(sig.data.payload, { from: 'bot', n: 1 })
+    assert.equal(sig.data.conversationId, conversation.id)
+    assert.equal(sig.data.userId, bot.id)
+    await listener.disconnect()
+  })
+
+  test('a bloc from the bot arrives on the stream and in listMessages in the client\'s shape, every item type', async () => {
+    const client = await chat.Client.connect({ apiUrl: streamApiUrl(webhookUrl) })
+    const { conversation } = await client.createConversation({})
+    const listener = await client.listenConversation({ id: conversation.id })
+    const signals = collect(listener)
+    const unknown = []
+    listener.on('unknown', (d) => unknown.push(d))
+    await client.createMessage({ conversationId: conversation.id, payload: { type: 'text', text: 'bloc please' } })
+    const want = {
+      type: 'bloc',
+      items: [
+        { type: 'text', text: 'Hi' },
+        { type: 'markdown', markdown: '**Hi**' },
+        { type: 'image', imageUrl: 'https://example.com/i.png' },
+        { type: 'audio', audioUrl: 'https://example.com/a.mp3' },
+        { type: 'video', videoUrl: 'https://example.com/v.mp4' },
+        { type: 'file', fileUrl: 'https://example.com/f.pdf', title: 'F' },
+        { type: 'location', latitude: 45.5, longitude: -73.6, address: 'Here', title: 'T' },
+      ],
+    }
+    const sig = await signals.next((s) => s.type === 'message_created' && s.data.isBot).catch((e) => {
+      throw new Error(`${e.message}; frames the client could not parse: ${JSON.stringify(unknown).slice(0, 1500)}`)
+    })
+    assert.deepEqual(sig.data.payload, want)
+    const { messages } = await client.listMessages({ conversationId: conversation.id })
+    assert.deepEqual(messages.find((m) => m.id === sig.data.id)?.payload, want)
+    await listener.disconnect()
+  })
+
   test('200 turns: user message -> bot reply on the stream', async () => {
     const turns = Number(process.env.CHAT_TURNS ?? 200)
     // A key may send 20 requests a second (bursts of 100): a new user
