@@ -31,15 +31,35 @@ const (
 	Version = "0.5.5"
 )
 
-// Limits of one user key (per installation, per process).
+// Limits of one user key.
 const (
 	// MaxBody caps a request body (a message's payload, a user's profile).
 	MaxBody = 64 << 10
-	// MaxListeners is how many streams one key may hold open at once.
+	// MaxListeners is how many streams one key may hold open at once,
+	// across the platform (the shared limits).
 	MaxListeners = 5
 )
 
-// RatePerSecond and Burst bound a key's requests (a token bucket).
+// Limits held across the whole platform (platform.SharedLimits: the
+// table), per installation (docs/chat-api.md "Limits").
+var (
+	// MaxStreamsPerAddress is how many streams one client address may
+	// hold open at once.
+	MaxStreamsPerAddress int64 = 100
+	// MaxStreams is how many streams the installation may hold open.
+	MaxStreams int64 = 10000
+	// UsersWindow is the fixed window of the user-creation limits.
+	UsersWindow = 10 * time.Minute
+	// MaxUsersPerAddress is how many anonymous users (POST /users) one
+	// client address may create per UsersWindow.
+	MaxUsersPerAddress int64 = 100
+	// MaxUsers is how many anonymous users the installation may create
+	// per UsersWindow.
+	MaxUsers int64 = 10000
+)
+
+// RatePerSecond and Burst bound a key's requests (a token bucket, per
+// process: a request rate, which every API function also bounds).
 var (
 	RatePerSecond = 20.0
 	Burst         = 100
@@ -70,6 +90,10 @@ type Hub interface {
 // with other APIs that hold streams (a webchat API).
 type Integration struct {
 	Hub Hub
+	// Limits count the streams and user creations across the platform
+	// (the store's: shared/dynamo); nil: streams per key are counted in
+	// this process only, creations not at all.
+	Limits platform.SharedLimits
 
 	mu      sync.Mutex
 	buckets map[string]*bucket // webhookId + key: the key's rate
@@ -80,12 +104,13 @@ type Integration struct {
 	checks  sync.Map           // webhookId -> *installCheck
 }
 
-// New returns the chat integration over hub (nil: a hub of its own).
-func New(hub Hub) *Integration {
+// New returns the chat integration over hub (nil: a hub of its own) and
+// the platform's shared limits.
+func New(hub Hub, limits platform.SharedLimits) *Integration {
 	if hub == nil || hub == Hub((*listen.Hub)(nil)) {
 		hub = listen.NewHub()
 	}
-	return &Integration{Hub: hub, buckets: map[string]*bucket{}, streams: map[string]int{},
+	return &Integration{Hub: hub, Limits: limits, buckets: map[string]*bucket{}, streams: map[string]int{},
 		users: newIDCache(), convs: newIDCache(), fids: newIDCache()}
 }
 

@@ -53,9 +53,10 @@ type Integration struct {
 }
 
 // New returns the webchat integration over hub (shared with the chat
-// integration's streams; nil: a hub of its own).
-func New(hub chatapi.Hub) *Integration {
-	return &Integration{chat: chatapi.New(hub)}
+// integration's streams; nil: a hub of its own) and the platform's shared
+// limits (the chat integration's: the same counts).
+func New(hub chatapi.Hub, limits platform.SharedLimits) *Integration {
+	return &Integration{chat: chatapi.New(hub, limits)}
 }
 
 // Definition is the published version: the chat integration's channel and
@@ -231,10 +232,8 @@ func (q *req) chat(method, path, key string, body, out any) error {
 	if err != nil {
 		return err
 	}
+	// The caller's address (shared/clientip) rides on q.ctx.
 	r.RemoteAddr = q.r.RemoteAddr
-	if f := q.r.Header.Get("X-Forwarded-For"); f != "" {
-		r.Header.Set("X-Forwarded-For", f)
-	}
 	r.Header.Set("Content-Type", "application/json")
 	if key != "" {
 		r.Header.Set("x-user-key", key)
