@@ -1,6 +1,6 @@
 // Package clientip finds the address of the client an HTTP request came
 // from, as the platform's edge saw it: what every per-address limit counts
-// (docs/security.md "The client's address").
+// (docs/security.md "The client's address", docs/chat-api.md "Limits").
 //
 // The address is the socket's peer: locally the TCP peer, on AWS the
 // source address of the API Gateway or function URL event (the Lambda
