@@ -215,12 +215,13 @@ func (q *req) countCreation() error {
 	}
 	wh, addr := q.in.Instance.WebhookID, clientip.Of(q.r)
 	every := UsersWindow.String()
+	perAddr, all := or(q.cfg.Limits.UsersPerAddress, MaxUsersPerAddress), or(q.cfg.Limits.Users, MaxUsers)
 	return builtin.OnFreshStack(func() error {
 		return q.ci.Limits.Count(q.ctx, UsersWindow,
-			platform.Scope{Key: "users/addr/" + wh + "/" + addr, Max: MaxUsersPerAddress,
-				Refusal: fmt.Sprintf("too many users created from your address (%s) (the limit per address): at most %d every %s", addr, MaxUsersPerAddress, every)},
-			platform.Scope{Key: "users/install/" + wh, Max: MaxUsers,
-				Refusal: fmt.Sprintf("too many users created on this Chat API (the limit per installation): at most %d every %s", MaxUsers, every)})
+			platform.Scope{Key: "users/addr/" + wh + "/" + addr, Max: perAddr,
+				Refusal: fmt.Sprintf("too many users created from your address (%s) (the limit per address): at most %d every %s", addr, perAddr, every)},
+			platform.Scope{Key: "users/install/" + wh, Max: all,
+				Refusal: fmt.Sprintf("too many users created on this Chat API (the limit per installation): at most %d every %s", all, every)})
 	})
 }
 

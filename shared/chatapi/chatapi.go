@@ -16,6 +16,7 @@ package chatapi
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"sync"
 	"time"
@@ -25,10 +26,13 @@ import (
 	"github.com/botforge/platform/shared/platform"
 )
 
-// Name and Version of the published integration.
+// Name and Version of the published integration (it serves the Chat API
+// of @botpress/chat 0.5.5). A published version is never rewritten
+// (docs/builtin.md): 0.5.5 was the first; 0.6.0 adds the limits to the
+// configuration. Installations of 0.5.5 keep working, with the defaults.
 const (
 	Name    = "chat"
-	Version = "0.5.5"
+	Version = "0.6.0"
 )
 
 // Limits of one user key.
@@ -132,7 +136,8 @@ func (*Integration) Definition() platform.Integration {
 		Description: "The Chat API of @botpress/chat, served by the platform: end users talk to the bot from any program or web page.",
 		Configuration: json.RawMessage(`{"identifier":{"required":false},"schema":{"type":"object","properties":{` +
 			`"encryptionKey":{"type":"string","minLength":1,"description":"Personal mode: the clients sign their own user keys (HS256) with this key, and POST /users is refused."},` +
-			`"allowedOrigins":{"type":"array","items":{"type":"string"},"description":"Browser origins (scheme://host[:port]) allowed to call this installation's Chat API; none: no browser page may."}` +
+			`"allowedOrigins":{"type":"array","items":{"type":"string"},"description":"Browser origins (scheme://host[:port]) allowed to call this installation's Chat API; none: no browser page may."},` +
+			LimitsSchema +
 			`},"additionalProperties":false}}`),
 		Channels: map[string]json.RawMessage{"channel": channel},
 		Events:   map[string]json.RawMessage{"custom": json.RawMessage(`{"title":"Custom event","description":"An event sent by a Chat API client (createEvent)","schema":{"type":"object","additionalProperties":true}}`)},
@@ -140,10 +145,34 @@ func (*Integration) Definition() platform.Integration {
 	}
 }
 
+// LimitsSchema is the "limits" property of the configuration (the chat
+// and webchat integrations'): the installation's own values of the limits
+// held across the platform, in place of the defaults.
+var LimitsSchema = fmt.Sprintf(`"limits":{"type":"object","additionalProperties":false,"description":"This installation's limits, held across the platform (unset: the defaults).","properties":{`+
+	`"usersPerAddress":{"type":"integer","minimum":1,"maximum":1000000000,"description":"Anonymous users (POST /users, a webchat without a key) one client address may create every %s (default %d)."},`+
+	`"users":{"type":"integer","minimum":1,"maximum":1000000000,"description":"Anonymous users the installation may create every %s (default %d)."},`+
+	`"streamsPerAddress":{"type":"integer","minimum":1,"maximum":1000000000,"description":"Streams one client address may hold open at once (default %d)."},`+
+	`"streams":{"type":"integer","minimum":1,"maximum":1000000000,"description":"Streams the installation may hold open at once (default %d)."}}}`,
+	UsersWindow, MaxUsersPerAddress, UsersWindow, MaxUsers, MaxStreamsPerAddress, MaxStreams)
+
 // config is an installation's configuration.
 type config struct {
 	EncryptionKey  string   `json:"encryptionKey"`
 	AllowedOrigins []string `json:"allowedOrigins"`
+	Limits         struct {
+		UsersPerAddress   int64 `json:"usersPerAddress"`
+		Users             int64 `json:"users"`
+		StreamsPerAddress int64 `json:"streamsPerAddress"`
+		Streams           int64 `json:"streams"`
+	} `json:"limits"`
+}
+
+// or is v when the configuration sets it, else the default def.
+func or(v, def int64) int64 {
+	if v > 0 {
+		return v
+	}
+	return def
 }
 
 func configOf(in builtin.Install) config {

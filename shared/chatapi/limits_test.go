@@ -245,3 +245,37 @@ func TestStreamLimitsAcrossFunctions(t *testing.T) {
 func apitestReq(method, url string, hdr map[string]string) apitest.Req {
 	return apitest.Req{Method: method, URL: url, Headers: hdr, Body: map[string]any{}}
 }
+
+// TestLimitsConfigured: the installation's configuration sets its own
+// limits (in place of the defaults): 2 users per address, then 429 saying
+// at most 2; a stream per address, then 429; an invalid value is refused
+// at installation (400).
+func TestLimitsConfigured(t *testing.T) {
+	s := newSite(t, map[string]any{"limits": map[string]any{"usersPerAddress": 2, "streamsPerAddress": 1}})
+	var keys []string
+	for i := 0; i < 2; i++ {
+		keys = append(keys, s.must("POST", "/users", "", map[string]any{}, 201)["key"].(string))
+	}
+	if code, out := s.chat("POST", "/users", "", map[string]any{}); code != 429 || !strings.Contains(fmt.Sprint(out["message"]), "at most 2 every") {
+		t.Fatalf("third user: %d %v, want 429 saying at most 2", code, out)
+	}
+	for i, key := range keys {
+		conv := s.must("POST", "/conversations", key, map[string]any{}, 201)["conversation"].(map[string]any)["id"].(string)
+		status, msg, stop := openStream(t, s.webhookURL, key, conv, "")
+		t.Cleanup(stop)
+		if want := map[bool]int{true: 200, false: 429}[i == 0]; status != want || (i == 1 && !strings.Contains(msg, "1 streams on this Chat API (the limit per address)")) {
+			t.Fatalf("stream %d: %d %q, want %d", i+1, status, msg, want)
+		}
+	}
+	for _, bad := range []any{0, "many", map[string]any{"nope": 1}} {
+		r := s.f.Do(apitestAdmin(s, map[string]any{"limits": map[string]any{"users": bad}}))
+		if r.Status != 400 {
+			t.Errorf("limits.users %v: %d %s, want 400", bad, r.Status, r.Raw)
+		}
+	}
+}
+
+func apitestAdmin(s *site, configuration map[string]any) apitest.Req {
+	return apitest.Req{Method: "PUT", Path: "/v1/admin/bots/" + s.botID, Token: s.f.AdminToken, Headers: map[string]string{"x-workspace-id": s.ws},
+		Body: map[string]any{"integrations": map[string]any{s.intID: map[string]any{"enabled": true, "configuration": configuration}}}}
+}

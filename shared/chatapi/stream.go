@@ -93,15 +93,16 @@ func (q *req) holdStream() (release func(), err error) {
 		return func() { q.ci.closeStream(streamKey) }, nil
 	}
 	addr := clientip.Of(q.r)
+	perAddr, all := or(q.cfg.Limits.StreamsPerAddress, MaxStreamsPerAddress), or(q.cfg.Limits.Streams, MaxStreams)
 	var free func()
 	err = builtin.OnFreshStack(func() (err error) {
 		free, err = q.ci.Limits.Hold(q.ctx,
 			platform.Scope{Key: "streams/key/" + wh + "/" + q.fid, Max: MaxListeners,
 				Refusal: fmt.Sprintf("user %q already holds %d streams on this Chat API (the limit per user key): close one first", q.fid, MaxListeners)},
-			platform.Scope{Key: "streams/addr/" + wh + "/" + addr, Max: MaxStreamsPerAddress,
-				Refusal: fmt.Sprintf("your address (%s) already holds %d streams on this Chat API (the limit per address): close one first", addr, MaxStreamsPerAddress)},
-			platform.Scope{Key: "streams/install/" + wh, Max: MaxStreams,
-				Refusal: fmt.Sprintf("this Chat API already holds %d streams (the limit per installation): try again later", MaxStreams)})
+			platform.Scope{Key: "streams/addr/" + wh + "/" + addr, Max: perAddr,
+				Refusal: fmt.Sprintf("your address (%s) already holds %d streams on this Chat API (the limit per address): close one first", addr, perAddr)},
+			platform.Scope{Key: "streams/install/" + wh, Max: all,
+				Refusal: fmt.Sprintf("this Chat API already holds %d streams (the limit per installation): try again later", all)})
 		return err
 	})
 	return free, err

@@ -36,11 +36,12 @@ import (
 // page vendors). Version changes with the definition (a published version
 // is never rewritten, docs/builtin.md): 4.5.2 had the typing actions only;
 // 4.6.0 adds the actions of Botpress's webchat integration and the user's
-// userData tag. Installations of 4.5.2 keep working (served by name) with
-// its actions until the bot moves to 4.6.0.
+// userData tag; 4.7.0 the limits to the configuration (chatapi.LimitsSchema).
+// Installations of 4.5.2 keep working (served by name) with its actions
+// until the bot moves to a later one.
 const (
 	Name             = "webchat"
-	Version          = "4.6.0"
+	Version          = "4.7.0"
 	ComponentVersion = "4.5.2"
 )
 
@@ -69,7 +70,8 @@ func (wi *Integration) Definition() platform.Integration {
 	d.Configuration = json.RawMessage(`{"identifier":{"required":false},"schema":{"type":"object","properties":{` +
 		`"encryptionKey":{"type":"string","minLength":1,"description":"Personal mode: the clients sign their own user keys (HS256) with this key, and POST /users is refused."},` +
 		`"adminSecret":{"type":"string","minLength":16,"description":"The secret of x-admin-secret: POST /users/key makes a key for any user id. Keep it on your servers."},` +
-		`"allowedOrigins":{"type":"array","items":{"type":"string"},"description":"Browser origins (scheme://host[:port]) allowed to call this installation's Webchat API; none: only the platform's hosted page."}` +
+		`"allowedOrigins":{"type":"array","items":{"type":"string"},"description":"Browser origins (scheme://host[:port]) allowed to call this installation's Webchat API; none: only the platform's hosted page."},` +
+		chatapi.LimitsSchema +
 		`},"additionalProperties":false}}`)
 	// Feedback on a message is kept in its tags (the bot reads them).
 	var ch map[string]any
