@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-lambda-go/lambdaurl"
 	"github.com/awslabs/aws-lambda-go-api-proxy/httpadapter"
 
 	"github.com/botforge/platform/shared/apitest"
@@ -151,6 +152,32 @@ func TestForwardedForOnTheLambdaPath(t *testing.T) {
 		status, msg := behindCDN("6.6.6."+fmt.Sprint(i)+", 192.0.2.99", "198.51.100.10")
 		if want := map[bool]int{true: 201, false: 429}[i < 3]; status != want || (i == 3 && !strings.Contains(msg, "192.0.2.99")) {
 			t.Fatalf("call %d of forwarded 192.0.2.99: %d %q, want %d", i+1, status, msg, want)
+		}
+	}
+}
+
+// TestForwardedForOnTheStreamFunctionPath: the streaming function's path
+// on AWS (a function URL event through lambdaurl, as
+// runtime.StartChatStream serves it): the client is the event's sourceIp
+// whatever X-Forwarded-For claims.
+func TestForwardedForOnTheStreamFunctionPath(t *testing.T) {
+	setLimit(t, &chatapi.MaxUsersPerAddress, 3)
+	s := newSite(t, map[string]any{})
+	path := strings.TrimPrefix(s.webhookURL, s.f.URL) + "/users"
+	store := dynamo.New(s.f.Platform.Store.Client(), runtime.FromEnv().Table)
+	invoke := lambdaurl.Wrap(httpapi.New(httpapi.Config{Store: store, PagingKey: bytes.Repeat([]byte{7}, 32),
+		Builtins: runtime.BuiltinsWith(listen.NewHub(), nil, nil, store.Limiter()), Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}, httpapi.AreaChat))
+	for i := 0; i < 4; i++ {
+		ev := &events.LambdaFunctionURLRequest{RawPath: path, Body: "{}",
+			Headers: map[string]string{"content-type": "application/json", "x-forwarded-for": distinct(i) + ", 203.0.113.60"}}
+		ev.RequestContext.HTTP.Method, ev.RequestContext.HTTP.Path, ev.RequestContext.HTTP.SourceIP = "POST", path, "203.0.113.60"
+		res, err := invoke(context.Background(), ev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(res.Body)
+		if want := map[bool]int{true: 201, false: 429}[i < 3]; res.StatusCode != want || (i == 3 && !strings.Contains(string(body), "(203.0.113.60) (the limit per address)")) {
+			t.Fatalf("call %d from 203.0.113.60 claiming %s: %d %s, want %d (limited as 203.0.113.60)", i+1, distinct(i), res.StatusCode, body, want)
 		}
 	}
 }

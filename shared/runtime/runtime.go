@@ -105,7 +105,7 @@ func FromEnv() Env {
 		S3Endpoint:     os.Getenv("S3_ENDPOINT"),
 		PagingKey:      os.Getenv("PLATFORM_PAGING_KEY"),
 		CORSOrigins:    os.Getenv("PLATFORM_CORS_ORIGINS"),
-		TrustedProxies: os.Getenv(clientip.EnvTrustedProxies),
+		TrustedProxies: os.Getenv("PLATFORM_TRUSTED_PROXIES"), // clientip.EnvTrustedProxies
 
 		ScheduleGroup:      get("PLATFORM_SCHEDULE_GROUP", "platform"),
 		SchedulerTargetARN: os.Getenv("PLATFORM_SCHEDULER_TARGET_ARN"),
