@@ -306,3 +306,49 @@ func apitestAdmin(s *site, configuration map[string]any) apitest.Req {
 	return apitest.Req{Method: "PUT", Path: "/v1/admin/bots/" + s.botID, Token: s.f.AdminToken, Headers: map[string]string{"x-workspace-id": s.ws},
 		Body: map[string]any{"integrations": map[string]any{s.intID: map[string]any{"enabled": true, "configuration": configuration}}}}
 }
+
+// TestStreamLimitExactAcrossFunctions: 24 streams of one user key opened
+// at once on two chat stream functions over one table: exactly
+// MaxListeners open, every other one is refused naming the limit per user
+// key.
+func TestStreamLimitExactAcrossFunctions(t *testing.T) {
+	s := newSite(t, map[string]any{})
+	var bases []string
+	for i := 0; i < 2; i++ {
+		store := dynamo.New(s.f.Platform.Store.Client(), runtime.FromEnv().Table)
+		srv := httptest.NewServer(httpapi.New(httpapi.Config{Store: store, PagingKey: bytes.Repeat([]byte{7}, 32),
+			Builtins: runtime.BuiltinsWith(listen.NewHub(), nil, nil, store.Limiter()), Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}, httpapi.AreaChat))
+		t.Cleanup(srv.Close)
+		bases = append(bases, srv.URL+strings.TrimPrefix(s.webhookURL, s.f.URL))
+	}
+	key := s.must("POST", "/users", "", map[string]any{}, 201)["key"].(string)
+	conv := s.must("POST", "/conversations", key, map[string]any{}, 201)["conversation"].(map[string]any)["id"].(string)
+	type result struct {
+		status int
+		msg    string
+		stop   func()
+	}
+	start, results := make(chan struct{}), make(chan result)
+	for i := 0; i < 24; i++ {
+		go func(base string) {
+			<-start
+			status, msg, stop := openStream(t, base, key, conv, "")
+			results <- result{status, msg, stop}
+		}(bases[i%2])
+	}
+	close(start)
+	open := 0
+	for i := 0; i < 24; i++ {
+		r := <-results
+		t.Cleanup(r.stop)
+		switch {
+		case r.status == 200:
+			open++
+		case r.status != 429 || !strings.Contains(r.msg, "the limit per user key"):
+			t.Errorf("refused with %d %q, want 429 naming the limit per user key", r.status, r.msg)
+		}
+	}
+	if open != chatapi.MaxListeners {
+		t.Fatalf("%d streams open, want exactly %d", open, chatapi.MaxListeners)
+	}
+}
