@@ -2,6 +2,7 @@ package dynamo_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -226,4 +227,32 @@ func TestSharedLimitCost(t *testing.T) {
 	}, 1, 4)
 	// The release runs on a context of its own: counted from the table.
 	release()
+}
+
+// BenchmarkSharedLimit: what a stream's open (and end) and a user's
+// creation take on the embedded DynamoDB (go test -run x -bench
+// SharedLimit ./shared/dynamo).
+func BenchmarkSharedLimit(b *testing.B) {
+	store := apitest.New(b).Platform.Store
+	l := store.NewLimiter()
+	ctx := context.Background()
+	scopes := []platform.Scope{{Key: "bench/key", Max: 5}, {Key: "bench/addr", Max: 100}, {Key: "bench/inst", Max: 10000}}
+	b.Run("open", func(b *testing.B) {
+		for i := 0; i < b.N; i++ {
+			release, err := l.Hold(ctx, scopes...)
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.StopTimer()
+			release()
+			b.StartTimer()
+		}
+	})
+	b.Run("create-user", func(b *testing.B) {
+		for i := 0; i < b.N; i++ {
+			if err := l.Count(ctx, time.Hour, platform.Scope{Key: fmt.Sprintf("bench/addr/%d", i), Max: 100}, platform.Scope{Key: "bench/users", Max: 1 << 40}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }
