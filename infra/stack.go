@@ -111,6 +111,7 @@ type builder struct {
 	pagingKey       awscdk.CfnParameter
 	retention       awscdk.CfnParameter
 	corsOrigins     awscdk.CfnParameter
+	trustedProxies  awscdk.CfnParameter
 	codeConcurrency awscdk.CfnParameter
 	quotas          map[string]awscdk.CfnParameter // by environment variable
 	embeddings      map[string]awscdk.CfnParameter // by environment variable
@@ -175,6 +176,13 @@ func (s *builder) parameters() {
 		Description: jsii.String("Browser origins allowed to call the API, comma-separated (https://app.example.com, " +
 			"http://localhost:*; * for any); empty: none. The API functions answer their " +
 			"CORS preflights (PLATFORM_CORS_ORIGINS)."),
+	})
+	s.trustedProxies = awscdk.NewCfnParameter(s.stack, jsii.String("TrustedProxies"), &awscdk.CfnParameterProps{
+		Type:    jsii.String("String"),
+		Default: jsii.String(""),
+		Description: jsii.String("Proxies in front of API Gateway and the stream URL (CIDRs, comma-separated: a " +
+			"CloudFront's or load balancer's ranges) whose X-Forwarded-For is believed; empty: " +
+			"the client's address is the event's sourceIp (PLATFORM_TRUSTED_PROXIES)."),
 	})
 	for _, q := range quotaParameters {
 		s.quotas[q.env] = awscdk.NewCfnParameter(s.stack, jsii.String(q.name), &awscdk.CfnParameterProps{
@@ -519,6 +527,7 @@ func (s *builder) environment(id string) map[string]*string {
 	case "Chat", "ChatStream":
 		logs["PLATFORM_PAGING_KEY"] = s.pagingKey.ValueAsString()
 		logs["PLATFORM_CORS_ORIGINS"] = cors
+		logs["PLATFORM_TRUSTED_PROXIES"] = s.trustedProxies.ValueAsString()
 		logs["PLATFORM_CODE_PREFIX"] = awscdk.Fn_Sub(jsii.String(codePrefix), nil)
 		if id == "Chat" { // the streaming function has no LLM key (docs/llm.md)
 			logs["PLATFORM_LLM_API_KEY_PARAMETER"] = awscdk.Fn_Sub(jsii.String(llmKeyParameter), nil)

@@ -11,6 +11,7 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/botforge/platform/shared/clientip"
 	"github.com/botforge/platform/shared/embeddings"
 	"github.com/botforge/platform/shared/llm"
 	"github.com/botforge/platform/shared/local"
@@ -33,8 +34,9 @@ func main() {
 	embModel := flag.String("embeddings-model", "", "embeddings model id; set, searchFiles ranks by vector similarity too (PLATFORM_EMBEDDINGS_MODEL)")
 	embURL := flag.String("embeddings-url", "", "OpenAI-compatible base URL ending in /v1 of the embeddings model; default the LLM provider's (PLATFORM_EMBEDDINGS_URL)")
 	embKey := flag.String("embeddings-api-key", "", "API key of that endpoint (PLATFORM_EMBEDDINGS_API_KEY); prefer the variable, a flag shows in ps")
+	trusted := flag.String("trusted-proxies", "", "comma-separated CIDRs of the proxies in front of the platform whose X-Forwarded-For is believed; none: the client's address is the socket's peer ("+clientip.EnvTrustedProxies+")")
 	flag.Parse()
-	for env, v := range map[string]string{llm.EnvURL: *llmURL, llm.EnvAPIKey: *llmKey, llm.EnvModels: *llmModels, llm.EnvTimeout: *llmTimeout,
+	for env, v := range map[string]string{clientip.EnvTrustedProxies: *trusted, llm.EnvURL: *llmURL, llm.EnvAPIKey: *llmKey, llm.EnvModels: *llmModels, llm.EnvTimeout: *llmTimeout,
 		embeddings.EnvModel: *embModel, embeddings.EnvURL: *embURL, embeddings.EnvAPIKey: *embKey} {
 		if v != "" {
 			os.Setenv(env, v)

@@ -223,6 +223,16 @@ func eventPartsOf(r *http.Request, body []byte) eventParts {
 	}
 	p.headers["host"] = r.Host
 	p.headers["x-forwarded-proto"] = "http"
+	// As API Gateway and function URLs do: the peer they saw is appended
+	// to what the client sent (shared/clientip reads the sourceIp, and
+	// this header only behind trusted proxies).
+	if p.sourceIP != "" {
+		if f := p.headers["x-forwarded-for"]; f != "" {
+			p.headers["x-forwarded-for"] = f + ", " + p.sourceIP
+		} else {
+			p.headers["x-forwarded-for"] = p.sourceIP
+		}
+	}
 	if r.URL.RawQuery != "" {
 		q, _ := url.ParseQuery(r.URL.RawQuery)
 		p.query = map[string]string{}

@@ -58,6 +58,7 @@ func TestAPIGateway(t *testing.T) {
 			req, _ := http.NewRequest(tc.method, srv.URL+tc.path, strings.NewReader(tc.body))
 			req.Header.Set("Content-Type", "application/json")
 			req.Header.Set("Cookie", "s=1; t=2")
+			req.Header.Set("X-Forwarded-For", "6.6.6.6")
 			res, err := http.DefaultClient.Do(req)
 			if err != nil {
 				t.Fatal(err)
@@ -72,6 +73,11 @@ func TestAPIGateway(t *testing.T) {
 			}
 			if tc.fn == "" {
 				return
+			}
+			// The real peer is the sourceIp, appended to what the
+			// client claimed, as API Gateway does.
+			if got.RequestContext.HTTP.SourceIP != "127.0.0.1" || got.Headers["x-forwarded-for"] != "6.6.6.6, 127.0.0.1" {
+				t.Errorf("sourceIp %q, x-forwarded-for %q", got.RequestContext.HTTP.SourceIP, got.Headers["x-forwarded-for"])
 			}
 			if got.Version != "2.0" || got.RequestContext.HTTP.Method != tc.method || len(got.Cookies) != 2 || got.Headers["content-type"] != "application/json" {
 				t.Errorf("event: %+v", got)

@@ -5,12 +5,14 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/url"
 	"strings"
 
 	"github.com/botforge/platform/shared/builtin"
+	"github.com/botforge/platform/shared/clientip"
 	"github.com/botforge/platform/shared/platform"
 )
 
@@ -98,6 +100,9 @@ func (q *req) route(path string) (any, int, error) {
 	// Users: the two that make a user do not need one.
 	if is("POST", "users") {
 		if err := q.limit(); err != nil {
+			return nil, 0, err
+		}
+		if err := q.countCreation(); err != nil {
 			return nil, 0, err
 		}
 		return created(q.createUser())
@@ -188,26 +193,36 @@ func (q *req) decode(v any) error {
 
 // limit takes a token of the caller's rate (by key, else by address).
 func (q *req) limit() error {
-	who := q.key
-	if who == "" {
-		who = "addr:" + clientAddr(q.r)
+	if q.key != "" {
+		if !q.ci.allow(q.in.Instance.WebhookID + "\x00" + q.key) {
+			return platform.Errorf(platform.ErrRateLimited, "too many requests for this user key (the limit per user key): at most %g a second (bursts of %d)", RatePerSecond, Burst)
+		}
+		return nil
 	}
-	if !q.ci.allow(q.in.Instance.WebhookID + "\x00" + who) {
-		return platform.Errorf(platform.ErrRateLimited, "too many requests for this user key: at most %g a second (bursts of %d)", RatePerSecond, Burst)
+	addr := clientip.Of(q.r)
+	if !q.ci.allow(q.in.Instance.WebhookID + "\x00addr:" + addr) {
+		return platform.Errorf(platform.ErrRateLimited, "too many requests from your address (%s) (the limit per address): at most %g a second (bursts of %d)", addr, RatePerSecond, Burst)
 	}
 	return nil
 }
 
-func clientAddr(r *http.Request) string {
-	if f := r.Header.Get("X-Forwarded-For"); f != "" {
-		a, _, _ := strings.Cut(f, ",")
-		return strings.TrimSpace(a)
+// countCreation counts an anonymous user's creation against the address's
+// and the installation's MaxUsersPerAddress and MaxUsers per UsersWindow,
+// across the platform (Limits).
+func (q *req) countCreation() error {
+	if q.ci.Limits == nil {
+		return nil
 	}
-	host := r.RemoteAddr
-	if i := strings.LastIndexByte(host, ':'); i > 0 {
-		host = host[:i]
-	}
-	return host
+	wh, addr := q.in.Instance.WebhookID, clientip.Of(q.r)
+	every := UsersWindow.String()
+	perAddr, all := or(q.cfg.Limits.UsersPerAddress, MaxUsersPerAddress), or(q.cfg.Limits.Users, MaxUsers)
+	return builtin.OnFreshStack(func() error {
+		return q.ci.Limits.Count(q.ctx, UsersWindow,
+			platform.Scope{Key: "users/addr/" + wh + "/" + addr, Max: perAddr,
+				Refusal: fmt.Sprintf("too many users created from your address (%s) (the limit per address): at most %d every %s", addr, perAddr, every)},
+			platform.Scope{Key: "users/install/" + wh, Max: all,
+				Refusal: fmt.Sprintf("too many users created on this Chat API (the limit per installation): at most %d every %s", all, every)})
+	})
 }
 
 // authenticate checks x-user-key and finds its user (not created here:

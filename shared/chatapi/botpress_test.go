@@ -363,7 +363,7 @@ func (e earlier) Definition() platform.Integration {
 // served, without sendEvent (400) until it moves to the new version.
 func TestChatAPIEarlierVersion(t *testing.T) {
 	f := apitest.New(t)
-	if err := f.Platform.Store.CreateIntegration(context.Background(), builtin.Record(earlier{chatapi.New(nil)}, platform.Now())); err != nil {
+	if err := f.Platform.Store.CreateIntegration(context.Background(), builtin.Record(earlier{chatapi.New(nil, nil)}, platform.Now())); err != nil {
 		t.Fatal(err)
 	}
 	if v := f.Check(f.Do(apitest.Req{Method: "GET", Path: "/v1/admin/hub/integrations/chat/latest", Token: f.AdminToken}), 200, "").Str("integration.version"); v != chatapi.Version {

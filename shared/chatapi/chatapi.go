@@ -16,6 +16,7 @@ package chatapi
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"sync"
 	"time"
@@ -28,25 +29,46 @@ import (
 // Name and Version of the published integration, and ClientVersion, the
 // @botpress/chat whose Chat API it serves. Version changes with the
 // definition (a published version is never rewritten, docs/builtin.md):
-// 0.5.5 had no action and a bare custom event; 0.6.0 has Botpress's
-// action sendEvent and its custom event {userId, conversationId, payload}.
-// Installations of 0.5.5 keep working (served by name) without the action
-// until the bot moves to 0.6.0.
+// 0.5.5 had no action, a bare custom event and no limits in its
+// configuration; 0.6.0 has Botpress's action sendEvent, its custom event
+// {userId, conversationId, payload} and the configuration's limits.
+// Installations of 0.5.5 keep working (served by name) without the action,
+// with the default limits, until the bot moves to 0.6.0.
 const (
 	Name          = "chat"
 	Version       = "0.6.0"
 	ClientVersion = "0.5.5"
 )
 
-// Limits of one user key (per installation, per process).
+// Limits of one user key.
 const (
 	// MaxBody caps a request body (a message's payload, a user's profile).
 	MaxBody = 64 << 10
-	// MaxListeners is how many streams one key may hold open at once.
+	// MaxListeners is how many streams one key may hold open at once,
+	// across the platform (the shared limits).
 	MaxListeners = 5
 )
 
-// RatePerSecond and Burst bound a key's requests (a token bucket).
+// Limits held across the whole platform (platform.SharedLimits: the
+// table), per installation (docs/chat-api.md "Limits").
+var (
+	// MaxStreamsPerAddress is how many streams one client address may
+	// hold open at once.
+	MaxStreamsPerAddress int64 = 100
+	// MaxStreams is how many streams the installation may hold open.
+	MaxStreams int64 = 10000
+	// UsersWindow is the fixed window of the user-creation limits.
+	UsersWindow = 10 * time.Minute
+	// MaxUsersPerAddress is how many anonymous users (POST /users) one
+	// client address may create per UsersWindow.
+	MaxUsersPerAddress int64 = 100
+	// MaxUsers is how many anonymous users the installation may create
+	// per UsersWindow.
+	MaxUsers int64 = 10000
+)
+
+// RatePerSecond and Burst bound a key's requests (a token bucket, per
+// process: a request rate, which every API function also bounds).
 var (
 	RatePerSecond = 20.0
 	Burst         = 100
@@ -77,6 +99,10 @@ type Hub interface {
 // with other APIs that hold streams (a webchat API).
 type Integration struct {
 	Hub Hub
+	// Limits count the streams and user creations across the platform
+	// (the store's: shared/dynamo); nil: streams per key are counted in
+	// this process only, creations not at all.
+	Limits platform.SharedLimits
 
 	mu      sync.Mutex
 	buckets map[string]*bucket // webhookId + key: the key's rate
@@ -87,12 +113,13 @@ type Integration struct {
 	checks  sync.Map           // webhookId -> *installCheck
 }
 
-// New returns the chat integration over hub (nil: a hub of its own).
-func New(hub Hub) *Integration {
+// New returns the chat integration over hub (nil: a hub of its own) and
+// the platform's shared limits.
+func New(hub Hub, limits platform.SharedLimits) *Integration {
 	if hub == nil || hub == Hub((*listen.Hub)(nil)) {
 		hub = listen.NewHub()
 	}
-	return &Integration{Hub: hub, buckets: map[string]*bucket{}, streams: map[string]int{},
+	return &Integration{Hub: hub, Limits: limits, buckets: map[string]*bucket{}, streams: map[string]int{},
 		users: newIDCache(), convs: newIDCache(), fids: newIDCache()}
 }
 
@@ -114,7 +141,8 @@ func (*Integration) Definition() platform.Integration {
 		Description: "The Chat API of @botpress/chat, served by the platform: end users talk to the bot from any program or web page.",
 		Configuration: json.RawMessage(`{"identifier":{"required":false},"schema":{"type":"object","properties":{` +
 			`"encryptionKey":{"type":"string","minLength":1,"description":"Personal mode: the clients sign their own user keys (HS256) with this key, and POST /users is refused."},` +
-			`"allowedOrigins":{"type":"array","items":{"type":"string"},"description":"Browser origins (scheme://host[:port]) allowed to call this installation's Chat API; none: no browser page may."}` +
+			`"allowedOrigins":{"type":"array","items":{"type":"string"},"description":"Browser origins (scheme://host[:port]) allowed to call this installation's Chat API; none: no browser page may."},` +
+			LimitsSchema +
 			`},"additionalProperties":false}}`),
 		Channels: map[string]json.RawMessage{"channel": channel},
 		Events: map[string]json.RawMessage{"custom": json.RawMessage(`{"title":"Custom event","description":"An event sent by a Chat API client (createEvent): the user's and the conversation's ids (the bot's) and the client's payload",` +
@@ -126,10 +154,34 @@ func (*Integration) Definition() platform.Integration {
 	}
 }
 
+// LimitsSchema is the "limits" property of the configuration (the chat
+// and webchat integrations'): the installation's own values of the limits
+// held across the platform, in place of the defaults.
+var LimitsSchema = fmt.Sprintf(`"limits":{"type":"object","additionalProperties":false,"description":"This installation's limits, held across the platform (unset: the defaults).","properties":{`+
+	`"usersPerAddress":{"type":"integer","minimum":1,"maximum":1000000000,"description":"Anonymous users (POST /users, a webchat without a key) one client address may create every %s (default %d)."},`+
+	`"users":{"type":"integer","minimum":1,"maximum":1000000000,"description":"Anonymous users the installation may create every %s (default %d)."},`+
+	`"streamsPerAddress":{"type":"integer","minimum":1,"maximum":1000000000,"description":"Streams one client address may hold open at once (default %d)."},`+
+	`"streams":{"type":"integer","minimum":1,"maximum":1000000000,"description":"Streams the installation may hold open at once (default %d)."}}}`,
+	UsersWindow, MaxUsersPerAddress, UsersWindow, MaxUsers, MaxStreamsPerAddress, MaxStreams)
+
 // config is an installation's configuration.
 type config struct {
 	EncryptionKey  string   `json:"encryptionKey"`
 	AllowedOrigins []string `json:"allowedOrigins"`
+	Limits         struct {
+		UsersPerAddress   int64 `json:"usersPerAddress"`
+		Users             int64 `json:"users"`
+		StreamsPerAddress int64 `json:"streamsPerAddress"`
+		Streams           int64 `json:"streams"`
+	} `json:"limits"`
+}
+
+// or is v when the configuration sets it, else the default def.
+func or(v, def int64) int64 {
+	if v > 0 {
+		return v
+	}
+	return def
 }
 
 func configOf(in builtin.Install) config {

@@ -3,10 +3,12 @@ package chatapi
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"time"
 
 	"github.com/botforge/platform/shared/builtin"
+	"github.com/botforge/platform/shared/clientip"
 	"github.com/botforge/platform/shared/listen"
 	"github.com/botforge/platform/shared/platform"
 )
@@ -69,14 +71,14 @@ func (q *req) streamConversation(fid string) (platform.Conversation, error) {
 // removed), for an SSE stream or a WebSocket alike; release gives both
 // back.
 func (q *req) subscribe(convID string) (sub *listen.Sub, release func(), err error) {
-	streamKey := q.in.Instance.WebhookID + "\x00" + q.fid
-	if !q.ci.openStream(streamKey) {
-		return nil, nil, platform.Errorf(platform.ErrRateLimited, "user %q already holds %d streams on this Chat API: close one first", q.fid, MaxListeners)
+	free, err := q.holdStream()
+	if err != nil {
+		return nil, nil, err
 	}
 	sub = q.ci.Hub.Subscribe(convTopic(convID), installTopic(q.in.Instance.WebhookID), memberTopic(convID, q.user.ID))
 	release = func() {
 		sub.Close()
-		q.ci.closeStream(streamKey)
+		free()
 	}
 	// A removal between the check of the caller's membership and the
 	// subscription closed a topic nobody held yet: look again now that a
@@ -94,6 +96,34 @@ func (q *req) subscribe(convID string) (sub *listen.Sub, release func(), err err
 		return nil, nil, err
 	}
 	return sub, release, nil
+}
+
+// holdStream takes the stream's slots: one of the user key's MaxListeners,
+// of its address's MaxStreamsPerAddress and of the installation's
+// MaxStreams, across the platform (Limits); the refusal says which.
+func (q *req) holdStream() (release func(), err error) {
+	wh := q.in.Instance.WebhookID
+	if q.ci.Limits == nil {
+		streamKey := wh + "\x00" + q.fid
+		if !q.ci.openStream(streamKey) {
+			return nil, platform.Errorf(platform.ErrRateLimited, "user %q already holds %d streams on this Chat API (the limit per user key): close one first", q.fid, MaxListeners)
+		}
+		return func() { q.ci.closeStream(streamKey) }, nil
+	}
+	addr := clientip.Of(q.r)
+	perAddr, all := or(q.cfg.Limits.StreamsPerAddress, MaxStreamsPerAddress), or(q.cfg.Limits.Streams, MaxStreams)
+	var free func()
+	err = builtin.OnFreshStack(func() (err error) {
+		free, err = q.ci.Limits.Hold(q.ctx,
+			platform.Scope{Key: "streams/key/" + wh + "/" + q.fid, Max: MaxListeners,
+				Refusal: fmt.Sprintf("user %q already holds %d streams on this Chat API (the limit per user key): close one first", q.fid, MaxListeners)},
+			platform.Scope{Key: "streams/addr/" + wh + "/" + addr, Max: perAddr,
+				Refusal: fmt.Sprintf("your address (%s) already holds %d streams on this Chat API (the limit per address): close one first", addr, perAddr)},
+			platform.Scope{Key: "streams/install/" + wh, Max: all,
+				Refusal: fmt.Sprintf("this Chat API already holds %d streams (the limit per installation): try again later", all)})
+		return err
+	})
+	return free, err
 }
 
 // listen holds the stream of conversation fid until the client leaves,

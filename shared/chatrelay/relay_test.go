@@ -156,14 +156,14 @@ func newCloudOn(t *testing.T, timeout time.Duration, moto string) *cloud {
 
 	chatArea := func(hub chatapi.Hub) http.Handler {
 		return httpapi.New(httpapi.Config{Store: f.Platform.Store, PagingKey: bytes.Repeat([]byte{7}, 32),
-			Builtins: runtime.BuiltinsWith(hub, nil, nil), Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}, httpapi.AreaChat)
+			Builtins: runtime.BuiltinsWith(hub, nil, nil, nil), Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}, httpapi.AreaChat)
 	}
 	streamRelay := chatrelay.New(c.db, c.table, nil)
 	c.stream = httptest.NewServer(functionURL(streamRelay.Streaming(chatArea(streamRelay)), timeout))
 	t.Cleanup(c.stream.Close)
 	c.chat = httptest.NewServer(chatArea(chatrelay.New(c.db, c.table, nil)))
 	t.Cleanup(c.chat.Close)
-	c.dispatcher = chatapi.New(chatrelay.New(c.db, c.table, nil))
+	c.dispatcher = chatapi.New(chatrelay.New(c.db, c.table, nil), nil)
 	return c
 }
 

@@ -51,6 +51,9 @@ type Store struct {
 	queued   map[string]bool // shards written, not yet passed to onOutbox
 	// limits are the operator's quotas (usage_limits.go).
 	limits atomic.Pointer[Limits]
+	// limiter counts the limits shared across processes (chat_limits.go).
+	limiterOnce sync.Once
+	limiter     *Limiter
 }
 
 // OnOutbox sets the function called after each commit that queued a

@@ -17,6 +17,7 @@ import (
 	"strings"
 
 	"github.com/botforge/platform/shared/builtin"
+	"github.com/botforge/platform/shared/clientip"
 	"github.com/botforge/platform/shared/console"
 	"github.com/botforge/platform/shared/delivery"
 	"github.com/botforge/platform/shared/dynamo"
@@ -82,6 +83,9 @@ type Config struct {
 	// Builtins are the integrations served in-process (shared/builtin);
 	// nil: none. New gives them the in-process Chat API.
 	Builtins *builtin.Registry
+	// ClientIP finds each request's client address, the one every
+	// per-address limit counts (zero: the socket's peer, no proxy trusted).
+	ClientIP clientip.Resolver
 }
 
 // Area names a group of operations served by one Lambda function.
@@ -144,7 +148,7 @@ func New(cfg Config, areas ...Area) http.Handler {
 			}
 		}
 	}
-	return s.fallback(mux)
+	return cfg.ClientIP.Handler(s.fallback(mux))
 }
 
 func newServer(cfg Config) *server {

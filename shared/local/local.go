@@ -28,6 +28,7 @@ import (
 	awss3 "github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/botforge/platform/shared/builtin"
+	"github.com/botforge/platform/shared/clientip"
 	"github.com/botforge/platform/shared/delivery"
 	"github.com/botforge/platform/shared/dispatch"
 	"github.com/botforge/platform/shared/dynamo"
@@ -227,6 +228,12 @@ func open(ctx context.Context, dataDir, baseURL string, log *slog.Logger, reserv
 	if err != nil {
 		return nil, err
 	}
+	// The proxies whose X-Forwarded-For is believed (--trusted-proxies);
+	// none: the client is the socket's peer.
+	trusted, err := clientip.Parse(env.TrustedProxies)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", clientip.EnvTrustedProxies, err)
+	}
 	p.Store = dynamo.New(db, env.Table)
 	p.Store.SetLimits(limits)
 	gw, err := runtime.LLM(ctx, false) // PLATFORM_LLM_* (docs/llm.md)
@@ -371,9 +378,10 @@ func open(ctx context.Context, dataDir, baseURL string, log *slog.Logger, reserv
 	go func() { defer close(migrated); migrator.Loop(migrateCtx, time.Minute) }()
 	p.closers = append(p.closers, func() error { stopMigrate(); <-migrated; return nil })
 
-	p.Builtins = runtime.BuiltinsWith(listen.NewHub(), gw, p.Store)
+	p.Builtins = runtime.BuiltinsWith(listen.NewHub(), gw, p.Store, p.Store.Limiter())
 	api := httpapi.New(httpapi.Config{
 		Builtins:  p.Builtins,
+		ClientIP:  trusted,
 		Sweeper:   sweeper,
 		Store:     p.Store,
 		PagingKey: key,

@@ -11,6 +11,7 @@ import (
 	"github.com/botforge/platform/shared/listen"
 	"github.com/botforge/platform/shared/llm"
 	"github.com/botforge/platform/shared/llmbuiltin"
+	"github.com/botforge/platform/shared/platform"
 	"github.com/botforge/platform/shared/webchat"
 )
 
@@ -33,7 +34,7 @@ func Builtins() *builtin.Registry {
 		// The API refuses to start on it (AreaHandler, local.Open).
 		slog.Default().Error("the llm integration has no provider", "err", err)
 	}
-	return BuiltinsWith(listen.NewHub(), gw, nil)
+	return BuiltinsWith(listen.NewHub(), gw, nil, nil)
 }
 
 // BuiltinsWith is Builtins over the given listener hub (on AWS, a
@@ -42,9 +43,10 @@ func Builtins() *builtin.Registry {
 // gateway the process already has and the meter of the bots' LLM usage
 // (the store; nil: not counted). "llm" is there when the operator
 // configured an LLM provider (PLATFORM_LLM_*, docs/llm.md): without one it
-// could only refuse.
-func BuiltinsWith(hub chatapi.Hub, gw *llm.Gateway, meter llm.Meter) *builtin.Registry {
-	all := []builtin.Integration{chatapi.New(hub), webchat.New(hub)}
+// could only refuse. limits are the store's limits shared across processes
+// (the Chat API's streams and user creations; nil: per process).
+func BuiltinsWith(hub chatapi.Hub, gw *llm.Gateway, meter llm.Meter, limits platform.SharedLimits) *builtin.Registry {
+	all := []builtin.Integration{chatapi.New(hub, limits), webchat.New(hub, limits)}
 	if gw.DefaultProvider() != "" {
 		all = append(all, &llmbuiltin.Integration{Gateway: gw, Meter: meter})
 	}

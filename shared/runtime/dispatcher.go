@@ -42,7 +42,7 @@ func Dispatcher(cfg aws.Config, env Env, client *http.Client) *dispatch.Dispatch
 		Log:      slog.Default(),
 		// The bots' replies reach the streams the streaming function
 		// holds through the table (shared/chatrelay).
-		Builtins: BuiltinsWith(chatrelay.New(DynamoClient(cfg, env, nil), env.Table, slog.Default()), gw, store),
+		Builtins: BuiltinsWith(chatrelay.New(DynamoClient(cfg, env, nil), env.Table, slog.Default()), gw, store, store.Limiter()),
 	}
 	// Deployed code: Lambda functions, invoked through the client.
 	if code := CodeRunner(cfg, env, CodeEnvFromEnv(), nil, nil); code != nil {

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"github.com/botforge/platform/shared/chatapi"
 	"github.com/botforge/platform/shared/chatrelay"
+	"github.com/botforge/platform/shared/clientip"
 	"log"
 	"log/slog"
 	"net/http"
@@ -55,6 +56,11 @@ type Env struct {
 	// the API (comma-separated; "http://localhost:*" any port; "*" any
 	// origin). Unset: none in Lambda, this machine's pages locally.
 	CORSOrigins string
+	// TrustedProxies: PLATFORM_TRUSTED_PROXIES, the proxies (CIDRs,
+	// comma-separated) whose X-Forwarded-For is believed, e.g. a CloudFront
+	// or load balancer in front of API Gateway (shared/clientip). Unset:
+	// the client's address is the event's sourceIp.
+	TrustedProxies string
 
 	// Recurring events on EventBridge Scheduler (AWS). Without a target ARN
 	// no schedules are made (the local platform runs its own scheduler).
@@ -99,6 +105,7 @@ func FromEnv() Env {
 		S3Endpoint:     os.Getenv("S3_ENDPOINT"),
 		PagingKey:      os.Getenv("PLATFORM_PAGING_KEY"),
 		CORSOrigins:    os.Getenv("PLATFORM_CORS_ORIGINS"),
+		TrustedProxies: os.Getenv("PLATFORM_TRUSTED_PROXIES"), // clientip.EnvTrustedProxies
 
 		ScheduleGroup:      get("PLATFORM_SCHEDULE_GROUP", "platform"),
 		SchedulerTargetARN: os.Getenv("PLATFORM_SCHEDULER_TARGET_ARN"),
@@ -203,6 +210,10 @@ func areaHandler(ctx context.Context, area httpapi.Area, hub chatapi.Hub) (http.
 	if err != nil {
 		return nil, err
 	}
+	trusted, err := clientip.Parse(env.TrustedProxies)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", clientip.EnvTrustedProxies, err)
+	}
 	store := dynamo.New(DynamoClient(cfg, env, nil), env.Table)
 	store.SetLimits(limits)
 	gw, err := LLM(ctx, area == httpapi.AreaChat) // only the chat function calls the provider
@@ -226,7 +237,8 @@ func areaHandler(ctx context.Context, area httpapi.Area, hub chatapi.Hub) (http.
 	}
 	hc := httpapi.Config{Store: store, PagingKey: key, Scheduler: Scheduler(cfg, env), Files: FileStorage(cfg, env),
 		TableFiles: &files.TableFiles{Store: store, Objects: FileStorage(cfg, env)},
-		Logs:       logs, OnDelivery: logstore.Observer(logs, store, nil), Logger: slog.Default(), Sweeper: sweeper, LLM: gw, Semantic: semantic}
+		Logs:       logs, OnDelivery: logstore.Observer(logs, store, nil), Logger: slog.Default(), Sweeper: sweeper, LLM: gw, Semantic: semantic,
+		ClientIP: trusted}
 	hc.Outbound = Outbound()
 	// Deployed code: Lambda functions, invoked through the outbound client.
 	if code := CodeRunner(cfg, env, CodeEnvFromEnv(), store, hc.Files); code != nil {
@@ -235,7 +247,7 @@ func areaHandler(ctx context.Context, area httpapi.Area, hub chatapi.Hub) (http.
 	if hub == nil {
 		hub = chatrelay.New(DynamoClient(cfg, env, nil), env.Table, slog.Default())
 	}
-	hc.Builtins = BuiltinsWith(hub, gw, store)
+	hc.Builtins = BuiltinsWith(hub, gw, store, store.Limiter())
 	if area == httpapi.AreaAdmin {
 		// The hub lists them: published (idempotently) at each cold start
 		// of the admin function, after the standard interfaces some of

@@ -230,7 +230,7 @@ func (e earlier) Definition() platform.Integration {
 // it moves to the new version.
 func TestWebchatEarlierVersion(t *testing.T) {
 	f := apitest.New(t)
-	if err := f.Platform.Store.CreateIntegration(context.Background(), builtin.Record(earlier{webchat.New(nil)}, platform.Now())); err != nil {
+	if err := f.Platform.Store.CreateIntegration(context.Background(), builtin.Record(earlier{webchat.New(nil, nil)}, platform.Now())); err != nil {
 		t.Fatal(err)
 	}
 	if v := f.Check(f.Do(apitest.Req{Method: "GET", Path: "/v1/admin/hub/integrations/webchat/latest", Token: f.AdminToken}), 200, "").Str("integration.version"); v != webchat.Version {

@@ -36,12 +36,13 @@ import (
 // page vendors). Version changes with the definition (a published version
 // is never rewritten, docs/builtin.md): 4.5.2 had the typing actions only;
 // 4.6.0 adds the actions of Botpress's webchat integration and the user's
-// userData tag; 4.6.1 the custom event's shape of the chat integration
-// 0.6.0 ({userId, conversationId, payload}). Installations of 4.5.2 keep
+// userData tag; 4.7.0 the custom event's shape of the chat integration
+// 0.6.0 ({userId, conversationId, payload}) and the limits of the
+// configuration (chatapi.LimitsSchema). Installations of 4.5.2 keep
 // working (served by name) with its actions until the bot moves on.
 const (
 	Name             = "webchat"
-	Version          = "4.6.1"
+	Version          = "4.7.0"
 	ComponentVersion = "4.5.2"
 )
 
@@ -54,9 +55,10 @@ type Integration struct {
 }
 
 // New returns the webchat integration over hub (shared with the chat
-// integration's streams; nil: a hub of its own).
-func New(hub chatapi.Hub) *Integration {
-	return &Integration{chat: chatapi.New(hub)}
+// integration's streams; nil: a hub of its own) and the platform's shared
+// limits (the chat integration's: the same counts).
+func New(hub chatapi.Hub, limits platform.SharedLimits) *Integration {
+	return &Integration{chat: chatapi.New(hub, limits)}
 }
 
 // Definition is the published version: the chat integration's channel and
@@ -69,7 +71,8 @@ func (wi *Integration) Definition() platform.Integration {
 	d.Configuration = json.RawMessage(`{"identifier":{"required":false},"schema":{"type":"object","properties":{` +
 		`"encryptionKey":{"type":"string","minLength":1,"description":"Personal mode: the clients sign their own user keys (HS256) with this key, and POST /users is refused."},` +
 		`"adminSecret":{"type":"string","minLength":16,"description":"The secret of x-admin-secret: POST /users/key makes a key for any user id. Keep it on your servers."},` +
-		`"allowedOrigins":{"type":"array","items":{"type":"string"},"description":"Browser origins (scheme://host[:port]) allowed to call this installation's Webchat API; none: only the platform's hosted page."}` +
+		`"allowedOrigins":{"type":"array","items":{"type":"string"},"description":"Browser origins (scheme://host[:port]) allowed to call this installation's Webchat API; none: only the platform's hosted page."},` +
+		chatapi.LimitsSchema +
 		`},"additionalProperties":false}}`)
 	// Feedback on a message is kept in its tags (the bot reads them).
 	var ch map[string]any
@@ -232,10 +235,8 @@ func (q *req) chat(method, path, key string, body, out any) error {
 	if err != nil {
 		return err
 	}
+	// The caller's address (shared/clientip) rides on q.ctx.
 	r.RemoteAddr = q.r.RemoteAddr
-	if f := q.r.Header.Get("X-Forwarded-For"); f != "" {
-		r.Header.Set("X-Forwarded-For", f)
-	}
 	r.Header.Set("Content-Type", "application/json")
 	if key != "" {
 		r.Header.Set("x-user-key", key)
