@@ -82,6 +82,15 @@ type Options struct {
 	// synthesizes (cdk.out/bot-platform.template.json), so a call its
 	// role would refuse is refused here as on a stack deployed with it.
 	CheckRoles []string
+	// AccountConcurrency is the account's Lambda concurrency the stack's
+	// functions share (concurrency.go; default DefaultAccountConcurrency,
+	// AWS's 1,000 scaled down by ten). Reservations of the template are
+	// scaled by AccountConcurrency/1,000 unless their parameter is given
+	// in Parameters.
+	AccountConcurrency int
+	// Parameters are stack parameter values, as sam deploy's
+	// --parameter-overrides (the template's defaults otherwise).
+	Parameters map[string]string
 }
 
 // AdminEmail is the email of the stack's first account, as `make run`'s.
@@ -103,6 +112,7 @@ type Stack struct {
 	out     io.Writer
 	outMu   sync.Mutex
 	funcs   map[string]*lambdaFunction // by logical id
+	account *account
 	logs    *cwLogs
 	code    *lambdatest.Server
 	closers []func() error
@@ -235,7 +245,7 @@ func Run(ctx context.Context, o Options) error {
 
 func (s *Stack) handler() http.Handler {
 	return &apiGateway{routes: s.Template.Routes, invoke: func(ctx context.Context, fn *Function, payload []byte) invokeResult {
-		return s.funcs[fn.LogicalID].Invoke(ctx, payload)
+		return s.funcs[fn.LogicalID].invokeSync(ctx, payload)
 	}}
 }
 
@@ -275,9 +285,23 @@ func Open(ctx context.Context, o Options, ln net.Listener) (*Stack, error) {
 		}
 	}()
 	s.URL = "http://" + ln.Addr().String()
-	tpl, err := ReadTemplate(tplPath, filepath.Join(root, "Makefile"),
-		map[string]string{"PagingKey": sec.PagingKey, "CorsOrigins": httpapi.LocalOrigins}, s.URL)
+	params := map[string]string{"PagingKey": sec.PagingKey, "CorsOrigins": httpapi.LocalOrigins}
+	for k, v := range o.Parameters {
+		params[k] = v
+	}
+	tpl, err := ReadTemplate(tplPath, filepath.Join(root, "Makefile"), params, s.URL)
 	if err != nil {
+		return nil, err
+	}
+	if o.AccountConcurrency <= 0 {
+		o.AccountConcurrency = DefaultAccountConcurrency
+	}
+	for _, f := range tpl.Functions {
+		if _, given := o.Parameters[f.ReservedParam]; f.Reserved > 0 && !(f.ReservedParam != "" && given) {
+			f.Reserved = scaleReserved(f.Reserved, o.AccountConcurrency)
+		}
+	}
+	if s.account, err = newAccount(o.AccountConcurrency, tpl.Functions); err != nil {
 		return nil, err
 	}
 	if err := tpl.addRoleChecks(o.CheckRoles); err != nil {
@@ -436,6 +460,7 @@ func Open(ctx context.Context, o Options, ln net.Listener) (*Stack, error) {
 		}
 		lf := newLambdaFunction(f, binary(binDir, f), env, rtLn.Addr().String())
 		lf.output = s.functionOutput
+		lf.account = s.account
 		lf.started = func(c ColdStart) {
 			s.coldMu.Lock()
 			s.cold = append(s.cold, c)
@@ -539,6 +564,22 @@ func (s *Stack) Invoke(ctx context.Context, logicalID string, payload []byte) (a
 	}
 	r := lf.Invoke(ctx, payload)
 	return r.Payload, r.FunctionError, r.Err
+}
+
+// Throttles are the invocations Lambda's concurrency throttled so far, by
+// function's logical id (retried ones counted each time).
+func (s *Stack) Throttles() map[string]int { return s.account.Throttles() }
+
+// Reserved is each function's reserved concurrency in this stack (after
+// scaling), by logical id; functions without a reservation are absent.
+func (s *Stack) Reserved() map[string]int {
+	out := map[string]int{}
+	for _, f := range s.Template.Functions {
+		if f.Reserved >= 0 {
+			out[f.LogicalID] = f.Reserved
+		}
+	}
+	return out
 }
 
 // FireSchedules fires every EventBridge Scheduler schedule of the stack
