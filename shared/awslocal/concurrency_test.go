@@ -318,3 +318,66 @@ func TestStreamsCannotStarveTheAPI(t *testing.T) {
 		t.Logf("without the reservation: %d of %d streams held, %d API calls of %v throttled with 503", held, streams, throttled, len(statuses)*10)
 	})
 }
+
+// TestMeasureReplyLatency: a bot's reply on the end user's stream through
+// the stack of `make aws-local` (docs/chat-api.md "Where it runs"): the
+// bot's createMessage through API Gateway (the Chat function, the outbox,
+// the dispatcher fed by the table's stream, the chat integration's
+// signal), the fan-out function (the table's stream again) into the inbox
+// of the invocation of ChatStreamFunction holding the stream, and that
+// invocation's poll. Logged, not asserted (a measurement, not a timed
+// test). Turns are paced (pause) like a conversation's, the stream idle
+// between them. Run with AWS_LOCAL_MEASURE=1 (about a minute):
+//
+//	AWS_LOCAL_MEASURE=1 go test ./shared/awslocal -run TestMeasureReplyLatency -v
+func TestMeasureReplyLatency(t *testing.T) {
+	if os.Getenv("AWS_LOCAL_MEASURE") == "" {
+		t.Skip("AWS_LOCAL_MEASURE=1 measures the reply latency on the stack")
+	}
+	s := startStackWith(t, awslocal.Options{})
+	c := s.chatBot(t)
+	key, conv := c.userConversation(t)
+	var platformConv string
+	for _, cv := range s.call(t, "GET", "/v1/chat/conversations", c.botHdr, nil, 200)["conversations"].([]any) {
+		m := cv.(map[string]any)
+		for _, v := range m["tags"].(map[string]any) {
+			if v == conv {
+				platformConv = m["id"].(string)
+			}
+		}
+	}
+	if platformConv == "" {
+		t.Fatal("the Chat API conversation is no conversation of the bot")
+	}
+	o := c.listen(t, key, conv)
+	t.Cleanup(o.close)
+	if o.status != 200 {
+		t.Fatalf("listen: %d %s", o.status, o.body)
+	}
+	reply := func(i int, text string) (fromCall, fromCreated time.Duration) {
+		start := time.Now()
+		s.call(t, "POST", "/v1/chat/messages", c.botHdr, map[string]any{"conversationId": platformConv, "userId": c.bot,
+			"type": "text", "payload": map[string]any{"text": text}, "tags": map[string]string{}}, 201)
+		created := time.Now()
+		if !o.waitFor(text, 30*time.Second) {
+			t.Fatalf("turn %d: the bot's reply not on the stream within 30 s", i)
+		}
+		return time.Since(start), time.Since(created)
+	}
+	reply(-1, "warm-up") // every function's instance started
+	n, pause := 100, 300*time.Millisecond
+	var call, created []time.Duration
+	for i := range n {
+		a, b := reply(i, "reply-"+strings.Repeat("x", i%3)+time.Now().Format("150405.000000"))
+		call, created = append(call, a), append(created, b)
+		time.Sleep(pause) // pacing between turns, not synchronisation
+	}
+	for _, m := range []struct {
+		name string
+		d    []time.Duration
+	}{{"from the bot's createMessage call", call}, {"from its answer (the reply exists)", created}} {
+		sort.Slice(m.d, func(i, j int) bool { return m.d[i] < m.d[j] })
+		t.Logf("reply on the stream, %d turns %v apart, %s: p50 %6.1f ms, p90 %6.1f ms, p99 %6.1f ms, max %6.1f ms",
+			n, pause, m.name, ms(m.d[n/2]), ms(m.d[n*90/100]), ms(m.d[n*99/100]), ms(m.d[n-1]))
+	}
+}

@@ -564,3 +564,28 @@ func TestRelayThroughMotoStream(t *testing.T) {
 	topic := c.convTopic()
 	waitFor(t, func() bool { return len(c.holders(topic)) == 0 }, "the holder of a client that left removed")
 }
+
+// TestRelayPollAdapts: a holder polls every PollFast while its
+// conversations are active (a stream just opened, a signal just delivered)
+// and every PollEvery otherwise. With PollEvery an hour, signals still
+// reach the stream at once: the opened stream and then each delivered
+// signal keep the holder on PollFast (a fixed poll of PollEvery would
+// deliver nothing within the test).
+func TestRelayPollAdapts(t *testing.T) {
+	fast(t)
+	every, quick, hot := chatrelay.PollEvery, chatrelay.PollFast, chatrelay.HotFor
+	chatrelay.PollEvery, chatrelay.PollFast, chatrelay.HotFor = time.Hour, 20*time.Millisecond, time.Hour
+	t.Cleanup(func() { chatrelay.PollEvery, chatrelay.PollFast, chatrelay.HotFor = every, quick, hot })
+	c := newCloud(t, time.Minute)
+	key, convID := c.user()
+	s := c.listen(key, convID)
+	for i, text := range []string{"first", "second", "third"} {
+		sent := time.Now()
+		c.call(c.chat.URL, "POST", "/messages", key, map[string]any{"conversationId": convID, "payload": map[string]any{"type": "text", "text": text}}, 201)
+		typ, data := s.next(t, 10*time.Second)
+		if typ != "message_created" || data["payload"].(map[string]any)["text"] != text {
+			t.Fatalf("message %d: got %s %v, want %q", i, typ, data, text)
+		}
+		t.Logf("message %d on the stream %s after createMessage (PollFast %s, PollEvery %s)", i, time.Since(sent), chatrelay.PollFast, chatrelay.PollEvery)
+	}
+}
