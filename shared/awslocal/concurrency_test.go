@@ -222,6 +222,7 @@ func (s *stack) apiOps(t *testing.T, c chatBot, key, conv, fileHdrBot string) ma
 func TestStreamsCannotStarveTheAPI(t *testing.T) {
 	const account, reserved, streams = 12, 4, 16
 	run := func(t *testing.T, template string) (held, refused int, apiStatus map[string][]int, took map[string][]time.Duration, s *stack) {
+		var before map[string][]time.Duration // the same operations before the streams
 		s = startStackWith(t, awslocal.Options{Template: template, AccountConcurrency: account,
 			Parameters: map[string]string{"ChatStreamConcurrency": "4"}})
 		c := s.chatBot(t)
@@ -230,6 +231,23 @@ func TestStreamsCannotStarveTheAPI(t *testing.T) {
 		keys, convs := make([]string, streams), make([]string, streams)
 		for i := range streams {
 			keys[i], convs[i] = c.userConversation(t)
+		}
+		if template == "" {
+			k, cv := c.userConversation(t)
+			before = map[string][]time.Duration{}
+			for range 10 {
+				for name, op := range s.apiOps(t, c, k, cv, fileHdr["x-bot-id"]) {
+					start := time.Now()
+					if st := op(); st < 200 || st > 299 {
+						t.Fatalf("%s before any stream: %d", name, st)
+					}
+					before[name] = append(before[name], time.Since(start))
+				}
+			}
+			for name, d := range before {
+				sort.Slice(d, func(i, j int) bool { return d[i] < d[j] })
+				t.Logf("before the streams: %-30s %d calls, p50 %6.1f ms, max %6.1f ms", name, len(d), ms(d[len(d)/2]), ms(d[len(d)-1]))
+			}
 		}
 		opened := make([]*openStream, streams)
 		var wg sync.WaitGroup
