@@ -1,6 +1,8 @@
 // Package awslocal runs the AWS build of the platform whole on one
 // machine: the Lambda binaries of template.yaml (built as `make lambda`
-// builds them) as processes under the Lambda Runtime API, behind an API
+// builds them) as processes under the Lambda Runtime API, within the
+// account's concurrency and the functions' reservations (concurrency.go),
+// behind an API
 // Gateway HTTP API made from the template's routes (payload 2.0, 10 MB,
 // 30 s), with the template's environment; the function URLs of the
 // template (functionurl.go: BUFFERED, or RESPONSE_STREAM passed on as the
@@ -556,7 +558,8 @@ func (s *Stack) Close() error {
 }
 
 // Invoke invokes a function of the stack by its logical id, as Lambda's
-// Invoke API would (tests and measurements).
+// Invoke API would (tests and measurements); a throttled invocation is
+// retried, as the AWS SDK's retryer would.
 func (s *Stack) Invoke(ctx context.Context, logicalID string, payload []byte) (answer []byte, functionError bool, err error) {
 	lf := s.funcs[logicalID]
 	if lf == nil {
