@@ -2,9 +2,8 @@
 // machine: the Lambda binaries of template.yaml (built as `make lambda`
 // builds them) as processes under the Lambda Runtime API, within the
 // account's concurrency and the functions' reservations (concurrency.go),
-// behind an API
-// Gateway HTTP API made from the template's routes (payload 2.0, 10 MB,
-// 30 s), with the template's environment; the function URLs of the
+// behind an API Gateway HTTP API made from the template's routes (payload
+// 2.0, 10 MB, 30 s), with the template's environment; the function URLs of the
 // template (functionurl.go: BUFFERED, or RESPONSE_STREAM passed on as the
 // function posts it), each on a port of its own; the table (the embedded
 // durable DynamoDB, or an external endpoint) whose stream drives the
