@@ -63,7 +63,7 @@ const (
 // a poll reads the last Window and skips what it already delivered.
 var (
 	PollEvery = 250 * time.Millisecond
-	PollFast  = 50 * time.Millisecond
+	PollFast  = 25 * time.Millisecond
 	HotFor    = 2 * time.Minute
 	Window    = 30 * time.Second
 	// SignalTTL: how long signals and inbox items are kept (the table's
