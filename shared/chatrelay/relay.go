@@ -19,8 +19,8 @@
 //  3. Each streaming invocation (Relay.Hold) polls its own inbox and
 //     hands what it finds to its in-process hub, which feeds its streams
 //     as locally: every PollFast while its conversations are active (for
-//     HotFor after a signal it delivered or a stream it opened), every
-//     PollEvery otherwise.
+//     HotFor after a signal it delivered, HotOnOpen after a stream it
+//     opened), every PollEvery otherwise.
 //
 // Every item carries a ttl, so nothing outlives its use by more than a
 // day even if a function dies between two steps.
@@ -55,9 +55,12 @@ const (
 // (one Query per interval). It adapts: a conversation that just had a
 // signal (a message, the bot's reply, an event) or a stream just opened
 // is likely to have the next one soon (the bot's reply follows the user's
-// message; turns follow each other), so for HotFor after either the
-// holder polls every PollFast; an idle holder polls every PollEvery, the
-// cost of a listener that only waits (docs/deploy.md prices both).
+// message; turns follow each other), so for HotFor after a signal, and
+// HotOnOpen after a stream opened, the holder polls every PollFast; an
+// idle holder polls every PollEvery, the cost of a listener that only
+// waits (docs/deploy.md prices both). HotOnOpen is the shorter: an idle
+// page's client opens a stream again each time one ends (Lambda's 15
+// minutes), and each opening would otherwise buy two fast minutes.
 // Window is how far back a poll reads its inbox: signals are ordered by
 // their publishers' clocks and arrive through the stream out of order, so
 // a poll reads the last Window and skips what it already delivered.
@@ -65,6 +68,7 @@ var (
 	PollEvery = 250 * time.Millisecond
 	PollFast  = 25 * time.Millisecond
 	HotFor    = 2 * time.Minute
+	HotOnOpen = 30 * time.Second
 	Window    = 30 * time.Second
 	// SignalTTL: how long signals and inbox items are kept (the table's
 	// TTL collects them; no one reads them after Window).
@@ -97,17 +101,19 @@ type Relay struct {
 	topics map[string]bool // topics this holder registered (LISTEN items to delete)
 	stop   context.CancelFunc
 	polled chan struct{}
-	// active is when the holder last delivered a signal or opened a
-	// stream: its poll is fast until HotFor after it. wake makes an idle
-	// holder's poll run now (a stream just opened).
-	active time.Time
-	wake   chan struct{}
+	// hot is until when the holder's poll is fast (HotFor after a
+	// delivered signal, HotOnOpen after an opened stream). wake makes an
+	// idle holder's poll run now (a stream just opened).
+	hot  time.Time
+	wake chan struct{}
 }
 
-// touch marks the holder active now (its poll goes fast).
-func (r *Relay) touch() {
+// heat keeps the holder's poll fast for at least d from now.
+func (r *Relay) heat(d time.Duration) {
 	r.mu.Lock()
-	r.active = time.Now()
+	if until := time.Now().Add(d); until.After(r.hot) {
+		r.hot = until
+	}
 	r.mu.Unlock()
 }
 
@@ -115,7 +121,7 @@ func (r *Relay) touch() {
 func (r *Relay) interval() time.Duration {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if time.Since(r.active) < HotFor {
+	if time.Now().Before(r.hot) {
 		return PollFast
 	}
 	return PollEvery
@@ -177,7 +183,10 @@ func (r *Relay) signal(topic string, frame []byte, closing bool) {
 func (r *Relay) Subscribe(topics ...string) *listen.Sub {
 	sub := r.Local.Subscribe(topics...)
 	r.mu.Lock()
-	r.active = time.Now() // a stream just opened: its user is about to talk
+	// A stream just opened: its user is about to talk.
+	if until := time.Now().Add(HotOnOpen); until.After(r.hot) {
+		r.hot = until
+	}
 	if r.wake != nil {
 		select {
 		case r.wake <- struct{}{}:
@@ -298,7 +307,7 @@ func (r *Relay) poll(ctx context.Context, holder string, since time.Time, done c
 					continue
 				}
 				seen[sk] = now
-				r.touch()
+				r.heat(HotFor)
 				r.deliver(it)
 			}
 			if start = out.LastEvaluatedKey; start == nil {

@@ -566,16 +566,18 @@ func TestRelayThroughMotoStream(t *testing.T) {
 }
 
 // TestRelayPollAdapts: a holder polls every PollFast while its
-// conversations are active (a stream just opened, a signal just delivered)
-// and every PollEvery otherwise. With PollEvery an hour, signals still
+// conversations are active (a stream just opened: HotOnOpen, a signal just
+// delivered: HotFor) and every PollEvery otherwise. With PollEvery an hour, signals still
 // reach the stream at once: the opened stream and then each delivered
 // signal keep the holder on PollFast (a fixed poll of PollEvery would
 // deliver nothing within the test).
 func TestRelayPollAdapts(t *testing.T) {
 	fast(t)
-	every, quick, hot := chatrelay.PollEvery, chatrelay.PollFast, chatrelay.HotFor
-	chatrelay.PollEvery, chatrelay.PollFast, chatrelay.HotFor = time.Hour, 20*time.Millisecond, time.Hour
-	t.Cleanup(func() { chatrelay.PollEvery, chatrelay.PollFast, chatrelay.HotFor = every, quick, hot })
+	every, quick, hot, open := chatrelay.PollEvery, chatrelay.PollFast, chatrelay.HotFor, chatrelay.HotOnOpen
+	chatrelay.PollEvery, chatrelay.PollFast, chatrelay.HotFor, chatrelay.HotOnOpen = time.Hour, 20*time.Millisecond, time.Hour, time.Hour
+	t.Cleanup(func() {
+		chatrelay.PollEvery, chatrelay.PollFast, chatrelay.HotFor, chatrelay.HotOnOpen = every, quick, hot, open
+	})
 	c := newCloud(t, time.Minute)
 	key, convID := c.user()
 	s := c.listen(key, convID)
