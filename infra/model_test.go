@@ -101,6 +101,8 @@ type parameter struct {
 	MinLength      int      `json:"minLength,omitempty"`
 	AllowedPattern string   `json:"allowedPattern,omitempty"`
 	AllowedValues  []string `json:"allowedValues,omitempty"`
+	MinValue       *float64 `json:"minValue,omitempty"`
+	MaxValue       *float64 `json:"maxValue,omitempty"`
 }
 
 type function struct {
@@ -117,6 +119,9 @@ type function struct {
 	DependsOn     []string          `json:"dependsOnLogGroups"`
 	InvokedBy     []string          `json:"invokedBy"`     // resource-policy principals
 	URL           string            `json:"url,omitempty"` // its function URL: "<AuthType> <InvokeMode>"
+	// Reserved is its ReservedConcurrentExecutions: a number, "${Param}",
+	// or "" for none.
+	Reserved string `json:"reservedConcurrency,omitempty"`
 }
 
 // publicURL is the resource-policy principal of a function URL without
@@ -595,7 +600,8 @@ func modelOf(t *cloudformation.Template, packageOf func(id string) (string, erro
 		}
 		m.Parameters[name] = parameter{Type: p.Type, Description: deref(p.Description), Constraint: deref(p.ConstraintDescription),
 			Default: canon(p.Default), NoEcho: deref(p.NoEcho),
-			MinLength: deref(p.MinLength), AllowedPattern: deref(p.AllowedPattern), AllowedValues: strs(p.AllowedValues)}
+			MinLength: deref(p.MinLength), AllowedPattern: deref(p.AllowedPattern), AllowedValues: strs(p.AllowedValues),
+			MinValue: p.MinValue, MaxValue: p.MaxValue}
 	}
 	for name, o := range t.Outputs {
 		m.Outputs[name] = output{Value: canon(o.Value), Description: deref(o.Description)}
@@ -619,7 +625,7 @@ func modelOf(t *cloudformation.Template, packageOf func(id string) (string, erro
 	for id, res := range t.Resources {
 		switch r := res.(type) {
 		case *serverless.Function:
-			f, evs, err := samFunction(id, r, globals, packageOf)
+			f, evs, err := samFunction(t, id, r, globals, packageOf)
 			if err != nil {
 				fail("%s: %v", id, err)
 				continue
@@ -879,7 +885,7 @@ type samEvents struct {
 }
 
 // samFunction reads an AWS::Serverless::Function, merged with the Globals.
-func samFunction(id string, r *serverless.Function, g global.Function, packageOf func(string) (string, error)) (function, samEvents, error) {
+func samFunction(t *cloudformation.Template, id string, r *serverless.Function, g global.Function, packageOf func(string) (string, error)) (function, samEvents, error) {
 	var evs samEvents
 	f := function{
 		Name: deref(r.FunctionName), Description: deref(r.Description), Role: logicalIDOf(deref(r.Role)),
@@ -905,6 +911,9 @@ func samFunction(id string, r *serverless.Function, g global.Function, packageOf
 	f.Timeout = deref(r.Timeout)
 	if r.Timeout == nil {
 		f.Timeout = deref(g.Timeout)
+	}
+	if r.ReservedConcurrentExecutions != nil {
+		f.Reserved = numberRef(t, *r.ReservedConcurrentExecutions)
 	}
 	if g.Environment != nil {
 		for k, v := range g.Environment.Variables {
@@ -1040,6 +1049,9 @@ func cfnFunction(t *cloudformation.Template, id string, r *lambda.Function, lamb
 		for k, v := range r.Environment.Variables {
 			f.Env[k] = v
 		}
+	}
+	if r.ReservedConcurrentExecutions != nil {
+		f.Reserved = numberRef(t, *r.ReservedConcurrentExecutions)
 	}
 	if f.Architectures == nil {
 		f.Architectures = []string{"x86_64"}

@@ -113,22 +113,24 @@ type builder struct {
 	corsOrigins     awscdk.CfnParameter
 	trustedProxies  awscdk.CfnParameter
 	codeConcurrency awscdk.CfnParameter
-	quotas          map[string]awscdk.CfnParameter // by environment variable
-	embeddings      map[string]awscdk.CfnParameter // by environment variable
-	llm             map[string]awscdk.CfnParameter // by environment variable
-	table           awsdynamodb.Table
-	bucket          awss3.Bucket
-	bucketName      *string // the bucket's name as an expression free of references to it
-	scheduleGroup   awsscheduler.CfnScheduleGroup
-	schedulerRole   awsiam.Role
-	botLogs         awslogs.CfnLogGroup
-	integrationLogs awslogs.CfnLogGroup
-	codeBoundary    awsiam.CfnManagedPolicy
-	api_            awsapigatewayv2.HttpApi
-	chatStreamURL   awslambda.FunctionUrl
-	fns             map[string]awslambda.Function
-	roles           map[string]awsiam.Role
-	logs            map[string]awslogs.CfnLogGroup
+	// streamConcurrency is ChatStreamFunction's reserved concurrency.
+	streamConcurrency awscdk.CfnParameter
+	quotas            map[string]awscdk.CfnParameter // by environment variable
+	embeddings        map[string]awscdk.CfnParameter // by environment variable
+	llm               map[string]awscdk.CfnParameter // by environment variable
+	table             awsdynamodb.Table
+	bucket            awss3.Bucket
+	bucketName        *string // the bucket's name as an expression free of references to it
+	scheduleGroup     awsscheduler.CfnScheduleGroup
+	schedulerRole     awsiam.Role
+	botLogs           awslogs.CfnLogGroup
+	integrationLogs   awslogs.CfnLogGroup
+	codeBoundary      awsiam.CfnManagedPolicy
+	api_              awsapigatewayv2.HttpApi
+	chatStreamURL     awslambda.FunctionUrl
+	fns               map[string]awslambda.Function
+	roles             map[string]awsiam.Role
+	logs              map[string]awslogs.CfnLogGroup
 }
 
 // quotaParameters are the operator's quotas per bot (docs/account.md),
@@ -211,6 +213,19 @@ func (s *builder) parameters() {
 		Description: jsii.String("Cap on the reserved concurrency an integration's maxConcurrency gives its " +
 			"function: min(maxConcurrency, cap); 0: none is ever reserved " +
 			"(PLATFORM_CODE_MAX_RESERVED_CONCURRENCY, docs/runtime.md)."),
+	})
+	// The open streams' bound (template.yaml's reasoning): the API keeps
+	// the rest of the account's concurrency.
+	s.streamConcurrency = awscdk.NewCfnParameter(s.stack, jsii.String("ChatStreamConcurrency"), &awscdk.CfnParameterProps{
+		Type:                  jsii.String("Number"),
+		Default:               jsii.Number(200),
+		MinValue:              jsii.Number(0),
+		MaxValue:              jsii.Number(900),
+		ConstraintDescription: jsii.String("an integer from 0 to 900 (the account's 1,000 less the 100 Lambda keeps unreserved)"),
+		Description: jsii.String("Reserved concurrency of ChatStreamFunction: at most this many Chat API " +
+			"streams open at once, the rest of the account's concurrency kept for " +
+			"the API functions; more are refused with 429. 0 refuses every stream " +
+			"(docs/deploy.md)."),
 	})
 	s.embeddings = map[string]awscdk.CfnParameter{
 		"PLATFORM_EMBEDDINGS_MODEL": awscdk.NewCfnParameter(s.stack, jsii.String("EmbeddingsModel"), &awscdk.CfnParameterProps{
@@ -615,6 +630,9 @@ func (s *builder) functions(lambdaDir string) {
 			Environment:  &env,
 		})
 		logicalID(fn, f.ID+"Function")
+		if f.ID == "ChatStream" {
+			fn.Node().DefaultChild().(awslambda.CfnFunction).SetReservedConcurrentExecutions(s.streamConcurrency.ValueAsNumber())
+		}
 		// The log group exists before the function can log: the role may
 		// write to it but not create it.
 		fn.Node().AddDependency(s.logs[f.ID])

@@ -15,6 +15,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 
 	"github.com/botforge/platform/shared/awslocal"
@@ -30,6 +31,17 @@ func main() {
 	var checkRoles []string
 	flag.Func("check-roles", "one more template whose roles each function's calls must satisfy (the CDK app's: infra/cdk.out/bot-platform.template.json); repeatable", func(v string) error {
 		checkRoles = append(checkRoles, v)
+		return nil
+	})
+	accountConcurrency := flag.Int("account-concurrency", awslocal.DefaultAccountConcurrency,
+		"the account's Lambda concurrency the functions share (AWS's default 1,000 scaled down by ten); the template's reserved concurrency is scaled in proportion unless its parameter is given with --parameter")
+	params := map[string]string{}
+	flag.Func("parameter", "a stack parameter Name=Value, as sam deploy --parameter-overrides (e.g. ChatStreamConcurrency=5); repeatable", func(v string) error {
+		k, val, ok := strings.Cut(v, "=")
+		if !ok || k == "" {
+			return fmt.Errorf("want Name=Value")
+		}
+		params[k] = val
 		return nil
 	})
 	checkCalls := flag.String("check-calls", "", "check the calls an aws-calls.json recorded against the roles of the --check-roles templates, then exit (1 when one is refused): no stack runs")
@@ -52,7 +64,8 @@ func main() {
 	}
 	defer out.Close()
 	err = awslocal.Run(ctx, awslocal.Options{Addr: *addr, DataDir: *dataDir, Root: *root, Template: *template,
-		DynamoEndpoint: *ddb, S3Endpoint: *s3, FunctionOutput: out, CheckRoles: checkRoles})
+		DynamoEndpoint: *ddb, S3Endpoint: *s3, FunctionOutput: out, CheckRoles: checkRoles,
+		AccountConcurrency: *accountConcurrency, Parameters: params})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "aws-local:", err)
 		os.Exit(1)

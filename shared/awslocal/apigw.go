@@ -147,6 +147,10 @@ func (g *apiGateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	res := g.invoke(ctx, rt.Function, payload)
 	w.Header().Set("Apigw-Requestid", reqID[:16])
 	switch {
+	case errors.Is(res.Err, errThrottled):
+		// A throttled Lambda integration: the function never ran.
+		gatewayError(w, http.StatusServiceUnavailable, "Service Unavailable")
+		return
 	case errors.Is(res.Err, context.DeadlineExceeded):
 		gatewayError(w, http.StatusServiceUnavailable, "Service Unavailable")
 		return

@@ -37,8 +37,16 @@ const maxPrelude = 1 << 20
 
 // invoker is what a function URL needs of its function.
 type invoker interface {
-	Invoke(ctx context.Context, payload []byte) invokeResult
+	invokeSync(ctx context.Context, payload []byte) invokeResult
 	enqueue(ctx context.Context, inv *invocation) error
+}
+
+// throttled is a function URL's answer to an invocation Lambda throttles
+// (the function at its reserved concurrency, or the account's pool
+// exhausted): 429 with the URL's own error body; the function never runs,
+// so this is not the platform's error shape.
+func throttled(w http.ResponseWriter) {
+	urlError(w, http.StatusTooManyRequests, "Rate Exceeded.")
 }
 
 // functionURL serves one function's URL.
@@ -109,8 +117,11 @@ func (u *functionURL) event(r *http.Request, body []byte) events.LambdaFunctionU
 
 // buffered answers with the function's response once the invocation ends.
 func (u *functionURL) buffered(w http.ResponseWriter, r *http.Request, payload []byte) {
-	res := u.invoke.Invoke(r.Context(), payload)
+	res := u.invoke.invokeSync(r.Context(), payload)
 	switch {
+	case errors.Is(res.Err, errThrottled):
+		throttled(w)
+		return
 	case res.Err != nil && r.Context().Err() != nil:
 		return // the client left
 	case res.Err != nil || res.FunctionError:
@@ -174,6 +185,10 @@ func (u *functionURL) stream(w http.ResponseWriter, r *http.Request, payload []b
 	inv.gone = make(chan struct{})
 	defer close(inv.gone)
 	if err := u.invoke.enqueue(r.Context(), inv); err != nil {
+		if errors.Is(err, errThrottled) {
+			throttled(w)
+			return
+		}
 		if r.Context().Err() == nil {
 			urlError(w, http.StatusBadGateway, "Internal Server Error")
 		}

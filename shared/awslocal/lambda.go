@@ -21,14 +21,11 @@ import (
 
 // The Lambda service of the stack: each function of the template runs as
 // processes of its binary under the Lambda Runtime API, as on AWS; an
-// invocation goes to an idle instance, or a new one (a cold start) up to
-// maxInstances per function. An invocation not answered within the
-// function's Timeout kills its instance (as Lambda ends a timed-out
-// sandbox) and fails with Lambda's "Task timed out".
-
-// maxInstances bounds the concurrent instances of one function: this is
-// one machine, not a region.
-const maxInstances = 6
+// invocation goes to an idle instance, or a new one (a cold start), within
+// the function's concurrency (concurrency.go: its reservation, or the
+// account's unreserved pool), beyond which it is throttled. An invocation
+// not answered within the function's Timeout kills its instance (as Lambda
+// ends a timed-out sandbox) and fails with Lambda's "Task timed out".
 
 // invocation is one event for a function.
 type invocation struct {
@@ -43,6 +40,18 @@ type invocation struct {
 	// closed when the caller no longer waits for it.
 	stream chan *streamedAnswer
 	gone   chan struct{}
+	// release gives back the concurrent execution the invocation holds
+	// (once: when it ends, or when no instance ever took it).
+	release     func()
+	releaseOnce sync.Once
+}
+
+func (inv *invocation) free() {
+	inv.releaseOnce.Do(func() {
+		if inv.release != nil {
+			inv.release()
+		}
+	})
 }
 
 func newInvocation(payload []byte) *invocation {
@@ -81,6 +90,7 @@ const (
 
 func (inv *invocation) finish(r invokeResult) {
 	inv.once.Do(func() { inv.done <- r })
+	inv.free()
 }
 
 // invokeResult is a function's answer: its response, or the error it
@@ -106,6 +116,10 @@ type lambdaFunction struct {
 	runtime string // host:port of the stack's Runtime API
 	output  func(fn *Function, line string)
 	started func(ColdStart)
+	// account is the account's concurrency the function's invocations
+	// count against (nil: unbounded); inFlight is guarded by its lock.
+	account  *account
+	inFlight int
 
 	queue chan *invocation
 
@@ -137,8 +151,29 @@ func newLambdaFunction(fn *Function, binary string, env []string, runtimeAddr st
 		queue: make(chan *invocation), instances: map[int]*instance{}}
 }
 
-// Invoke runs one event through the function and waits for its answer.
+// Invoke runs one event through the function and waits for its answer,
+// as an event source mapping, EventBridge or an asynchronous invocation
+// does: a throttled invocation is tried again (backing off up to a second)
+// until it runs or ctx ends.
 func (l *lambdaFunction) Invoke(ctx context.Context, payload []byte) invokeResult {
+	wait := 20 * time.Millisecond
+	for {
+		r := l.invokeSync(ctx, payload)
+		if !errors.Is(r.Err, errThrottled) {
+			return r
+		}
+		select {
+		case <-ctx.Done():
+			return invokeResult{Err: ctx.Err()}
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, time.Second)
+	}
+}
+
+// invokeSync is a synchronous invocation (API Gateway's, a function URL's):
+// a throttled one fails at once with errThrottled.
+func (l *lambdaFunction) invokeSync(ctx context.Context, payload []byte) invokeResult {
 	inv := newInvocation(payload)
 	if err := l.enqueue(ctx, inv); err != nil {
 		return invokeResult{Err: err}
@@ -153,18 +188,30 @@ func (l *lambdaFunction) Invoke(ctx context.Context, payload []byte) invokeResul
 	}
 }
 
-// enqueue hands inv to an idle instance, or a new one, once one takes it.
+// enqueue hands inv to an idle instance, or a new one, once one takes it;
+// errThrottled when the function is at its concurrency. The instances of
+// a function are as many as its invocations in flight at most (the
+// concurrency bounds the processes of this machine too).
 func (l *lambdaFunction) enqueue(ctx context.Context, inv *invocation) error {
 	l.mu.Lock()
 	if l.closed {
 		l.mu.Unlock()
 		return errors.New("the stack is stopping")
 	}
+	l.mu.Unlock()
+	if a := l.account; a != nil {
+		if err := a.acquire(l); err != nil {
+			return err
+		}
+		inv.release = func() { a.release(l) }
+	}
+	l.mu.Lock()
 	l.waiting++
-	if l.waiting > l.idle && len(l.instances) < maxInstances {
+	if l.waiting > l.idle {
 		if err := l.spawnLocked(); err != nil {
 			l.waiting--
 			l.mu.Unlock()
+			inv.free()
 			return err
 		}
 	}
@@ -176,6 +223,7 @@ func (l *lambdaFunction) enqueue(ctx context.Context, inv *invocation) error {
 		l.mu.Lock()
 		l.waiting--
 		l.mu.Unlock()
+		inv.free()
 		return ctx.Err()
 	}
 }

@@ -1,8 +1,9 @@
 // Package awslocal runs the AWS build of the platform whole on one
 // machine: the Lambda binaries of template.yaml (built as `make lambda`
-// builds them) as processes under the Lambda Runtime API, behind an API
-// Gateway HTTP API made from the template's routes (payload 2.0, 10 MB,
-// 30 s), with the template's environment; the function URLs of the
+// builds them) as processes under the Lambda Runtime API, within the
+// account's concurrency and the functions' reservations (concurrency.go),
+// behind an API Gateway HTTP API made from the template's routes (payload
+// 2.0, 10 MB, 30 s), with the template's environment; the function URLs of the
 // template (functionurl.go: BUFFERED, or RESPONSE_STREAM passed on as the
 // function posts it), each on a port of its own; the table (the embedded
 // durable DynamoDB, or an external endpoint) whose stream drives the
@@ -82,6 +83,15 @@ type Options struct {
 	// synthesizes (cdk.out/bot-platform.template.json), so a call its
 	// role would refuse is refused here as on a stack deployed with it.
 	CheckRoles []string
+	// AccountConcurrency is the account's Lambda concurrency the stack's
+	// functions share (concurrency.go; default DefaultAccountConcurrency,
+	// AWS's 1,000 scaled down by ten). Reservations of the template are
+	// scaled by AccountConcurrency/1,000 unless their parameter is given
+	// in Parameters.
+	AccountConcurrency int
+	// Parameters are stack parameter values, as sam deploy's
+	// --parameter-overrides (the template's defaults otherwise).
+	Parameters map[string]string
 }
 
 // AdminEmail is the email of the stack's first account, as `make run`'s.
@@ -103,6 +113,7 @@ type Stack struct {
 	out     io.Writer
 	outMu   sync.Mutex
 	funcs   map[string]*lambdaFunction // by logical id
+	account *account
 	logs    *cwLogs
 	code    *lambdatest.Server
 	closers []func() error
@@ -235,7 +246,7 @@ func Run(ctx context.Context, o Options) error {
 
 func (s *Stack) handler() http.Handler {
 	return &apiGateway{routes: s.Template.Routes, invoke: func(ctx context.Context, fn *Function, payload []byte) invokeResult {
-		return s.funcs[fn.LogicalID].Invoke(ctx, payload)
+		return s.funcs[fn.LogicalID].invokeSync(ctx, payload)
 	}}
 }
 
@@ -275,9 +286,23 @@ func Open(ctx context.Context, o Options, ln net.Listener) (*Stack, error) {
 		}
 	}()
 	s.URL = "http://" + ln.Addr().String()
-	tpl, err := ReadTemplate(tplPath, filepath.Join(root, "Makefile"),
-		map[string]string{"PagingKey": sec.PagingKey, "CorsOrigins": httpapi.LocalOrigins}, s.URL)
+	params := map[string]string{"PagingKey": sec.PagingKey, "CorsOrigins": httpapi.LocalOrigins}
+	for k, v := range o.Parameters {
+		params[k] = v
+	}
+	tpl, err := ReadTemplate(tplPath, filepath.Join(root, "Makefile"), params, s.URL)
 	if err != nil {
+		return nil, err
+	}
+	if o.AccountConcurrency <= 0 {
+		o.AccountConcurrency = DefaultAccountConcurrency
+	}
+	for _, f := range tpl.Functions {
+		if _, given := o.Parameters[f.ReservedParam]; f.Reserved > 0 && !(f.ReservedParam != "" && given) {
+			f.Reserved = scaleReserved(f.Reserved, o.AccountConcurrency)
+		}
+	}
+	if s.account, err = newAccount(o.AccountConcurrency, tpl.Functions); err != nil {
 		return nil, err
 	}
 	if err := tpl.addRoleChecks(o.CheckRoles); err != nil {
@@ -436,6 +461,7 @@ func Open(ctx context.Context, o Options, ln net.Listener) (*Stack, error) {
 		}
 		lf := newLambdaFunction(f, binary(binDir, f), env, rtLn.Addr().String())
 		lf.output = s.functionOutput
+		lf.account = s.account
 		lf.started = func(c ColdStart) {
 			s.coldMu.Lock()
 			s.cold = append(s.cold, c)
@@ -531,7 +557,8 @@ func (s *Stack) Close() error {
 }
 
 // Invoke invokes a function of the stack by its logical id, as Lambda's
-// Invoke API would (tests and measurements).
+// Invoke API would (tests and measurements); a throttled invocation is
+// retried, as the AWS SDK's retryer would.
 func (s *Stack) Invoke(ctx context.Context, logicalID string, payload []byte) (answer []byte, functionError bool, err error) {
 	lf := s.funcs[logicalID]
 	if lf == nil {
@@ -539,6 +566,22 @@ func (s *Stack) Invoke(ctx context.Context, logicalID string, payload []byte) (a
 	}
 	r := lf.Invoke(ctx, payload)
 	return r.Payload, r.FunctionError, r.Err
+}
+
+// Throttles are the invocations Lambda's concurrency throttled so far, by
+// function's logical id (retried ones counted each time).
+func (s *Stack) Throttles() map[string]int { return s.account.Throttles() }
+
+// Reserved is each function's reserved concurrency in this stack (after
+// scaling), by logical id; functions without a reservation are absent.
+func (s *Stack) Reserved() map[string]int {
+	out := map[string]int{}
+	for _, f := range s.Template.Functions {
+		if f.Reserved >= 0 {
+			out[f.LogicalID] = f.Reserved
+		}
+	}
+	return out
 }
 
 // FireSchedules fires every EventBridge Scheduler schedule of the stack

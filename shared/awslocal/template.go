@@ -58,7 +58,12 @@ type Function struct {
 	Env       map[string]string
 	Timeout   int // seconds
 	Memory    int // MB
-	RoleID    string
+	// Reserved is the function's ReservedConcurrentExecutions (-1: none,
+	// it shares the account's unreserved pool); ReservedParam the stack
+	// parameter it is a Ref to, if any.
+	Reserved      int
+	ReservedParam string
+	RoleID        string
 	// Policy is the role's statements (inline policies and the template's
 	// managed policies, flattened).
 	Policy []iampolicy.Statement
@@ -303,7 +308,7 @@ var buildTarget = regexp.MustCompile(`(?m)^build-(\w+):\s*\n\t[^\n]*?(\./functio
 
 func (t *Template) function(id string, globals map[string]any, makefile string) (*Function, error) {
 	p := t.props(id)
-	f := &Function{LogicalID: id, Env: map[string]string{}, Timeout: 3, Memory: 128, source: t.path}
+	f := &Function{LogicalID: id, Env: map[string]string{}, Timeout: 3, Memory: 128, Reserved: -1, source: t.path}
 	for _, m := range buildTarget.FindAllStringSubmatch(makefile, -1) {
 		if m[1] == id {
 			f.Package = m[2]
@@ -323,6 +328,18 @@ func (t *Template) function(id string, globals map[string]any, makefile string) 
 		}
 		if n, ok := src["MemorySize"]; ok {
 			f.Memory, _ = strconv.Atoi(fmt.Sprint(n))
+		}
+		if n, ok := src["ReservedConcurrentExecutions"]; ok {
+			v, err := t.str(n)
+			if err != nil {
+				return nil, fmt.Errorf("ReservedConcurrentExecutions: %w", err)
+			}
+			if f.Reserved, err = strconv.Atoi(v); err != nil || f.Reserved < 0 {
+				return nil, fmt.Errorf("ReservedConcurrentExecutions %q: not a non-negative integer", v)
+			}
+			if m, ok := n.(map[string]any); ok {
+				f.ReservedParam, _ = m["Ref"].(string)
+			}
 		}
 		env, _ := src["Environment"].(map[string]any)
 		vars, _ := env["Variables"].(map[string]any)

@@ -16,9 +16,11 @@
 //     subscribed to it) and puts the signal in each holder's inbox
 //     (INBOX#<holder> / <signal>#<topic>). A holder past its expiry (an
 //     invocation that died without cleaning up) is deleted instead.
-//  3. Each streaming invocation (Relay.Hold) polls its own inbox every
-//     PollEvery and hands what it finds to its in-process hub, which
-//     feeds its streams as locally.
+//  3. Each streaming invocation (Relay.Hold) polls its own inbox and
+//     hands what it finds to its in-process hub, which feeds its streams
+//     as locally: every PollFast while its conversations are active (for
+//     HotFor after a signal it delivered, HotOnOpen after a stream it
+//     opened), every PollEvery otherwise.
 //
 // Every item carries a ttl, so nothing outlives its use by more than a
 // day even if a function dies between two steps.
@@ -48,13 +50,25 @@ const (
 	InboxPrefix  = "INBOX#"   // pk INBOX#<holder>, sk <signal ulid>#<topic>: a signal handed to a holder
 )
 
-// Timing. PollEvery is the latency a signal adds on top of the stream's
-// (and the read cost of an open invocation: one Query per PollEvery).
+// Timing. The poll interval is the latency a signal adds on top of the
+// table's stream and the fan-out, and the read cost of an open invocation
+// (one Query per interval). It adapts: a conversation that just had a
+// signal (a message, the bot's reply, an event) or a stream just opened
+// is likely to have the next one soon (the bot's reply follows the user's
+// message; turns follow each other), so for HotFor after a signal, and
+// HotOnOpen after a stream opened, the holder polls every PollFast; an
+// idle holder polls every PollEvery, the cost of a listener that only
+// waits (docs/deploy.md prices both). HotOnOpen is the shorter: an idle
+// page's client opens a stream again each time one ends (Lambda's 15
+// minutes), and each opening would otherwise buy two fast minutes.
 // Window is how far back a poll reads its inbox: signals are ordered by
 // their publishers' clocks and arrive through the stream out of order, so
 // a poll reads the last Window and skips what it already delivered.
 var (
 	PollEvery = 250 * time.Millisecond
+	PollFast  = 25 * time.Millisecond
+	HotFor    = 2 * time.Minute
+	HotOnOpen = 30 * time.Second
 	Window    = 30 * time.Second
 	// SignalTTL: how long signals and inbox items are kept (the table's
 	// TTL collects them; no one reads them after Window).
@@ -87,6 +101,30 @@ type Relay struct {
 	topics map[string]bool // topics this holder registered (LISTEN items to delete)
 	stop   context.CancelFunc
 	polled chan struct{}
+	// hot is until when the holder's poll is fast (HotFor after a
+	// delivered signal, HotOnOpen after an opened stream). wake makes an
+	// idle holder's poll run now (a stream just opened).
+	hot  time.Time
+	wake chan struct{}
+}
+
+// heat keeps the holder's poll fast for at least d from now.
+func (r *Relay) heat(d time.Duration) {
+	r.mu.Lock()
+	if until := time.Now().Add(d); until.After(r.hot) {
+		r.hot = until
+	}
+	r.mu.Unlock()
+}
+
+// interval is the wait before the holder's next poll.
+func (r *Relay) interval() time.Duration {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if time.Now().Before(r.hot) {
+		return PollFast
+	}
+	return PollEvery
 }
 
 // New returns a relay over the table.
@@ -145,6 +183,16 @@ func (r *Relay) signal(topic string, frame []byte, closing bool) {
 func (r *Relay) Subscribe(topics ...string) *listen.Sub {
 	sub := r.Local.Subscribe(topics...)
 	r.mu.Lock()
+	// A stream just opened: its user is about to talk.
+	if until := time.Now().Add(HotOnOpen); until.After(r.hot) {
+		r.hot = until
+	}
+	if r.wake != nil {
+		select {
+		case r.wake <- struct{}{}:
+		default:
+		}
+	}
 	holder, until := r.holder, r.until
 	var fresh []string
 	if holder != "" {
@@ -185,8 +233,8 @@ func (r *Relay) Hold(deadline time.Time) (release func()) {
 		now := time.Now()
 		r.holder, r.until, r.topics = newID(now), deadline, map[string]bool{}
 		ctx, cancel := context.WithCancel(context.Background())
-		r.stop, r.polled = cancel, make(chan struct{})
-		go r.poll(ctx, r.holder, now, r.polled)
+		r.stop, r.polled, r.wake = cancel, make(chan struct{}), make(chan struct{}, 1)
+		go r.poll(ctx, r.holder, now, r.polled, r.wake)
 	}
 	var once sync.Once
 	return func() { once.Do(r.release) }
@@ -216,18 +264,20 @@ func (r *Relay) release() {
 	}
 }
 
-// poll reads the holder's inbox every PollEvery and hands each signal,
-// once, to the local hub.
-func (r *Relay) poll(ctx context.Context, holder string, since time.Time, done chan struct{}) {
+// poll reads the holder's inbox (every interval: PollFast while active,
+// PollEvery otherwise) and hands each signal, once, to the local hub.
+func (r *Relay) poll(ctx context.Context, holder string, since time.Time, done chan struct{}, wake chan struct{}) {
 	defer close(done)
 	seen := map[string]time.Time{}
-	t := time.NewTicker(PollEvery)
+	t := time.NewTimer(r.interval())
 	defer t.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
+		case <-wake:
+			t.Stop()
 		}
 		now := time.Now()
 		from := now.Add(-Window)
@@ -257,6 +307,7 @@ func (r *Relay) poll(ctx context.Context, holder string, since time.Time, done c
 					continue
 				}
 				seen[sk] = now
+				r.heat(HotFor)
 				r.deliver(it)
 			}
 			if start = out.LastEvaluatedKey; start == nil {
@@ -268,6 +319,7 @@ func (r *Relay) poll(ctx context.Context, holder string, since time.Time, done c
 				delete(seen, k)
 			}
 		}
+		t.Reset(r.interval())
 	}
 }
 

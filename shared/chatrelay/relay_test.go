@@ -605,3 +605,30 @@ func TestRelayRemovedParticipant(t *testing.T) {
 		t.Fatalf("the owner's stream after the removal: %s %v", typ, data)
 	}
 }
+
+// TestRelayPollAdapts: a holder polls every PollFast while its
+// conversations are active (a stream just opened: HotOnOpen, a signal just
+// delivered: HotFor) and every PollEvery otherwise. With PollEvery an hour, signals still
+// reach the stream at once: the opened stream and then each delivered
+// signal keep the holder on PollFast (a fixed poll of PollEvery would
+// deliver nothing within the test).
+func TestRelayPollAdapts(t *testing.T) {
+	fast(t)
+	every, quick, hot, open := chatrelay.PollEvery, chatrelay.PollFast, chatrelay.HotFor, chatrelay.HotOnOpen
+	chatrelay.PollEvery, chatrelay.PollFast, chatrelay.HotFor, chatrelay.HotOnOpen = time.Hour, 20*time.Millisecond, time.Hour, time.Hour
+	t.Cleanup(func() {
+		chatrelay.PollEvery, chatrelay.PollFast, chatrelay.HotFor, chatrelay.HotOnOpen = every, quick, hot, open
+	})
+	c := newCloud(t, time.Minute)
+	key, convID := c.user()
+	s := c.listen(key, convID)
+	for i, text := range []string{"first", "second", "third"} {
+		sent := time.Now()
+		c.call(c.chat.URL, "POST", "/messages", key, map[string]any{"conversationId": convID, "payload": map[string]any{"type": "text", "text": text}}, 201)
+		typ, data := s.next(t, 10*time.Second)
+		if typ != "message_created" || data["payload"].(map[string]any)["text"] != text {
+			t.Fatalf("message %d: got %s %v, want %q", i, typ, data, text)
+		}
+		t.Logf("message %d on the stream %s after createMessage (PollFast %s, PollEvery %s)", i, time.Since(sent), chatrelay.PollFast, chatrelay.PollEvery)
+	}
+}
