@@ -47,14 +47,14 @@ func TestStackResources(t *testing.T) {
 		"AWS::S3::Bucket":                 1,
 		"AWS::S3::BucketPolicy":           1,
 		"AWS::Scheduler::ScheduleGroup":   1,
-		"AWS::Scheduler::Schedule":        0, // created at run time by the admin function
+		"AWS::Scheduler::Schedule":        0,  // created at run time by the admin function
 		"AWS::Logs::LogGroup":             14, // the functions', bots', integrations', the stream tier's tasks'
 		"AWS::IAM::Role":                  14, // the stream tier's task and execution roles among them
-		"AWS::IAM::Policy":                0, // inline policies only
-		"AWS::IAM::ManagedPolicy":         1, // the boundary of deployed code's roles, attached to none
-		"AWS::Lambda::EventSourceMapping": 2, // the dispatcher's and the chat fan-out's stream triggers
-		"AWS::Lambda::Url":                1, // the Chat API's streams
-		"AWS::Events::Rule":               2, // the dispatcher's one-minute schedule, the sweeper's five-minute one
+		"AWS::IAM::Policy":                0,  // inline policies only
+		"AWS::IAM::ManagedPolicy":         1,  // the boundary of deployed code's roles, attached to none
+		"AWS::Lambda::EventSourceMapping": 2,  // the dispatcher's and the chat fan-out's stream triggers
+		"AWS::Lambda::Url":                1,  // the Chat API's streams
+		"AWS::Events::Rule":               2,  // the dispatcher's one-minute schedule, the sweeper's five-minute one
 	} {
 		check(t, typ, func() { tmpl.ResourceCountIs(jsii.String(typ), jsii.Number(n)) })
 	}
