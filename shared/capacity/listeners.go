@@ -71,8 +71,10 @@ type Tiers struct {
 var DefaultTiers = Tiers{
 	LambdaMemoryMB: 256, LambdaStream: 895 * time.Second, LambdaPoll: 250 * time.Millisecond,
 	LambdaConcurrency: 1000, LambdaTopicsPerRun: 2,
-	TaskVCPU: 0.25, TaskMemoryGB: 1, StreamsPerTask: 10000, MinTasks: 2, MaxTasks: 20,
-	TaskPoll: 50 * time.Millisecond, Lease: 6 * time.Hour,
+	// template.yaml's task: 0.5 vCPU / 2 GB. scripts/streambench, 10,000
+	// idle streams in one process: RSS about 1 GB, CPU a quarter of a core.
+	TaskVCPU: 0.5, TaskMemoryGB: 2, StreamsPerTask: 10000, MinTasks: 2, MaxTasks: 20,
+	TaskPoll: 50 * time.Millisecond, Lease: 12 * time.Hour,
 	// ": keep-alive\n\n" (14 bytes + 7 of chunk framing) every 3 s,
 	// "data: ping\n\n" (12 + 6) every 30 s.
 	IdleBytesPerSecond: 21.0/3 + 18.0/30,

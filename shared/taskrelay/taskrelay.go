@@ -43,7 +43,7 @@ import (
 const (
 	// DefaultPollEvery is the latency a signal adds after the fan-out
 	// put it in the inbox. One Query per process per PollEvery: at 50 ms,
-	// 20 reads a second per task (about $3.3 a month on DynamoDB
+	// 20 reads a second per task (about $3.2 a month on DynamoDB
 	// on-demand, shared/capacity), whatever it holds.
 	DefaultPollEvery = 50 * time.Millisecond
 	// DefaultLease is how long a LISTEN item names this process after its
@@ -51,7 +51,7 @@ const (
 	// that died (harmless: each inbox item has a ttl) and how often a
 	// topic's registration is written again while streams listen (twice
 	// per Lease).
-	DefaultLease = 6 * time.Hour
+	DefaultLease = 12 * time.Hour
 	// DefaultSweep is how often topics without local streams are
 	// deregistered and leases renewed.
 	DefaultSweep = time.Minute
