@@ -82,6 +82,11 @@ type Options struct {
 	// synthesizes (cdk.out/bot-platform.template.json), so a call its
 	// role would refuse is refused here as on a stack deployed with it.
 	CheckRoles []string
+	// StreamTier is the stack's StreamTier parameter (default lambda);
+	// container runs StreamTasks processes of the stream service behind a
+	// load balancer's stand-in (streamtier.go).
+	StreamTier  string
+	StreamTasks int
 }
 
 // AdminEmail is the email of the stack's first account, as `make run`'s.
@@ -276,7 +281,7 @@ func Open(ctx context.Context, o Options, ln net.Listener) (*Stack, error) {
 	}()
 	s.URL = "http://" + ln.Addr().String()
 	tpl, err := ReadTemplate(tplPath, filepath.Join(root, "Makefile"),
-		map[string]string{"PagingKey": sec.PagingKey, "CorsOrigins": httpapi.LocalOrigins}, s.URL)
+		streamTierParams(o, map[string]string{"PagingKey": sec.PagingKey, "CorsOrigins": httpapi.LocalOrigins}), s.URL)
 	if err != nil {
 		return nil, err
 	}
@@ -460,6 +465,9 @@ func Open(ctx context.Context, o Options, ln net.Listener) (*Stack, error) {
 		u := "http://" + uLn.Addr().String() + "/"
 		s.FunctionURLs[f.LogicalID] = u
 		tpl.SetFunctionURL(f, u)
+	}
+	if err := s.startStreamTier(ctx, root, binDir, tpl, services, sec, o.StreamTasks); err != nil {
+		return nil, err
 	}
 	outputs, _ := json.MarshalIndent(tpl.Outputs(), "", "  ")
 	if err := fsutil.WriteFileAtomic(filepath.Join(o.DataDir, "aws-local", "outputs.json"), outputs); err != nil {
