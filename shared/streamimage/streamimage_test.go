@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"syscall"
 	"testing"
 	"time"
 
@@ -110,11 +111,13 @@ func TestImageRunsTheService(t *testing.T) {
 	cmd := exec.CommandContext(ctx, extracted)
 	cmd.Env = []string{"PORT=" + port, "PLATFORM_PAGING_KEY=" + "00112233445566778899aabbccddeeff", "AWS_REGION=us-east-1",
 		"AWS_ACCESS_KEY_ID=AKIDTEST", "AWS_SECRET_ACCESS_KEY=test", "DYNAMODB_ENDPOINT=http://127.0.0.1:1", "HOME=" + dir}
-	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
+	cmd.Cancel = func() error { return cmd.Process.Kill() }
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	defer func() { cancel(); _ = cmd.Wait() }()
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	defer cancel()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		res, err := http.Get("http://127.0.0.1:" + port + "/healthz")
@@ -131,5 +134,17 @@ func TestImageRunsTheService(t *testing.T) {
 			t.Fatalf("the image's binary did not answer within 30 s: %v", err)
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+	// SIGTERM (ECS stopping the task): it stops serving and exits 0.
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-exited:
+		if err != nil {
+			t.Fatalf("after SIGTERM: %v", err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("still running 20 s after SIGTERM")
 	}
 }
