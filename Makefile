@@ -1,5 +1,5 @@
 # The two commands of README.md: `make run` and `make test`.
-.PHONY: run aws-local test vet unit conformance conformance-aws cli-e2e deploy-e2e deploy-e2e-aws llm-e2e console-e2e console-vendor webchat-e2e webchat-vendor build infra lambda cfn-lint capacity
+.PHONY: run aws-local test vet unit conformance conformance-aws cli-e2e deploy-e2e deploy-e2e-aws llm-e2e console-e2e console-vendor webchat-e2e webchat-vendor build infra lambda cfn-lint capacity stream-image
 
 # Where `make run` listens: loopback only unless told otherwise
 # (make run ADDR=:8080 listens on every interface).
@@ -84,6 +84,13 @@ build:
 # cost per million messages. make capacity ARGS="-rate 500 -bots 50".
 capacity:
 	go run ./scripts/capacity $(ARGS)
+
+# The container stream tier's image (docs/deploy.md "Stream tiers"):
+# functions/chatstream-service for linux/arm64 as an OCI image tarball,
+# built without a Docker daemon (shared/streamimage); push it to ECR with
+# crane or skopeo and name it in the stack's StreamImage parameter.
+stream-image:
+	go run ./scripts/stream-image -o .build/stream-image.tar
 
 # Deployment (docs/deploy.md). The CDK app in infra/ is its own Go module:
 # its tests (CDK assertions, agreement with template.yaml) run here, not in

@@ -110,9 +110,9 @@ func TestSAMAndCDKAgree(t *testing.T) {
 
 	// The comparison is not vacuous: the model holds the whole stack.
 	if len(sam.Functions) != len(Functions) || len(sam.Routes) != 11 || len(sam.Tables) != 1 || len(sam.Buckets) != 1 ||
-		len(sam.ScheduleGroups) != 1 || len(sam.LogGroups) != len(Functions)+2 || len(sam.Roles) != len(Functions)+1 || len(sam.Outputs) != 7 {
-		t.Fatalf("model misses parts of the stack: %d functions, %d routes, %d tables, %d buckets, %d schedule groups, %d log groups, %d roles, %d outputs",
-			len(sam.Functions), len(sam.Routes), len(sam.Tables), len(sam.Buckets), len(sam.ScheduleGroups), len(sam.LogGroups), len(sam.Roles), len(sam.Outputs))
+		len(sam.ScheduleGroups) != 1 || len(sam.LogGroups) != len(Functions)+3 || len(sam.Roles) != len(Functions)+3 || len(sam.Outputs) != 7 || len(sam.StreamTier) != 11 {
+		t.Fatalf("model misses parts of the stack: %d functions, %d routes, %d tables, %d buckets, %d schedule groups, %d log groups, %d roles, %d outputs, %d stream tier resources",
+			len(sam.Functions), len(sam.Routes), len(sam.Tables), len(sam.Buckets), len(sam.ScheduleGroups), len(sam.LogGroups), len(sam.Roles), len(sam.Outputs), len(sam.StreamTier))
 	}
 	// The dispatcher's triggers: outbox inserts on the table's stream, a
 	// one-minute schedule.
@@ -398,10 +398,23 @@ func TestEnvironmentCoversRuntime(t *testing.T) {
 		}
 	}
 	set := map[string]bool{}
-	for _, f := range samModel(t, samTemplate).Functions {
+	m := samModel(t, samTemplate)
+	for _, f := range m.Functions {
 		for k := range f.Env {
 			set[k] = true
 		}
+	}
+	// The container stream tier's task (functions/chatstream-service).
+	var task struct {
+		Properties struct {
+			ContainerDefinitions []struct{ Environment []struct{ Name string } }
+		}
+	}
+	if err := json.Unmarshal([]byte(m.StreamTier["StreamTaskDefinition"]), &task); err != nil || len(task.Properties.ContainerDefinitions) != 1 {
+		t.Fatalf("StreamTaskDefinition: %v", err)
+	}
+	for _, e := range task.Properties.ContainerDefinitions[0].Environment {
+		set[e.Name] = true
 	}
 	for v := range read {
 		// PLATFORM_BUILTINS: unset in the stack (every built-in integration).

@@ -57,7 +57,15 @@ type stackModel struct {
 	Other           map[string]otherResource `json:"otherResources"` // any resource type the model does not know
 	// Custom resources (Custom::*), by logical id.
 	CustomResources map[string]customResource `json:"customResources"`
+	// The container stream tier's resources (ECS, load balancer,
+	// autoscaling, security groups), by logical id: each whole, as JSON
+	// with its intrinsics canonical (condition and dependencies included).
+	StreamTier map[string]string `json:"streamTier"`
 }
+
+// streamTierTypes are the resource types only the container stream tier
+// has (template.yaml's Stream* resources).
+var streamTierTypes = []string{"AWS::ECS::", "AWS::ElasticLoadBalancingV2::", "AWS::ApplicationAutoScaling::", "AWS::EC2::SecurityGroup"}
 
 type customResource struct {
 	Type       string            `json:"type"`
@@ -592,7 +600,7 @@ func modelOf(t *cloudformation.Template, packageOf func(id string) (string, erro
 		Schedules: map[string]string{}, Roles: map[string]role{}, LogGroups: map[string]logGroup{},
 		Outputs: map[string]output{}, Other: map[string]otherResource{}, ManagedPolicies: map[string][]string{},
 		StreamSources: map[string]streamSource{}, FunctionSchedules: map[string]functionSchedule{},
-		CustomResources: map[string]customResource{},
+		CustomResources: map[string]customResource{}, StreamTier: map[string]string{},
 	}
 	for name, p := range t.Parameters {
 		if name == "BootstrapVersion" { // the CDK bootstrap check, not part of the stack
@@ -722,7 +730,20 @@ func modelOf(t *cloudformation.Template, packageOf func(id string) (string, erro
 			m.LogGroups[id] = logGroup{Name: deref(r.LogGroupName), Retention: numberRef(t, deref(r.RetentionInDays)),
 				DeletionPolicy: deletionPolicy(r.AWSCloudFormationDeletionPolicy)}
 		default:
-			m.Other[id] = otherResource{Type: res.AWSCloudFormationType()}
+			typ := res.AWSCloudFormationType()
+			tier := false
+			for _, p := range streamTierTypes {
+				tier = tier || strings.HasPrefix(typ, p)
+			}
+			if !tier {
+				m.Other[id] = otherResource{Type: typ}
+				continue
+			}
+			j, err := json.Marshal(res)
+			if err != nil {
+				fail("%s: %v", id, err)
+			}
+			m.StreamTier[id] = string(j)
 		}
 	}
 

@@ -102,7 +102,7 @@ func NewPlatformStack(scope constructs.Construct, opts StackOptions) (awscdk.Sta
 	s.sweeperSchedule()
 	s.codeTeardown()
 	s.chatStreams()
-	s.outputs()
+	s.outputs(s.streamTier())
 	return stack, nil
 }
 
@@ -811,12 +811,12 @@ func (s *builder) chatStreams() {
 	})
 }
 
-func (s *builder) outputs() {
+func (s *builder) outputs(chatStreamURL *string) {
 	out := func(id, description string, value *string) {
 		awscdk.NewCfnOutput(s.stack, jsii.String(id), &awscdk.CfnOutputProps{Description: jsii.String(description), Value: value})
 	}
 	out("ApiUrl", "Base URL of the API (apiUrl of @botpress/client)", s.api_.ApiEndpoint())
-	out("ChatStreamUrl", "Base URL of the Chat API's streams (apiUrl of @botpress/chat: <ChatStreamUrl>webhooks/<webhookId>)", s.chatStreamURL.Url())
+	out("ChatStreamUrl", "Base URL of the Chat API's streams (apiUrl of @botpress/chat: <ChatStreamUrl>webhooks/<webhookId>)", chatStreamURL)
 	out("TableName", "DynamoDB table (PLATFORM_TABLE of scripts/issue-token and scripts/first-account.sh)", s.table.TableName())
 	out("BucketName", "S3 bucket of file contents", s.bucket.BucketName())
 	out("ScheduleGroupName", "EventBridge Scheduler group of the bots' recurring events", s.scheduleGroup.Ref())

@@ -47,14 +47,14 @@ func TestStackResources(t *testing.T) {
 		"AWS::S3::Bucket":                 1,
 		"AWS::S3::BucketPolicy":           1,
 		"AWS::Scheduler::ScheduleGroup":   1,
-		"AWS::Scheduler::Schedule":        0, // created at run time by the admin function
-		"AWS::Logs::LogGroup":             13,
-		"AWS::IAM::Role":                  12,
-		"AWS::IAM::Policy":                0, // inline policies only
-		"AWS::IAM::ManagedPolicy":         1, // the boundary of deployed code's roles, attached to none
-		"AWS::Lambda::EventSourceMapping": 2, // the dispatcher's and the chat fan-out's stream triggers
-		"AWS::Lambda::Url":                1, // the Chat API's streams
-		"AWS::Events::Rule":               2, // the dispatcher's one-minute schedule, the sweeper's five-minute one
+		"AWS::Scheduler::Schedule":        0,  // created at run time by the admin function
+		"AWS::Logs::LogGroup":             14, // the functions', bots', integrations', the stream tier's tasks'
+		"AWS::IAM::Role":                  14, // the stream tier's task and execution roles among them
+		"AWS::IAM::Policy":                0,  // inline policies only
+		"AWS::IAM::ManagedPolicy":         1,  // the boundary of deployed code's roles, attached to none
+		"AWS::Lambda::EventSourceMapping": 2,  // the dispatcher's and the chat fan-out's stream triggers
+		"AWS::Lambda::Url":                1,  // the Chat API's streams
+		"AWS::Events::Rule":               2,  // the dispatcher's one-minute schedule, the sweeper's five-minute one
 	} {
 		check(t, typ, func() { tmpl.ResourceCountIs(jsii.String(typ), jsii.Number(n)) })
 	}
@@ -227,8 +227,10 @@ func checkLeastPrivilege(t *testing.T, m stackModel) {
 		"logs:startquery":       {"AdminFunctionRole"},
 		"logs:getqueryresults":  {"AdminFunctionRole"},
 		"logs:stopquery":        {"AdminFunctionRole"},
-		"lambda:invokefunction": {"SchedulerRole", "AdminFunctionRole", "ChatFunctionRole", "ChatStreamFunctionRole", "SchedulerFunctionRole", "DispatcherFunctionRole"},
-		"lambda:":               {"SchedulerRole", "AdminFunctionRole", "ChatFunctionRole", "ChatStreamFunctionRole", "SchedulerFunctionRole", "DispatcherFunctionRole", "TeardownFunctionRole"},
+		"lambda:invokefunction": {"SchedulerRole", "AdminFunctionRole", "ChatFunctionRole", "ChatStreamFunctionRole", "StreamTaskRole", "SchedulerFunctionRole", "DispatcherFunctionRole"},
+		"lambda:":               {"SchedulerRole", "AdminFunctionRole", "ChatFunctionRole", "ChatStreamFunctionRole", "StreamTaskRole", "SchedulerFunctionRole", "DispatcherFunctionRole", "TeardownFunctionRole"},
+		// Pulling the stream tier's image: its execution role only.
+		"ecr:": {"StreamExecutionRole"},
 		// The table's stream: what the event source mappings read (the
 		// dispatcher's outbox, the chat fan-out's signals).
 		"dynamodb:describestream":   {"DispatcherFunctionRole", "ChatFanoutFunctionRole"},
@@ -276,7 +278,9 @@ func checkLeastPrivilege(t *testing.T, m stackModel) {
 			}
 			// Listing functions and roles (the teardown's) has no
 			// resource-level permissions either.
-			listing := roleID == "TeardownFunctionRole" && (action == "lambda:listfunctions" || action == "iam:listroles")
+			listing := roleID == "TeardownFunctionRole" && (action == "lambda:listfunctions" || action == "iam:listroles") ||
+				// ECR's authorization token has none either.
+				roleID == "StreamExecutionRole" && action == "ecr:getauthorizationtoken"
 			if resource == "*" && action != "logs:getqueryresults" && action != "logs:stopquery" && action != "dynamodb:liststreams" && !listing {
 				t.Errorf("%s: any resource (only the Logs Insights query calls, ListStreams and the teardown's ListFunctions and ListRoles, which have no resource-level permissions, may): %s", roleID, st)
 			}

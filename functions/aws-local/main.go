@@ -44,8 +44,14 @@ func main() {
 		params[k] = val
 		return nil
 	})
+	streamTier := flag.String("stream-tier", os.Getenv("AWS_LOCAL_STREAM_TIER"), "the stack's StreamTier: lambda (default) or container, its tasks as long-running processes behind a load balancer's stand-in (docs/deploy.md \"Stream tiers\"; AWS_LOCAL_STREAM_TIER)")
+	streamTasks := flag.Int("stream-tasks", awslocal.DefaultStreamTasks, "with -stream-tier container: how many tasks")
 	checkCalls := flag.String("check-calls", "", "check the calls an aws-calls.json recorded against the roles of the --check-roles templates, then exit (1 when one is refused): no stack runs")
 	flag.Parse()
+	if *streamTier != "" && *streamTier != "lambda" && *streamTier != "container" {
+		fmt.Fprintf(os.Stderr, "aws-local: -stream-tier %q: lambda or container\n", *streamTier)
+		os.Exit(2)
+	}
 	if *checkCalls != "" {
 		os.Exit(check(*checkCalls, checkRoles))
 	}
@@ -65,7 +71,8 @@ func main() {
 	defer out.Close()
 	err = awslocal.Run(ctx, awslocal.Options{Addr: *addr, DataDir: *dataDir, Root: *root, Template: *template,
 		DynamoEndpoint: *ddb, S3Endpoint: *s3, FunctionOutput: out, CheckRoles: checkRoles,
-		AccountConcurrency: *accountConcurrency, Parameters: params})
+		AccountConcurrency: *accountConcurrency, Parameters: params,
+		StreamTier: *streamTier, StreamTasks: *streamTasks})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "aws-local:", err)
 		os.Exit(1)

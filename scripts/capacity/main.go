@@ -7,6 +7,14 @@
 // prices (shared/capacity/prices.go).
 //
 //	go run ./scripts/capacity -rate 500 -bots 50 -conversations 5000
+//
+// With -listeners it models open Chat API streams instead, on both stream
+// tiers (docs/deploy.md "Stream tiers"): monthly cost per 1,000 idle
+// listeners, each tier's ceiling and the crossover, from the code's
+// settings and the bench's numbers (shared/capacity/listeners.go); no
+// replay runs.
+//
+//	go run ./scripts/capacity -listeners 100000 -signals 50
 package main
 
 import (
@@ -16,6 +24,8 @@ import (
 	"os"
 
 	"github.com/botforge/platform/shared/capacity"
+	"github.com/botforge/platform/shared/chatrelay"
+	"github.com/botforge/platform/shared/taskrelay"
 )
 
 func main() {
@@ -33,7 +43,27 @@ func main() {
 	flag.Float64Var(&a.DeliveryMillis, "delivery-ms", a.DeliveryMillis, "mean time a bot or integration takes to answer a delivery")
 	flag.Float64Var(&a.APIMillis, "api-ms", a.APIMillis, "mean duration of an API call")
 	flag.Float64Var(&a.FilesPerMessage, "files-per-message", a.FilesPerMessage, "file uploads per message")
+	var ll capacity.ListenerLoad
+	tiers := capacity.DefaultTiers
+	tiers.LambdaPoll, tiers.TaskPoll, tiers.Lease = chatrelay.PollEvery, taskrelay.DefaultPollEvery, taskrelay.DefaultLease
+	flag.Float64Var(&ll.Listeners, "listeners", 0, "open Chat API streams to model on both stream tiers (no replay)")
+	flag.Float64Var(&ll.SignalsPerSecond, "signals", 0, "signals per second delivered to the streams, platform-wide (with -listeners)")
+	flag.DurationVar(&ll.Session, "session", 0, "how long a listener stays before another replaces it (0: they stay)")
+	flag.Float64Var(&tiers.LambdaConcurrency, "lambda-concurrency", tiers.LambdaConcurrency, "concurrency the Lambda tier's streams may take (the account's, or the stream function's reserved)")
+	flag.Float64Var(&tiers.StreamsPerTask, "streams-per-task", tiers.StreamsPerTask, "streams one container task holds")
+	flag.Float64Var(&tiers.TaskVCPU, "task-vcpu", tiers.TaskVCPU, "a task's vCPU")
+	flag.Float64Var(&tiers.TaskMemoryGB, "task-memory-gb", tiers.TaskMemoryGB, "a task's memory (GB)")
+	flag.Float64Var(&tiers.MinTasks, "min-tasks", tiers.MinTasks, "tasks kept at least")
+	flag.Float64Var(&tiers.MaxTasks, "max-tasks", tiers.MaxTasks, "tasks at most (the service's autoscaling maximum)")
 	flag.Parse()
+	if ll.Listeners > 0 {
+		if ll.SignalsPerSecond < 0 || tiers.StreamsPerTask <= 0 || tiers.MinTasks < 1 {
+			fmt.Fprintln(os.Stderr, "capacity: -signals must be at least 0, -streams-per-task positive, -min-tasks at least 1")
+			os.Exit(2)
+		}
+		capacity.ModelListeners(ll, tiers, capacity.OnDemand).Print(os.Stdout)
+		return
+	}
 	if load.MessagesPerSecond <= 0 || load.Bots < 1 || load.Conversations < load.Bots {
 		fmt.Fprintln(os.Stderr, "capacity: -rate must be positive, -bots at least 1 and -conversations at least -bots")
 		os.Exit(2)

@@ -92,6 +92,11 @@ type Options struct {
 	// Parameters are stack parameter values, as sam deploy's
 	// --parameter-overrides (the template's defaults otherwise).
 	Parameters map[string]string
+	// StreamTier is the stack's StreamTier parameter (default lambda);
+	// container runs StreamTasks processes of the stream service behind a
+	// load balancer's stand-in (streamtier.go).
+	StreamTier  string
+	StreamTasks int
 }
 
 // AdminEmail is the email of the stack's first account, as `make run`'s.
@@ -290,7 +295,7 @@ func Open(ctx context.Context, o Options, ln net.Listener) (*Stack, error) {
 	for k, v := range o.Parameters {
 		params[k] = v
 	}
-	tpl, err := ReadTemplate(tplPath, filepath.Join(root, "Makefile"), params, s.URL)
+	tpl, err := ReadTemplate(tplPath, filepath.Join(root, "Makefile"), streamTierParams(o, params), s.URL)
 	if err != nil {
 		return nil, err
 	}
@@ -486,6 +491,9 @@ func Open(ctx context.Context, o Options, ln net.Listener) (*Stack, error) {
 		u := "http://" + uLn.Addr().String() + "/"
 		s.FunctionURLs[f.LogicalID] = u
 		tpl.SetFunctionURL(f, u)
+	}
+	if err := s.startStreamTier(ctx, root, binDir, tpl, services, sec, o.StreamTasks); err != nil {
+		return nil, err
 	}
 	outputs, _ := json.MarshalIndent(tpl.Outputs(), "", "  ")
 	if err := fsutil.WriteFileAtomic(filepath.Join(o.DataDir, "aws-local", "outputs.json"), outputs); err != nil {

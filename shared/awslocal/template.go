@@ -47,6 +47,8 @@ type Template struct {
 	// AWS::Lambda::Url SAM makes of a FunctionUrlConfig (<function>Url),
 	// known once the stack listens (SetFunctionURL).
 	functionURLs map[string]string
+	conditions   map[string]any    // the Conditions section (conditions.go)
+	attrs        map[string]string // attributes of stand-ins, "id.attr" (SetAttribute)
 }
 
 // Function is one AWS::Serverless::Function of the template.
@@ -228,6 +230,7 @@ func parseTemplate(path string, params map[string]string, apiURL string) (*Templ
 		rm, _ := r.(map[string]any)
 		t.resources[id] = rm
 	}
+	t.conditions, _ = root["Conditions"].(map[string]any)
 	return t, root, nil
 }
 
@@ -580,6 +583,8 @@ func (t *Template) resolve(v any) (any, error) {
 					return t.getAtt(fmt.Sprint(a[0]), fmt.Sprint(a[1]))
 				case "Fn::Sub":
 					return t.sub(arg)
+				case "Fn::If":
+					return t.fnIf(arg)
 				case "Fn::Join":
 					a, _ := arg.([]any)
 					if len(a) != 2 {
@@ -734,6 +739,9 @@ func (t *Template) ref(name string) (string, error) {
 func (t *Template) getAtt(id, attr string) (string, error) {
 	if u, ok := t.functionURLs[id]; ok && attr == "FunctionUrl" {
 		return u, nil
+	}
+	if v, ok := t.attrs[id+"."+attr]; ok {
+		return v, nil
 	}
 	name, err := t.ref(id)
 	if err != nil {

@@ -14,7 +14,22 @@ type Prices struct {
 	S3PutThousand, S3GetThousand float64
 	// CloudWatch Logs ingestion (standard), per GB.
 	LogsIngestGB float64
+	// Fargate (Linux/ARM, the stream tier's tasks), per vCPU-hour and per
+	// GB-hour of memory.
+	FargateVCPUHour, FargateGBHour float64
+	// Application Load Balancer, per hour and per LCU-hour (an LCU is the
+	// largest of its dimensions, ALBLCU).
+	ALBHour, ALBLCUHour float64
 }
+
+// ALBLCU is what one Application Load Balancer capacity unit covers for
+// an hour, per dimension (EC2, container and IP targets).
+var ALBLCU = struct {
+	NewConnectionsPerSecond    float64
+	ActiveConnectionsPerMinute float64
+	ProcessedGBPerHour         float64
+	RuleEvaluationsPerSecond   float64
+}{25, 3000, 1, 1000}
 
 // OnDemand are the prices the model uses.
 var OnDemand = Prices{
@@ -26,6 +41,12 @@ var OnDemand = Prices{
 	S3PutThousand:        0.005,
 	S3GetThousand:        0.0004,
 	LogsIngestGB:         0.50,
+	// Checked 2026-11-28 (aws.amazon.com/fargate/pricing,
+	// aws.amazon.com/elasticloadbalancing/pricing; unchanged through 2026).
+	FargateVCPUHour: 0.03238,
+	FargateGBHour:   0.00356,
+	ALBHour:         0.0225,
+	ALBLCUHour:      0.008,
 }
 
 // Assumptions are what the replay cannot measure: how long things take on

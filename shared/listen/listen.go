@@ -79,6 +79,14 @@ func (h *Hub) Publish(topic string, frame []byte) int {
 // Listeners is how many subscribers the hub holds.
 func (h *Hub) Listeners() int { return int(h.count.Load()) }
 
+// Subscribers is how many subscribers topic has (a hub that registers
+// its topics elsewhere, shared/taskrelay, drops those with none).
+func (h *Hub) Subscribers(topic string) int {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	return len(h.topics[topic])
+}
+
 // Close ends every subscription of topic (its conversation was deleted,
 // its installation disabled): their channels are closed.
 func (h *Hub) CloseTopic(topic string) {

@@ -1,0 +1,225 @@
+package main
+
+import (
+	"maps"
+	"slices"
+
+	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsapplicationautoscaling"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsec2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsecs"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awselasticloadbalancingv2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awslogs"
+	"github.com/aws/jsii-runtime-go"
+)
+
+// The container stream tier (StreamTier container; docs/deploy.md
+// "Stream tiers"), as template.yaml has it: functions/chatstream-service
+// on ECS Fargate behind an Application Load Balancer, scaled on client
+// connections per task. Its resources exist under the StreamOnContainer
+// condition only; ChatStreamUrl names the load balancer then.
+
+// streamTier defines the tier's parameters, conditions and resources and
+// answers the ChatStreamUrl output's value.
+func (s *builder) streamTier() *string {
+	param := func(id string, p *awscdk.CfnParameterProps) awscdk.CfnParameter {
+		return awscdk.NewCfnParameter(s.stack, jsii.String(id), p)
+	}
+	tier := param("StreamTier", &awscdk.CfnParameterProps{Type: jsii.String("String"), Default: jsii.String("lambda"),
+		AllowedValues: jsii.Strings("lambda", "container"),
+		Description: jsii.String("Where the Chat API's streams are held: lambda (one invocation of ChatStreamFunction per stream) " +
+			"or container (an ECS Fargate service behind an Application Load Balancer; set StreamImage, StreamVpcId and StreamSubnetIds).")})
+	image := param("StreamImage", &awscdk.CfnParameterProps{Type: jsii.String("String"), Default: jsii.String(""),
+		Description: jsii.String("Container tier: the image of functions/chatstream-service (linux/arm64; make stream-image writes it as an OCI tarball to push to ECR).")})
+	vpc := param("StreamVpcId", &awscdk.CfnParameterProps{Type: jsii.String("String"), Default: jsii.String(""),
+		Description: jsii.String("Container tier: the VPC of the load balancer and the tasks.")})
+	subnets := param("StreamSubnetIds", &awscdk.CfnParameterProps{Type: jsii.String("CommaDelimitedList"), Default: jsii.String(""),
+		Description: jsii.String("Container tier: two public subnets of StreamVpcId in distinct availability zones (the load balancer's and the tasks'; " +
+			"the tasks get public addresses to pull their image); more are not used.")})
+	cert := param("StreamCertificateArn", &awscdk.CfnParameterProps{Type: jsii.String("String"), Default: jsii.String(""),
+		Description: jsii.String("Container tier: ACM certificate of the load balancer's HTTPS listener; empty: an HTTP listener (browsers on HTTPS pages need HTTPS).")})
+	minTasks := param("StreamMinTasks", &awscdk.CfnParameterProps{Type: jsii.String("Number"), Default: jsii.String("2"), MinValue: jsii.Number(1),
+		Description: jsii.String("Container tier: tasks kept at least (one per availability zone).")})
+	maxTasks := param("StreamMaxTasks", &awscdk.CfnParameterProps{Type: jsii.String("Number"), Default: jsii.String("20"), MinValue: jsii.Number(1),
+		Description: jsii.String("Container tier: tasks at most; each holds up to about 10,000 streams (docs/deploy.md).")})
+	target := param("StreamTargetConnections", &awscdk.CfnParameterProps{Type: jsii.String("Number"), Default: jsii.String("5000"), MinValue: jsii.Number(1),
+		Description: jsii.String("Container tier: the service scales to keep this many client connections per task " +
+			"(the load balancer's ActiveConnectionCount over its healthy targets).")})
+
+	onContainer := awscdk.NewCfnCondition(s.stack, jsii.String("StreamOnContainer"), &awscdk.CfnConditionProps{
+		Expression: awscdk.Fn_ConditionEquals(tier.ValueAsString(), jsii.String("container"))})
+	noCert := awscdk.Fn_ConditionEquals(cert.ValueAsString(), jsii.String(""))
+	https := awscdk.NewCfnCondition(s.stack, jsii.String("StreamHttps"), &awscdk.CfnConditionProps{
+		Expression: awscdk.Fn_ConditionAnd(onContainer, awscdk.Fn_ConditionNot(noCert))})
+	http := awscdk.NewCfnCondition(s.stack, jsii.String("StreamHttp"), &awscdk.CfnConditionProps{
+		Expression: awscdk.Fn_ConditionAnd(onContainer, noCert)})
+	when := func(r awscdk.CfnResource, id string, c awscdk.CfnCondition) {
+		r.OverrideLogicalId(jsii.String(id))
+		r.CfnOptions().SetCondition(c)
+	}
+	twoSubnets := &[]*string{awscdk.Fn_Select(jsii.Number(0), subnets.ValueAsList()), awscdk.Fn_Select(jsii.Number(1), subnets.ValueAsList())}
+
+	cluster := awsecs.NewCfnCluster(s.stack, jsii.String("StreamCluster"), nil)
+	when(cluster, "StreamCluster", onContainer)
+	logs := awslogs.NewCfnLogGroup(s.stack, jsii.String("StreamLogGroup"), &awslogs.CfnLogGroupProps{
+		LogGroupName: awscdk.Fn_Sub(jsii.String("/ecs/${AWS::StackName}-chatstream"), nil), RetentionInDays: s.retention.ValueAsNumber()})
+	when(logs, "StreamLogGroup", onContainer)
+	logs.ApplyRemovalPolicy(awscdk.RemovalPolicy_DESTROY, nil)
+
+	tasks := awsiam.NewServicePrincipal(jsii.String("ecs-tasks.amazonaws.com"), nil)
+	execRole := awsiam.NewRole(s.stack, jsii.String("StreamExecutionRole"), &awsiam.RoleProps{AssumedBy: tasks,
+		InlinePolicies: &map[string]awsiam.PolicyDocument{"pull-and-log": policy(
+			allow([]string{"ecr:GetAuthorizationToken"}, jsii.String("*")),
+			allow([]string{"ecr:BatchCheckLayerAvailability", "ecr:GetDownloadUrlForLayer", "ecr:BatchGetImage"},
+				awscdk.Fn_Sub(jsii.String("arn:${AWS::Partition}:ecr:${AWS::Region}:${AWS::AccountId}:repository/*"), nil)),
+			allow([]string{"logs:CreateLogStream", "logs:PutLogEvents"}, logs.AttrArn()),
+		)}})
+	when(execRole.Node().DefaultChild().(awscdk.CfnResource), "StreamExecutionRole", onContainer)
+	// ChatStreamFunctionRole's grants but its own log group.
+	docs := s.policies("ChatStream")
+	taskRole := awsiam.NewRole(s.stack, jsii.String("StreamTaskRole"), &awsiam.RoleProps{AssumedBy: tasks, InlinePolicies: &docs})
+	when(taskRole.Node().DefaultChild().(awscdk.CfnResource), "StreamTaskRole", onContainer)
+
+	// Sorted by name, as template.yaml lists them.
+	vars := map[string]*string{}
+	add := func(k string, v *string) { vars[k] = v }
+	add("PORT", jsii.String("8080"))
+	add("PLATFORM_TABLE", s.table.TableName())
+	add("PLATFORM_BUILTINS", jsii.String("all"))
+	add("PLATFORM_STREAM_POLL", jsii.String("50ms")) // the task's inbox poll (shared/taskrelay)
+	for k, v := range s.environment("ChatStream") {
+		add(k, v)
+	}
+	// The task is reached only through the load balancer (its security
+	// group), whose addresses are the VPC's: a private range. Behind it the
+	// client is the right-most X-Forwarded-For entry the load balancer
+	// appended (shared/clientip); the operator's TrustedProxies add a
+	// CloudFront in front, or a VPC outside these ranges.
+	add("PLATFORM_TRUSTED_PROXIES", awscdk.Fn_Sub(jsii.String(streamTaskTrustedProxies), nil))
+	for _, q := range quotaParameters {
+		add(q.env, s.quotas[q.env].ValueAsString())
+	}
+	for _, l := range llmParameters {
+		add(l.env, s.llm[l.env].ValueAsString())
+	}
+	env := []any{}
+	for _, k := range slices.Sorted(maps.Keys(vars)) {
+		env = append(env, &awsecs.CfnTaskDefinition_KeyValuePairProperty{Name: jsii.String(k), Value: vars[k]})
+	}
+	taskDef := awsecs.NewCfnTaskDefinition(s.stack, jsii.String("StreamTaskDefinition"), &awsecs.CfnTaskDefinitionProps{
+		Family:                  awscdk.Fn_Sub(jsii.String("${AWS::StackName}-chatstream"), nil),
+		RequiresCompatibilities: jsii.Strings("FARGATE"),
+		NetworkMode:             jsii.String("awsvpc"),
+		Cpu:                     jsii.String("512"),
+		Memory:                  jsii.String("2048"),
+		RuntimePlatform: &awsecs.CfnTaskDefinition_RuntimePlatformProperty{
+			CpuArchitecture: jsii.String("ARM64"), OperatingSystemFamily: jsii.String("LINUX")},
+		ExecutionRoleArn: execRole.RoleArn(),
+		TaskRoleArn:      taskRole.RoleArn(),
+		ContainerDefinitions: &[]any{&awsecs.CfnTaskDefinition_ContainerDefinitionProperty{
+			Name: jsii.String("chatstream"), Image: image.ValueAsString(), Essential: jsii.Bool(true),
+			PortMappings: &[]any{&awsecs.CfnTaskDefinition_PortMappingProperty{ContainerPort: jsii.Number(8080), Protocol: jsii.String("tcp")}},
+			StopTimeout:  jsii.Number(30),
+			Ulimits: &[]any{&awsecs.CfnTaskDefinition_UlimitProperty{Name: jsii.String("nofile"),
+				SoftLimit: jsii.Number(65536), HardLimit: jsii.Number(65536)}},
+			Environment: &env,
+			LogConfiguration: &awsecs.CfnTaskDefinition_LogConfigurationProperty{LogDriver: jsii.String("awslogs"),
+				Options: &map[string]*string{"awslogs-group": logs.Ref(), "awslogs-region": awscdk.Aws_REGION(), "awslogs-stream-prefix": jsii.String("chatstream")}},
+		}},
+	})
+	when(taskDef, "StreamTaskDefinition", onContainer)
+
+	lbSG := awsec2.NewCfnSecurityGroup(s.stack, jsii.String("StreamLoadBalancerSecurityGroup"), &awsec2.CfnSecurityGroupProps{
+		GroupDescription: jsii.String("Chat API streams' load balancer"), VpcId: vpc.ValueAsString(),
+		SecurityGroupIngress: &[]any{
+			&awsec2.CfnSecurityGroup_IngressProperty{IpProtocol: jsii.String("tcp"), FromPort: jsii.Number(443), ToPort: jsii.Number(443), CidrIp: jsii.String("0.0.0.0/0")},
+			&awsec2.CfnSecurityGroup_IngressProperty{IpProtocol: jsii.String("tcp"), FromPort: jsii.Number(80), ToPort: jsii.Number(80), CidrIp: jsii.String("0.0.0.0/0")},
+		}})
+	when(lbSG, "StreamLoadBalancerSecurityGroup", onContainer)
+	taskSG := awsec2.NewCfnSecurityGroup(s.stack, jsii.String("StreamTaskSecurityGroup"), &awsec2.CfnSecurityGroupProps{
+		GroupDescription: jsii.String("Chat API stream tasks (from the load balancer only)"), VpcId: vpc.ValueAsString(),
+		SecurityGroupIngress: &[]any{&awsec2.CfnSecurityGroup_IngressProperty{IpProtocol: jsii.String("tcp"),
+			FromPort: jsii.Number(8080), ToPort: jsii.Number(8080), SourceSecurityGroupId: lbSG.AttrGroupId()}}})
+	when(taskSG, "StreamTaskSecurityGroup", onContainer)
+
+	lb := awselasticloadbalancingv2.NewCfnLoadBalancer(s.stack, jsii.String("StreamLoadBalancer"), &awselasticloadbalancingv2.CfnLoadBalancerProps{
+		Type: jsii.String("application"), Scheme: jsii.String("internet-facing"), Subnets: twoSubnets,
+		SecurityGroups: &[]*string{lbSG.AttrGroupId()},
+		LoadBalancerAttributes: &[]any{&awselasticloadbalancingv2.CfnLoadBalancer_LoadBalancerAttributeProperty{
+			Key: jsii.String("idle_timeout.timeout_seconds"), Value: jsii.String("120")}},
+	})
+	when(lb, "StreamLoadBalancer", onContainer)
+	tg := awselasticloadbalancingv2.NewCfnTargetGroup(s.stack, jsii.String("StreamTargetGroup"), &awselasticloadbalancingv2.CfnTargetGroupProps{
+		TargetType: jsii.String("ip"), Protocol: jsii.String("HTTP"), Port: jsii.Number(8080), VpcId: vpc.ValueAsString(),
+		HealthCheckPath: jsii.String("/healthz"), HealthCheckIntervalSeconds: jsii.Number(10), HealthyThresholdCount: jsii.Number(2),
+		TargetGroupAttributes: &[]any{&awselasticloadbalancingv2.CfnTargetGroup_TargetGroupAttributeProperty{
+			Key: jsii.String("deregistration_delay.timeout_seconds"), Value: jsii.String("30")}},
+	})
+	when(tg, "StreamTargetGroup", onContainer)
+	forward := &[]any{&awselasticloadbalancingv2.CfnListener_ActionProperty{Type: jsii.String("forward"), TargetGroupArn: tg.Ref()}}
+	httpsListener := awselasticloadbalancingv2.NewCfnListener(s.stack, jsii.String("StreamHttpsListener"), &awselasticloadbalancingv2.CfnListenerProps{
+		LoadBalancerArn: lb.Ref(), Protocol: jsii.String("HTTPS"), Port: jsii.Number(443),
+		Certificates:   &[]any{&awselasticloadbalancingv2.CfnListener_CertificateProperty{CertificateArn: cert.ValueAsString()}},
+		DefaultActions: forward})
+	when(httpsListener, "StreamHttpsListener", https)
+	httpListener := awselasticloadbalancingv2.NewCfnListener(s.stack, jsii.String("StreamHttpListener"), &awselasticloadbalancingv2.CfnListenerProps{
+		LoadBalancerArn: lb.Ref(), Protocol: jsii.String("HTTP"), Port: jsii.Number(80), DefaultActions: forward})
+	when(httpListener, "StreamHttpListener", http)
+
+	svc := awsecs.NewCfnService(s.stack, jsii.String("StreamService"), &awsecs.CfnServiceProps{
+		Cluster: cluster.Ref(), LaunchType: jsii.String("FARGATE"), TaskDefinition: taskDef.Ref(),
+		DesiredCount: minTasks.ValueAsNumber(), HealthCheckGracePeriodSeconds: jsii.Number(30),
+		NetworkConfiguration: &awsecs.CfnService_NetworkConfigurationProperty{AwsvpcConfiguration: &awsecs.CfnService_AwsVpcConfigurationProperty{
+			AssignPublicIp: jsii.String("ENABLED"), Subnets: twoSubnets, SecurityGroups: &[]*string{taskSG.AttrGroupId()}}},
+		LoadBalancers: &[]any{&awsecs.CfnService_LoadBalancerProperty{ContainerName: jsii.String("chatstream"),
+			ContainerPort: jsii.Number(8080), TargetGroupArn: tg.Ref()}},
+	})
+	when(svc, "StreamService", onContainer)
+	svc.AddDependency(httpsListener)
+	svc.AddDependency(httpListener)
+
+	scalable := awsapplicationautoscaling.NewCfnScalableTarget(s.stack, jsii.String("StreamScalableTarget"), &awsapplicationautoscaling.CfnScalableTargetProps{
+		ServiceNamespace: jsii.String("ecs"), ScalableDimension: jsii.String("ecs:service:DesiredCount"),
+		ResourceId:  awscdk.Fn_Sub(jsii.String("service/${StreamCluster}/${StreamService.Name}"), nil),
+		MinCapacity: minTasks.ValueAsNumber(), MaxCapacity: maxTasks.ValueAsNumber(),
+	})
+	when(scalable, "StreamScalableTarget", onContainer)
+	metric := func(name, stat string, dims ...[2]*string) *awsapplicationautoscaling.CfnScalingPolicy_TargetTrackingMetricStatProperty {
+		var d []any
+		for _, kv := range dims {
+			d = append(d, &awsapplicationautoscaling.CfnScalingPolicy_TargetTrackingMetricDimensionProperty{Name: kv[0], Value: kv[1]})
+		}
+		return &awsapplicationautoscaling.CfnScalingPolicy_TargetTrackingMetricStatProperty{Stat: jsii.String(stat),
+			Metric: &awsapplicationautoscaling.CfnScalingPolicy_TargetTrackingMetricProperty{
+				Namespace: jsii.String("AWS/ApplicationELB"), MetricName: jsii.String(name), Dimensions: &d}}
+	}
+	lbDim := [2]*string{jsii.String("LoadBalancer"), lb.AttrLoadBalancerFullName()}
+	policyRes := awsapplicationautoscaling.NewCfnScalingPolicy(s.stack, jsii.String("StreamScalingPolicy"), &awsapplicationautoscaling.CfnScalingPolicyProps{
+		PolicyName: awscdk.Fn_Sub(jsii.String("${AWS::StackName}-chatstream-connections"), nil), PolicyType: jsii.String("TargetTrackingScaling"),
+		ScalingTargetId: scalable.Ref(),
+		TargetTrackingScalingPolicyConfiguration: &awsapplicationautoscaling.CfnScalingPolicy_TargetTrackingScalingPolicyConfigurationProperty{
+			TargetValue: target.ValueAsNumber(), ScaleInCooldown: jsii.Number(300), ScaleOutCooldown: jsii.Number(60),
+			CustomizedMetricSpecification: &awsapplicationautoscaling.CfnScalingPolicy_CustomizedMetricSpecificationProperty{Metrics: &[]any{
+				&awsapplicationautoscaling.CfnScalingPolicy_TargetTrackingMetricDataQueryProperty{Id: jsii.String("active"), ReturnData: jsii.Bool(false),
+					MetricStat: metric("ActiveConnectionCount", "Sum", lbDim)},
+				&awsapplicationautoscaling.CfnScalingPolicy_TargetTrackingMetricDataQueryProperty{Id: jsii.String("healthy"), ReturnData: jsii.Bool(false),
+					MetricStat: metric("HealthyHostCount", "Average", lbDim, [2]*string{jsii.String("TargetGroup"), tg.AttrTargetGroupFullName()})},
+				&awsapplicationautoscaling.CfnScalingPolicy_TargetTrackingMetricDataQueryProperty{Id: jsii.String("perTask"),
+					Expression: jsii.String("active / 2 / MAX([healthy, 1])"), Label: jsii.String("client connections per task"), ReturnData: jsii.Bool(true)},
+			}},
+		},
+	})
+	when(policyRes, "StreamScalingPolicy", onContainer)
+
+	return awscdk.Fn_ConditionIf(jsii.String("StreamHttps"),
+		awscdk.Fn_Join(jsii.String(""), &[]*string{jsii.String("https://"), lb.AttrDnsName(), jsii.String("/")}),
+		awscdk.Fn_ConditionIf(jsii.String("StreamHttp"),
+			awscdk.Fn_Join(jsii.String(""), &[]*string{jsii.String("http://"), lb.AttrDnsName(), jsii.String("/")}),
+			s.chatStreamURL.Url())).ToString()
+}
+
+// streamTaskTrustedProxies are the proxies a stream task believes: the
+// private ranges its VPC's load balancer has addresses in, then the
+// stack's TrustedProxies (template.yaml writes the same).
+const streamTaskTrustedProxies = "10.0.0.0/8,172.16.0.0/12,192.168.0.0/16,${TrustedProxies}"

@@ -1,0 +1,208 @@
+package awslocal
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/botforge/platform/shared/runtime"
+)
+
+// The container stream tier (template.yaml's StreamTier=container,
+// docs/deploy.md "Stream tiers") run here: StreamTasks long-running
+// processes of functions/chatstream-service, each with the task
+// definition's environment and its own AWS endpoint checking its calls
+// against StreamTaskRole, behind a round-robin reverse proxy that streams
+// (the Application Load Balancer's stand-in). The template's
+// StreamLoadBalancer.DNSName is the proxy's address, so ChatStreamUrl
+// names it as it names the load balancer on AWS.
+
+// DefaultStreamTasks is how many tasks run here (the stack's
+// StreamMinTasks default).
+const DefaultStreamTasks = 2
+
+// streamTaskID is the logical id the tasks' calls are recorded under.
+const streamTaskID = "StreamService"
+
+func (s *Stack) startStreamTier(ctx context.Context, root, binDir string, tpl *Template, services map[string]http.Handler, sec secrets, tasks int) error {
+	if _, ok := tpl.conditions["StreamOnContainer"]; !ok {
+		return nil
+	}
+	on, err := tpl.Condition("StreamOnContainer")
+	if err != nil || !on {
+		return err
+	}
+	if tasks <= 0 {
+		tasks = DefaultStreamTasks
+	}
+	bin := filepath.Join(binDir, "chatstream-service")
+	build := exec.CommandContext(ctx, "go", "build", "-o", bin, "./functions/chatstream-service")
+	build.Dir, build.Env = root, append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		return fmt.Errorf("building functions/chatstream-service: %v\n%s", err, out)
+	}
+	policy, err := tpl.rolePolicy("StreamTaskRole")
+	if err != nil {
+		return fmt.Errorf("StreamTaskRole: %w", err)
+	}
+	taskEnv, err := tpl.taskEnvironment("StreamTaskDefinition")
+	if err != nil {
+		return err
+	}
+	task := &Function{LogicalID: streamTaskID, Name: StackName + "-chatstream", RoleID: "StreamTaskRole",
+		Policy: policy, source: tpl.path, Env: taskEnv}
+	var backends []*url.URL
+	for i := 0; i < tasks; i++ {
+		epLn, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return err
+		}
+		ep := &http.Server{Handler: &endpoint{fn: task, services: services, rec: s.Calls, role: s.code.Role}}
+		go func() { _ = ep.Serve(epLn) }()
+		s.closers = append(s.closers, ep.Close)
+		awsURL := "http://" + epLn.Addr().String()
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return err
+		}
+		addr := l.Addr().String()
+		l.Close()
+		_, port, _ := net.SplitHostPort(addr)
+		env := []string{
+			"PATH=" + os.Getenv("PATH"), "TZ=UTC", "LANG=C.UTF-8", "HOME=" + os.TempDir(),
+			"AWS_REGION=" + Region, "AWS_DEFAULT_REGION=" + Region,
+			"AWS_ACCESS_KEY_ID=" + sec.AccessKey, "AWS_SECRET_ACCESS_KEY=" + sec.SecretKey,
+			"AWS_CONFIG_FILE=" + os.DevNull, "AWS_SHARED_CREDENTIALS_FILE=" + os.DevNull, "AWS_EC2_METADATA_DISABLED=true",
+			runtime.EnvAllowPrivate + "=1",
+			"DYNAMODB_ENDPOINT=" + awsURL, "S3_ENDPOINT=" + awsURL, "SCHEDULER_ENDPOINT=" + awsURL,
+			"LOGS_ENDPOINT=" + awsURL, "LAMBDA_ENDPOINT=" + awsURL, "IAM_ENDPOINT=" + awsURL,
+		}
+		keys := make([]string, 0, len(taskEnv))
+		for k := range taskEnv {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			if k != "PORT" {
+				env = append(env, k+"="+taskEnv[k])
+			}
+		}
+		env = append(env, "PORT="+port)
+		cmd := exec.Command(bin)
+		cmd.Env = env
+		out := s.out
+		if out == nil {
+			out = io.Discard
+		}
+		cmd.Stdout, cmd.Stderr = out, out
+		cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+		if err := cmd.Start(); err != nil {
+			return err
+		}
+		s.closers = append(s.closers, func() error {
+			_ = cmd.Process.Signal(syscall.SIGTERM)
+			done := make(chan struct{})
+			go func() { _ = cmd.Wait(); close(done) }()
+			select {
+			case <-done:
+			case <-time.After(15 * time.Second):
+				_ = cmd.Process.Kill()
+				<-done
+			}
+			return nil
+		})
+		u, _ := url.Parse("http://" + addr)
+		if err := waitHealthy(ctx, u.String()+runtime.ServiceHealthPath); err != nil {
+			return fmt.Errorf("stream task %d: %w", i, err)
+		}
+		backends = append(backends, u)
+	}
+	lbLn, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	lb := &http.Server{Handler: roundRobin(backends), ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = lb.Serve(lbLn) }()
+	s.closers = append(s.closers, lb.Close)
+	tpl.SetAttribute("StreamLoadBalancer", "DNSName", lbLn.Addr().String())
+	s.log.Info("aws-local: the container stream tier", "tasks", tasks, "loadBalancer", "http://"+lbLn.Addr().String()+"/")
+	return nil
+}
+
+// roundRobin is the load balancer's stand-in: each request (a stream, or
+// any other Chat API call) to the next task, the answer streamed as it
+// comes (FlushInterval -1).
+func roundRobin(backends []*url.URL) http.Handler {
+	proxies := make([]*httputil.ReverseProxy, len(backends))
+	for i, b := range backends {
+		p := httputil.NewSingleHostReverseProxy(b)
+		p.FlushInterval = -1
+		proxies[i] = p
+	}
+	var next atomic.Uint64
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		proxies[int(next.Add(1)-1)%len(proxies)].ServeHTTP(w, r)
+	})
+}
+
+func waitHealthy(ctx context.Context, u string) error {
+	deadline := time.Now().Add(time.Minute)
+	for {
+		res, err := http.Get(u)
+		if err == nil {
+			res.Body.Close()
+			if res.StatusCode == 200 {
+				return nil
+			}
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return fmt.Errorf("no answer at %s within a minute: %v", u, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// taskEnvironment is the environment of the task definition's container,
+// resolved.
+func (t *Template) taskEnvironment(id string) (map[string]string, error) {
+	defs, _ := t.props(id)["ContainerDefinitions"].([]any)
+	if len(defs) != 1 {
+		return nil, fmt.Errorf("%s: want one container definition, have %d", id, len(defs))
+	}
+	c, _ := defs[0].(map[string]any)
+	vars, _ := c["Environment"].([]any)
+	env := map[string]string{}
+	for _, v := range vars {
+		kv, _ := v.(map[string]any)
+		name := fmt.Sprint(kv["Name"])
+		val, err := t.str(kv["Value"])
+		if err != nil {
+			return nil, fmt.Errorf("%s: %s: %w", id, name, err)
+		}
+		env[name] = val
+	}
+	if _, err := strconv.Atoi(env["PORT"]); err != nil {
+		return nil, fmt.Errorf("%s: PORT %q", id, env["PORT"])
+	}
+	return env, nil
+}
+
+// streamTierParams adds o's StreamTier to the stack's parameters.
+func streamTierParams(o Options, params map[string]string) map[string]string {
+	if o.StreamTier != "" {
+		params["StreamTier"] = o.StreamTier
+	}
+	return params
+}

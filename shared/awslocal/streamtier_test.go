@@ -1,0 +1,96 @@
+package awslocal
+
+import (
+	"bufio"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/botforge/platform/shared/iampolicy"
+)
+
+// TestStreamTierTemplate: StreamTier selects the tier: with lambda,
+// ChatStreamUrl is the streaming function's URL; with container, the load
+// balancer's address; the task's environment and role resolve (the role
+// reads and writes the table, nothing of the bucket).
+func TestStreamTierTemplate(t *testing.T) {
+	for _, tier := range []string{"lambda", "container"} {
+		tpl, err := ReadTemplate("../../template.yaml", "../../Makefile", map[string]string{"PagingKey": "00", "StreamTier": tier}, "http://api.local")
+		if err != nil {
+			t.Fatal(err)
+		}
+		on, err := tpl.Condition("StreamOnContainer")
+		if err != nil || on != (tier == "container") {
+			t.Fatalf("%s: StreamOnContainer %v %v", tier, on, err)
+		}
+		tpl.SetFunctionURL(tpl.FunctionByName("ChatStreamFunction"), "http://127.0.0.1:1/")
+		tpl.SetAttribute("StreamLoadBalancer", "DNSName", "127.0.0.1:2")
+		want := map[string]string{"lambda": "http://127.0.0.1:1/", "container": "http://127.0.0.1:2/"}[tier]
+		if got := tpl.Outputs()["ChatStreamUrl"]; got != want {
+			t.Errorf("%s: ChatStreamUrl %q, want %q", tier, got, want)
+		}
+	}
+	tpl, _ := ReadTemplate("../../template.yaml", "../../Makefile", map[string]string{"PagingKey": "00"}, "")
+	env, err := tpl.taskEnvironment("StreamTaskDefinition")
+	if err != nil || env["PLATFORM_TABLE"] != tpl.TableName || env["PLATFORM_PAGING_KEY"] != "00" || env["PORT"] != "8080" {
+		t.Fatalf("task environment %v %v", env, err)
+	}
+	policy, err := tpl.rolePolicy("StreamTaskRole")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d, _ := iampolicy.Evaluate(policy, iampolicy.Request{Action: "dynamodb:Query", Resource: tpl.TableARN}); d != iampolicy.Allow {
+		t.Errorf("the task's Query on the table: %v", d)
+	}
+	if d, _ := iampolicy.Evaluate(policy, iampolicy.Request{Action: "s3:GetObject", Resource: "arn:aws:s3:::" + tpl.BucketName + "/files/x"}); d == iampolicy.Allow {
+		t.Error("the task may read the bucket")
+	}
+}
+
+// TestRoundRobinStreams: the load balancer's stand-in takes turns over the
+// tasks and streams each answer as it is written (an SSE stream's first
+// frame arrives while the stream is open).
+func TestRoundRobinStreams(t *testing.T) {
+	var backends []*url.URL
+	release := make(chan struct{})
+	for i := range 2 {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "text/event-stream")
+			fmt.Fprintf(w, "data: task %d\n\n", i)
+			w.(http.Flusher).Flush()
+			<-release // the stream stays open
+		}))
+		defer srv.Close()
+		u, _ := url.Parse(srv.URL)
+		backends = append(backends, u)
+	}
+	lb := httptest.NewServer(roundRobin(backends))
+	defer lb.Close()
+	defer close(release) // before the servers close: their streams end
+	seen := map[string]bool{}
+	for range 4 {
+		res, err := http.Get(lb.URL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		line := make(chan string, 1)
+		go func() {
+			l, _ := bufio.NewReader(res.Body).ReadString('\n')
+			line <- strings.TrimSpace(l)
+		}()
+		select {
+		case l := <-line:
+			seen[l] = true
+		case <-time.After(5 * time.Second):
+			t.Fatal("the first frame did not arrive while the stream is open")
+		}
+		defer res.Body.Close()
+	}
+	if !seen["data: task 0"] || !seen["data: task 1"] {
+		t.Fatalf("frames %v: want both tasks", seen)
+	}
+}

@@ -1,0 +1,307 @@
+package capacity
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"text/tabwriter"
+	"time"
+)
+
+// The listener model (docs/deploy.md "Stream tiers"): what open Chat API
+// streams (listenConversation, the webchat's /initialize) cost and how
+// many each stream tier holds. Unlike the message model it replays
+// nothing: a stream's cost is time held, reads polled and registrations
+// written, each known from the code (shared/chatrelay, shared/taskrelay)
+// and the bench (scripts/streambench), and stated in Tiers.
+
+// ListenerLoad is the streams to model.
+type ListenerLoad struct {
+	// Listeners is the streams open at once.
+	Listeners float64
+	// SignalsPerSecond is the signals delivered to streams, platform-wide
+	// (a message, a typing indicator, each once per conversation).
+	SignalsPerSecond float64
+	// Session is how long a listener stays before it leaves (a new one
+	// takes its place): each session registers its conversation and
+	// deletes the registration. Zero: listeners stay (idle visitors with
+	// the chat open around the clock), only the Lambda tier's invocations
+	// end and start again.
+	Session time.Duration
+}
+
+// Tiers are the two stream tiers' settings and what the bench measured.
+type Tiers struct {
+	// Lambda tier (ChatStreamFunction): the function's memory, how long
+	// one invocation holds its stream (the timeout less chatrelay.Margin),
+	// the relay's poll, and the concurrency the streams may take (the
+	// account's regional concurrency, or the function's reserved
+	// concurrency when the stack sets one).
+	LambdaMemoryMB     float64
+	LambdaStream       time.Duration
+	LambdaPoll         time.Duration
+	LambdaConcurrency  float64
+	LambdaTopicsPerRun float64 // LISTEN items an invocation writes and deletes (its conversation, its installation)
+
+	// Container tier (StreamTier=container): one task's size, the streams
+	// it holds (scripts/streambench), the tasks kept at least (one per
+	// availability zone) and at most (the service's autoscaling maximum),
+	// the task's inbox poll and registration lease (shared/taskrelay).
+	TaskVCPU, TaskMemoryGB float64
+	StreamsPerTask         float64
+	MinTasks, MaxTasks     float64
+	TaskPoll, Lease        time.Duration
+	// IdleBytesPerSecond is what an idle stream sends (keep-alive comments
+	// every chatapi.KeepAlive, pings every chatapi.PingEvery, with chunked
+	// encoding's framing): the ALB's processed bytes.
+	IdleBytesPerSecond float64
+	// SignalBytes is one signal's frame on a stream.
+	SignalBytes float64
+	// ALBTargetsMax is the load balancer's quota of targets (1,000 per
+	// ALB): the tasks one ALB can front.
+	ALBTargetsMax float64
+
+	// FanoutMillis and FanoutMemoryMB: the fan-out function's invocation
+	// per signal (one record per batch at worst).
+	FanoutMillis, FanoutMemoryMB float64
+}
+
+// DefaultTiers are template.yaml's settings and the bench's numbers
+// (2 shared cores; docs/deploy.md).
+var DefaultTiers = Tiers{
+	LambdaMemoryMB: 256, LambdaStream: 895 * time.Second, LambdaPoll: 250 * time.Millisecond,
+	LambdaConcurrency: 1000, LambdaTopicsPerRun: 2,
+	// template.yaml's task: 0.5 vCPU / 2 GB. scripts/streambench, 10,000
+	// idle streams in one process: RSS about 1 GB, CPU a quarter of a core.
+	TaskVCPU: 0.5, TaskMemoryGB: 2, StreamsPerTask: 10000, MinTasks: 2, MaxTasks: 20,
+	TaskPoll: 50 * time.Millisecond, Lease: 12 * time.Hour,
+	// ": keep-alive\n\n" (14 bytes + 7 of chunk framing) every 3 s,
+	// "data: ping\n\n" (12 + 6) every 30 s.
+	IdleBytesPerSecond: 21.0/3 + 18.0/30,
+	SignalBytes:        600,
+	ALBTargetsMax:      1000,
+	FanoutMillis:       30, FanoutMemoryMB: 256,
+}
+
+// TierCost is one tier's monthly cost by item, and its ceiling.
+type TierCost struct {
+	Name  string
+	Items map[string]float64 // per month
+	Total float64
+	// Ceiling is the listeners the tier holds at most, and what bounds it.
+	Ceiling  float64
+	Bound    string
+	Detail   string // tasks, LCUs, concurrency at the load
+	Refusals string // what a listener past the ceiling gets
+}
+
+// ListenerEstimate is the listener model of a load.
+type ListenerEstimate struct {
+	Load              ListenerLoad
+	Tiers             Tiers
+	Prices            Prices
+	Lambda, Container TierCost
+	// PerThousandIdle is each tier's monthly cost per 1,000 idle
+	// listeners at the load's size (its total / listeners * 1,000).
+	LambdaPerThousand, ContainerPerThousand float64
+	// Crossover is the listeners from which the container tier costs less
+	// (with the load's signals and sessions); 0 when it always does.
+	Crossover float64
+}
+
+const hoursPerMonth = secondsPerMonth / 3600.0
+
+// signalCost is what the signals cost on either tier: the signal's write,
+// the fan-out's reads, one inbox write per holder, the fan-out function.
+func signalCost(l ListenerLoad, t Tiers, pr Prices, holders float64) (dynamo, lambda float64) {
+	perSecondWrite := l.SignalsPerSecond * (1 + holders) // signal + inbox items
+	perSecondRead := l.SignalsPerSecond * (1 + 0.5)      // consistent GetItem, LISTEN Query
+	dynamo = (perSecondWrite*pr.DynamoWriteMillion + perSecondRead*pr.DynamoReadMillion) * secondsPerMonth / 1e6
+	gbs := l.SignalsPerSecond * t.FanoutMillis / 1000 * t.FanoutMemoryMB / 1024
+	lambda = (gbs*pr.LambdaGBSecond + l.SignalsPerSecond*pr.LambdaRequestMillion/1e6) * secondsPerMonth
+	return dynamo, lambda
+}
+
+// LambdaTier is the cost of l on the Lambda tier.
+func LambdaTier(l ListenerLoad, t Tiers, pr Prices) TierCost {
+	c := TierCost{Name: "lambda", Items: map[string]float64{}}
+	// Each listener holds an invocation for its whole life; invocations
+	// end every LambdaStream (the client opens another) or with the
+	// session, whichever comes first.
+	life := t.LambdaStream.Seconds()
+	if l.Session > 0 && l.Session.Seconds() < life {
+		life = l.Session.Seconds()
+	}
+	runsPerSecond := l.Listeners / life
+	c.Items["Lambda duration"] = l.Listeners * t.LambdaMemoryMB / 1024 * secondsPerMonth * pr.LambdaGBSecond
+	c.Items["Lambda requests"] = runsPerSecond * secondsPerMonth * pr.LambdaRequestMillion / 1e6
+	polls := l.Listeners / t.LambdaPoll.Seconds() * 0.5 // eventually consistent Query, under 4 KB
+	regs := runsPerSecond * t.LambdaTopicsPerRun * 2    // put and delete
+	c.Items["DynamoDB polls"] = polls * secondsPerMonth * pr.DynamoReadMillion / 1e6
+	c.Items["DynamoDB registrations"] = regs * secondsPerMonth * pr.DynamoWriteMillion / 1e6
+	sd, sl := signalCost(l, t, pr, 1)
+	c.Items["signals (DynamoDB, fan-out)"] = sd + sl
+	c.Ceiling, c.Bound = t.LambdaConcurrency, "Lambda concurrency (the account's regional limit, or the stream function's reserved concurrency)"
+	c.Detail = fmt.Sprintf("%.0f concurrent invocations of %.0f MB; %.1f new invocations/s", l.Listeners, t.LambdaMemoryMB, runsPerSecond)
+	c.Refusals = "throttled invocations: the function URL answers 429 (with reserved concurrency the API functions keep theirs)"
+	for _, v := range c.Items {
+		c.Total += v
+	}
+	return c
+}
+
+// Tasks is how many tasks hold l listeners.
+func (t Tiers) Tasks(listeners float64) float64 {
+	return math.Max(t.MinTasks, math.Ceil(listeners/t.StreamsPerTask))
+}
+
+// ALBLCUs is the load balancer's capacity units at the load: the
+// largest of its dimensions.
+func ALBLCUs(l ListenerLoad, t Tiers) (lcu float64, dimension string) {
+	newConn := l.SignalsPerSecond // the API call behind each signal, at worst on a connection of its own
+	if l.Session > 0 {
+		newConn += l.Listeners / l.Session.Seconds()
+	}
+	gbPerHour := (l.Listeners*t.IdleBytesPerSecond + l.SignalsPerSecond*t.SignalBytes) * 3600 / 1e9
+	dims := []struct {
+		name string
+		v    float64
+	}{
+		{"new connections", newConn / ALBLCU.NewConnectionsPerSecond},
+		{"active connections", l.Listeners / ALBLCU.ActiveConnectionsPerMinute},
+		{"processed bytes", gbPerHour / ALBLCU.ProcessedGBPerHour},
+		{"rule evaluations", 0}, // one rule (the default action): the first 10 are free
+	}
+	for _, d := range dims {
+		if d.v > lcu {
+			lcu, dimension = d.v, d.name
+		}
+	}
+	return lcu, dimension
+}
+
+// ContainerTier is the cost of l on the container tier.
+func ContainerTier(l ListenerLoad, t Tiers, pr Prices) TierCost {
+	c := TierCost{Name: "container", Items: map[string]float64{}}
+	tasks := t.Tasks(l.Listeners)
+	c.Items["Fargate tasks"] = tasks * (t.TaskVCPU*pr.FargateVCPUHour + t.TaskMemoryGB*pr.FargateGBHour) * hoursPerMonth
+	lcu, dim := ALBLCUs(l, t)
+	c.Items["ALB hours"] = pr.ALBHour * hoursPerMonth
+	c.Items["ALB LCUs"] = lcu * pr.ALBLCUHour * hoursPerMonth
+	polls := tasks / t.TaskPoll.Seconds() * 0.5
+	c.Items["DynamoDB polls"] = polls * secondsPerMonth * pr.DynamoReadMillion / 1e6
+	// One LISTEN item per conversation per task: written again twice per
+	// lease while listened to; a session registers and deletes its own.
+	regs := l.Listeners / (t.Lease.Seconds() / 2)
+	if l.Session > 0 {
+		regs += l.Listeners / l.Session.Seconds() * 2
+	}
+	c.Items["DynamoDB registrations"] = regs * secondsPerMonth * pr.DynamoWriteMillion / 1e6
+	sd, sl := signalCost(l, t, pr, 1)
+	c.Items["signals (DynamoDB, fan-out)"] = sd + sl
+	maxTasks := math.Min(t.MaxTasks, t.ALBTargetsMax)
+	c.Ceiling = maxTasks * t.StreamsPerTask
+	c.Bound = fmt.Sprintf("%.0f tasks (the service's maximum; an ALB fronts at most %.0f) x %.0f streams per task", maxTasks, t.ALBTargetsMax, t.StreamsPerTask)
+	c.Detail = fmt.Sprintf("%.0f tasks of %.2g vCPU / %.2g GB; ALB %.1f LCU (by %s)", tasks, t.TaskVCPU, t.TaskMemoryGB, lcu, dim)
+	c.Refusals = "tasks at their limit answer new streams 503 until the service scales out (minutes); the API is not involved"
+	for _, v := range c.Items {
+		c.Total += v
+	}
+	return c
+}
+
+// ModelListeners estimates both tiers for l.
+func ModelListeners(l ListenerLoad, t Tiers, pr Prices) ListenerEstimate {
+	e := ListenerEstimate{Load: l, Tiers: t, Prices: pr, Lambda: LambdaTier(l, t, pr), Container: ContainerTier(l, t, pr)}
+	if l.Listeners > 0 {
+		e.LambdaPerThousand = e.Lambda.Total / l.Listeners * 1000
+		e.ContainerPerThousand = e.Container.Total / l.Listeners * 1000
+	}
+	e.Crossover = Crossover(l, t, pr)
+	return e
+}
+
+// Crossover is the fewest listeners (with l's signals and sessions) at
+// which the container tier costs no more than the Lambda tier; 0 when it
+// never costs more. The Lambda tier grows by a listener's invocation, the
+// container tier by steps of a task and has a floor (its load balancer,
+// its minimum tasks): the first listener count where the container is
+// cheaper is found by bisection over whole listeners.
+func Crossover(l ListenerLoad, t Tiers, pr Prices) float64 {
+	cheaper := func(n float64) bool {
+		m := l
+		m.Listeners = n
+		return ContainerTier(m, t, pr).Total <= LambdaTier(m, t, pr).Total
+	}
+	if cheaper(0) {
+		return 0
+	}
+	lo, hi := 0.0, 1.0
+	for !cheaper(hi) {
+		lo, hi = hi, hi*2
+		if hi > 1e9 {
+			return math.Inf(1)
+		}
+	}
+	for hi-lo > 1 {
+		mid := math.Floor((lo + hi) / 2)
+		if cheaper(mid) {
+			hi = mid
+		} else {
+			lo = mid
+		}
+	}
+	return hi
+}
+
+// Print writes the estimate as text.
+func (e ListenerEstimate) Print(w io.Writer) {
+	l := e.Load
+	session := "listeners stay (idle, connected around the clock)"
+	if l.Session > 0 {
+		session = "each listener stays " + l.Session.String()
+	}
+	fmt.Fprintf(w, "Listeners: %.0f open streams, %.1f signals/s, %s\n\n", l.Listeners, l.SignalsPerSecond, session)
+	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "MONTHLY (USD)\tLAMBDA TIER\tCONTAINER TIER\t")
+	for _, k := range []string{"Lambda duration", "Lambda requests", "Fargate tasks", "ALB hours", "ALB LCUs", "DynamoDB polls", "DynamoDB registrations", "signals (DynamoDB, fan-out)"} {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t\n", k, money(e.Lambda.Items, k), money(e.Container.Items, k))
+	}
+	fmt.Fprintf(tw, "total\t%.2f\t%.2f\t\n", e.Lambda.Total, e.Container.Total)
+	fmt.Fprintf(tw, "per 1,000 listeners\t%.2f\t%.2f\t\n", e.LambdaPerThousand, e.ContainerPerThousand)
+	tw.Flush()
+	fmt.Fprintln(w)
+	for _, c := range []TierCost{e.Lambda, e.Container} {
+		fmt.Fprintf(w, "%s tier: %s\n", c.Name, c.Detail)
+		over := ""
+		if l.Listeners > c.Ceiling {
+			over = fmt.Sprintf(" -- THE LOAD IS PAST IT: %s", c.Refusals)
+		}
+		fmt.Fprintf(w, "  ceiling: %.0f listeners (%s)%s\n", c.Ceiling, c.Bound, over)
+	}
+	switch {
+	case e.Crossover == 0:
+		fmt.Fprintln(w, "\nCrossover: the container tier costs less at any number of listeners")
+	case math.IsInf(e.Crossover, 1):
+		fmt.Fprintln(w, "\nCrossover: none (the Lambda tier costs less at any number of listeners)")
+	default:
+		fmt.Fprintf(w, "\nCrossover: the container tier costs less from %.0f listeners (with these signals and sessions)\n", e.Crossover)
+	}
+	p := e.Prices
+	fmt.Fprintf(w, "\nPrices (on-demand, us-east-1, checked 2026-11-28): Lambda arm64 $%.10g/GB-s + $%.2f/M requests; DynamoDB $%.3f/M writes, $%.3f/M reads;\n"+
+		"Fargate Linux/ARM $%.5f/vCPU-h + $%.5f/GB-h; ALB $%.4f/h + $%.3f/LCU-h (an LCU: %.0f new connections/s, %.0f active connections/min, %.0f GB/h, %.0f rule evaluations/s); a month of %.0f h\n",
+		p.LambdaGBSecond, p.LambdaRequestMillion, p.DynamoWriteMillion, p.DynamoReadMillion,
+		p.FargateVCPUHour, p.FargateGBHour, p.ALBHour, p.ALBLCUHour,
+		ALBLCU.NewConnectionsPerSecond, ALBLCU.ActiveConnectionsPerMinute, ALBLCU.ProcessedGBPerHour, ALBLCU.RuleEvaluationsPerSecond, hoursPerMonth)
+	t := e.Tiers
+	fmt.Fprintf(w, "Assumed: Lambda %.0f MB, an invocation every %s per listener, inbox poll %s per listener; task %.2g vCPU / %.2g GB holding %.0f streams (scripts/streambench), %.0f-%.0f tasks, inbox poll %s per task, lease %s\n",
+		t.LambdaMemoryMB, t.LambdaStream, t.LambdaPoll, t.TaskVCPU, t.TaskMemoryGB, t.StreamsPerTask, t.MinTasks, t.MaxTasks, t.TaskPoll, t.Lease)
+}
+
+func money(m map[string]float64, k string) string {
+	v, ok := m[k]
+	if !ok {
+		return "-"
+	}
+	return fmt.Sprintf("%.2f", v)
+}

@@ -1,0 +1,61 @@
+package capacity
+
+import (
+	"bytes"
+	"math"
+	"strings"
+	"testing"
+)
+
+// TestListenerModel: the listener model's arithmetic at the sizes
+// docs/deploy.md quotes, by item, from the price table: a listener on the
+// Lambda tier is a 256 MB invocation held the whole month plus four
+// inbox reads a second; the container tier is its load balancer, its
+// tasks and one poll per task.
+func TestListenerModel(t *testing.T) {
+	near := func(what string, got, want float64) {
+		t.Helper()
+		if math.Abs(got-want) > 0.01*math.Max(1, math.Abs(want)) {
+			t.Errorf("%s: %.2f, want %.2f", what, got, want)
+		}
+	}
+	pr := OnDemand
+	month := float64(secondsPerMonth)
+
+	e := ModelListeners(ListenerLoad{Listeners: 1000}, DefaultTiers, pr)
+	near("Lambda duration, 1,000 listeners", e.Lambda.Items["Lambda duration"], 1000*0.25*month*pr.LambdaGBSecond)
+	near("Lambda polls, 1,000 listeners", e.Lambda.Items["DynamoDB polls"], 1000*4*0.5*month*pr.DynamoReadMillion/1e6)
+	near("container tasks, 1,000 listeners", e.Container.Items["Fargate tasks"], 2*(0.5*pr.FargateVCPUHour+2*pr.FargateGBHour)*720)
+	near("ALB, 1,000 listeners", e.Container.Items["ALB hours"]+e.Container.Items["ALB LCUs"], (pr.ALBHour+1000.0/3000*pr.ALBLCUHour)*720)
+	if e.Lambda.Ceiling != 1000 || e.Container.Ceiling != 200000 {
+		t.Errorf("ceilings: lambda %.0f, container %.0f", e.Lambda.Ceiling, e.Container.Ceiling)
+	}
+
+	e = ModelListeners(ListenerLoad{Listeners: 100000}, DefaultTiers, pr)
+	if lcu, dim := ALBLCUs(e.Load, DefaultTiers); dim != "active connections" || math.Abs(lcu-100000.0/3000) > 1e-9 {
+		t.Errorf("ALB at 100,000 idle listeners: %.1f LCU by %s, want 33.3 by active connections", lcu, dim)
+	}
+	near("container tasks, 100,000 listeners", e.Container.Items["Fargate tasks"], 10*(0.5*pr.FargateVCPUHour+2*pr.FargateGBHour)*720)
+	near("container polls, 100,000 listeners", e.Container.Items["DynamoDB polls"], 10*20*0.5*month*pr.DynamoReadMillion/1e6)
+	// Cheaper per listener by three orders of magnitude; the crossover is
+	// a handful of listeners (the container tier's floor is about $80).
+	if e.ContainerPerThousand*100 > e.LambdaPerThousand {
+		t.Errorf("per 1,000 idle listeners: container $%.2f, lambda $%.2f", e.ContainerPerThousand, e.LambdaPerThousand)
+	}
+	if e.Crossover < 1 || e.Crossover > 20 {
+		t.Errorf("crossover at %.0f listeners", e.Crossover)
+	}
+	// A listener churn makes registrations and new connections.
+	churn := ModelListeners(ListenerLoad{Listeners: 100000, Session: 1800e9}, DefaultTiers, pr)
+	if churn.Container.Items["DynamoDB registrations"] <= e.Container.Items["DynamoDB registrations"] {
+		t.Error("sessions of 30 minutes cost no more registrations than listeners that stay")
+	}
+
+	var out bytes.Buffer
+	e.Print(&out)
+	for _, want := range []string{"per 1,000 listeners", "THE LOAD IS PAST IT", "Crossover", "checked 2026-11-28"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("output lacks %q:\n%s", want, out.String())
+		}
+	}
+}

@@ -1,0 +1,377 @@
+// Package taskrelay is the listener hub of the container stream tier
+// (docs/deploy.md "Stream tiers"): a long-running process (an ECS task,
+// functions/chatstream-service) holding many streams at once.
+//
+// It speaks the same protocol as the Lambda tier's relay
+// (shared/chatrelay): the same signal, LISTEN and INBOX items, so the same
+// fan-out serves both tiers, and a publisher does not know which tier holds
+// a stream. What differs is who the holder is. In Lambda an invocation
+// holds streams for at most 15 minutes; here the holder is the process:
+//
+//   - one holder id for the process's life, so one inbox and one inbox
+//     Query per PollEvery whatever the number of streams (the read cost
+//     and the signal's latency no longer grow with listeners);
+//   - one LISTEN item per topic per process, however many of its streams
+//     listen to the topic (an installation's topic is shared by all of
+//     them), written when the first local stream subscribes;
+//   - LISTEN items carry a lease (Lease) that the process renews while it
+//     holds streams of the topic, and deletes once it holds none (checked
+//     every Sweep), so the fan-out skips a process that died within Lease
+//     without the process writing anything per stream while it lives.
+package taskrelay
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"log/slog"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/oklog/ulid/v2"
+
+	"github.com/botforge/platform/shared/chatrelay"
+	"github.com/botforge/platform/shared/listen"
+)
+
+// Defaults of a Relay's timing.
+const (
+	// DefaultPollEvery is the latency a signal adds after the fan-out
+	// put it in the inbox. One Query per process per PollEvery: at 50 ms,
+	// 20 reads a second per task (about $3.2 a month on DynamoDB
+	// on-demand, shared/capacity), whatever it holds.
+	DefaultPollEvery = 50 * time.Millisecond
+	// DefaultLease is how long a LISTEN item names this process after its
+	// last renewal: how long the fan-out may write to the inbox of a task
+	// that died (harmless: each inbox item has a ttl) and how often a
+	// topic's registration is written again while streams listen (twice
+	// per Lease).
+	DefaultLease = 12 * time.Hour
+	// DefaultSweep is how often topics without local streams are
+	// deregistered and leases renewed.
+	DefaultSweep = time.Minute
+)
+
+// Relay is the hub of one long-running process (chatapi.Hub).
+type Relay struct {
+	DB    chatrelay.DB
+	Table string
+	Log   *slog.Logger
+	// Local feeds this process's streams.
+	Local *listen.Hub
+	// Holder names this process in LISTEN and INBOX items.
+	Holder string
+
+	PollEvery time.Duration
+	Lease     time.Duration
+	Sweep     time.Duration
+	// Window: how far back a poll reads the inbox (signals arrive through
+	// the table's stream out of order), as chatrelay.Window.
+	Window time.Duration
+
+	pub *chatrelay.Relay // writes signals, as every function does
+	now func() time.Time
+
+	mu     sync.Mutex
+	topics map[string]*reg
+	closed bool
+
+	since time.Time // Run's start: the inbox is read from then on
+
+	inboxQueries atomic.Int64
+	registers    atomic.Int64
+}
+
+// reg is a topic's registration.
+type reg struct {
+	until time.Time     // the LISTEN item's ttl
+	busy  chan struct{} // not nil while the item is being written or deleted
+	ok    bool          // the item is written
+}
+
+// New returns the relay of a process over the table.
+func New(db chatrelay.DB, table string, log *slog.Logger) *Relay {
+	if log == nil {
+		log = slog.Default()
+	}
+	return &Relay{DB: db, Table: table, Log: log, Local: listen.NewHub(),
+		Holder:    "task-" + ulid.MustNew(ulid.Now(), rand.Reader).String(),
+		PollEvery: DefaultPollEvery, Lease: DefaultLease, Sweep: DefaultSweep, Window: chatrelay.Window,
+		pub: chatrelay.New(db, table, log), now: time.Now,
+		topics: map[string]*reg{}}
+}
+
+// Publish writes the signal to the table: the fan-out hands it to every
+// holder of topic, this process included (through its inbox).
+func (r *Relay) Publish(topic string, frame []byte) int { return r.pub.Publish(topic, frame) }
+
+// CloseTopic ends the streams of topic wherever they are held.
+func (r *Relay) CloseTopic(topic string) { r.pub.CloseTopic(topic) }
+
+// Subscribe subscribes a stream of this process to topics, registering
+// the process as a holder of those it did not hold yet. It returns once
+// every topic is registered, so a signal published after the stream
+// opened reaches it. A registration that fails ends the stream at once
+// (the client sees it close and opens another) rather than leave it
+// silent.
+func (r *Relay) Subscribe(topics ...string) *listen.Sub {
+	sub := r.Local.Subscribe(topics...)
+	for _, t := range topics {
+		if err := r.register(t); err != nil {
+			r.Log.Error("taskrelay: listener not registered", "topic", t, "err", err)
+			sub.Close()
+			break
+		}
+	}
+	return sub
+}
+
+var errClosed = errors.New("taskrelay: the process is shutting down")
+
+func (r *Relay) register(topic string) error {
+	for {
+		r.mu.Lock()
+		if r.closed {
+			r.mu.Unlock()
+			return errClosed
+		}
+		g := r.topics[topic]
+		if g != nil && g.busy != nil { // being written or deleted: wait and look again
+			busy := g.busy
+			r.mu.Unlock()
+			<-busy
+			continue
+		}
+		if g != nil && g.ok {
+			r.mu.Unlock()
+			return nil
+		}
+		g = &reg{busy: make(chan struct{}), until: r.now().Add(r.Lease)}
+		r.topics[topic] = g
+		r.mu.Unlock()
+		err := r.put(topic, g.until)
+		r.mu.Lock()
+		close(g.busy)
+		g.busy = nil
+		if err != nil {
+			delete(r.topics, topic)
+		} else {
+			g.ok = true
+		}
+		r.mu.Unlock()
+		return err
+	}
+}
+
+func (r *Relay) put(topic string, until time.Time) error {
+	r.registers.Add(1)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_, err := r.DB.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(r.Table), Item: map[string]types.AttributeValue{
+		"pk": str(chatrelay.ListenPrefix + topic), "sk": str(r.Holder), "ttl": num(until.Unix()),
+	}})
+	return err
+}
+
+func (r *Relay) delete(topic string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_, err := r.DB.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: aws.String(r.Table), Key: map[string]types.AttributeValue{
+		"pk": str(chatrelay.ListenPrefix + topic), "sk": str(r.Holder)}})
+	return err
+}
+
+// Stats is what a process holds and what it cost so far.
+type Stats struct {
+	Streams      int   // open subscriptions
+	Topics       int   // registered topics (LISTEN items)
+	InboxQueries int64 // inbox Queries made since the start
+	Registers    int64 // LISTEN items written (registrations and renewals)
+}
+
+// Stats reports the relay's counters.
+func (r *Relay) Stats() Stats {
+	r.mu.Lock()
+	n := len(r.topics)
+	r.mu.Unlock()
+	return Stats{Streams: r.Local.Listeners(), Topics: n, InboxQueries: r.inboxQueries.Load(), Registers: r.registers.Load()}
+}
+
+// Run polls the process's inbox and keeps its registrations until ctx
+// ends; then it ends every local stream (their clients reconnect, to
+// another task) and deletes the process's LISTEN items.
+func (r *Relay) Run(ctx context.Context) {
+	r.since = r.now()
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() { defer wg.Done(); r.poll(ctx) }()
+	go func() { defer wg.Done(); r.sweepLoop(ctx) }()
+	wg.Wait()
+	r.shutdown()
+}
+
+func (r *Relay) shutdown() {
+	r.mu.Lock()
+	r.closed = true
+	topics := make([]string, 0, len(r.topics))
+	for t, g := range r.topics {
+		if g.ok {
+			topics = append(topics, t)
+		}
+	}
+	r.mu.Unlock()
+	for _, t := range topics {
+		r.Local.CloseTopic(t)
+		if err := r.delete(t); err != nil {
+			r.Log.Error("taskrelay: listener not removed", "topic", t, "err", err)
+		}
+	}
+}
+
+func (r *Relay) sweepLoop(ctx context.Context) {
+	t := time.NewTicker(r.Sweep)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		r.SweepOnce()
+	}
+}
+
+// SweepOnce deregisters the topics no local stream listens to any more
+// and renews the leases past their half.
+func (r *Relay) SweepOnce() {
+	now := r.now()
+	var idle []string
+	var renew []string
+	r.mu.Lock()
+	for t, g := range r.topics {
+		if g.busy != nil || !g.ok {
+			continue
+		}
+		if r.Local.Subscribers(t) == 0 {
+			g.busy = make(chan struct{})
+			idle = append(idle, t)
+		} else if g.until.Sub(now) < r.Lease/2 {
+			renew = append(renew, t)
+		}
+	}
+	r.mu.Unlock()
+	for _, t := range idle {
+		if err := r.delete(t); err != nil {
+			// Its lease retires it: the fan-out skips and deletes it then.
+			r.Log.Error("taskrelay: listener not removed", "topic", t, "err", err)
+		}
+		r.mu.Lock()
+		g := r.topics[t]
+		delete(r.topics, t)
+		close(g.busy)
+		r.mu.Unlock()
+	}
+	for _, t := range renew {
+		until := now.Add(r.Lease)
+		if err := r.put(t, until); err != nil {
+			r.Log.Error("taskrelay: lease not renewed", "topic", t, "err", err)
+			continue
+		}
+		r.mu.Lock()
+		if g := r.topics[t]; g != nil {
+			g.until = until
+		}
+		r.mu.Unlock()
+	}
+}
+
+// poll reads the process's inbox every PollEvery and hands each signal,
+// once, to the local hub.
+func (r *Relay) poll(ctx context.Context) {
+	seen := map[string]time.Time{}
+	t := time.NewTicker(r.PollEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		now := r.now()
+		from := now.Add(-r.Window)
+		if from.Before(r.since) {
+			from = r.since
+		}
+		// ULIDs of a millisecond before `from`: the smallest is the bound.
+		lower := ulid.MustNew(ulid.Timestamp(from.Add(-time.Second)), zero{}).String()
+		var start map[string]types.AttributeValue
+		for {
+			r.inboxQueries.Add(1)
+			out, err := r.DB.Query(ctx, &dynamodb.QueryInput{
+				TableName:              aws.String(r.Table),
+				KeyConditionExpression: aws.String("pk = :pk AND sk > :from"),
+				ExpressionAttributeValues: map[string]types.AttributeValue{
+					":pk": str(chatrelay.InboxPrefix + r.Holder), ":from": str(lower)},
+				ExclusiveStartKey: start,
+			})
+			if err != nil {
+				if ctx.Err() == nil {
+					r.Log.Error("taskrelay: inbox not read", "err", err)
+				}
+				break
+			}
+			for _, it := range out.Items {
+				sk := attrS(it["sk"])
+				if _, ok := seen[sk]; ok {
+					continue
+				}
+				seen[sk] = now
+				r.deliver(it)
+			}
+			if start = out.LastEvaluatedKey; start == nil {
+				break
+			}
+		}
+		for k, at := range seen {
+			if now.Sub(at) > r.Window+2*time.Second {
+				delete(seen, k)
+			}
+		}
+	}
+}
+
+func (r *Relay) deliver(it map[string]types.AttributeValue) {
+	topic := attrS(it["topic"])
+	if c, ok := it["close"].(*types.AttributeValueMemberBOOL); ok && c.Value {
+		r.Local.CloseTopic(topic)
+		return
+	}
+	if f, ok := it["frame"].(*types.AttributeValueMemberB); ok {
+		r.Local.Publish(topic, f.Value)
+	}
+}
+
+func str(s string) types.AttributeValue { return &types.AttributeValueMemberS{Value: s} }
+func num(n int64) types.AttributeValue {
+	return &types.AttributeValueMemberN{Value: strconv.FormatInt(n, 10)}
+}
+
+func attrS(v types.AttributeValue) string {
+	if s, ok := v.(*types.AttributeValueMemberS); ok {
+		return s.Value
+	}
+	return ""
+}
+
+// zero is an entropy source of zeros: the smallest ULID of a millisecond.
+type zero struct{}
+
+func (zero) Read(p []byte) (int, error) {
+	clear(p)
+	return len(p), nil
+}
