@@ -296,10 +296,11 @@ func TestOnePollPerProcess(t *testing.T) {
 	if got := c.relay.Stats().Streams; got != n {
 		t.Fatalf("the process reports %d streams, want %d", got, n)
 	}
-	// One holder per topic: the conversation's and the installation's.
+	// One holder per topic: the conversation's, the installation's and
+	// each user's membership of the conversation (closed on removal).
 	l := c.listeners()
-	if len(l) != 2 {
-		t.Fatalf("registered topics %v, want the conversation's and the installation's", l)
+	if len(l) != 2+users {
+		t.Fatalf("registered topics %v, want the conversation's, the installation's and the %d users' memberships", l, users)
 	}
 	for topic, holders := range l {
 		if len(holders) != 1 || holders[0] != c.relay.Holder {
@@ -331,14 +332,14 @@ func TestIdleTopicsDeregistered(t *testing.T) {
 	convB := c.call("POST", "/conversations", keyB, map[string]any{}, 201)["conversation"].(map[string]any)["id"].(string)
 	a := c.listen(keyA, convA)
 	b := c.listen(keyB, convB)
-	if l := c.listeners(); len(l) != 3 {
-		t.Fatalf("registered topics %v, want two conversations and the installation", l)
+	if l := c.listeners(); len(l) != 5 {
+		t.Fatalf("registered topics %v, want two conversations, their users' memberships and the installation", l)
 	}
 	a.body.Close()
 	waitFor(t, func() bool { return c.relay.Stats().Streams == 1 }, "the stream of a client that left ended")
 	c.relay.SweepOnce()
-	if l := c.listeners(); len(l) != 2 {
-		t.Fatalf("after A left, registered topics %v, want B's conversation and the installation", l)
+	if l := c.listeners(); len(l) != 3 {
+		t.Fatalf("after A left, registered topics %v, want B's conversation, B's membership and the installation", l)
 	}
 	// B still gets its signals.
 	c.call("POST", "/messages", keyB, map[string]any{"conversationId": convB, "payload": map[string]any{"type": "text", "text": "still here"}}, 201)
