@@ -284,53 +284,74 @@ func (r *Relay) poll(ctx context.Context, holder string, since time.Time, done c
 		if from.Before(since) {
 			from = since
 		}
-		// ULIDs of a millisecond before `from`: the smallest is the bound.
-		lower := ulid.MustNew(ulid.Timestamp(from.Add(-time.Second)), zero{}).String()
-		var start map[string]types.AttributeValue
-		for {
-			out, err := r.DB.Query(ctx, &dynamodb.QueryInput{
-				TableName:              aws.String(r.Table),
-				KeyConditionExpression: aws.String("pk = :pk AND sk > :from"),
-				ExpressionAttributeValues: map[string]types.AttributeValue{
-					":pk": str(InboxPrefix + holder), ":from": str(lower)},
-				ExclusiveStartKey: start,
-			})
-			if err != nil {
-				if ctx.Err() == nil {
-					r.Log.Error("chatrelay: inbox not read", "err", err)
-				}
-				break
-			}
-			for _, it := range out.Items {
-				sk := attrS(it["sk"])
-				if _, ok := seen[sk]; ok {
-					continue
-				}
-				seen[sk] = now
-				r.heat(HotFor)
-				r.deliver(it)
-			}
-			if start = out.LastEvaluatedKey; start == nil {
-				break
-			}
-		}
-		for k, at := range seen {
-			if now.Sub(at) > Window+2*time.Second {
-				delete(seen, k)
-			}
-		}
+		_, _ = ReadInbox(ctx, r.DB, r.Table, holder, from, now, seen, Window, func(it Signal) {
+			r.heat(HotFor)
+			Deliver(r.Local, it)
+		}, r.Log)
 		t.Reset(r.interval())
 	}
 }
 
-func (r *Relay) deliver(it map[string]types.AttributeValue) {
+// Signal is one item of a holder's inbox: a frame or a close of a topic.
+type Signal = map[string]types.AttributeValue
+
+// ReadInbox reads holder's inbox from from on (one Query a page) and
+// hands each signal not yet in seen to fn, marking it seen at now; then
+// seen forgets what is older than window (signals of different writers
+// arrive out of their ids' order: what was seen is remembered as long as
+// it can still be listed). It answers the Query calls made and the first
+// error (logged unless ctx ended). The streaming function's relay and the
+// container tier's (shared/taskrelay) read their inboxes with it.
+func ReadInbox(ctx context.Context, db DB, table, holder string, from, now time.Time, seen map[string]time.Time, window time.Duration, fn func(Signal), log *slog.Logger) (queries int, err error) {
+	// ULIDs of a millisecond before `from`: the smallest is the bound.
+	lower := ulid.MustNew(ulid.Timestamp(from.Add(-time.Second)), zero{}).String()
+	var start map[string]types.AttributeValue
+	for {
+		queries++
+		out, qerr := db.Query(ctx, &dynamodb.QueryInput{
+			TableName:              aws.String(table),
+			KeyConditionExpression: aws.String("pk = :pk AND sk > :from"),
+			ExpressionAttributeValues: map[string]types.AttributeValue{
+				":pk": str(InboxPrefix + holder), ":from": str(lower)},
+			ExclusiveStartKey: start,
+		})
+		if qerr != nil {
+			if ctx.Err() == nil && log != nil {
+				log.Error("chatrelay: inbox not read", "holder", holder, "err", qerr)
+			}
+			err = qerr
+			break
+		}
+		for _, it := range out.Items {
+			sk := attrS(it["sk"])
+			if _, ok := seen[sk]; ok {
+				continue
+			}
+			seen[sk] = now
+			fn(it)
+		}
+		if start = out.LastEvaluatedKey; start == nil {
+			break
+		}
+	}
+	for k, at := range seen {
+		if now.Sub(at) > window+2*time.Second {
+			delete(seen, k)
+		}
+	}
+	return queries, err
+}
+
+// Deliver hands an inbox signal to the local hub: its frame to the
+// topic's streams, or the topic's close.
+func Deliver(local *listen.Hub, it Signal) {
 	topic := attrS(it["topic"])
 	if c, ok := it["close"].(*types.AttributeValueMemberBOOL); ok && c.Value {
-		r.Local.CloseTopic(topic)
+		local.CloseTopic(topic)
 		return
 	}
 	if f, ok := it["frame"].(*types.AttributeValueMemberB); ok {
-		r.Local.Publish(topic, f.Value)
+		local.Publish(topic, f.Value)
 	}
 }
 

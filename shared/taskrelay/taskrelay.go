@@ -307,71 +307,14 @@ func (r *Relay) poll(ctx context.Context) {
 		if from.Before(r.since) {
 			from = r.since
 		}
-		// ULIDs of a millisecond before `from`: the smallest is the bound.
-		lower := ulid.MustNew(ulid.Timestamp(from.Add(-time.Second)), zero{}).String()
-		var start map[string]types.AttributeValue
-		for {
-			r.inboxQueries.Add(1)
-			out, err := r.DB.Query(ctx, &dynamodb.QueryInput{
-				TableName:              aws.String(r.Table),
-				KeyConditionExpression: aws.String("pk = :pk AND sk > :from"),
-				ExpressionAttributeValues: map[string]types.AttributeValue{
-					":pk": str(chatrelay.InboxPrefix + r.Holder), ":from": str(lower)},
-				ExclusiveStartKey: start,
-			})
-			if err != nil {
-				if ctx.Err() == nil {
-					r.Log.Error("taskrelay: inbox not read", "err", err)
-				}
-				break
-			}
-			for _, it := range out.Items {
-				sk := attrS(it["sk"])
-				if _, ok := seen[sk]; ok {
-					continue
-				}
-				seen[sk] = now
-				r.deliver(it)
-			}
-			if start = out.LastEvaluatedKey; start == nil {
-				break
-			}
-		}
-		for k, at := range seen {
-			if now.Sub(at) > r.Window+2*time.Second {
-				delete(seen, k)
-			}
-		}
-	}
-}
-
-func (r *Relay) deliver(it map[string]types.AttributeValue) {
-	topic := attrS(it["topic"])
-	if c, ok := it["close"].(*types.AttributeValueMemberBOOL); ok && c.Value {
-		r.Local.CloseTopic(topic)
-		return
-	}
-	if f, ok := it["frame"].(*types.AttributeValueMemberB); ok {
-		r.Local.Publish(topic, f.Value)
+		n, _ := chatrelay.ReadInbox(ctx, r.DB, r.Table, r.Holder, from, now, seen, r.Window, func(it chatrelay.Signal) {
+			chatrelay.Deliver(r.Local, it)
+		}, r.Log)
+		r.inboxQueries.Add(int64(n))
 	}
 }
 
 func str(s string) types.AttributeValue { return &types.AttributeValueMemberS{Value: s} }
 func num(n int64) types.AttributeValue {
 	return &types.AttributeValueMemberN{Value: strconv.FormatInt(n, 10)}
-}
-
-func attrS(v types.AttributeValue) string {
-	if s, ok := v.(*types.AttributeValueMemberS); ok {
-		return s.Value
-	}
-	return ""
-}
-
-// zero is an entropy source of zeros: the smallest ULID of a millisecond.
-type zero struct{}
-
-func (zero) Read(p []byte) (int, error) {
-	clear(p)
-	return len(p), nil
 }
