@@ -33,7 +33,7 @@ func limiters(t *testing.T, n int) (*dynamo.Store, *clock, []*dynamo.Limiter) {
 	out := make([]*dynamo.Limiter, n)
 	for i := range out {
 		out[i] = store.NewLimiter()
-		out[i].Now, out[i].Window = c.Now, time.Minute
+		out[i].Now, out[i].Period = c.Now, time.Minute
 	}
 	return store, c, out
 }
@@ -48,14 +48,22 @@ func refusedWith(t *testing.T, err error, msg string) {
 // TestSharedLimitHoldAcrossProcesses: two limiters over one table (two
 // execution environments of the stream function) hold slots of one scope:
 // past its max in total the next is refused, whichever holds; a released
-// slot is free at once; a holder that dies (never releases, never renews)
-// frees its slot when its lease runs out, two windows later at most, while
-// the live holder's renewed slots stay counted.
+// slot is free at once. A holder that dies (never releases, writes its
+// heartbeat no more) keeps its slot counted while its heartbeat runs, and
+// after it too until a take needs it: the first take refused once the
+// heartbeat expired reclaims it, and the live holder's slots, which write
+// nothing but its heartbeat, stay counted.
 func TestSharedLimitHoldAcrossProcesses(t *testing.T) {
 	_, clk, ls := limiters(t, 2)
 	a, b := ls[0], ls[1]
 	ctx := context.Background()
 	key := platform.Scope{Key: "test/streams/key", Max: 3, Refusal: "already holds 3 streams (the limit per user key)"}
+	held := func(want int64) {
+		t.Helper()
+		if n, err := b.Held(ctx, key.Key); err != nil || n != want {
+			t.Fatalf("held %d (%v), want %d", n, err, want)
+		}
+	}
 	a1, err := a.Hold(ctx, key)
 	if err != nil {
 		t.Fatal(err)
@@ -82,31 +90,81 @@ func TestSharedLimitHoldAcrossProcesses(t *testing.T) {
 	_, err = b.Hold(ctx, key)
 	refusedWith(t, err, "the limit per user key")
 
-	// a dies holding one slot; b lives on and renews at each window.
-	clk.Add(time.Minute)
+	// a dies holding one slot (its heartbeat, written at the start,
+	// expires three periods on); b lives on and writes its heartbeat each
+	// period. Until a's expires, a's slot holds.
+	for i := 0; i < 3; i++ {
+		clk.Add(time.Minute - time.Second)
+		if err := b.Renew(ctx); err != nil {
+			t.Fatal(err)
+		}
+		_, err = b.Hold(ctx, key)
+		refusedWith(t, err, "the limit per user key")
+		held(3)
+	}
+	clk.Add(10 * time.Second) // past a's heartbeat
 	if err := b.Renew(ctx); err != nil {
 		t.Fatal(err)
 	}
-	_, err = b.Hold(ctx, key)
-	refusedWith(t, err, "the limit per user key") // a's lease still runs
-	clk.Add(time.Minute)
-	if err := b.Renew(ctx); err != nil {
-		t.Fatal(err)
-	}
+	held(3) // not freed before someone needs it
 	b3, err := b.Hold(ctx, key)
 	if err != nil {
-		t.Fatalf("a dead holder's slot is not freed by its lease: %v", err)
+		t.Fatalf("a dead holder's slot is not reclaimed by a refused take: %v", err)
 	}
+	held(3)
 	_, err = b.Hold(ctx, key)
-	refusedWith(t, err, "the limit per user key") // b's renewed slots still count
-	if n, err := b.Held(ctx, key.Key); err != nil || n != 3 {
-		t.Fatalf("held %d (%v), want 3", n, err)
-	}
+	refusedWith(t, err, "the limit per user key") // b's slots still count
 	for _, f := range []func(){b1, b2, b3} {
 		f()
 	}
-	if n, err := b.Held(ctx, key.Key); err != nil || n != 0 {
-		t.Fatalf("held %d (%v) after every release, want 0", n, err)
+	held(0)
+}
+
+// TestSharedLimitDeadHolderPurgedOnce: a holder dies holding a scope's
+// whole max; past its heartbeat, 60 takes of 4 live processes at once:
+// each refused one purges the dead holder's count (conditioned on the
+// count it read), so it is subtracted once, and exactly the max succeed.
+func TestSharedLimitDeadHolderPurgedOnce(t *testing.T) {
+	_, clk, ls := limiters(t, 5)
+	ctx := context.Background()
+	dead := ls[4]
+	key := platform.Scope{Key: "purge/key", Max: 5, Refusal: "per key"}
+	inst := platform.Scope{Key: "purge/inst", Max: 1000, Refusal: "per installation"}
+	for i := 0; i < 5; i++ {
+		if _, err := dead.Hold(ctx, key, inst); err != nil {
+			t.Fatal(err)
+		}
+	}
+	clk.Add(3*time.Minute + time.Second)
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	ok := 0
+	for i := 0; i < 60; i++ {
+		wg.Add(1)
+		go func(l *dynamo.Limiter) {
+			defer wg.Done()
+			<-start
+			_, err := l.Hold(ctx, key, inst)
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case err == nil:
+				ok++
+			case platform.TypeOf(err) != platform.ErrRateLimited || !strings.HasSuffix(err.Error(), ": per key"):
+				t.Errorf("refused with %v, want RateLimited per key", err)
+			}
+		}(ls[i%4])
+	}
+	close(start)
+	wg.Wait()
+	if ok != 5 {
+		t.Fatalf("%d held, want exactly 5", ok)
+	}
+	for _, s := range []platform.Scope{key, inst} {
+		if n, err := ls[0].Held(ctx, s.Key); err != nil || n != 5 {
+			t.Fatalf("%s counts %d (%v), want 5", s.Key, n, err)
+		}
 	}
 }
 
@@ -193,7 +251,10 @@ func TestSharedLimitCount(t *testing.T) {
 
 // TestSharedLimitCost measures what the limits add in DynamoDB calls and
 // units (the embedded DynamoDB bills as DynamoDB does; docs/chat-api.md
-// "Limits" states these numbers).
+// "Limits" states these numbers): an open, an end, a user's creation, and
+// a process's heartbeat, which is all its held streams cost while idle: one
+// write per period whether it holds 1 stream or 50, none when it holds
+// none.
 func TestSharedLimitCost(t *testing.T) {
 	_, clk, ls := limiters(t, 1)
 	l := ls[0]
@@ -207,26 +268,45 @@ func TestSharedLimitCost(t *testing.T) {
 			t.Errorf("%s: %s %.1f WCU %.1f RCU, want %d calls and %.0f WCU", name, u, u.WriteUnits, u.ReadUnits, calls, wcu)
 		}
 	}
-	var release func()
-	measure("open a stream (3 scopes)", func(ctx context.Context) {
-		var err error
-		if release, err = l.Hold(ctx, scopes...); err != nil {
+	hold := func(ctx context.Context, scopes ...platform.Scope) func() {
+		release, err := l.Hold(ctx, scopes...)
+		if err != nil {
 			t.Fatal(err)
 		}
-	}, 1, 12)
-	clk.Add(time.Minute)
-	measure("renew a window (3 scopes)", func(ctx context.Context) {
+		return release
+	}
+	renew := func(ctx context.Context) {
 		if err := l.Renew(ctx); err != nil {
 			t.Fatal(err)
 		}
-	}, 3, 3)
+	}
+	var first, second func()
+	measure("open the process's first stream (heartbeat, 3 scopes)", func(ctx context.Context) { first = hold(ctx, scopes...) }, 2, 7)
+	measure("open another stream (3 scopes)", func(ctx context.Context) { second = hold(ctx, scopes...) }, 1, 6)
+	for i := 0; i < 3; i++ {
+		clk.Add(time.Minute)
+		measure("a period with 2 idle streams (heartbeat)", renew, 1, 1)
+	}
+	var many []func()
+	for i := 0; i < 48; i++ {
+		many = append(many, hold(context.Background(), platform.Scope{Key: fmt.Sprintf("cost/key/%d", i), Max: 5}, platform.Scope{Key: fmt.Sprintf("cost/addr/%d", i), Max: 100}, scopes[2]))
+	}
+	for i := 0; i < 3; i++ {
+		clk.Add(time.Minute)
+		measure("a period with 50 idle streams (heartbeat)", renew, 1, 1)
+	}
 	measure("create a user (2 scopes)", func(ctx context.Context) {
 		if err := l.Count(ctx, time.Minute, scopes[1], scopes[2]); err != nil {
 			t.Fatal(err)
 		}
 	}, 1, 4)
-	// The release runs on a context of its own: counted from the table.
-	release()
+	for _, f := range many {
+		f()
+	}
+	measure("end a stream (3 scopes)", func(ctx context.Context) { l.SetReleaseContext(ctx); second() }, 3, 3)
+	measure("end the scopes' last stream (3 scopes)", func(ctx context.Context) { l.SetReleaseContext(ctx); first() }, 3, 3)
+	clk.Add(time.Minute)
+	measure("a period with no stream", renew, 0, 0)
 }
 
 // BenchmarkSharedLimit: what a stream's open (and end) and a user's
