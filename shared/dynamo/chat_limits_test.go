@@ -295,6 +295,19 @@ func TestSharedLimitCost(t *testing.T) {
 		clk.Add(time.Minute)
 		measure("a period with 50 idle streams (heartbeat)", renew, 1, 1)
 	}
+	// A refusal reads the scope items for dead holders (their heartbeats
+	// too, unless known to run: here the only holder is the process
+	// itself).
+	full := platform.Scope{Key: "cost/full", Max: 1}
+	many = append(many, hold(context.Background(), full, scopes[1], scopes[2]))
+	ctx, u := dynamo.WithUsage(context.Background())
+	if _, err := l.Hold(ctx, full, scopes[1], scopes[2]); platform.TypeOf(err) != platform.ErrRateLimited {
+		t.Fatalf("got %v, want a refusal", err)
+	}
+	t.Logf("a refused open (3 scopes, no dead holder): %s, %.0f write units, %.1f read units", u, u.WriteUnits, u.ReadUnits)
+	if u.Calls("TransactWriteItems") != 1 || u.Calls("BatchGetItem") != 1 || u.Calls("") != 2 {
+		t.Errorf("a refused open: %s, want 1 TransactWriteItems and 1 BatchGetItem", u)
+	}
 	measure("create a user (2 scopes)", func(ctx context.Context) {
 		if err := l.Count(ctx, time.Minute, scopes[1], scopes[2]); err != nil {
 			t.Fatal(err)
