@@ -349,3 +349,31 @@ func BenchmarkSharedLimit(b *testing.B) {
 		}
 	})
 }
+
+// TestSharedLimitCostManyHolders: a scope item names each holder with
+// its share (17 bytes on DynamoDB, 16 on the embedded one, which counts
+// a one-digit number a byte short): with 200 processes holding a slot in
+// the installation's scope (the Lambda tier, one execution environment
+// per stream) the item is between 3 and 4 KB, and an open's transaction
+// costs 2 units per KB begun of it (docs/chat-api.md "Limits";
+// shared/capacity's HolderBytes).
+func TestSharedLimitCostManyHolders(t *testing.T) {
+	_, _, ls := limiters(t, 201)
+	ctx := context.Background()
+	inst := platform.Scope{Key: "many/inst", Max: 10000}
+	for i, l := range ls[:200] {
+		if _, err := l.Hold(ctx, platform.Scope{Key: fmt.Sprintf("many/key/%d", i), Max: 5}, inst); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx, u := dynamo.WithUsage(ctx)
+	if _, err := ls[200].Hold(ctx, platform.Scope{Key: "many/key/last", Max: 5}, inst); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("an open (2 scopes) beside 200 holders: %s, %.0f write units", u, u.WriteUnits)
+	// The heartbeat's 1, the key's 2, the installation's 2 per KB begun:
+	// 201 holders of 16 or 17 bytes, with the item's key and total, 4 KB.
+	if want := 1 + 2 + 2*4.0; u.WriteUnits != want {
+		t.Errorf("%.0f write units, want %.0f", u.WriteUnits, want)
+	}
+}
