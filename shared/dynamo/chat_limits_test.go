@@ -377,3 +377,50 @@ func TestSharedLimitCostManyHolders(t *testing.T) {
 		t.Errorf("%.0f write units, want %.0f", u.WriteUnits, want)
 	}
 }
+
+// TestSharedLimitStalledHolder: a process frozen past its heartbeat's
+// expiry is purged by another's refused take; when it wakes, its next
+// take is under a new id, and its old slot's release subtracts nothing
+// again, neither from the purged count nor from the new slot's.
+func TestSharedLimitStalledHolder(t *testing.T) {
+	_, clk, ls := limiters(t, 2)
+	a, b := ls[0], ls[1]
+	ctx := context.Background()
+	key := platform.Scope{Key: "stall/key", Max: 2, Refusal: "per key"}
+	held := func(want int64) {
+		t.Helper()
+		if n, err := b.Held(ctx, key.Key); err != nil || n != want {
+			t.Fatalf("held %d (%v), want %d", n, err, want)
+		}
+	}
+	a1, err := a.Hold(ctx, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	clk.Add(3*time.Minute + time.Second) // a is frozen through it
+	b1, err := b.Hold(ctx, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b2, err := b.Hold(ctx, key) // refused by a's stale slot, which it purges
+	if err != nil {
+		t.Fatalf("a frozen holder's slot is not reclaimed: %v", err)
+	}
+	held(2)
+	if err := a.Renew(ctx); err != nil { // a wakes: its heartbeat lapsed
+		t.Fatal(err)
+	}
+	_, err = a.Hold(ctx, key)
+	refusedWith(t, err, "per key")
+	b1()
+	a2, err := a.Hold(ctx, key) // under a new id
+	if err != nil {
+		t.Fatal(err)
+	}
+	held(2)
+	a1()
+	held(2) // the purged slot is not subtracted twice, nor from a2's
+	a2()
+	b2()
+	held(0)
+}
