@@ -26,8 +26,9 @@ import (
 //
 // Counts (Count): items pk "LIMIT#<scope key>", sk "c#<window
 // seconds>#<window number>" (a fixed-window count), a number n and a ttl
-// past which nothing reads them; one ADD per scope, conditioned on n < max, in one transaction
-// when there are several scopes (all or none).
+// past which nothing reads them; one ADD per scope, conditioned on
+// n < max, in one transaction when there are several scopes (all or
+// none).
 //
 // Held slots (Hold): one item per scope, sk "held", with the total n and
 // a count per holder (an attribute "h_<holder id>"). A holder is a
