@@ -64,6 +64,15 @@ type Tiers struct {
 	// FanoutMillis and FanoutMemoryMB: the fan-out function's invocation
 	// per signal (one record per batch at worst).
 	FanoutMillis, FanoutMemoryMB float64
+
+	// The limits held across the platform (shared/dynamo Limiter): a
+	// stream holds a slot in LimitScopes scope items (its key, its
+	// address, its installation); each item counts its holders (a process,
+	// on the Lambda tier an execution environment) in HolderBytes each;
+	// a process holding slots writes its heartbeat every LimitHeartbeat.
+	LimitScopes    float64
+	HolderBytes    float64
+	LimitHeartbeat time.Duration
 }
 
 // DefaultTiers are template.yaml's settings and the bench's numbers
@@ -81,6 +90,25 @@ var DefaultTiers = Tiers{
 	SignalBytes:        600,
 	ALBTargetsMax:      1000,
 	FanoutMillis:       30, FanoutMemoryMB: 256,
+	// "h_" + a 13-character holder id, and its count.
+	LimitScopes: 3, HolderBytes: 17, LimitHeartbeat: time.Minute,
+}
+
+// limitsCost is what the limits' table writes cost a month: opensPerSecond
+// streams opened (and as many ended), holders processes holding slots
+// (each writing its heartbeat every period), and the installation's scope
+// item naming them all (the listeners are of one installation, the worst
+// case: an item's write costs a unit per KB begun, twice in the open's
+// transaction). The key's and the address's items name a holder or few.
+func limitsCost(opensPerSecond, holders float64, t Tiers, pr Prices) float64 {
+	// An item holds 400 KB at most: about 24,000 holders (past them an
+	// open is refused; docs/chat-api.md "Limits").
+	instUnits := math.Min(400, math.Ceil((100+holders*t.HolderBytes)/1024))
+	open := 2 * (t.LimitScopes - 1 + instUnits) // TransactWriteItems
+	end := t.LimitScopes - 1 + instUnits        // an UpdateItem per scope
+	beats := holders / t.LimitHeartbeat.Seconds()
+	perSecond := opensPerSecond*(open+end) + beats
+	return perSecond * secondsPerMonth * pr.DynamoWriteMillion / 1e6
 }
 
 // TierCost is one tier's monthly cost by item, and its ceiling.
@@ -139,6 +167,9 @@ func LambdaTier(l ListenerLoad, t Tiers, pr Prices) TierCost {
 	regs := runsPerSecond * t.LambdaTopicsPerRun * 2    // put and delete
 	c.Items["DynamoDB polls"] = polls * secondsPerMonth * pr.DynamoReadMillion / 1e6
 	c.Items["DynamoDB registrations"] = regs * secondsPerMonth * pr.DynamoWriteMillion / 1e6
+	// Each invocation takes its stream's slots and gives them back; each
+	// execution environment holding one is a holder with its heartbeat.
+	c.Items["DynamoDB limits"] = limitsCost(runsPerSecond, l.Listeners, t, pr)
 	sd, sl := signalCost(l, t, pr, 1)
 	c.Items["signals (DynamoDB, fan-out)"] = sd + sl
 	c.Ceiling, c.Bound = t.LambdaConcurrency, "Lambda concurrency (the account's regional limit, or the stream function's reserved concurrency)"
@@ -197,6 +228,14 @@ func ContainerTier(l ListenerLoad, t Tiers, pr Prices) TierCost {
 		regs += l.Listeners / l.Session.Seconds() * 2
 	}
 	c.Items["DynamoDB registrations"] = regs * secondsPerMonth * pr.DynamoWriteMillion / 1e6
+	// A listener takes its slots when it comes and gives them back when
+	// it leaves; while it stays it writes nothing: each task writes its
+	// heartbeat.
+	opens := 0.0
+	if l.Session > 0 {
+		opens = l.Listeners / l.Session.Seconds()
+	}
+	c.Items["DynamoDB limits"] = limitsCost(opens, tasks, t, pr)
 	sd, sl := signalCost(l, t, pr, 1)
 	c.Items["signals (DynamoDB, fan-out)"] = sd + sl
 	maxTasks := math.Min(t.MaxTasks, t.ALBTargetsMax)
@@ -264,7 +303,7 @@ func (e ListenerEstimate) Print(w io.Writer) {
 	fmt.Fprintf(w, "Listeners: %.0f open streams, %.1f signals/s, %s\n\n", l.Listeners, l.SignalsPerSecond, session)
 	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "MONTHLY (USD)\tLAMBDA TIER\tCONTAINER TIER\t")
-	for _, k := range []string{"Lambda duration", "Lambda requests", "Fargate tasks", "ALB hours", "ALB LCUs", "DynamoDB polls", "DynamoDB registrations", "signals (DynamoDB, fan-out)"} {
+	for _, k := range []string{"Lambda duration", "Lambda requests", "Fargate tasks", "ALB hours", "ALB LCUs", "DynamoDB polls", "DynamoDB registrations", "DynamoDB limits", "signals (DynamoDB, fan-out)"} {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t\n", k, money(e.Lambda.Items, k), money(e.Container.Items, k))
 	}
 	fmt.Fprintf(tw, "total\t%.2f\t%.2f\t\n", e.Lambda.Total, e.Container.Total)
@@ -294,8 +333,10 @@ func (e ListenerEstimate) Print(w io.Writer) {
 		p.FargateVCPUHour, p.FargateGBHour, p.ALBHour, p.ALBLCUHour,
 		ALBLCU.NewConnectionsPerSecond, ALBLCU.ActiveConnectionsPerMinute, ALBLCU.ProcessedGBPerHour, ALBLCU.RuleEvaluationsPerSecond, hoursPerMonth)
 	t := e.Tiers
-	fmt.Fprintf(w, "Assumed: Lambda %.0f MB, an invocation every %s per listener, inbox poll %s per listener; task %.2g vCPU / %.2g GB holding %.0f streams (scripts/streambench), %.0f-%.0f tasks, inbox poll %s per task, lease %s\n",
-		t.LambdaMemoryMB, t.LambdaStream, t.LambdaPoll, t.TaskVCPU, t.TaskMemoryGB, t.StreamsPerTask, t.MinTasks, t.MaxTasks, t.TaskPoll, t.Lease)
+	fmt.Fprintf(w, "Assumed: Lambda %.0f MB, an invocation every %s per listener, inbox poll %s per listener; task %.2g vCPU / %.2g GB holding %.0f streams (scripts/streambench), %.0f-%.0f tasks, inbox poll %s per task, lease %s;\n"+
+		"limits: %.0f scopes per stream (one write each to open and end it, two in the open's transaction), a heartbeat per holding process every %s, the listeners of one installation\n",
+		t.LambdaMemoryMB, t.LambdaStream, t.LambdaPoll, t.TaskVCPU, t.TaskMemoryGB, t.StreamsPerTask, t.MinTasks, t.MaxTasks, t.TaskPoll, t.Lease,
+		t.LimitScopes, t.LimitHeartbeat)
 }
 
 func money(m map[string]float64, k string) string {

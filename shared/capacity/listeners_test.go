@@ -27,6 +27,10 @@ func TestListenerModel(t *testing.T) {
 	near("Lambda polls, 1,000 listeners", e.Lambda.Items["DynamoDB polls"], 1000*4*0.5*month*pr.DynamoReadMillion/1e6)
 	near("container tasks, 1,000 listeners", e.Container.Items["Fargate tasks"], 2*(0.5*pr.FargateVCPUHour+2*pr.FargateGBHour)*720)
 	near("ALB, 1,000 listeners", e.Container.Items["ALB hours"]+e.Container.Items["ALB LCUs"], (pr.ALBHour+1000.0/3000*pr.ALBLCUHour)*720)
+	// The limits: each invocation (every 895 s) opens and ends its
+	// stream's slots in 3 scope items, the installation's naming 1,000
+	// holders (17 KB); each environment writes its heartbeat a minute.
+	near("Lambda limits, 1,000 listeners", e.Lambda.Items["DynamoDB limits"], (1000.0/895*(2*(2+17)+(2+17))+1000.0/60)*month*pr.DynamoWriteMillion/1e6)
 	if e.Lambda.Ceiling != 1000 || e.Container.Ceiling != 200000 {
 		t.Errorf("ceilings: lambda %.0f, container %.0f", e.Lambda.Ceiling, e.Container.Ceiling)
 	}
@@ -36,6 +40,8 @@ func TestListenerModel(t *testing.T) {
 		t.Errorf("ALB at 100,000 idle listeners: %.1f LCU by %s, want 33.3 by active connections", lcu, dim)
 	}
 	near("container tasks, 100,000 listeners", e.Container.Items["Fargate tasks"], 10*(0.5*pr.FargateVCPUHour+2*pr.FargateGBHour)*720)
+	// Idle listeners write nothing for the limits: each task its heartbeat.
+	near("container limits, 100,000 listeners", e.Container.Items["DynamoDB limits"], 10.0/60*month*pr.DynamoWriteMillion/1e6)
 	near("container polls, 100,000 listeners", e.Container.Items["DynamoDB polls"], 10*20*0.5*month*pr.DynamoReadMillion/1e6)
 	// Cheaper per listener by three orders of magnitude; the crossover is
 	// a handful of listeners (the container tier's floor is about $80).
@@ -50,6 +56,7 @@ func TestListenerModel(t *testing.T) {
 	if churn.Container.Items["DynamoDB registrations"] <= e.Container.Items["DynamoDB registrations"] {
 		t.Error("sessions of 30 minutes cost no more registrations than listeners that stay")
 	}
+	near("container limits, 100,000 listeners of 30 minutes", churn.Container.Items["DynamoDB limits"], (100000.0/1800*(2*3+3)+10.0/60)*month*pr.DynamoWriteMillion/1e6)
 
 	var out bytes.Buffer
 	e.Print(&out)

@@ -212,8 +212,9 @@ func openStream(t *testing.T, base, key, conv, xff string) (status int, msg stri
 // handlers with their own limiter, as two execution environments) over
 // one table: a user's streams on both count together; past MaxListeners
 // in total either refuses, saying the limit per user key; a stream that
-// ends frees its slot for the other. (A holder that dies frees its slot by
-// its lease: TestSharedLimitHoldAcrossProcesses in shared/dynamo.)
+// ends frees its slot for the other. (A holder that dies has its slot
+// reclaimed by the first take refused after its heartbeat expired:
+// TestSharedLimitHoldAcrossProcesses in shared/dynamo.)
 func TestStreamLimitsAcrossFunctions(t *testing.T) {
 	s := newSite(t, map[string]any{})
 	fn := func() string {

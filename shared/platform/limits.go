@@ -27,6 +27,7 @@ type SharedLimits interface {
 	Count(ctx context.Context, window time.Duration, scopes ...Scope) error
 	// Hold takes one slot in each scope, all or none (refused like
 	// Count), until release is called. A holder that dies without
-	// releasing loses its slots when its lease runs out.
+	// releasing loses its slots once it is known dead (its process
+	// stopped saying it lives), when a Hold needs them.
 	Hold(ctx context.Context, scopes ...Scope) (release func(), err error)
 }
