@@ -150,7 +150,7 @@ stop_server_gracefully() {
 # check_stream_tier fails unless outputs.json's ChatStreamUrl, where the
 # tests' streams go, is the asked tier's: the stream function's URL
 # (lambda) or the load balancer's stand-in (container), as aws-local logged
-# them.
+# them; on the container tier no stream function URL may be served at all.
 check_stream_tier() {
   local tier="${AWS_LOCAL_STREAM_TIER:-lambda}" url want fnurl
   url="$(node -p 'JSON.parse(require("node:fs").readFileSync(process.argv[1], "utf8")).ChatStreamUrl ?? ""' "$DATA/aws-local/outputs.json")"
@@ -159,6 +159,9 @@ check_stream_tier() {
     lambda) want="$fnurl" ;;
     container)
       want="$(sed -n 's/.*aws-local: the container stream tier.* loadBalancer=\([^ ]*\).*/\1/p' "$SERVER_LOG" | tail -n 1)"
+      # The stream function does not exist on this tier (its condition,
+      # StreamOnLambda): no URL bypasses the load balancer.
+      [[ -z "$fnurl" ]] || { printf 'stream tier container: the stream function URL %s is served too\n' "$fnurl" >&2; return 1; }
       ;;
     *) printf 'AWS_LOCAL_STREAM_TIER=%s: lambda or container\n' "$tier" >&2; return 1 ;;
   esac

@@ -133,6 +133,22 @@ func ReadTemplate(path, makefile string, params map[string]string, apiURL string
 		return nil, err
 	}
 	res, _ := root["Resources"].(map[string]any)
+	// A resource whose Condition is false does not exist in this stack
+	// (with StreamTier container: ChatStreamFunction and its URL).
+	for id := range res {
+		c, ok := t.resources[id]["Condition"]
+		if !ok {
+			continue
+		}
+		on, err := t.Condition(fmt.Sprint(c))
+		if err != nil {
+			return nil, fmt.Errorf("%s: %s: %w", path, id, err)
+		}
+		if !on {
+			delete(res, id)
+			delete(t.resources, id)
+		}
+	}
 	mk, err := os.ReadFile(makefile)
 	if err != nil {
 		return nil, err
