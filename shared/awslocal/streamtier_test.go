@@ -46,6 +46,17 @@ func TestStreamTierTemplate(t *testing.T) {
 		if got := tpl.Outputs()["ChatStreamUrl"]; got != want {
 			t.Errorf("%s: ChatStreamUrl %q, want %q", tier, got, want)
 		}
+		// The chat and admin functions' PLATFORM_CHAT_STREAM_URL (the
+		// hosted webchat page's host) is the same, once served.
+		for _, id := range []string{"ChatFunction", "AdminFunction"} {
+			fn := tpl.FunctionByName(id)
+			if _, ok := fn.Env["PLATFORM_CHAT_STREAM_URL"]; ok {
+				t.Fatalf("%s: %s's PLATFORM_CHAT_STREAM_URL resolved before the stream URL is served", tier, id)
+			}
+			if err := tpl.resolveLateEnv(fn); err != nil || fn.Env["PLATFORM_CHAT_STREAM_URL"] != want {
+				t.Errorf("%s: %s's PLATFORM_CHAT_STREAM_URL %q (%v), want %q", tier, id, fn.Env["PLATFORM_CHAT_STREAM_URL"], err, want)
+			}
+		}
 	}
 	tpl, _ := ReadTemplate("../../template.yaml", "../../Makefile", map[string]string{"PagingKey": "00", "StreamTier": "container"}, "")
 	env, err := tpl.taskEnvironment("StreamTaskDefinition")
