@@ -1,5 +1,5 @@
 # The two commands of README.md: `make run` and `make test`.
-.PHONY: run aws-local test vet unit conformance conformance-aws cli-e2e deploy-e2e deploy-e2e-aws llm-e2e console-e2e console-vendor webchat-e2e webchat-vendor build infra lambda cfn-lint capacity stream-image
+.PHONY: run aws-local test vet unit conformance conformance-aws conformance-aws-container cli-e2e deploy-e2e deploy-e2e-aws llm-e2e console-e2e console-vendor webchat-e2e webchat-vendor build infra lambda cfn-lint capacity stream-image
 
 # Where `make run` listens: loopback only unless told otherwise
 # (make run ADDR=:8080 listens on every interface).
@@ -15,7 +15,7 @@ run:
 aws-local:
 	go run ./functions/aws-local --addr $(ADDR)
 
-test: vet unit infra conformance conformance-aws cli-e2e deploy-e2e deploy-e2e-aws llm-e2e console-e2e webchat-e2e
+test: vet unit infra conformance conformance-aws conformance-aws-container cli-e2e deploy-e2e deploy-e2e-aws llm-e2e console-e2e webchat-e2e
 
 vet:
 	go vet ./...
@@ -31,6 +31,15 @@ conformance:
 # start builds the Lambda functions (minutes on a cold build cache).
 conformance-aws:
 	PLATFORM_PKG=./functions/aws-local READY_TIMEOUT=600 bash scripts/conformance/run.sh
+
+# The suite's tests whose end users listen on streams (the real
+# @botpress/chat client) against the AWS build with the container stream
+# tier: the streams through the load balancer's stand-in to two
+# chatstream-service tasks (docs/deploy.md "Stream tiers"); run.sh fails
+# unless ChatStreamUrl is the load balancer's. Persistence, which does not
+# depend on the tier, is conformance-aws's.
+conformance-aws-container:
+	AWS_LOCAL_STREAM_TIER=container SKIP_PERSISTENCE=1 PLATFORM_PKG=./functions/aws-local READY_TIMEOUT=600 bash scripts/conformance/run.sh tests/chat-client.test.mjs
 
 # `bp dev` of the official CLI (a bot, an integration) through the
 # platform's own tunnel (about 15 s).

@@ -286,6 +286,14 @@ func TestAgreementCatchesDrift(t *testing.T) {
 				doc["Statement"] = append(doc["Statement"].([]any), map[string]any{"Effect": "Allow", "Action": "dynamodb:GetItem", "Resource": "*"})
 			}), lambdaDir)
 		}, []string{"managedPolicies.CodeBoundary"}},
+		{"stream function's condition removed from template.yaml", func(t *testing.T) (stackModel, stackModel) {
+			return samModel(t, mutatedSAM(t, "Resources", "ChatStreamFunction", "Condition")), cdk
+		}, []string{"conditions.ChatStreamFunction", "conditions.ChatStreamFunctionUrl", "conditions.ChatStreamFunctionUrlPublicPermissions"}},
+		{"stream function URL's condition removed from the CDK template", func(t *testing.T) (stackModel, stackModel) {
+			return sam, cdkModel(t, mutatedCDK(t, cdkJSON, func(res map[string]any) {
+				delete(res["ChatStreamFunctionUrl"].(map[string]any), "Condition")
+			}), lambdaDir)
+		}, []string{"conditions.ChatStreamFunctionUrl"}},
 		{"bucket notification removed from the CDK template", func(t *testing.T) (stackModel, stackModel) {
 			return sam, cdkModel(t, mutatedCDK(t, cdkJSON, func(res map[string]any) {
 				delete(res["FilesBucket"].(map[string]any)["Properties"].(map[string]any), "NotificationConfiguration")

@@ -61,6 +61,12 @@ type stackModel struct {
 	// autoscaling, security groups), by logical id: each whole, as JSON
 	// with its intrinsics canonical (condition and dependencies included).
 	StreamTier map[string]string `json:"streamTier"`
+	// The condition of every other conditional resource, by logical id
+	// (ChatStreamFunction and what it needs, StreamTier lambda only). A
+	// SAM function's condition is also its URL's and the URL's
+	// permission's (SAM gives them the function's), as the CDK app writes
+	// them.
+	Conditions map[string]string `json:"conditions"`
 }
 
 // streamTierTypes are the resource types only the container stream tier
@@ -589,6 +595,21 @@ func buildPackages(repoRoot string) func(id string) (string, error) {
 	}
 }
 
+// conditionOf is the name of res's Condition ("" without one), except for
+// the stream tier's resources, whose whole JSON the model compares.
+func conditionOf(res cloudformation.Resource) string {
+	typ := res.AWSCloudFormationType()
+	for _, p := range streamTierTypes {
+		if strings.HasPrefix(typ, p) {
+			return ""
+		}
+	}
+	j, _ := json.Marshal(res)
+	var v struct{ Condition string }
+	_ = json.Unmarshal(j, &v)
+	return v.Condition
+}
+
 // modelOf reduces a parsed template to the model. packageOf tells what a
 // SAM function runs; a CDK function's asset metadata names its directory
 // under lambdaDir.
@@ -600,7 +621,7 @@ func modelOf(t *cloudformation.Template, packageOf func(id string) (string, erro
 		Schedules: map[string]string{}, Roles: map[string]role{}, LogGroups: map[string]logGroup{},
 		Outputs: map[string]output{}, Other: map[string]otherResource{}, ManagedPolicies: map[string][]string{},
 		StreamSources: map[string]streamSource{}, FunctionSchedules: map[string]functionSchedule{},
-		CustomResources: map[string]customResource{}, StreamTier: map[string]string{},
+		CustomResources: map[string]customResource{}, StreamTier: map[string]string{}, Conditions: map[string]string{},
 	}
 	for name, p := range t.Parameters {
 		if name == "BootstrapVersion" { // the CDK bootstrap check, not part of the stack
@@ -631,6 +652,13 @@ func modelOf(t *cloudformation.Template, packageOf func(id string) (string, erro
 	fail := func(format string, a ...any) { errs = append(errs, fmt.Sprintf(format, a...)) }
 
 	for id, res := range t.Resources {
+		if c := conditionOf(res); c != "" {
+			m.Conditions[id] = c
+			if f, ok := res.(*serverless.Function); ok && f.FunctionUrlConfig != nil {
+				m.Conditions[id+"Url"] = c
+				m.Conditions[id+"UrlPublicPermissions"] = c
+			}
+		}
 		switch r := res.(type) {
 		case *serverless.Function:
 			f, evs, err := samFunction(t, id, r, globals, packageOf)

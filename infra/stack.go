@@ -102,7 +102,14 @@ func NewPlatformStack(scope constructs.Construct, opts StackOptions) (awscdk.Sta
 	s.sweeperSchedule()
 	s.codeTeardown()
 	s.chatStreams()
-	s.outputs(s.streamTier())
+	chatStreamURL := s.streamTier()
+	// The hosted webchat page is served where the streams are (API Gateway
+	// cannot hold its stream): getBotWebchat's codes name it, the webhook
+	// URL's page redirects there.
+	for _, id := range []string{"Admin", "Chat"} {
+		s.fns[id].AddEnvironment(jsii.String("PLATFORM_CHAT_STREAM_URL"), chatStreamURL, nil)
+	}
+	s.outputs(chatStreamURL)
 	return stack, nil
 }
 

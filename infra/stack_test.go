@@ -465,3 +465,36 @@ func containsString(l []string, s string) bool {
 	}
 	return false
 }
+
+// On the container tier the stream function and its public URL do not
+// exist: they would let anyone bypass the load balancer and the tier's
+// bounds. Everything of it is under StreamOnLambda, the negation of
+// StreamOnContainer.
+func TestStreamFunctionOnLambdaTierOnly(t *testing.T) {
+	tmpl := stackTemplate(t)
+	check(t, "StreamOnLambda", func() {
+		tmpl.HasCondition(jsii.String("StreamOnLambda"), obj{"Fn::Not": []any{obj{"Condition": "StreamOnContainer"}}})
+	})
+	for id, typ := range map[string]string{
+		"ChatStreamFunction":                     "AWS::Lambda::Function",
+		"ChatStreamFunctionUrl":                  "AWS::Lambda::Url",
+		"ChatStreamFunctionUrlPublicPermissions": "AWS::Lambda::Permission",
+		"ChatStreamFunctionUrlInvokePermission":  "AWS::Lambda::Permission",
+		"ChatStreamFunctionRole":                 "AWS::IAM::Role",
+		"ChatStreamLogGroup":                     "AWS::Logs::LogGroup",
+	} {
+		res := tmpl.FindResources(jsii.String(typ), obj{"Condition": "StreamOnLambda"})
+		if _, ok := (*res)[id]; !ok {
+			t.Errorf("%s (%s) is not under the condition StreamOnLambda", id, typ)
+		}
+	}
+	// Nothing else of the stream function: every resource that names it
+	// is one of those.
+	for _, typ := range []string{"AWS::Lambda::Permission", "AWS::Lambda::Url", "AWS::IAM::Policy"} {
+		for id, r := range *tmpl.FindResources(jsii.String(typ), nil) {
+			if strings.Contains(fmt.Sprint(*r), "ChatStreamFunction") && (*r)["Condition"] != "StreamOnLambda" {
+				t.Errorf("%s names the stream function without the condition StreamOnLambda", id)
+			}
+		}
+	}
+}

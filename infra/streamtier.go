@@ -11,6 +11,7 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awselasticloadbalancingv2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslogs"
+	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
 )
 
@@ -58,6 +59,12 @@ func (s *builder) streamTier() *string {
 		r.OverrideLogicalId(jsii.String(id))
 		r.CfnOptions().SetCondition(c)
 	}
+	// ChatStreamFunction, its public URL and their role and log group exist
+	// with StreamTier lambda only: on the container tier they would let
+	// anyone bypass the load balancer and the tier's bounds.
+	onLambda := awscdk.NewCfnCondition(s.stack, jsii.String("StreamOnLambda"), &awscdk.CfnConditionProps{
+		Expression: awscdk.Fn_ConditionNot(onContainer)})
+	s.chatStreamOnLambda(onLambda)
 	twoSubnets := &[]*string{awscdk.Fn_Select(jsii.Number(0), subnets.ValueAsList()), awscdk.Fn_Select(jsii.Number(1), subnets.ValueAsList())}
 
 	cluster := awsecs.NewCfnCluster(s.stack, jsii.String("StreamCluster"), nil)
@@ -217,6 +224,24 @@ func (s *builder) streamTier() *string {
 		awscdk.Fn_ConditionIf(jsii.String("StreamHttp"),
 			awscdk.Fn_Join(jsii.String(""), &[]*string{jsii.String("http://"), lb.AttrDnsName(), jsii.String("/")}),
 			s.chatStreamURL.Url())).ToString()
+}
+
+// chatStreamOnLambda puts the stream function's resources under cond: the
+// function, its URL and permissions (the function's children), its role
+// (with any policy the CDK added to it) and its log group.
+func (s *builder) chatStreamOnLambda(cond awscdk.CfnCondition) {
+	var set func(c constructs.IConstruct)
+	set = func(c constructs.IConstruct) {
+		if r, ok := c.(awscdk.CfnResource); ok {
+			r.CfnOptions().SetCondition(cond)
+		}
+		for _, child := range *c.Node().Children() {
+			set(child)
+		}
+	}
+	set(s.fns["ChatStream"])
+	set(s.roles["ChatStream"])
+	s.logs["ChatStream"].CfnOptions().SetCondition(cond)
 }
 
 // streamTaskTrustedProxies are the proxies a stream task believes: the

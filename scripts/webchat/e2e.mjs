@@ -10,7 +10,9 @@
 // bot's webchat actions (hideWebchat, showWebchat, toggleWebchat,
 // configWebchat, customEvent, getUserData: the bot's client.callAction)
 // changing the page. Every request must go to the platform's origin and no
-// console error may show.
+// console error may show. AWS_LOCAL=1: PLATFORM_BIN is aws-local (slower to
+// start), and the page's origin is the stack's ChatStreamUrl (run by hand
+// for now: its file upload fails, docs/webchat-api.md "Not done").
 import fs from 'node:fs'
 import path from 'node:path'
 import { createRequire } from 'node:module'
@@ -23,6 +25,7 @@ const ROOT = path.resolve(HERE, '../..')
 const puppeteer = createRequire(path.join(ROOT, 'scripts/console/package.json'))('puppeteer-core')
 const { PLATFORM_BIN, WORK, SHOTS, CHROME } = process.env
 const FIREFOX = process.env.BROWSER === 'firefox'
+const AWS_LOCAL = process.env.AWS_LOCAL === '1'
 
 let failures = 0
 let page = null
@@ -50,8 +53,15 @@ async function main() {
   const api = `http://127.0.0.1:${port}`
   const dataDir = path.join(WORK, 'data')
   start(PLATFORM_BIN, ['--addr', `127.0.0.1:${port}`, '--data-dir', dataDir], {}, path.join(WORK, 'platform.log'))
-  await waitHttp(api + '/', (r) => r.status === 200, 'the platform')
-  await waitHttp(api + '/', () => fs.existsSync(path.join(dataDir, 'admin-token')), 'the admin token')
+  // aws-local (AWS_LOCAL=1) builds its functions first.
+  const ready = AWS_LOCAL ? 600000 : 30000
+  await waitHttp(api + '/', (r) => r.status === 200, 'the platform', ready)
+  await waitHttp(api + '/', () => fs.existsSync(path.join(dataDir, 'admin-token')), 'the admin token', ready)
+  // Where the page is served: the platform, or on AWS where the streams
+  // are (the stack's ChatStreamUrl: API Gateway cannot hold the stream).
+  const origin = AWS_LOCAL
+    ? JSON.parse(fs.readFileSync(path.join(dataDir, 'aws-local', 'outputs.json'), 'utf8')).ChatStreamUrl.replace(/\/$/, '')
+    : api
   const token = fs.readFileSync(path.join(dataDir, 'admin-token'), 'utf8').trim()
   const botPort = await freePort()
   const botUrl = `http://127.0.0.1:${botPort}`
@@ -74,7 +84,7 @@ async function main() {
     const inst = (await call('GET', `/v1/admin/bots/${bot}`, undefined, h)).bot.integrations[integration.id]
     alias = inst.alias || inst.name
     pageUrl = (await call('GET', `/v1/admin/bots/${bot}/webchat?type=sharableUrl`, undefined, h)).code
-    if (!pageUrl.startsWith(api + '/webhooks/')) throw new Error(`sharableUrl: ${pageUrl}`)
+    if (!pageUrl.startsWith(origin + '/webhooks/')) throw new Error(`sharableUrl: ${pageUrl}, want it below ${origin}/webhooks/`)
   })
 
   const browser = FIREFOX
@@ -91,7 +101,7 @@ async function main() {
   })
   page.on('request', (r) => {
     const u = r.url()
-    if (!u.startsWith(api + '/') && !u.startsWith('blob:') && !u.startsWith('data:')) problems.push(`request to another origin: ${u}`)
+    if (!u.startsWith(origin + '/') && !u.startsWith('blob:') && !u.startsWith('data:')) problems.push(`request to another origin: ${u}`)
   })
   const shot = (name) => page.screenshot({ path: path.join(SHOTS, `${name}.png`), fullPage: true })
   // Polled from here (no function evaluated under the page's CSP).

@@ -495,6 +495,21 @@ func Open(ctx context.Context, o Options, ln net.Listener) (*Stack, error) {
 	if err := s.startStreamTier(ctx, root, binDir, tpl, services, sec, o.StreamTasks); err != nil {
 		return nil, err
 	}
+	// What names the stream function's URL or the load balancer (the chat
+	// and admin functions' PLATFORM_CHAT_STREAM_URL), now served: before
+	// any of those functions starts (the API is not served yet).
+	for _, f := range tpl.Functions {
+		if len(f.lateEnv) == 0 {
+			continue
+		}
+		if err := tpl.resolveLateEnv(f); err != nil {
+			return nil, err
+		}
+		lf := s.funcs[f.LogicalID]
+		for k := range f.lateEnv {
+			lf.env = append(lf.env, k+"="+f.Env[k])
+		}
+	}
 	outputs, _ := json.MarshalIndent(tpl.Outputs(), "", "  ")
 	if err := fsutil.WriteFileAtomic(filepath.Join(o.DataDir, "aws-local", "outputs.json"), outputs); err != nil {
 		return nil, err

@@ -15,8 +15,10 @@ import (
 
 // TestStreamTierTemplate: StreamTier selects the tier: with lambda,
 // ChatStreamUrl is the streaming function's URL; with container, the load
-// balancer's address; the task's environment and role resolve (the role
-// reads and writes the table, nothing of the bucket).
+// balancer's address, and the streaming function (with its URL and role)
+// does not exist: its Condition, StreamOnLambda, is false; the task's
+// environment and role resolve (the role reads and writes the table,
+// nothing of the bucket).
 func TestStreamTierTemplate(t *testing.T) {
 	for _, tier := range []string{"lambda", "container"} {
 		tpl, err := ReadTemplate("../../template.yaml", "../../Makefile", map[string]string{"PagingKey": "00", "StreamTier": tier}, "http://api.local")
@@ -27,14 +29,36 @@ func TestStreamTierTemplate(t *testing.T) {
 		if err != nil || on != (tier == "container") {
 			t.Fatalf("%s: StreamOnContainer %v %v", tier, on, err)
 		}
-		tpl.SetFunctionURL(tpl.FunctionByName("ChatStreamFunction"), "http://127.0.0.1:1/")
+		fn := tpl.FunctionByName("ChatStreamFunction")
+		if (fn != nil) != (tier == "lambda") {
+			t.Fatalf("%s: ChatStreamFunction %+v", tier, fn)
+		}
+		for _, id := range []string{"ChatStreamFunctionRole", "ChatStreamFunctionUrlInvokePermission", "ChatStreamLogGroup"} {
+			if got := tpl.typeOf(id); (got != "") != (tier == "lambda") {
+				t.Errorf("%s: %s is %q", tier, id, got)
+			}
+		}
+		if fn != nil {
+			tpl.SetFunctionURL(fn, "http://127.0.0.1:1/")
+		}
 		tpl.SetAttribute("StreamLoadBalancer", "DNSName", "127.0.0.1:2")
 		want := map[string]string{"lambda": "http://127.0.0.1:1/", "container": "http://127.0.0.1:2/"}[tier]
 		if got := tpl.Outputs()["ChatStreamUrl"]; got != want {
 			t.Errorf("%s: ChatStreamUrl %q, want %q", tier, got, want)
 		}
+		// The chat and admin functions' PLATFORM_CHAT_STREAM_URL (the
+		// hosted webchat page's host) is the same, once served.
+		for _, id := range []string{"ChatFunction", "AdminFunction"} {
+			fn := tpl.FunctionByName(id)
+			if _, ok := fn.Env["PLATFORM_CHAT_STREAM_URL"]; ok {
+				t.Fatalf("%s: %s's PLATFORM_CHAT_STREAM_URL resolved before the stream URL is served", tier, id)
+			}
+			if err := tpl.resolveLateEnv(fn); err != nil || fn.Env["PLATFORM_CHAT_STREAM_URL"] != want {
+				t.Errorf("%s: %s's PLATFORM_CHAT_STREAM_URL %q (%v), want %q", tier, id, fn.Env["PLATFORM_CHAT_STREAM_URL"], err, want)
+			}
+		}
 	}
-	tpl, _ := ReadTemplate("../../template.yaml", "../../Makefile", map[string]string{"PagingKey": "00"}, "")
+	tpl, _ := ReadTemplate("../../template.yaml", "../../Makefile", map[string]string{"PagingKey": "00", "StreamTier": "container"}, "")
 	env, err := tpl.taskEnvironment("StreamTaskDefinition")
 	if err != nil || env["PLATFORM_TABLE"] != tpl.TableName || env["PLATFORM_PAGING_KEY"] != "00" || env["PORT"] != "8080" {
 		t.Fatalf("task environment %v %v", env, err)

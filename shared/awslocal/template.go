@@ -72,11 +72,12 @@ type Function struct {
 	// Checks are the function's roles in other templates (the CDK app's):
 	// a call must be allowed by these too (Options.CheckRoles).
 	Checks   []RoleCheck
-	source   string        // the template Policy comes from
-	Stream   *StreamSource // a DynamoDB event source
-	S3       *S3Source     // an S3 event source
-	Schedule []string      // Schedule events' expressions
-	Routes   []Route       // HttpApi events
+	source   string         // the template Policy comes from
+	lateEnv  map[string]any // environment known once the stack serves it (resolveLateEnv)
+	Stream   *StreamSource  // a DynamoDB event source
+	S3       *S3Source      // an S3 event source
+	Schedule []string       // Schedule events' expressions
+	Routes   []Route        // HttpApi events
 	URL      *FunctionURLConfig
 }
 
@@ -133,6 +134,22 @@ func ReadTemplate(path, makefile string, params map[string]string, apiURL string
 		return nil, err
 	}
 	res, _ := root["Resources"].(map[string]any)
+	// A resource whose Condition is false does not exist in this stack
+	// (with StreamTier container: ChatStreamFunction and its URL).
+	for id := range res {
+		c, ok := t.resources[id]["Condition"]
+		if !ok {
+			continue
+		}
+		on, err := t.Condition(fmt.Sprint(c))
+		if err != nil {
+			return nil, fmt.Errorf("%s: %s: %w", path, id, err)
+		}
+		if !on {
+			delete(res, id)
+			delete(t.resources, id)
+		}
+	}
 	mk, err := os.ReadFile(makefile)
 	if err != nil {
 		return nil, err
@@ -173,6 +190,20 @@ func ReadTemplate(path, makefile string, params map[string]string, apiURL string
 	}
 	t.outputs, _ = root["Outputs"].(map[string]any)
 	return t, nil
+}
+
+// resolveLateEnv resolves the environment variables of fn that name an
+// attribute served by the stack (a function URL, the load balancer's
+// address), once they are served, into fn.Env.
+func (t *Template) resolveLateEnv(fn *Function) error {
+	for k, v := range fn.lateEnv {
+		s, err := t.str(v)
+		if err != nil {
+			return fmt.Errorf("%s: environment %s: %w", fn.LogicalID, k, err)
+		}
+		fn.Env[k] = s
+	}
+	return nil
 }
 
 // SetFunctionURL records where fn's URL is served (ending with '/', as
@@ -307,6 +338,10 @@ func (t *Template) props(id string) map[string]any {
 
 var errNoPackage = errors.New("no Go package: no Makefile target")
 
+// errNotYet: an attribute known once the stack serves its resource (a
+// function URL, the load balancer's address).
+var errNotYet = errors.New("not known until the stack serves it")
+
 var buildTarget = regexp.MustCompile(`(?m)^build-(\w+):\s*\n\t[^\n]*?(\./functions/[\w-]+)`)
 
 func (t *Template) function(id string, globals map[string]any, makefile string) (*Function, error) {
@@ -348,6 +383,16 @@ func (t *Template) function(id string, globals map[string]any, makefile string) 
 		vars, _ := env["Variables"].(map[string]any)
 		for k, v := range vars {
 			s, err := t.str(v)
+			if errors.Is(err, errNotYet) {
+				// The chat function's PLATFORM_CHAT_STREAM_URL: resolved
+				// once the stream function's URL or the load balancer is
+				// served (ResolveLateEnv).
+				if f.lateEnv == nil {
+					f.lateEnv = map[string]any{}
+				}
+				f.lateEnv[k] = v
+				continue
+			}
 			if err != nil {
 				return nil, fmt.Errorf("environment %s: %w", k, err)
 			}
@@ -743,6 +788,9 @@ func (t *Template) getAtt(id, attr string) (string, error) {
 	if v, ok := t.attrs[id+"."+attr]; ok {
 		return v, nil
 	}
+	if attr == "FunctionUrl" { // SAM's <function>Url, once served
+		return "", fmt.Errorf("Fn::GetAtt %s.%s: %w", id, attr, errNotYet)
+	}
 	name, err := t.ref(id)
 	if err != nil {
 		return "", err
@@ -770,7 +818,7 @@ func (t *Template) getAtt(id, attr string) (string, error) {
 	case "AWS::Serverless::HttpApi.ApiEndpoint":
 		return t.apiURL, nil
 	}
-	return "", fmt.Errorf("Fn::GetAtt %s.%s is not known here", id, attr)
+	return "", fmt.Errorf("Fn::GetAtt %s.%s is not known here: %w", id, attr, errNotYet)
 }
 
 // nodeValue turns a YAML node into plain values, CloudFormation's short

@@ -91,6 +91,11 @@ type Install struct {
 	Integration platform.Integration         // the installed version
 	// WebhookURL is the installation's absolute webhook URL.
 	WebhookURL string
+	// StreamURL is the public base of the Chat API's streams when another
+	// host than WebhookURL's serves them (on AWS the stack's ChatStreamUrl:
+	// API Gateway cannot hold a stream): clients that listen use
+	// <StreamURL>webhooks/<webhookId>. Empty: WebhookURL's host.
+	StreamURL string
 	// API calls the Chat API as this installation (nil where no API is
 	// served in-process, as in the dispatcher function on AWS).
 	API API

@@ -155,7 +155,9 @@ func (s *server) getBotWebchat(c *call) (any, error) {
 			continue
 		}
 		hook := strings.TrimSuffix(webhookBase(c), "/") + "/" + in.WebhookID
-		return map[string]any{"code": webchat.EmbedCode(t, hook, in.WebhookID)}, nil
+		// Where the streams are served elsewhere (on AWS), the page and the
+		// component's apiUrl are there (webchat.HookOf).
+		return map[string]any{"code": webchat.EmbedCode(t, webchat.HookOf(hook, s.ChatStreamURL), in.WebhookID)}, nil
 	}
 	return nil, platform.Errorf(platform.ErrResourceNotFound, "bot %q has no enabled installation of the built-in webchat integration: install it (getPublicIntegration({name: 'webchat', version: 'latest'}), then updateBot) to get its page", b.ID)
 }

@@ -33,6 +33,7 @@ func (s *server) builtinInstall(b platform.Bot, in platform.IntegrationInstance,
 	return builtin.Install{
 		Bot: b, Instance: in, Integration: i,
 		WebhookURL: strings.TrimSuffix(webhookBase, "/") + "/" + in.WebhookID,
+		StreamURL:  s.ChatStreamURL,
 		API:        s.Builtins.APIFor(),
 	}
 }

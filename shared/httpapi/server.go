@@ -30,6 +30,11 @@ import (
 // Config is what the handlers need.
 type Config struct {
 	Store *dynamo.Store
+	// ChatStreamURL is the public base of the Chat API's streams when
+	// another host serves them (PLATFORM_CHAT_STREAM_URL; on AWS the
+	// stack's ChatStreamUrl): the built-in integrations' clients are
+	// pointed there (builtin.Install.StreamURL). Empty: this API.
+	ChatStreamURL string
 	// PagingKey signs nextTokens; every instance serving the API must share it.
 	PagingKey []byte
 	// Invite, when set, receives the first personal access token of an

@@ -380,13 +380,14 @@ func open(ctx context.Context, dataDir, baseURL string, log *slog.Logger, reserv
 
 	p.Builtins = runtime.BuiltinsWith(listen.NewHub(), gw, p.Store, p.Store.Limiter())
 	api := httpapi.New(httpapi.Config{
-		Builtins:  p.Builtins,
-		ClientIP:  trusted,
-		Sweeper:   sweeper,
-		Store:     p.Store,
-		PagingKey: key,
-		Invite:    func(ctx context.Context, email, token string) error { return writeAccountToken(dataDir, email, token) },
-		Logger:    log,
+		ChatStreamURL: env.ChatStreamURL,
+		Builtins:      p.Builtins,
+		ClientIP:      trusted,
+		Sweeper:       sweeper,
+		Store:         p.Store,
+		PagingKey:     key,
+		Invite:        func(ctx context.Context, email, token string) error { return writeAccountToken(dataDir, email, token) },
+		Logger:        log,
 		OnUsage: func(op string, u *dynamo.Usage) {
 			if f := p.onUsage.Load(); f != nil {
 				(*f)(op, u)

@@ -61,6 +61,11 @@ type Env struct {
 	// or load balancer in front of API Gateway (shared/clientip). Unset:
 	// the client's address is the event's sourceIp.
 	TrustedProxies string
+	// ChatStreamURL: PLATFORM_CHAT_STREAM_URL, the public base of the Chat
+	// API's streams when another host serves them (on AWS the stack's
+	// ChatStreamUrl, set in the chat function): the hosted webchat page
+	// listens there. Unset: this API.
+	ChatStreamURL string
 
 	// Recurring events on EventBridge Scheduler (AWS). Without a target ARN
 	// no schedules are made (the local platform runs its own scheduler).
@@ -106,6 +111,7 @@ func FromEnv() Env {
 		PagingKey:      os.Getenv("PLATFORM_PAGING_KEY"),
 		CORSOrigins:    os.Getenv("PLATFORM_CORS_ORIGINS"),
 		TrustedProxies: os.Getenv("PLATFORM_TRUSTED_PROXIES"), // clientip.EnvTrustedProxies
+		ChatStreamURL:  os.Getenv("PLATFORM_CHAT_STREAM_URL"),
 
 		ScheduleGroup:      get("PLATFORM_SCHEDULE_GROUP", "platform"),
 		SchedulerTargetARN: os.Getenv("PLATFORM_SCHEDULER_TARGET_ARN"),
@@ -238,7 +244,7 @@ func areaHandler(ctx context.Context, area httpapi.Area, hub chatapi.Hub) (http.
 	hc := httpapi.Config{Store: store, PagingKey: key, Scheduler: Scheduler(cfg, env), Files: FileStorage(cfg, env),
 		TableFiles: &files.TableFiles{Store: store, Objects: FileStorage(cfg, env)},
 		Logs:       logs, OnDelivery: logstore.Observer(logs, store, nil), Logger: slog.Default(), Sweeper: sweeper, LLM: gw, Semantic: semantic,
-		ClientIP: trusted}
+		ClientIP: trusted, ChatStreamURL: env.ChatStreamURL}
 	hc.Outbound = Outbound()
 	// Deployed code: Lambda functions, invoked through the outbound client.
 	if code := CodeRunner(cfg, env, CodeEnvFromEnv(), store, hc.Files); code != nil {

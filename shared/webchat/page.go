@@ -90,6 +90,28 @@ func assetsVersion() string {
 // PageURL is the hosted page of an installation (its webhook URL, "/").
 func PageURL(webhookURL string) string { return strings.TrimSuffix(webhookURL, "/") + "/" }
 
+// streamPage is where the page of in is served when another host than its
+// webhook URL's (hook) serves the streams (in.StreamURL, on AWS the
+// stack's ChatStreamUrl): <StreamURL>webhooks/<webhookId>/; "" when the
+// page is served here.
+func streamPage(in builtin.Install, hook *url.URL) string {
+	s, err := url.Parse(in.StreamURL)
+	if in.StreamURL == "" || err != nil || s.Host == "" || strings.EqualFold(s.Host, hook.Host) {
+		return ""
+	}
+	return strings.TrimSuffix(in.StreamURL, "/") + "/webhooks/" + url.PathEscape(in.Instance.WebhookID) + "/"
+}
+
+// HookOf is the webhook URL the page and the embed codes of an
+// installation use: its webhook URL hook, or below streamURL when another
+// host serves the streams (on AWS the stack's ChatStreamUrl).
+func HookOf(hook, streamURL string) string {
+	if streamURL == "" {
+		return hook
+	}
+	return strings.TrimSuffix(streamURL, "/") + "/webhooks/" + hook[strings.LastIndexByte(strings.TrimSuffix(hook, "/"), '/')+1:]
+}
+
 // servePage serves GET / (the page) and GET /assets/<name>.
 func (q *req) servePage(p string) bool {
 	if q.r.Method != http.MethodGet && q.r.Method != http.MethodHead {
@@ -104,6 +126,13 @@ func (q *req) servePage(p string) bool {
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("Referrer-Policy", "no-referrer")
 	switch {
+	case (p == "/" || p == "") && streamPage(q.in, u) != "":
+		// Served where the streams are: API Gateway (on AWS) cannot hold
+		// the component's /initialize stream, the stream host can, and
+		// there the page, its Webchat API and its streams share one origin.
+		h.Set("Cache-Control", "no-cache")
+		http.Redirect(q.w, q.r, streamPage(q.in, u), http.StatusFound)
+		return true
 	case p == "/" || p == "":
 		apiURL := u.Scheme + "://" + u.Host + path.Dir(base) // <base>/webhooks
 		name := q.in.Bot.Name

@@ -7,7 +7,10 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -505,5 +508,78 @@ func TestWebchatRemovedInstallation(t *testing.T) {
 	}
 	if got, _ := s.call("GET", "/", "", nil, nil); got != 404 {
 		t.Fatalf("the page after removal: %d", got)
+	}
+}
+
+// TestWebchatPageStreamURL: where another host serves the streams
+// (PLATFORM_CHAT_STREAM_URL; on AWS the stack's ChatStreamUrl, as API
+// Gateway cannot hold the component's /initialize stream), getBotWebchat's
+// page and embed codes are there, the webhook URL's page redirects there,
+// and there the page, its Webchat API and its stream share that origin
+// (CSP connect-src 'self'); the component's startup and a turn go through
+// that host (here a proxy standing for it, counting what it serves).
+func TestWebchatPageStreamURL(t *testing.T) {
+	var target atomic.Pointer[url.URL]
+	var through atomic.Int64
+	streams := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		through.Add(1)
+		p := httputil.NewSingleHostReverseProxy(target.Load())
+		p.FlushInterval = -1
+		p.ServeHTTP(w, r)
+	}))
+	t.Cleanup(streams.Close)
+	t.Setenv("PLATFORM_CHAT_STREAM_URL", streams.URL+"/")
+	s := newSite(t, map[string]any{"adminSecret": adminSecret})
+	u, _ := url.Parse(s.f.URL)
+	target.Store(u)
+	clientID := s.webhookURL[strings.LastIndexByte(s.webhookURL, '/')+1:]
+	page := streams.URL + "/webhooks/" + clientID + "/"
+
+	hdr := map[string]string{"x-workspace-id": s.ws}
+	if got := s.admin("GET", "/v1/admin/bots/"+s.botID+"/webchat?type=sharableUrl", hdr, nil, 200).Str("code"); got != page {
+		t.Fatalf("sharableUrl: %q, want %q", got, page)
+	}
+	if code := s.admin("GET", "/v1/admin/bots/"+s.botID+"/webchat?type=configurable", hdr, nil, 200).Str("code"); !strings.Contains(code, `apiUrl="`+streams.URL+`/webhooks"`) {
+		t.Fatalf("configurable: %s", code)
+	}
+	noRedirect := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	res, err := noRedirect.Get(s.webhookURL + "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != http.StatusFound || res.Header.Get("Location") != page {
+		t.Fatalf("the webhook URL's page: %d Location %q, want 302 to %s", res.StatusCode, res.Header.Get("Location"), page)
+	}
+	if n := through.Load(); n != 0 {
+		t.Fatalf("%d requests through the streams' host before the page's", n)
+	}
+
+	res, err = noRedirect.Get(page)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	if csp := res.Header.Get("Content-Security-Policy"); res.StatusCode != 200 || !strings.Contains(csp, "connect-src 'self';") {
+		t.Fatalf("page: %d CSP %q", res.StatusCode, csp)
+	}
+	if html := string(body); !strings.Contains(html, `data-api-url="`+streams.URL+`/webhooks"`) || !strings.Contains(html, `data-client-id="`+clientID+`"`) {
+		t.Fatalf("page: %s", html)
+	}
+
+	// The component: apiUrl/clientId.
+	c := *s
+	c.webhookURL = streams.URL + "/webhooks/" + clientID
+	before := through.Load()
+	st, init := c.initialize("", "")
+	key, conv := str(init, "user", "userKey"), str(init, "conversation", "id")
+	c.must("POST", "/messages", key, map[string]any{"conversationId": conv, "payload": map[string]any{"type": "text", "text": "hello"}}, 201)
+	st.nextOf(t, "message_created")
+	if reply := st.nextOf(t, "message_created"); reply["isBot"] != true || str(reply, "payload", "text") != "echo: hello" {
+		t.Fatalf("the bot's reply: %v", reply)
+	}
+	if n := through.Load() - before; n != 2 {
+		t.Fatalf("%d requests through the streams' host, want the stream and the message", n)
 	}
 }
