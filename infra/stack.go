@@ -16,6 +16,7 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslogs"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awss3"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsscheduler"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awssqs"
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
 )
@@ -95,6 +96,7 @@ func NewPlatformStack(scope constructs.Construct, opts StackOptions) (awscdk.Sta
 	s.parameters()
 	s.storage()
 	s.logGroups()
+	s.failureDestinations()
 	s.functions(opts.LambdaDir)
 	s.api()
 	s.uploadNotification()
@@ -109,6 +111,7 @@ func NewPlatformStack(scope constructs.Construct, opts StackOptions) (awscdk.Sta
 	for _, id := range []string{"Admin", "Chat"} {
 		s.fns[id].AddEnvironment(jsii.String("PLATFORM_CHAT_STREAM_URL"), chatStreamURL, nil)
 	}
+	s.alarms()
 	s.outputs(chatStreamURL)
 	return stack, nil
 }
@@ -138,6 +141,11 @@ type builder struct {
 	fns               map[string]awslambda.Function
 	roles             map[string]awsiam.Role
 	logs              map[string]awslogs.CfnLogGroup
+	// failureQueues are the table-stream mappings' on-failure
+	// destinations, by function id (operations.go).
+	failureQueues map[string]awssqs.CfnQueue
+	// onLambda is the StreamOnLambda condition (streamtier.go).
+	onLambda awscdk.CfnCondition
 }
 
 // quotaParameters are the operator's quotas per bot (docs/account.md),
@@ -435,8 +443,9 @@ func (s *builder) policies(id string) map[string]awsiam.PolicyDocument {
 		return map[string]awsiam.PolicyDocument{
 			// Reads a signal and a topic's listeners, writes inboxes,
 			// deletes expired listeners: no index, no update, no batch.
-			"table":  policy(allow([]string{"dynamodb:GetItem", "dynamodb:Query", "dynamodb:PutItem", "dynamodb:DeleteItem"}, s.table.TableArn())),
-			"stream": streamRead(s.table.TableStreamArn()),
+			"table":         policy(allow([]string{"dynamodb:GetItem", "dynamodb:Query", "dynamodb:PutItem", "dynamodb:DeleteItem"}, s.table.TableArn())),
+			"stream":        streamRead(s.table.TableStreamArn()),
+			"failure-queue": s.sendToFailureQueue("ChatFanout"),
 		}
 	case "Scheduler":
 		return map[string]awsiam.PolicyDocument{
@@ -472,6 +481,7 @@ func (s *builder) policies(id string) map[string]awsiam.PolicyDocument {
 			"stream":               streamRead(s.table.TableStreamArn()),
 			"platform-logs":        writePlatformLogs,
 			"invoke-deployed-code": invokeCode(),
+			"failure-queue":        s.sendToFailureQueue("Dispatcher"),
 		}
 	case "Sweeper":
 		return map[string]awsiam.PolicyDocument{
@@ -728,9 +738,12 @@ func (s *builder) dispatcherTriggers() {
 		StartingPosition:               jsii.String("LATEST"),
 		BatchSize:                      jsii.Number(100),
 		MaximumBatchingWindowInSeconds: jsii.Number(0),
-		// Then the batch is dropped: the entries stay in the outbox for
-		// the next run.
-		MaximumRetryAttempts: jsii.Number(2),
+		// Then the batch's range goes to the failure queue: the entries
+		// stay in the outbox for the next run.
+		MaximumRetryAttempts:       jsii.Number(2),
+		MaximumRecordAgeInSeconds:  jsii.Number(3600),
+		BisectBatchOnFunctionError: jsii.Bool(true),
+		DestinationConfig:          s.onFailure("Dispatcher"),
 		// Batches of one stream shard in parallel, each outbox shard's
 		// records in order (template.yaml says the same).
 		ParallelizationFactor: jsii.Number(10),
@@ -809,8 +822,12 @@ func (s *builder) chatStreams() {
 		StartingPosition:               jsii.String("LATEST"),
 		BatchSize:                      jsii.Number(100),
 		MaximumBatchingWindowInSeconds: jsii.Number(0),
-		// Then the batch is dropped: a signal is best effort.
-		MaximumRetryAttempts: jsii.Number(2),
+		// Then the batch is dropped: a signal is best effort (its range
+		// kept in the failure queue).
+		MaximumRetryAttempts:       jsii.Number(2),
+		MaximumRecordAgeInSeconds:  jsii.Number(3600),
+		BisectBatchOnFunctionError: jsii.Bool(true),
+		DestinationConfig:          s.onFailure("ChatFanout"),
 		FilterCriteria: &awslambda.CfnEventSourceMapping_FilterCriteriaProperty{
 			Filters: &[]any{&awslambda.CfnEventSourceMapping_FilterProperty{
 				Pattern: jsii.String(`{"eventName":["INSERT"],"dynamodb":{"Keys":{"pk":{"S":[{"prefix":"CHATSIG#"}]}}}}`)}},
@@ -829,6 +846,8 @@ func (s *builder) outputs(chatStreamURL *string) {
 	out("ScheduleGroupName", "EventBridge Scheduler group of the bots' recurring events", s.scheduleGroup.Ref())
 	out("BotLogGroupName", "CloudWatch Logs group of bot logs", s.botLogs.Ref())
 	out("IntegrationLogGroupName", "CloudWatch Logs group of integration logs", s.integrationLogs.Ref())
+	out("DispatcherFailureQueueUrl", "SQS queue of the dispatcher's given-up stream batches (go run ./functions/replay)", s.failureQueues["Dispatcher"].Ref())
+	out("ChatFanoutFailureQueueUrl", "SQS queue of the chat fan-out's given-up stream batches (go run ./functions/replay)", s.failureQueues["ChatFanout"].Ref())
 }
 
 // logicalID gives the CloudFormation resource of an L2 construct the logical

@@ -237,6 +237,21 @@ func checkLeastPrivilege(t *testing.T, m stackModel) {
 		"dynamodb:getrecords":       {"DispatcherFunctionRole", "ChatFanoutFunctionRole"},
 		"dynamodb:getsharditerator": {"DispatcherFunctionRole", "ChatFanoutFunctionRole"},
 		"dynamodb:liststreams":      {"DispatcherFunctionRole", "ChatFanoutFunctionRole"},
+		// The stream mappings' failure queues: the mappings send with
+		// their functions' roles.
+		"sqs:": {"DispatcherFunctionRole", "ChatFanoutFunctionRole"},
+	}
+	// Each may send to its own failure queue, nothing else of SQS.
+	for roleID, queue := range map[string]string{"DispatcherFunctionRole": "DispatcherFailureQueue", "ChatFanoutFunctionRole": "ChatFanoutFailureQueue"} {
+		var sqs []string
+		for _, st := range m.Roles[roleID].Statements {
+			if strings.Contains(st, " sqs:") {
+				sqs = append(sqs, st)
+			}
+		}
+		if want := "[Allow sqs:sendmessage on ${" + queue + ".Arn}]"; fmt.Sprint(sqs) != want {
+			t.Errorf("%s: SQS %v, want %s", roleID, sqs, want)
+		}
 	}
 	// Only the Chat API's streams are served by a function URL, and it is
 	// public (no auth: the Chat API checks its user keys) and streams.
@@ -397,7 +412,7 @@ func checkLeastPrivilege(t *testing.T, m stackModel) {
 	for _, a := range []string{"describestream", "getrecords", "getsharditerator"} {
 		want = append(want, "Allow dynamodb:"+a+" on ${Table.StreamArn}")
 	}
-	want = append(want, "Allow dynamodb:liststreams on *",
+	want = append(want, "Allow dynamodb:liststreams on *", "Allow sqs:sendmessage on ${DispatcherFailureQueue.Arn}",
 		"Allow lambda:invokefunction on arn:${AWS::Partition}:lambda:${AWS::Region}:${AWS::AccountId}:function:${AWS::StackName}-code-*")
 	for _, g := range []string{"DispatcherLogGroup", "BotLogGroup", "IntegrationLogGroup"} {
 		want = append(want, "Allow logs:createlogstream on ${"+g+".Arn}", "Allow logs:putlogevents on ${"+g+".Arn}")
