@@ -140,6 +140,10 @@ func TestSAMAndCDKAgree(t *testing.T) {
 				src.MaxRetries, src.MaxRecordAge, src.Bisect, src.OnFailure, queue)
 		}
 	}
+	// Throttling at the edge: the parameters' limits on every route.
+	if sam.APIThrottle != "burst ${ApiThrottlingBurstLimit} rate ${ApiThrottlingRateLimit}" {
+		t.Fatalf("the API's default route throttling: %q", sam.APIThrottle)
+	}
 	// Alarms (issue 33): each notifies the topic; every function has its
 	// errors and throttles alarms; and the rest of what the runbook names.
 	alarms := 0
@@ -345,6 +349,9 @@ func TestAgreementCatchesDrift(t *testing.T) {
 				res["DispatcherFailureQueue"].(map[string]any)["Properties"].(map[string]any)["MessageRetentionPeriod"] = 60
 			}), lambdaDir)
 		}, []string{"operations.DispatcherFailureQueue"}},
+		{"API throttling removed from template.yaml", func(t *testing.T) (stackModel, stackModel) {
+			return samModel(t, mutatedSAM(t, "Resources", "HttpApi", "Properties", "DefaultRouteSettings")), cdk
+		}, []string{"apiThrottle"}},
 		{"alarm removed from template.yaml", func(t *testing.T) (stackModel, stackModel) {
 			return samModel(t, mutatedSAM(t, "Resources", "OutboxAgeAlarm")), cdk
 		}, []string{"operations.OutboxAgeAlarm"}},

@@ -70,6 +70,9 @@ type stackModel struct {
 	// permission's (SAM gives them the function's), as the CDK app writes
 	// them.
 	Conditions map[string]string `json:"conditions"`
+	// APIThrottle is the HTTP API's default route throttling: "burst B
+	// rate R" (numbers or ${Param}), "" none.
+	APIThrottle string `json:"apiThrottle"`
 }
 
 // streamTierTypes are the resource types only the container stream tier
@@ -151,6 +154,8 @@ type function struct {
 	// Reserved is its ReservedConcurrentExecutions: a number, "${Param}",
 	// or "" for none.
 	Reserved string `json:"reservedConcurrency,omitempty"`
+	// Tracing is its X-Ray mode (Active, PassThrough; "" none).
+	Tracing string `json:"tracing,omitempty"`
 }
 
 // publicURL is the resource-policy principal of a function URL without
@@ -699,11 +704,19 @@ func modelOf(t *cloudformation.Template, packageOf func(id string) (string, erro
 				continue
 			}
 			m.Functions[id] = f
-		case *serverless.HttpApi, *apigatewayv2.Api:
-			// The API itself: routes name it.
+		case *serverless.HttpApi:
+			// The API itself (routes name it) and its default stage's
+			// throttling.
+			if d := r.DefaultRouteSettings; d != nil {
+				m.APIThrottle = throttle(t, d.ThrottlingBurstLimit, d.ThrottlingRateLimit)
+			}
+		case *apigatewayv2.Api:
 		case *apigatewayv2.Stage:
 			if r.StageName != "$default" || !deref(r.AutoDeploy) {
 				fail("%s: stage %s (auto deploy %v): only the auto-deployed $default stage is modelled (SAM's HttpApi has it)", id, r.StageName, deref(r.AutoDeploy))
+			}
+			if d := r.DefaultRouteSettings; d != nil {
+				m.APIThrottle = throttle(t, d.ThrottlingBurstLimit, d.ThrottlingRateLimit)
 			}
 		case *apigatewayv2.Integration:
 			integrations[id] = r
@@ -986,6 +999,9 @@ func samFunction(t *cloudformation.Template, id string, r *serverless.Function, 
 	if r.ReservedConcurrentExecutions != nil {
 		f.Reserved = numberRef(t, *r.ReservedConcurrentExecutions)
 	}
+	if f.Tracing = deref(r.Tracing); f.Tracing == "" {
+		f.Tracing = deref(g.Tracing)
+	}
 	if g.Environment != nil {
 		for k, v := range g.Environment.Variables {
 			f.Env[k] = v
@@ -1128,6 +1144,9 @@ func cfnFunction(t *cloudformation.Template, id string, r *lambda.Function, lamb
 	}
 	if r.ReservedConcurrentExecutions != nil {
 		f.Reserved = numberRef(t, *r.ReservedConcurrentExecutions)
+	}
+	if r.TracingConfig != nil {
+		f.Tracing = deref(r.TracingConfig.Mode)
 	}
 	if f.Architectures == nil {
 		f.Architectures = []string{"x86_64"}
@@ -1301,4 +1320,16 @@ func roleOf(r *iam.Role) (role, error) {
 	}
 	ro.Statements = uniq(ro.Statements)
 	return ro, nil
+}
+
+// throttle renders a route's throttling settings.
+func throttle(t *cloudformation.Template, burst *int, rate *float64) string {
+	out := ""
+	if burst != nil {
+		out += "burst " + numberRef(t, *burst)
+	}
+	if rate != nil {
+		out += " rate " + numberRef(t, int(*rate))
+	}
+	return strings.TrimSpace(out)
 }

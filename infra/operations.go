@@ -153,14 +153,15 @@ func operationsResources() []opsResource {
 		}
 		out = append(out, errs, throttles)
 	}
-	out = append(out,
-		alarm("ChatStreamConcurrencyAlarm", "The open Chat API streams held 80% of ChatStreamConcurrency for 3 minutes: more are refused with 429 at 100%", cfn{
-			"EvaluationPeriods": 3, "ComparisonOperator": "GreaterThanOrEqualToThreshold", "Threshold": 80,
-			"Metrics": []any{
-				metricStat("streams", "AWS/Lambda", "ConcurrentExecutions", "Maximum", 60, dim("FunctionName", ref("ChatStreamFunction"))),
-				cfn{"Id": "used", "Label": "streams, % of ChatStreamConcurrency", "Expression": cfn{"Fn::Sub": "100 * streams / ${ChatStreamConcurrency}"}, "ReturnData": true},
-			},
-		}),
+	streams := alarm("ChatStreamConcurrencyAlarm", "The open Chat API streams held 80% of ChatStreamConcurrency for 3 minutes: more are refused with 429 at 100%", cfn{
+		"EvaluationPeriods": 3, "ComparisonOperator": "GreaterThanOrEqualToThreshold", "Threshold": 80,
+		"Metrics": []any{
+			metricStat("streams", "AWS/Lambda", "ConcurrentExecutions", "Maximum", 60, dim("FunctionName", ref("ChatStreamFunction"))),
+			cfn{"Id": "used", "Label": "streams, % of ChatStreamConcurrency", "Expression": cfn{"Fn::Sub": "100 * streams / ${ChatStreamConcurrency}"}, "ReturnData": true},
+		},
+	})
+	streams.Condition = "StreamOnLambda" // the stream function exists on the lambda tier only
+	out = append(out, streams,
 		alarm("TableThrottlesAlarm", "DynamoDB throttled reads or writes of the table over 5 minutes", cfn{
 			"EvaluationPeriods": 1, "ComparisonOperator": "GreaterThanOrEqualToThreshold", "Threshold": 1,
 			"Metrics": []any{

@@ -612,6 +612,8 @@ func (s *builder) functions(lambdaDir string) {
 		}
 		docs := map[string]awsiam.PolicyDocument{
 			"function-logs": policy(allow([]string{"logs:CreateLogStream", "logs:PutLogEvents"}, s.logs[f.ID].AttrArn())),
+			// X-Ray active tracing: no resource-level permissions.
+			"tracing": policy(allow([]string{"xray:PutTraceSegments", "xray:PutTelemetryRecords"}, jsii.String("*"))),
 		}
 		for k, v := range s.policies(f.ID) {
 			docs[k] = v
@@ -647,6 +649,9 @@ func (s *builder) functions(lambdaDir string) {
 			Environment:  &env,
 		})
 		logicalID(fn, f.ID+"Function")
+		// Active tracing, set on the L1 (the L2's Tracing would add a
+		// policy of its own beside the role's inline ones).
+		fn.Node().DefaultChild().(awslambda.CfnFunction).SetTracingConfig(&awslambda.CfnFunction_TracingConfigProperty{Mode: jsii.String("Active")})
 		if f.ID == "ChatStream" {
 			fn.Node().DefaultChild().(awslambda.CfnFunction).SetReservedConcurrentExecutions(s.streamConcurrency.ValueAsNumber())
 		}
@@ -676,6 +681,21 @@ func (s *builder) api() {
 		ApiName: s.stack.StackName(),
 	})
 	logicalID(s.api_, "HttpApi")
+	// Throttling at the edge: the default stage's default route settings
+	// (template.yaml's DefaultRouteSettings; SAM names the stage so).
+	rate := awscdk.NewCfnParameter(s.stack, jsii.String("ApiThrottlingRateLimit"), &awscdk.CfnParameterProps{
+		Type: jsii.String("Number"), Default: jsii.Number(1000), MinValue: jsii.Number(1),
+		Description: jsii.String("Requests per second the HTTP API takes on every route together, steady state (its default route throttling); beyond, 429."),
+	})
+	burst := awscdk.NewCfnParameter(s.stack, jsii.String("ApiThrottlingBurstLimit"), &awscdk.CfnParameterProps{
+		Type: jsii.String("Number"), Default: jsii.Number(2000), MinValue: jsii.Number(1),
+		Description: jsii.String("Requests the HTTP API takes at once above its rate (the token bucket's size); beyond, 429."),
+	})
+	stage := s.api_.DefaultStage().Node().DefaultChild().(awsapigatewayv2.CfnStage)
+	stage.OverrideLogicalId(jsii.String("HttpApiApiGatewayDefaultStage"))
+	stage.SetDefaultRouteSettings(&awsapigatewayv2.CfnStage_RouteSettingsProperty{
+		ThrottlingBurstLimit: burst.ValueAsNumber(), ThrottlingRateLimit: rate.ValueAsNumber(),
+	})
 	for _, f := range Functions {
 		if len(f.Routes) == 0 {
 			continue
