@@ -110,7 +110,7 @@ func TestSAMAndCDKAgree(t *testing.T) {
 
 	// The comparison is not vacuous: the model holds the whole stack.
 	if len(sam.Functions) != len(Functions) || len(sam.Routes) != 11 || len(sam.Tables) != 1 || len(sam.Buckets) != 1 ||
-		len(sam.ScheduleGroups) != 1 || len(sam.LogGroups) != len(Functions)+3 || len(sam.Roles) != len(Functions)+3 || len(sam.Outputs) != 9 || len(sam.StreamTier) != 11 {
+		len(sam.ScheduleGroups) != 1 || len(sam.LogGroups) != len(Functions)+3 || len(sam.Roles) != len(Functions)+3 || len(sam.Outputs) != 10 || len(sam.StreamTier) != 11 {
 		t.Fatalf("model misses parts of the stack: %d functions, %d routes, %d tables, %d buckets, %d schedule groups, %d log groups, %d roles, %d outputs, %d stream tier resources",
 			len(sam.Functions), len(sam.Routes), len(sam.Tables), len(sam.Buckets), len(sam.ScheduleGroups), len(sam.LogGroups), len(sam.Roles), len(sam.Outputs), len(sam.StreamTier))
 	}
@@ -143,6 +143,19 @@ func TestSAMAndCDKAgree(t *testing.T) {
 	// Throttling at the edge: the parameters' limits on every route.
 	if sam.APIThrottle != "burst ${ApiThrottlingBurstLimit} rate ${ApiThrottlingRateLimit}" {
 		t.Fatalf("the API's default route throttling: %q", sam.APIThrottle)
+	}
+	// The custom domain: the API, the console and the dispatcher's webhook
+	// URLs at https://<DomainName> when given.
+	public := "${Fn::If(HasDomain, https://${DomainName}, ${HttpApi.ApiEndpoint})}"
+	if sam.Outputs["ApiUrl"].Value != public || sam.Functions["DispatcherFunction"].Env["PLATFORM_PUBLIC_URL"] != public ||
+		!strings.Contains(sam.Operations["ApiDomainMapping"], `"Condition":"HasDomain"`) || !strings.Contains(sam.Operations["ApiDomainName"], `"CertificateArn":"${CertificateArn}"`) {
+		t.Fatalf("custom domain: ApiUrl %q, the dispatcher's PLATFORM_PUBLIC_URL %q, mapping %s", sam.Outputs["ApiUrl"].Value,
+			sam.Functions["DispatcherFunction"].Env["PLATFORM_PUBLIC_URL"], sam.Operations["ApiDomainMapping"])
+	}
+	// The web ACL: a rate-based rule per address, on the load balancer.
+	if !strings.Contains(sam.Operations["StreamWebAcl"], `"RateBasedStatement":{"AggregateKeyType":"IP","Limit":`) ||
+		!strings.Contains(sam.Operations["StreamWebAclAssociation"], `"ResourceArn":"${StreamLoadBalancer}"`) {
+		t.Fatalf("web ACL: %s %s", sam.Operations["StreamWebAcl"], sam.Operations["StreamWebAclAssociation"])
 	}
 	// Alarms (issue 33): each notifies the topic; every function has its
 	// errors and throttles alarms; and the rest of what the runbook names.
@@ -352,6 +365,11 @@ func TestAgreementCatchesDrift(t *testing.T) {
 		{"API throttling removed from template.yaml", func(t *testing.T) (stackModel, stackModel) {
 			return samModel(t, mutatedSAM(t, "Resources", "HttpApi", "Properties", "DefaultRouteSettings")), cdk
 		}, []string{"apiThrottle"}},
+		{"domain mapping's dependency on the stage removed from the CDK template", func(t *testing.T) (stackModel, stackModel) {
+			return sam, cdkModel(t, mutatedCDK(t, cdkJSON, func(res map[string]any) {
+				delete(res["ApiDomainMapping"].(map[string]any), "DependsOn")
+			}), lambdaDir)
+		}, []string{"operations.ApiDomainMapping"}},
 		{"alarm removed from template.yaml", func(t *testing.T) (stackModel, stackModel) {
 			return samModel(t, mutatedSAM(t, "Resources", "OutboxAgeAlarm")), cdk
 		}, []string{"operations.OutboxAgeAlarm"}},

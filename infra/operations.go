@@ -73,9 +73,16 @@ func ref(id string) cfn { return cfn{"Ref": id} }
 type opsResource struct {
 	ID        string
 	Type      string
-	Condition string // "" or a condition of the stack
+	Condition string   // "" or a condition of the stack
+	DependsOn []string // beyond what references imply
 	Props     cfn
 }
+
+// Conditions of the operations resources.
+const (
+	domainCondition = "HasDomain"    // DomainName given
+	wafCondition    = "WafOnStreams" // EnableWaf true, on the container stream tier
+)
 
 // alarmEmailCondition: the topic's email subscription exists when
 // AlarmEmail is given.
@@ -184,6 +191,36 @@ func operationsResources() []opsResource {
 			single("AWS/SQS", "ApproximateNumberOfMessagesVisible", "Maximum", 300, 1, "GreaterThanOrEqualToThreshold", 1,
 				dim("QueueName", cfn{"Fn::GetAtt": []any{id + "FailureQueue", "QueueName"}}))))
 	}
+	// The custom domain (DomainName, CertificateArn): the API's default
+	// stage (SAM's HttpApiApiGatewayDefaultStage; the CDK app names its
+	// own so) at https://<DomainName>/; point the domain's DNS at the
+	// ApiDomainTarget output.
+	out = append(out,
+		opsResource{ID: "ApiDomainName", Type: "AWS::ApiGatewayV2::DomainName", Condition: domainCondition, Props: cfn{
+			"DomainName":               ref("DomainName"),
+			"DomainNameConfigurations": []any{cfn{"CertificateArn": ref("CertificateArn"), "EndpointType": "REGIONAL", "SecurityPolicy": "TLS_1_2"}},
+		}},
+		opsResource{ID: "ApiDomainMapping", Type: "AWS::ApiGatewayV2::ApiMapping", Condition: domainCondition, DependsOn: []string{"HttpApiApiGatewayDefaultStage"},
+			Props: cfn{"ApiId": ref("HttpApi"), "DomainName": ref("ApiDomainName"), "Stage": "$default"}},
+	)
+	// AWS WAF cannot be associated with an HTTP API (nor a function URL):
+	// the optional web ACL's per-address rate rule guards the container
+	// tier's load balancer (docs/runbook.md "Throttling").
+	visibility := func(name any) cfn {
+		return cfn{"SampledRequestsEnabled": true, "CloudWatchMetricsEnabled": true, "MetricName": name}
+	}
+	out = append(out,
+		opsResource{ID: "StreamWebAcl", Type: "AWS::WAFv2::WebACL", Condition: wafCondition, Props: cfn{
+			"Name": cfn{"Fn::Sub": "${AWS::StackName}-streams"}, "Scope": "REGIONAL", "DefaultAction": cfn{"Allow": cfn{}},
+			"VisibilityConfig": visibility(cfn{"Fn::Sub": "${AWS::StackName}-streams"}),
+			"Rules": []any{cfn{"Name": "rate-per-address", "Priority": 0, "Action": cfn{"Block": cfn{}},
+				"Statement":        cfn{"RateBasedStatement": cfn{"Limit": ref("WafRateLimit"), "AggregateKeyType": "IP"}},
+				"VisibilityConfig": visibility("rate-per-address")}},
+		}},
+		opsResource{ID: "StreamWebAclAssociation", Type: "AWS::WAFv2::WebACLAssociation", Condition: wafCondition, Props: cfn{
+			"ResourceArn": ref("StreamLoadBalancer"), "WebACLArn": cfn{"Fn::GetAtt": []any{"StreamWebAcl", "Arn"}},
+		}},
+	)
 	out = append(out, opsResource{ID: "Dashboard", Type: "AWS::CloudWatch::Dashboard", Props: cfn{
 		"DashboardName": cfn{"Fn::Sub": "${AWS::StackName}"},
 		"DashboardBody": cfn{"Fn::Sub": dashboardBody()},
@@ -270,7 +307,30 @@ func (s *builder) alarms() {
 	})
 	has := awscdk.NewCfnCondition(s.stack, jsii.String(alarmEmailCondition), &awscdk.CfnConditionProps{
 		Expression: awscdk.Fn_ConditionNot(awscdk.Fn_ConditionEquals(email.ValueAsString(), jsii.String("")))})
-	conditions := map[string]awscdk.CfnCondition{alarmEmailCondition: has, "StreamOnLambda": s.onLambda}
+	// The custom domain and the web ACL (template.yaml's parameters).
+	domain := awscdk.NewCfnParameter(s.stack, jsii.String("DomainName"), &awscdk.CfnParameterProps{
+		Type: jsii.String("String"), Default: jsii.String(""),
+		Description: jsii.String("Custom domain of the API and the console (api.example.com), with CertificateArn; " +
+			"empty: the API's execute-api endpoint. Point its DNS at the ApiDomainTarget output."),
+	})
+	awscdk.NewCfnParameter(s.stack, jsii.String("CertificateArn"), &awscdk.CfnParameterProps{
+		Type: jsii.String("String"), Default: jsii.String(""),
+		Description: jsii.String("ACM certificate of DomainName, in the stack's region."),
+	})
+	enableWaf := awscdk.NewCfnParameter(s.stack, jsii.String("EnableWaf"), &awscdk.CfnParameterProps{
+		Type: jsii.String("String"), Default: jsii.String("false"), AllowedValues: jsii.Strings("true", "false"),
+		Description: jsii.String("true: an AWS WAF web ACL with a rate-based rule per client address (WafRateLimit) on the container " +
+			"stream tier's load balancer (WAF cannot guard an HTTP API or a function URL: docs/runbook.md)."),
+	})
+	awscdk.NewCfnParameter(s.stack, jsii.String("WafRateLimit"), &awscdk.CfnParameterProps{
+		Type: jsii.String("Number"), Default: jsii.Number(1000), MinValue: jsii.Number(10),
+		Description: jsii.String("Requests one client address may make in 5 minutes before the web ACL blocks it (EnableWaf)."),
+	})
+	hasDomain := awscdk.NewCfnCondition(s.stack, jsii.String(domainCondition), &awscdk.CfnConditionProps{
+		Expression: awscdk.Fn_ConditionNot(awscdk.Fn_ConditionEquals(domain.ValueAsString(), jsii.String("")))})
+	waf := awscdk.NewCfnCondition(s.stack, jsii.String(wafCondition), &awscdk.CfnConditionProps{
+		Expression: awscdk.Fn_ConditionAnd(awscdk.Fn_ConditionEquals(enableWaf.ValueAsString(), jsii.String("true")), s.onContainer)})
+	conditions := map[string]awscdk.CfnCondition{alarmEmailCondition: has, "StreamOnLambda": s.onLambda, domainCondition: hasDomain, wafCondition: waf}
 	for _, r := range operationsResources() {
 		props := map[string]any(r.Props)
 		res := awscdk.NewCfnResource(s.stack, jsii.String(r.ID), &awscdk.CfnResourceProps{Type: jsii.String(r.Type), Properties: &props})
@@ -278,5 +338,17 @@ func (s *builder) alarms() {
 		if r.Condition != "" {
 			res.CfnOptions().SetCondition(conditions[r.Condition])
 		}
+		if len(r.DependsOn) > 0 {
+			res.AddOverride(jsii.String("DependsOn"), r.DependsOn)
+		}
 	}
+	// The API's public base: the console, the API and the webhook URLs
+	// the dispatcher gives integrations (PLATFORM_PUBLIC_URL) use it.
+	s.publicURL = awscdk.Fn_ConditionIf(jsii.String(domainCondition), awscdk.Fn_Sub(jsii.String("https://${DomainName}"), nil), s.api_.ApiEndpoint()).ToString()
+	target := awscdk.NewCfnOutput(s.stack, jsii.String("ApiDomainTarget"), &awscdk.CfnOutputProps{
+		Description: jsii.String("With DomainName: the regional domain name its DNS record (CNAME or alias) points at"),
+		Value:       awscdk.Fn_GetAtt(jsii.String("ApiDomainName"), jsii.String("RegionalDomainName")).ToString(),
+		Condition:   hasDomain,
+	})
+	_ = target
 }

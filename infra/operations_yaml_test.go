@@ -22,6 +22,9 @@ func TestOperationsYAML(t *testing.T) {
 		if r.Condition != "" {
 			res["Condition"] = r.Condition
 		}
+		if len(r.DependsOn) > 0 {
+			res["DependsOn"] = r.DependsOn
+		}
 		var buf bytes.Buffer
 		enc := yaml.NewEncoder(&buf)
 		enc.SetIndent(2)

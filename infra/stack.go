@@ -112,6 +112,7 @@ func NewPlatformStack(scope constructs.Construct, opts StackOptions) (awscdk.Sta
 		s.fns[id].AddEnvironment(jsii.String("PLATFORM_CHAT_STREAM_URL"), chatStreamURL, nil)
 	}
 	s.alarms()
+	s.fns["Dispatcher"].AddEnvironment(jsii.String("PLATFORM_PUBLIC_URL"), s.publicURL, nil)
 	s.outputs(chatStreamURL)
 	return stack, nil
 }
@@ -145,7 +146,10 @@ type builder struct {
 	// destinations, by function id (operations.go).
 	failureQueues map[string]awssqs.CfnQueue
 	// onLambda is the StreamOnLambda condition (streamtier.go).
-	onLambda awscdk.CfnCondition
+	onLambda, onContainer awscdk.CfnCondition
+	// publicURL is the API's public base: https://<DomainName> with a
+	// custom domain, else the API's endpoint (operations.go).
+	publicURL *string
 }
 
 // quotaParameters are the operator's quotas per bot (docs/account.md),
@@ -859,7 +863,7 @@ func (s *builder) outputs(chatStreamURL *string) {
 	out := func(id, description string, value *string) {
 		awscdk.NewCfnOutput(s.stack, jsii.String(id), &awscdk.CfnOutputProps{Description: jsii.String(description), Value: value})
 	}
-	out("ApiUrl", "Base URL of the API (apiUrl of @botpress/client)", s.api_.ApiEndpoint())
+	out("ApiUrl", "Base URL of the API (apiUrl of @botpress/client): https://<DomainName> with a custom domain", s.publicURL)
 	out("ChatStreamUrl", "Base URL of the Chat API's streams (apiUrl of @botpress/chat: <ChatStreamUrl>webhooks/<webhookId>)", chatStreamURL)
 	out("TableName", "DynamoDB table (PLATFORM_TABLE of scripts/issue-token and scripts/first-account.sh)", s.table.TableName())
 	out("BucketName", "S3 bucket of file contents", s.bucket.BucketName())

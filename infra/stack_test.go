@@ -202,7 +202,7 @@ func TestStackResources(t *testing.T) {
 		tmpl.HasParameter(jsii.String("PagingKey"), like(obj{"Type": "String", "NoEcho": true, "MinLength": 32}))
 	})
 	check(t, "API URL", func() {
-		tmpl.HasOutput(jsii.String("ApiUrl"), like(obj{"Value": obj{"Fn::GetAtt": []any{"HttpApi", "ApiEndpoint"}}}))
+		tmpl.HasOutput(jsii.String("ApiUrl"), like(obj{"Value": obj{"Fn::If": []any{"HasDomain", obj{"Fn::Sub": "https://${DomainName}"}, obj{"Fn::GetAtt": []any{"HttpApi", "ApiEndpoint"}}}}}))
 	})
 }
 
