@@ -146,6 +146,21 @@ func TestStreamFailureQueueAndReplay(t *testing.T) {
 			if v, h := depth(); v != "0" || h != "0" {
 				t.Fatalf("the replayed message is still queued: visible %s, in flight %s", v, h)
 			}
+			// Past the stream's retention (here: a range before its first
+			// record, TrimmedDataAccessException): the work is re-derived,
+			// the function invoked without records.
+			rec.BatchInfo.StartSequenceNumber = "000000000000000000000"
+			old, _ := json.Marshal(rec)
+			if _, err := q.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(queue), MessageBody: aws.String(string(old))}); err != nil {
+				t.Fatal(err)
+			}
+			res, err = r.Queue(ctx, queue)
+			if err != nil || len(res) != 1 || res[0].Outcome != replay.Rederived || res[0].Records != 0 || res[0].Err != nil {
+				t.Fatalf("replay of a trimmed range: %v %v", res, err)
+			}
+			if v, h := depth(); v != "0" || h != "0" {
+				t.Fatalf("the re-derived message is still queued: visible %s, in flight %s", v, h)
+			}
 			if d := s.Calls.Denied(); len(d) > 0 {
 				t.Fatalf("calls refused by the roles: %+v", d)
 			}
