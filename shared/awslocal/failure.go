@@ -68,6 +68,10 @@ func arrival(rec map[string]any) time.Time {
 // giveUp sends the batch's on-failure record to the mapping's queue (none:
 // the batch is dropped, as Lambda drops it).
 func (m *streamMapping) giveUp(ctx context.Context, batch []map[string]any, condition string, invokes int, res invokeResult) {
+	if m.gaveUp != nil {
+		m.gaveUp(batch, condition, invokes)
+		return
+	}
 	var r OnFailureRecord
 	r.RequestContext.RequestID = randomHex(16)
 	r.RequestContext.FunctionARN = m.fn.ARN

@@ -61,7 +61,10 @@ type streamMapping struct {
 	// shard, a record's lane chosen by its partition key (a key's records
 	// stay in order, as Lambda keeps them).
 	lanes []*lane
-	seq   int64
+	// invokeFn and gaveUp replace the function's invocation and the
+	// on-failure destination in tests of the delivery's bounds.
+	invokeFn func(ctx context.Context, payload []byte) invokeResult
+	gaveUp   func(batch []map[string]any, condition string, invokes int)
 }
 
 // lane is one of the concurrent batch sequences of the shard.
@@ -253,7 +256,12 @@ func (m *streamMapping) deliver(ctx context.Context, batch []map[string]any) {
 			m.giveUp(ctx, batch, "RecordAgeExceeded", attempt, invokeResult{})
 			return
 		}
-		res := m.stack.funcs[m.fn.LogicalID].Invoke(ctx, payload)
+		var res invokeResult
+		if m.invokeFn != nil {
+			res = m.invokeFn(ctx, payload)
+		} else {
+			res = m.stack.funcs[m.fn.LogicalID].Invoke(ctx, payload)
+		}
 		if res.Err == nil && !res.FunctionError {
 			return
 		}
