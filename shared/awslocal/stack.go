@@ -462,7 +462,13 @@ func Open(ctx context.Context, o Options, ln net.Listener) (*Stack, error) {
 	// (the operator's replay of a failure queue; a function's role
 	// allows none of them).
 	lambdaH := stackInvoke{s: s, next: s.code}
-	services := map[string]http.Handler{"dynamodb": ddb, "s3": s3h, "scheduler": sched, "logs": s.logs, "lambda": lambdaH, "iam": s.code, "sqs": s.sqs}
+	services := map[string]http.Handler{"dynamodb": ddb, "s3": s3h, "scheduler": sched, "logs": s.logs, "lambda": lambdaH, "iam": s.code}
+	// The operator's endpoint serves SQS too; the functions' do not (none
+	// calls it: only their mappings send, checked in failure.go).
+	opServices := map[string]http.Handler{"sqs": s.sqs}
+	for k, v := range services {
+		opServices[k] = v
+	}
 	// The operator's own access (no role, nothing recorded): what
 	// scripts/issue-token and scripts/first-account.sh use with an AWS
 	// account's credentials, described in <data-dir>/aws-local/operator.env.
@@ -471,7 +477,7 @@ func Open(ctx context.Context, o Options, ln net.Listener) (*Stack, error) {
 		return nil, err
 	}
 	opSrv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if h := services[serviceOf(r)]; h != nil {
+		if h := opServices[serviceOf(r)]; h != nil {
 			h.ServeHTTP(w, r)
 			return
 		}

@@ -27,7 +27,7 @@ const streamRetention = 24 * time.Hour
 
 // maxRetained bounds the records kept in memory (the oldest go first, as
 // if trimmed).
-const maxRetained = 100_000
+const maxRetained = 20_000
 
 // streamLog numbers the table's changes (one sequence for the stream,
 // whatever mapping delivers them) and keeps the retained ones.
