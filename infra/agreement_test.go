@@ -110,7 +110,7 @@ func TestSAMAndCDKAgree(t *testing.T) {
 
 	// The comparison is not vacuous: the model holds the whole stack.
 	if len(sam.Functions) != len(Functions) || len(sam.Routes) != 11 || len(sam.Tables) != 1 || len(sam.Buckets) != 1 ||
-		len(sam.ScheduleGroups) != 1 || len(sam.LogGroups) != len(Functions)+3 || len(sam.Roles) != len(Functions)+3 || len(sam.Outputs) != 7 || len(sam.StreamTier) != 11 {
+		len(sam.ScheduleGroups) != 1 || len(sam.LogGroups) != len(Functions)+3 || len(sam.Roles) != len(Functions)+3 || len(sam.Outputs) != 10 || len(sam.StreamTier) != 11 {
 		t.Fatalf("model misses parts of the stack: %d functions, %d routes, %d tables, %d buckets, %d schedule groups, %d log groups, %d roles, %d outputs, %d stream tier resources",
 			len(sam.Functions), len(sam.Routes), len(sam.Tables), len(sam.Buckets), len(sam.ScheduleGroups), len(sam.LogGroups), len(sam.Roles), len(sam.Outputs), len(sam.StreamTier))
 	}
@@ -129,6 +129,61 @@ func TestSAMAndCDKAgree(t *testing.T) {
 	if fmt.Sprint(signals.Filters) != `[{"dynamodb":{"Keys":{"pk":{"S":[{"prefix":"CHATSIG#"}]}}},"eventName":["INSERT"]}]` ||
 		sam.Functions["ChatStreamFunction"].URL != "NONE RESPONSE_STREAM" || sam.Functions["ChatStreamFunction"].Timeout != 900 {
 		t.Fatalf("the chat streams: fan-out %+v, stream function %+v", signals, sam.Functions["ChatStreamFunction"])
+	}
+	// Every table-stream mapping: bounded retries, halving, a failure queue
+	// of its own (issue 33).
+	for key, src := range sam.StreamSources {
+		queue := strings.TrimSuffix(src.Function, "Function") + "FailureQueue"
+		if src.MaxRetries < 0 || src.MaxRetries > 10 || src.MaxRecordAge < 0 || src.MaxRecordAge > 86400 || !src.Bisect ||
+			src.OnFailure != "${"+queue+".Arn}" || sam.Operations[queue] == "" {
+			t.Fatalf("%s: retries %d, record age %d, bisect %v, on failure %q (want ${%s.Arn}, a queue of the stack)", key,
+				src.MaxRetries, src.MaxRecordAge, src.Bisect, src.OnFailure, queue)
+		}
+	}
+	// Throttling at the edge: the parameters' limits on every route.
+	if sam.APIThrottle != "burst ${ApiThrottlingBurstLimit} rate ${ApiThrottlingRateLimit}" {
+		t.Fatalf("the API's default route throttling: %q", sam.APIThrottle)
+	}
+	// The custom domain: the API, the console and the dispatcher's webhook
+	// URLs at https://<DomainName> when given.
+	public := "${Fn::If(HasDomain, https://${DomainName}, ${HttpApi.ApiEndpoint})}"
+	if sam.Outputs["ApiUrl"].Value != public || sam.Functions["DispatcherFunction"].Env["PLATFORM_PUBLIC_URL"] != public ||
+		!strings.Contains(sam.Operations["ApiDomainMapping"], `"Condition":"HasDomain"`) || !strings.Contains(sam.Operations["ApiDomainName"], `"CertificateArn":"${CertificateArn}"`) {
+		t.Fatalf("custom domain: ApiUrl %q, the dispatcher's PLATFORM_PUBLIC_URL %q, mapping %s", sam.Outputs["ApiUrl"].Value,
+			sam.Functions["DispatcherFunction"].Env["PLATFORM_PUBLIC_URL"], sam.Operations["ApiDomainMapping"])
+	}
+	// The web ACL: a rate-based rule per address, on the load balancer.
+	if !strings.Contains(sam.Operations["StreamWebAcl"], `"RateBasedStatement":{"AggregateKeyType":"IP","Limit":`) ||
+		!strings.Contains(sam.Operations["StreamWebAclAssociation"], `"ResourceArn":"${StreamLoadBalancer}"`) {
+		t.Fatalf("web ACL: %s %s", sam.Operations["StreamWebAcl"], sam.Operations["StreamWebAclAssociation"])
+	}
+	// Alarms (issue 33): each notifies the topic; every function has its
+	// errors and throttles alarms; and the rest of what the runbook names.
+	alarms := 0
+	for id, j := range sam.Operations {
+		if !strings.Contains(j, `"AWS::CloudWatch::Alarm"`) {
+			continue
+		}
+		alarms++
+		if !strings.Contains(j, `"AlarmActions":["${AlarmTopic}"]`) || !strings.Contains(j, `"OKActions":["${AlarmTopic}"]`) {
+			t.Errorf("%s does not notify AlarmTopic: %s", id, j)
+		}
+	}
+	for _, f := range Functions {
+		for _, a := range []string{"Errors", "Throttles"} {
+			if !strings.Contains(sam.Operations[f.ID+"Function"+a+"Alarm"], `"MetricName":"`+a+`"`) {
+				t.Errorf("no %s alarm of %sFunction", a, f.ID)
+			}
+		}
+	}
+	for _, id := range []string{"Api5xxAlarm", "ChatStreamConcurrencyAlarm", "TableThrottlesAlarm", "DispatcherIteratorAgeAlarm", "ChatFanoutIteratorAgeAlarm",
+		"DeliveryFailuresAlarm", "OutboxAgeAlarm", "DispatcherFailureQueueAlarm", "ChatFanoutFailureQueueAlarm", "AlarmTopic", "AlarmEmailSubscription", "Dashboard"} {
+		if sam.Operations[id] == "" {
+			t.Errorf("no %s", id)
+		}
+	}
+	if want := 2*len(Functions) + 9; alarms != want {
+		t.Errorf("%d alarms, want %d", alarms, want)
 	}
 	if sc := sam.FunctionSchedules["DispatcherFunction rate(1 minute)"]; len(sam.FunctionSchedules) != 2 || !sc.Enabled || !sc.Permitted {
 		t.Fatalf("the dispatcher's schedule: %+v", sam.FunctionSchedules)
@@ -294,6 +349,40 @@ func TestAgreementCatchesDrift(t *testing.T) {
 				delete(res["ChatStreamFunctionUrl"].(map[string]any), "Condition")
 			}), lambdaDir)
 		}, []string{"conditions.ChatStreamFunctionUrl"}},
+		{"failure destination removed from template.yaml", func(t *testing.T) (stackModel, stackModel) {
+			return samModel(t, mutatedSAM(t, "Resources", "DispatcherFunction", "Properties", "Events", "Outbox", "Properties", "DestinationConfig")), cdk
+		}, []string{"streamSources.DispatcherFunction <- ${Table.StreamArn}.onFailure"}},
+		{"record age changed in the CDK template", func(t *testing.T) (stackModel, stackModel) {
+			return sam, cdkModel(t, mutatedCDK(t, cdkJSON, func(res map[string]any) {
+				res["ChatFanoutFunctionSignals"].(map[string]any)["Properties"].(map[string]any)["MaximumRecordAgeInSeconds"] = 60
+			}), lambdaDir)
+		}, []string{"streamSources.ChatFanoutFunction <- ${Table.StreamArn}.maximumRecordAgeInSeconds"}},
+		{"failure queue's retention changed in the CDK template", func(t *testing.T) (stackModel, stackModel) {
+			return sam, cdkModel(t, mutatedCDK(t, cdkJSON, func(res map[string]any) {
+				res["DispatcherFailureQueue"].(map[string]any)["Properties"].(map[string]any)["MessageRetentionPeriod"] = 60
+			}), lambdaDir)
+		}, []string{"operations.DispatcherFailureQueue"}},
+		{"API throttling removed from template.yaml", func(t *testing.T) (stackModel, stackModel) {
+			return samModel(t, mutatedSAM(t, "Resources", "HttpApi", "Properties", "DefaultRouteSettings")), cdk
+		}, []string{"apiThrottle"}},
+		{"domain mapping's dependency on the stage removed from the CDK template", func(t *testing.T) (stackModel, stackModel) {
+			return sam, cdkModel(t, mutatedCDK(t, cdkJSON, func(res map[string]any) {
+				delete(res["ApiDomainMapping"].(map[string]any), "DependsOn")
+			}), lambdaDir)
+		}, []string{"operations.ApiDomainMapping"}},
+		{"alarm removed from template.yaml", func(t *testing.T) (stackModel, stackModel) {
+			return samModel(t, mutatedSAM(t, "Resources", "OutboxAgeAlarm")), cdk
+		}, []string{"operations.OutboxAgeAlarm"}},
+		{"alarm threshold changed in the CDK template", func(t *testing.T) (stackModel, stackModel) {
+			return sam, cdkModel(t, mutatedCDK(t, cdkJSON, func(res map[string]any) {
+				res["Api5xxAlarm"].(map[string]any)["Properties"].(map[string]any)["Threshold"] = 50
+			}), lambdaDir)
+		}, []string{"operations.Api5xxAlarm"}},
+		{"email subscription's condition removed from the CDK template", func(t *testing.T) (stackModel, stackModel) {
+			return sam, cdkModel(t, mutatedCDK(t, cdkJSON, func(res map[string]any) {
+				delete(res["AlarmEmailSubscription"].(map[string]any), "Condition")
+			}), lambdaDir)
+		}, []string{"operations.AlarmEmailSubscription"}},
 		{"bucket notification removed from the CDK template", func(t *testing.T) (stackModel, stackModel) {
 			return sam, cdkModel(t, mutatedCDK(t, cdkJSON, func(res map[string]any) {
 				delete(res["FilesBucket"].(map[string]any)["Properties"].(map[string]any), "NotificationConfiguration")

@@ -61,17 +61,31 @@ type stackModel struct {
 	// autoscaling, security groups), by logical id: each whole, as JSON
 	// with its intrinsics canonical (condition and dependencies included).
 	StreamTier map[string]string `json:"streamTier"`
+	// Operating the stack (operationsTypes), by logical id: each whole,
+	// as JSON with its intrinsics canonical.
+	Operations map[string]string `json:"operations"`
 	// The condition of every other conditional resource, by logical id
 	// (ChatStreamFunction and what it needs, StreamTier lambda only). A
 	// SAM function's condition is also its URL's and the URL's
 	// permission's (SAM gives them the function's), as the CDK app writes
 	// them.
 	Conditions map[string]string `json:"conditions"`
+	// APIThrottle is the HTTP API's default route throttling: "burst B
+	// rate R" (numbers or ${Param}), "" none.
+	APIThrottle string `json:"apiThrottle"`
 }
 
 // streamTierTypes are the resource types only the container stream tier
 // has (template.yaml's Stream* resources).
 var streamTierTypes = []string{"AWS::ECS::", "AWS::ElasticLoadBalancingV2::", "AWS::ApplicationAutoScaling::", "AWS::EC2::SecurityGroup"}
+
+// operationsTypes are the resource types of operating the stack (issue 33:
+// failure queues, alarms and their topic, the dashboard, the web ACL, the
+// custom domain), compared whole as the stream tier's are.
+var operationsTypes = []string{"AWS::SQS::", "AWS::SNS::", "AWS::CloudWatch::", "AWS::WAFv2::", "AWS::ApiGatewayV2::DomainName", "AWS::ApiGatewayV2::ApiMapping"}
+
+// wholeTypes are the types the model compares whole.
+var wholeTypes = append(append([]string{}, streamTierTypes...), operationsTypes...)
 
 type customResource struct {
 	Type       string            `json:"type"`
@@ -89,6 +103,10 @@ type streamSource struct {
 	Parallelization  int      `json:"parallelizationFactor"`
 	Filters          []string `json:"filters"` // patterns, canonical JSON
 	Enabled          bool     `json:"enabled"`
+	// Bounded retries and where a given-up batch goes (issue 33).
+	MaxRecordAge int    `json:"maximumRecordAgeInSeconds"` // -1: until the records expire
+	Bisect       bool   `json:"bisectBatchOnFunctionError"`
+	OnFailure    string `json:"onFailure,omitempty"` // the destination's ARN
 }
 
 type functionSchedule struct {
@@ -136,6 +154,8 @@ type function struct {
 	// Reserved is its ReservedConcurrentExecutions: a number, "${Param}",
 	// or "" for none.
 	Reserved string `json:"reservedConcurrency,omitempty"`
+	// Tracing is its X-Ray mode (Active, PassThrough; "" none).
+	Tracing string `json:"tracing,omitempty"`
 }
 
 // publicURL is the resource-policy principal of a function URL without
@@ -599,7 +619,7 @@ func buildPackages(repoRoot string) func(id string) (string, error) {
 // the stream tier's resources, whose whole JSON the model compares.
 func conditionOf(res cloudformation.Resource) string {
 	typ := res.AWSCloudFormationType()
-	for _, p := range streamTierTypes {
+	for _, p := range wholeTypes {
 		if strings.HasPrefix(typ, p) {
 			return ""
 		}
@@ -621,7 +641,7 @@ func modelOf(t *cloudformation.Template, packageOf func(id string) (string, erro
 		Schedules: map[string]string{}, Roles: map[string]role{}, LogGroups: map[string]logGroup{},
 		Outputs: map[string]output{}, Other: map[string]otherResource{}, ManagedPolicies: map[string][]string{},
 		StreamSources: map[string]streamSource{}, FunctionSchedules: map[string]functionSchedule{},
-		CustomResources: map[string]customResource{}, StreamTier: map[string]string{}, Conditions: map[string]string{},
+		CustomResources: map[string]customResource{}, StreamTier: map[string]string{}, Operations: map[string]string{}, Conditions: map[string]string{},
 	}
 	for name, p := range t.Parameters {
 		if name == "BootstrapVersion" { // the CDK bootstrap check, not part of the stack
@@ -684,11 +704,19 @@ func modelOf(t *cloudformation.Template, packageOf func(id string) (string, erro
 				continue
 			}
 			m.Functions[id] = f
-		case *serverless.HttpApi, *apigatewayv2.Api:
-			// The API itself: routes name it.
+		case *serverless.HttpApi:
+			// The API itself (routes name it) and its default stage's
+			// throttling.
+			if d := r.DefaultRouteSettings; d != nil {
+				m.APIThrottle = throttle(t, d.ThrottlingBurstLimit, d.ThrottlingRateLimit)
+			}
+		case *apigatewayv2.Api:
 		case *apigatewayv2.Stage:
 			if r.StageName != "$default" || !deref(r.AutoDeploy) {
 				fail("%s: stage %s (auto deploy %v): only the auto-deployed $default stage is modelled (SAM's HttpApi has it)", id, r.StageName, deref(r.AutoDeploy))
+			}
+			if d := r.DefaultRouteSettings; d != nil {
+				m.APIThrottle = throttle(t, d.ThrottlingBurstLimit, d.ThrottlingRateLimit)
 			}
 		case *apigatewayv2.Integration:
 			integrations[id] = r
@@ -759,11 +787,14 @@ func modelOf(t *cloudformation.Template, packageOf func(id string) (string, erro
 				DeletionPolicy: deletionPolicy(r.AWSCloudFormationDeletionPolicy)}
 		default:
 			typ := res.AWSCloudFormationType()
-			tier := false
+			tier, ops := false, false
 			for _, p := range streamTierTypes {
 				tier = tier || strings.HasPrefix(typ, p)
 			}
-			if !tier {
+			for _, p := range operationsTypes {
+				ops = ops || strings.HasPrefix(typ, p)
+			}
+			if !tier && !ops {
 				m.Other[id] = otherResource{Type: typ}
 				continue
 			}
@@ -771,7 +802,11 @@ func modelOf(t *cloudformation.Template, packageOf func(id string) (string, erro
 			if err != nil {
 				fail("%s: %v", id, err)
 			}
-			m.StreamTier[id] = string(j)
+			if ops {
+				m.Operations[id] = string(j)
+			} else {
+				m.StreamTier[id] = string(j)
+			}
 		}
 	}
 
@@ -964,6 +999,9 @@ func samFunction(t *cloudformation.Template, id string, r *serverless.Function, 
 	if r.ReservedConcurrentExecutions != nil {
 		f.Reserved = numberRef(t, *r.ReservedConcurrentExecutions)
 	}
+	if f.Tracing = deref(r.Tracing); f.Tracing == "" {
+		f.Tracing = deref(g.Tracing)
+	}
 	if g.Environment != nil {
 		for k, v := range g.Environment.Variables {
 			f.Env[k] = v
@@ -1051,8 +1089,12 @@ func samFunction(t *cloudformation.Template, id string, r *serverless.Function, 
 			if e == nil {
 				return f, evs, fmt.Errorf("event %s: not a DynamoDB event (or a property the model does not know)", name)
 			}
-			if e.BisectBatchOnFunctionError != nil || e.DestinationConfig != nil || e.MaximumRecordAgeInSeconds != nil {
-				return f, evs, fmt.Errorf("event %s: only the stream, starting position, batching, retries, parallelization and filters are modelled", name)
+			onFailure := ""
+			if d := e.DestinationConfig; d != nil && d.OnFailure != nil {
+				if t := deref(d.OnFailure.Type); t != "SQS" && t != "SNS" {
+					return f, evs, fmt.Errorf("event %s: on-failure destination type %q (SQS or SNS)", name, t)
+				}
+				onFailure = d.OnFailure.Destination
 			}
 			var patterns []string
 			if fc, ok := r.AWSCloudFormationMetadata[filterMetadata+name].(map[string]any); ok {
@@ -1071,6 +1113,7 @@ func samFunction(t *cloudformation.Template, id string, r *serverless.Function, 
 				BatchSize: intOr(e.BatchSize, 100), BatchingWindow: intOr(e.MaximumBatchingWindowInSeconds, 0),
 				MaxRetries: intOr(e.MaximumRetryAttempts, -1), Parallelization: intOr(e.ParallelizationFactor, 1),
 				Filters: filters, Enabled: e.Enabled == nil || *e.Enabled,
+				MaxRecordAge: intOr(e.MaximumRecordAgeInSeconds, -1), Bisect: deref(e.BisectBatchOnFunctionError), OnFailure: onFailure,
 			})
 		case "Schedule":
 			e := ev.Properties.ScheduleEvent
@@ -1101,6 +1144,9 @@ func cfnFunction(t *cloudformation.Template, id string, r *lambda.Function, lamb
 	}
 	if r.ReservedConcurrentExecutions != nil {
 		f.Reserved = numberRef(t, *r.ReservedConcurrentExecutions)
+	}
+	if r.TracingConfig != nil {
+		f.Tracing = deref(r.TracingConfig.Mode)
 	}
 	if f.Architectures == nil {
 		f.Architectures = []string{"x86_64"}
@@ -1133,9 +1179,12 @@ func streamSourceOf(r *lambda.EventSourceMapping) (streamSource, error) {
 	if src.Function == "" {
 		return src, fmt.Errorf("function %q is not a function of this template", r.FunctionName)
 	}
-	if r.BisectBatchOnFunctionError != nil || r.DestinationConfig != nil || r.MaximumRecordAgeInSeconds != nil ||
-		len(r.FunctionResponseTypes) > 0 || r.TumblingWindowInSeconds != nil || len(r.Topics) > 0 || len(r.Queues) > 0 {
-		return src, fmt.Errorf("only the stream, starting position, batching, retries and filters are modelled")
+	if len(r.FunctionResponseTypes) > 0 || r.TumblingWindowInSeconds != nil || len(r.Topics) > 0 || len(r.Queues) > 0 {
+		return src, fmt.Errorf("only the stream, starting position, batching, retries, failure destination and filters are modelled")
+	}
+	src.MaxRecordAge, src.Bisect = intOr(r.MaximumRecordAgeInSeconds, -1), deref(r.BisectBatchOnFunctionError)
+	if d := r.DestinationConfig; d != nil && d.OnFailure != nil {
+		src.OnFailure = deref(d.OnFailure.Destination)
 	}
 	var patterns []string
 	if r.FilterCriteria != nil {
@@ -1271,4 +1320,16 @@ func roleOf(r *iam.Role) (role, error) {
 	}
 	ro.Statements = uniq(ro.Statements)
 	return ro, nil
+}
+
+// throttle renders a route's throttling settings.
+func throttle(t *cloudformation.Template, burst *int, rate *float64) string {
+	out := ""
+	if burst != nil {
+		out += "burst " + numberRef(t, *burst)
+	}
+	if rate != nil {
+		out += " rate " + numberRef(t, int(*rate))
+	}
+	return strings.TrimSpace(out)
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslogs"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awss3"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsscheduler"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awssqs"
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
 )
@@ -95,6 +96,7 @@ func NewPlatformStack(scope constructs.Construct, opts StackOptions) (awscdk.Sta
 	s.parameters()
 	s.storage()
 	s.logGroups()
+	s.failureDestinations()
 	s.functions(opts.LambdaDir)
 	s.api()
 	s.uploadNotification()
@@ -109,6 +111,8 @@ func NewPlatformStack(scope constructs.Construct, opts StackOptions) (awscdk.Sta
 	for _, id := range []string{"Admin", "Chat"} {
 		s.fns[id].AddEnvironment(jsii.String("PLATFORM_CHAT_STREAM_URL"), chatStreamURL, nil)
 	}
+	s.alarms()
+	s.fns["Dispatcher"].AddEnvironment(jsii.String("PLATFORM_PUBLIC_URL"), s.publicURL, nil)
 	s.outputs(chatStreamURL)
 	return stack, nil
 }
@@ -138,6 +142,14 @@ type builder struct {
 	fns               map[string]awslambda.Function
 	roles             map[string]awsiam.Role
 	logs              map[string]awslogs.CfnLogGroup
+	// failureQueues are the table-stream mappings' on-failure
+	// destinations, by function id (operations.go).
+	failureQueues map[string]awssqs.CfnQueue
+	// onLambda is the StreamOnLambda condition (streamtier.go).
+	onLambda, onContainer awscdk.CfnCondition
+	// publicURL is the API's public base: https://<DomainName> with a
+	// custom domain, else the API's endpoint (operations.go).
+	publicURL *string
 }
 
 // quotaParameters are the operator's quotas per bot (docs/account.md),
@@ -435,8 +447,9 @@ func (s *builder) policies(id string) map[string]awsiam.PolicyDocument {
 		return map[string]awsiam.PolicyDocument{
 			// Reads a signal and a topic's listeners, writes inboxes,
 			// deletes expired listeners: no index, no update, no batch.
-			"table":  policy(allow([]string{"dynamodb:GetItem", "dynamodb:Query", "dynamodb:PutItem", "dynamodb:DeleteItem"}, s.table.TableArn())),
-			"stream": streamRead(s.table.TableStreamArn()),
+			"table":         policy(allow([]string{"dynamodb:GetItem", "dynamodb:Query", "dynamodb:PutItem", "dynamodb:DeleteItem"}, s.table.TableArn())),
+			"stream":        streamRead(s.table.TableStreamArn()),
+			"failure-queue": s.sendToFailureQueue("ChatFanout"),
 		}
 	case "Scheduler":
 		return map[string]awsiam.PolicyDocument{
@@ -472,6 +485,7 @@ func (s *builder) policies(id string) map[string]awsiam.PolicyDocument {
 			"stream":               streamRead(s.table.TableStreamArn()),
 			"platform-logs":        writePlatformLogs,
 			"invoke-deployed-code": invokeCode(),
+			"failure-queue":        s.sendToFailureQueue("Dispatcher"),
 		}
 	case "Sweeper":
 		return map[string]awsiam.PolicyDocument{
@@ -602,6 +616,8 @@ func (s *builder) functions(lambdaDir string) {
 		}
 		docs := map[string]awsiam.PolicyDocument{
 			"function-logs": policy(allow([]string{"logs:CreateLogStream", "logs:PutLogEvents"}, s.logs[f.ID].AttrArn())),
+			// X-Ray active tracing: no resource-level permissions.
+			"tracing": policy(allow([]string{"xray:PutTraceSegments", "xray:PutTelemetryRecords"}, jsii.String("*"))),
 		}
 		for k, v := range s.policies(f.ID) {
 			docs[k] = v
@@ -637,6 +653,9 @@ func (s *builder) functions(lambdaDir string) {
 			Environment:  &env,
 		})
 		logicalID(fn, f.ID+"Function")
+		// Active tracing, set on the L1 (the L2's Tracing would add a
+		// policy of its own beside the role's inline ones).
+		fn.Node().DefaultChild().(awslambda.CfnFunction).SetTracingConfig(&awslambda.CfnFunction_TracingConfigProperty{Mode: jsii.String("Active")})
 		if f.ID == "ChatStream" {
 			fn.Node().DefaultChild().(awslambda.CfnFunction).SetReservedConcurrentExecutions(s.streamConcurrency.ValueAsNumber())
 		}
@@ -666,6 +685,21 @@ func (s *builder) api() {
 		ApiName: s.stack.StackName(),
 	})
 	logicalID(s.api_, "HttpApi")
+	// Throttling at the edge: the default stage's default route settings
+	// (template.yaml's DefaultRouteSettings; SAM names the stage so).
+	rate := awscdk.NewCfnParameter(s.stack, jsii.String("ApiThrottlingRateLimit"), &awscdk.CfnParameterProps{
+		Type: jsii.String("Number"), Default: jsii.Number(1000), MinValue: jsii.Number(1),
+		Description: jsii.String("Requests per second the HTTP API takes on every route together, steady state (its default route throttling); beyond, 429."),
+	})
+	burst := awscdk.NewCfnParameter(s.stack, jsii.String("ApiThrottlingBurstLimit"), &awscdk.CfnParameterProps{
+		Type: jsii.String("Number"), Default: jsii.Number(2000), MinValue: jsii.Number(1),
+		Description: jsii.String("Requests the HTTP API takes at once above its rate (the token bucket's size); beyond, 429."),
+	})
+	stage := s.api_.DefaultStage().Node().DefaultChild().(awsapigatewayv2.CfnStage)
+	stage.OverrideLogicalId(jsii.String("HttpApiApiGatewayDefaultStage"))
+	stage.SetDefaultRouteSettings(&awsapigatewayv2.CfnStage_RouteSettingsProperty{
+		ThrottlingBurstLimit: burst.ValueAsNumber(), ThrottlingRateLimit: rate.ValueAsNumber(),
+	})
 	for _, f := range Functions {
 		if len(f.Routes) == 0 {
 			continue
@@ -728,9 +762,12 @@ func (s *builder) dispatcherTriggers() {
 		StartingPosition:               jsii.String("LATEST"),
 		BatchSize:                      jsii.Number(100),
 		MaximumBatchingWindowInSeconds: jsii.Number(0),
-		// Then the batch is dropped: the entries stay in the outbox for
-		// the next run.
-		MaximumRetryAttempts: jsii.Number(2),
+		// Then the batch's range goes to the failure queue: the entries
+		// stay in the outbox for the next run.
+		MaximumRetryAttempts:       jsii.Number(2),
+		MaximumRecordAgeInSeconds:  jsii.Number(3600),
+		BisectBatchOnFunctionError: jsii.Bool(true),
+		DestinationConfig:          s.onFailure("Dispatcher"),
 		// Batches of one stream shard in parallel, each outbox shard's
 		// records in order (template.yaml says the same).
 		ParallelizationFactor: jsii.Number(10),
@@ -809,8 +846,12 @@ func (s *builder) chatStreams() {
 		StartingPosition:               jsii.String("LATEST"),
 		BatchSize:                      jsii.Number(100),
 		MaximumBatchingWindowInSeconds: jsii.Number(0),
-		// Then the batch is dropped: a signal is best effort.
-		MaximumRetryAttempts: jsii.Number(2),
+		// Then the batch is dropped: a signal is best effort (its range
+		// kept in the failure queue).
+		MaximumRetryAttempts:       jsii.Number(2),
+		MaximumRecordAgeInSeconds:  jsii.Number(3600),
+		BisectBatchOnFunctionError: jsii.Bool(true),
+		DestinationConfig:          s.onFailure("ChatFanout"),
 		FilterCriteria: &awslambda.CfnEventSourceMapping_FilterCriteriaProperty{
 			Filters: &[]any{&awslambda.CfnEventSourceMapping_FilterProperty{
 				Pattern: jsii.String(`{"eventName":["INSERT"],"dynamodb":{"Keys":{"pk":{"S":[{"prefix":"CHATSIG#"}]}}}}`)}},
@@ -822,13 +863,15 @@ func (s *builder) outputs(chatStreamURL *string) {
 	out := func(id, description string, value *string) {
 		awscdk.NewCfnOutput(s.stack, jsii.String(id), &awscdk.CfnOutputProps{Description: jsii.String(description), Value: value})
 	}
-	out("ApiUrl", "Base URL of the API (apiUrl of @botpress/client)", s.api_.ApiEndpoint())
+	out("ApiUrl", "Base URL of the API (apiUrl of @botpress/client): https://<DomainName> with a custom domain", s.publicURL)
 	out("ChatStreamUrl", "Base URL of the Chat API's streams (apiUrl of @botpress/chat: <ChatStreamUrl>webhooks/<webhookId>)", chatStreamURL)
 	out("TableName", "DynamoDB table (PLATFORM_TABLE of scripts/issue-token and scripts/first-account.sh)", s.table.TableName())
 	out("BucketName", "S3 bucket of file contents", s.bucket.BucketName())
 	out("ScheduleGroupName", "EventBridge Scheduler group of the bots' recurring events", s.scheduleGroup.Ref())
 	out("BotLogGroupName", "CloudWatch Logs group of bot logs", s.botLogs.Ref())
 	out("IntegrationLogGroupName", "CloudWatch Logs group of integration logs", s.integrationLogs.Ref())
+	out("DispatcherFailureQueueUrl", "SQS queue of the dispatcher's given-up stream batches (go run ./functions/replay)", s.failureQueues["Dispatcher"].Ref())
+	out("ChatFanoutFailureQueueUrl", "SQS queue of the chat fan-out's given-up stream batches (go run ./functions/replay)", s.failureQueues["ChatFanout"].Ref())
 }
 
 // logicalID gives the CloudFormation resource of an L2 construct the logical

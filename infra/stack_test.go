@@ -202,7 +202,7 @@ func TestStackResources(t *testing.T) {
 		tmpl.HasParameter(jsii.String("PagingKey"), like(obj{"Type": "String", "NoEcho": true, "MinLength": 32}))
 	})
 	check(t, "API URL", func() {
-		tmpl.HasOutput(jsii.String("ApiUrl"), like(obj{"Value": obj{"Fn::GetAtt": []any{"HttpApi", "ApiEndpoint"}}}))
+		tmpl.HasOutput(jsii.String("ApiUrl"), like(obj{"Value": obj{"Fn::If": []any{"HasDomain", obj{"Fn::Sub": "https://${DomainName}"}, obj{"Fn::GetAtt": []any{"HttpApi", "ApiEndpoint"}}}}}))
 	})
 }
 
@@ -237,6 +237,28 @@ func checkLeastPrivilege(t *testing.T, m stackModel) {
 		"dynamodb:getrecords":       {"DispatcherFunctionRole", "ChatFanoutFunctionRole"},
 		"dynamodb:getsharditerator": {"DispatcherFunctionRole", "ChatFanoutFunctionRole"},
 		"dynamodb:liststreams":      {"DispatcherFunctionRole", "ChatFanoutFunctionRole"},
+		// The stream mappings' failure queues: the mappings send with
+		// their functions' roles.
+		"sqs:": {"DispatcherFunctionRole", "ChatFanoutFunctionRole"},
+	}
+	// Each may send to its own failure queue, nothing else of SQS.
+	for roleID, queue := range map[string]string{"DispatcherFunctionRole": "DispatcherFailureQueue", "ChatFanoutFunctionRole": "ChatFanoutFailureQueue"} {
+		var sqs []string
+		for _, st := range m.Roles[roleID].Statements {
+			if strings.Contains(st, " sqs:") {
+				sqs = append(sqs, st)
+			}
+		}
+		if want := "[Allow sqs:sendmessage on ${" + queue + ".Arn}]"; fmt.Sprint(sqs) != want {
+			t.Errorf("%s: SQS %v, want %s", roleID, sqs, want)
+		}
+	}
+	// Every function is traced (X-Ray active tracing) and may send its
+	// segments.
+	for id, f := range m.Functions {
+		if f.Tracing != "Active" || !containsString(m.Roles[f.Role].Statements, xrayPut) || !containsString(m.Roles[f.Role].Statements, xrayTelemetry) {
+			t.Errorf("%s: tracing %q, role %s: %v", id, f.Tracing, f.Role, m.Roles[f.Role].Statements)
+		}
 	}
 	// Only the Chat API's streams are served by a function URL, and it is
 	// public (no auth: the Chat API checks its user keys) and streams.
@@ -281,7 +303,12 @@ func checkLeastPrivilege(t *testing.T, m stackModel) {
 			listing := roleID == "TeardownFunctionRole" && (action == "lambda:listfunctions" || action == "iam:listroles") ||
 				// ECR's authorization token has none either.
 				roleID == "StreamExecutionRole" && action == "ecr:getauthorizationtoken"
-			if resource == "*" && action != "logs:getqueryresults" && action != "logs:stopquery" && action != "dynamodb:liststreams" && !listing {
+			// X-Ray's trace segments and telemetry have none either.
+			xray := action == "xray:puttracesegments" || action == "xray:puttelemetryrecords"
+			if strings.HasPrefix(action, "xray:") && !xray {
+				t.Errorf("%s: X-Ray beyond sending traces: %s", roleID, st)
+			}
+			if resource == "*" && action != "logs:getqueryresults" && action != "logs:stopquery" && action != "dynamodb:liststreams" && !listing && !xray {
 				t.Errorf("%s: any resource (only the Logs Insights query calls, ListStreams and the teardown's ListFunctions and ListRoles, which have no resource-level permissions, may): %s", roleID, st)
 			}
 			if strings.HasPrefix(action, "dynamodb:") {
@@ -397,7 +424,7 @@ func checkLeastPrivilege(t *testing.T, m stackModel) {
 	for _, a := range []string{"describestream", "getrecords", "getsharditerator"} {
 		want = append(want, "Allow dynamodb:"+a+" on ${Table.StreamArn}")
 	}
-	want = append(want, "Allow dynamodb:liststreams on *",
+	want = append(want, "Allow dynamodb:liststreams on *", "Allow sqs:sendmessage on ${DispatcherFailureQueue.Arn}", xrayPut, xrayTelemetry,
 		"Allow lambda:invokefunction on arn:${AWS::Partition}:lambda:${AWS::Region}:${AWS::AccountId}:function:${AWS::StackName}-code-*")
 	for _, g := range []string{"DispatcherLogGroup", "BotLogGroup", "IntegrationLogGroup"} {
 		want = append(want, "Allow logs:createlogstream on ${"+g+".Arn}", "Allow logs:putlogevents on ${"+g+".Arn}")
@@ -420,7 +447,7 @@ func checkLeastPrivilege(t *testing.T, m stackModel) {
 		want = append(want, "Allow dynamodb:"+a+" on ${Table.Arn}", "Allow dynamodb:"+a+" on ${Table.Arn}/index/*")
 	}
 	want = append(want, "Allow logs:createlogstream on ${SweeperLogGroup.Arn}", "Allow logs:putlogevents on ${SweeperLogGroup.Arn}",
-		"Allow s3:deleteobject on ${FilesBucket.Arn}/files/*")
+		"Allow s3:deleteobject on ${FilesBucket.Arn}/files/*", xrayPut, xrayTelemetry)
 	if got := m.Roles["SweeperFunctionRole"].Statements; fmt.Sprint(got) != fmt.Sprint(uniq(want)) {
 		t.Errorf("SweeperFunctionRole:\n got  %v\n want %v", got, uniq(want))
 	}
@@ -429,7 +456,7 @@ func checkLeastPrivilege(t *testing.T, m stackModel) {
 	want = []string{"Allow iam:deleterole on " + codeRolesARN, "Allow iam:deleterolepolicy on " + codeRolesARN,
 		"Allow iam:listrolepolicies on " + codeRolesARN, "Allow iam:listroles on *",
 		"Allow lambda:deletefunction on " + codeFunctionsARN, "Allow lambda:listfunctions on *",
-		"Allow logs:createlogstream on ${TeardownLogGroup.Arn}", "Allow logs:putlogevents on ${TeardownLogGroup.Arn}"}
+		"Allow logs:createlogstream on ${TeardownLogGroup.Arn}", "Allow logs:putlogevents on ${TeardownLogGroup.Arn}", xrayPut, xrayTelemetry}
 	if got := m.Roles["TeardownFunctionRole"].Statements; fmt.Sprint(got) != fmt.Sprint(uniq(want)) {
 		t.Errorf("TeardownFunctionRole:\n got  %v\n want %v", got, uniq(want))
 	}
@@ -451,6 +478,12 @@ func checkLeastPrivilege(t *testing.T, m stackModel) {
 		t.Errorf("SchedulerRole may do more than invoke the scheduler function: %v", s.Statements)
 	}
 }
+
+// Every function's role sends its traces (X-Ray active tracing).
+const (
+	xrayPut       = "Allow xray:puttracesegments on *"
+	xrayTelemetry = "Allow xray:puttelemetryrecords on *"
+)
 
 const (
 	codeRolesARN     = "arn:${AWS::Partition}:iam::${AWS::AccountId}:role/${AWS::StackName}-code/*"

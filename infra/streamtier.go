@@ -65,6 +65,7 @@ func (s *builder) streamTier() *string {
 	onLambda := awscdk.NewCfnCondition(s.stack, jsii.String("StreamOnLambda"), &awscdk.CfnConditionProps{
 		Expression: awscdk.Fn_ConditionNot(onContainer)})
 	s.chatStreamOnLambda(onLambda)
+	s.onLambda, s.onContainer = onLambda, onContainer
 	twoSubnets := &[]*string{awscdk.Fn_Select(jsii.Number(0), subnets.ValueAsList()), awscdk.Fn_Select(jsii.Number(1), subnets.ValueAsList())}
 
 	cluster := awsecs.NewCfnCluster(s.stack, jsii.String("StreamCluster"), nil)

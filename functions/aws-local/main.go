@@ -28,6 +28,7 @@ func main() {
 	template := flag.String("template", "", "the template to run (default: the repository's template.yaml)")
 	ddb := flag.String("dynamodb-endpoint", os.Getenv("DYNAMODB_ENDPOINT"), "an external DynamoDB (moto) instead of the embedded one")
 	s3 := flag.String("s3-endpoint", os.Getenv("S3_ENDPOINT"), "an external S3 (moto) instead of the embedded one")
+	sqsEndpoint := flag.String("sqs-endpoint", os.Getenv("SQS_ENDPOINT"), "an external SQS (moto) holding the stream mappings' failure queues instead of the embedded one")
 	var checkRoles []string
 	flag.Func("check-roles", "one more template whose roles each function's calls must satisfy (the CDK app's: infra/cdk.out/bot-platform.template.json); repeatable", func(v string) error {
 		checkRoles = append(checkRoles, v)
@@ -70,7 +71,7 @@ func main() {
 	}
 	defer out.Close()
 	err = awslocal.Run(ctx, awslocal.Options{Addr: *addr, DataDir: *dataDir, Root: *root, Template: *template,
-		DynamoEndpoint: *ddb, S3Endpoint: *s3, FunctionOutput: out, CheckRoles: checkRoles,
+		DynamoEndpoint: *ddb, S3Endpoint: *s3, SQSEndpoint: *sqsEndpoint, FunctionOutput: out, CheckRoles: checkRoles,
 		AccountConcurrency: *accountConcurrency, Parameters: params,
 		StreamTier: *streamTier, StreamTasks: *streamTasks})
 	if err != nil {

@@ -142,6 +142,8 @@ type endpoint struct {
 	// object succeeded (an external S3 notifies no one here: the stack
 	// makes its object-created events from what it sees pass).
 	created func(bucket, key string, size int64)
+	// fault, when set and true for the call, fails it (Stack.InjectFault).
+	fault func(function, operation string) bool
 }
 
 // statusRecorder keeps the status of an answer.
@@ -210,6 +212,13 @@ func (e *endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			accessDenied(w, svc, e.fn, a, d)
 			return
 		}
+	}
+	if op := operation(svc, r, needs); e.fault != nil && e.fault(e.fn.LogicalID, op) {
+		// Non-retryable (a 400 the SDKs do not retry): the call fails once.
+		w.Header().Set("Content-Type", "application/x-amz-json-1.0")
+		w.WriteHeader(http.StatusBadRequest)
+		_ = json.NewEncoder(w).Encode(map[string]string{"__type": "com.amazon.coral.service#InjectedFault", "message": "aws-local: fault injected into " + op})
+		return
 	}
 	if svc != "s3" || e.created == nil {
 		h.ServeHTTP(w, r)

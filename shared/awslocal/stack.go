@@ -69,7 +69,11 @@ type Options struct {
 	// DynamoEndpoint and S3Endpoint: external services (moto) instead of
 	// the embedded ones.
 	DynamoEndpoint, S3Endpoint string
-	Logger                     *slog.Logger
+	// SQSEndpoint: the SQS service (moto_server) holding the template's
+	// queues (the stream mappings' on-failure destinations); empty: the
+	// embedded stand-in (sqs.go).
+	SQSEndpoint string
+	Logger      *slog.Logger
 	// FunctionOutput receives the functions' output lines (default: the
 	// logger at debug level).
 	FunctionOutput io.Writer
@@ -113,6 +117,9 @@ type Stack struct {
 	// function's logical id: ChatStreamFunction's is the ChatStreamUrl
 	// output, in <data-dir>/aws-local/outputs.json with the others.
 	FunctionURLs map[string]string
+	// OperatorURL is the operator's endpoint of every AWS service of the
+	// stack (no role; operator.env's AWS_ENDPOINT_URL).
+	OperatorURL string
 
 	log     *slog.Logger
 	out     io.Writer
@@ -131,6 +138,33 @@ type Stack struct {
 	streamMu   sync.Mutex
 	streamMaps []*streamMapping
 	schedules  *schedules
+	// stream is the table's stream as DynamoDB Streams serves it
+	// (streamapi.go); sqs the SQS stand-in the failure queues are in,
+	// queueBase its URL for the queues' URLs (failure.go).
+	stream               *streamLog
+	sqs                  http.Handler
+	queueBase            string
+	accessKey, secretKey string
+	// fault, when set, fails a function's AWS calls (InjectFault).
+	faultMu sync.Mutex
+	fault   func(function, operation string) bool
+}
+
+// InjectFault makes the AWS calls of the stack's functions for which
+// fails(function's logical id, operation, e.g. "GetItem") is true fail
+// with a non-retryable error, as an outage of the service would; nil
+// lifts it. Fault-injection tests use it.
+func (s *Stack) InjectFault(fails func(function, operation string) bool) {
+	s.faultMu.Lock()
+	s.fault = fails
+	s.faultMu.Unlock()
+}
+
+func (s *Stack) faulty(function, operation string) bool {
+	s.faultMu.Lock()
+	f := s.fault
+	s.faultMu.Unlock()
+	return f != nil && f(function, operation)
 }
 
 // secrets are made at the first start and kept in the data directory.
@@ -314,6 +348,8 @@ func Open(ctx context.Context, o Options, ln net.Listener) (*Stack, error) {
 		return nil, err
 	}
 	s.Template = tpl
+	s.accessKey, s.secretKey = sec.AccessKey, sec.SecretKey
+	s.stream = &streamLog{arn: tpl.StreamARN, table: tpl.TableName}
 	if len(tpl.Skipped) > 0 {
 		log.Warn("aws-local: functions of the template without a Go package of the repository do not run here", "functions", tpl.Skipped)
 	}
@@ -347,6 +383,11 @@ func Open(ctx context.Context, o Options, ln net.Listener) (*Stack, error) {
 		if err != nil {
 			return nil, err
 		}
+	}
+	// The table's stream is read through DynamoDB's endpoint (embedded
+	// table only: an external one's stream is not seen here).
+	if o.DynamoEndpoint == "" {
+		ddb = dynamoOrStreams{table: ddb, streams: s.stream}
 	}
 	ddbClient := dynamodb.NewFromConfig(aws.Config{Region: Region, Credentials: credentials.NewStaticCredentialsProvider(sec.AccessKey, sec.SecretKey, "")}, func(op *dynamodb.Options) {
 		op.BaseEndpoint = aws.String("http://dynamodb.local")
@@ -404,7 +445,30 @@ func Open(ctx context.Context, o Options, ln net.Listener) (*Stack, error) {
 	go func() { _ = rtSrv.Serve(rtLn) }()
 	s.closers = append(s.closers, rtSrv.Close)
 
-	services := map[string]http.Handler{"dynamodb": ddb, "s3": s3h, "scheduler": sched, "logs": s.logs, "lambda": s.code, "iam": s.code}
+	// SQS: the failure queues' service (an external one, or the embedded
+	// stand-in).
+	if o.SQSEndpoint != "" {
+		if s.sqs, err = reverseProxy(o.SQSEndpoint); err != nil {
+			return nil, err
+		}
+	} else {
+		q, err := openQueues(filepath.Join(o.DataDir, "aws-local", "sqs.json"))
+		if err != nil {
+			return nil, err
+		}
+		s.sqs = q
+	}
+	// Lambda: deployed code's functions, and Invoke of the stack's own
+	// (the operator's replay of a failure queue; a function's role
+	// allows none of them).
+	lambdaH := stackInvoke{s: s, next: s.code}
+	services := map[string]http.Handler{"dynamodb": ddb, "s3": s3h, "scheduler": sched, "logs": s.logs, "lambda": lambdaH, "iam": s.code}
+	// The operator's endpoint serves SQS too; the functions' do not (none
+	// calls it: only their mappings send, checked in failure.go).
+	opServices := map[string]http.Handler{"sqs": s.sqs}
+	for k, v := range services {
+		opServices[k] = v
+	}
 	// The operator's own access (no role, nothing recorded): what
 	// scripts/issue-token and scripts/first-account.sh use with an AWS
 	// account's credentials, described in <data-dir>/aws-local/operator.env.
@@ -413,7 +477,7 @@ func Open(ctx context.Context, o Options, ln net.Listener) (*Stack, error) {
 		return nil, err
 	}
 	opSrv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if h := services[serviceOf(r)]; h != nil {
+		if h := opServices[serviceOf(r)]; h != nil {
 			h.ServeHTTP(w, r)
 			return
 		}
@@ -422,8 +486,16 @@ func Open(ctx context.Context, o Options, ln net.Listener) (*Stack, error) {
 	go func() { _ = opSrv.Serve(opLn) }()
 	s.closers = append(s.closers, opSrv.Close)
 	opURL := "http://" + opLn.Addr().String()
-	opEnv := fmt.Sprintf("PLATFORM_TABLE=%s\nPLATFORM_BUCKET=%s\nDYNAMODB_ENDPOINT=%s\nS3_ENDPOINT=%s\nAWS_REGION=%s\nAWS_ACCESS_KEY_ID=%s\nAWS_SECRET_ACCESS_KEY=%s\n",
-		tpl.TableName, tpl.BucketName, opURL, opURL, Region, sec.AccessKey, sec.SecretKey)
+	// AWS_ENDPOINT_URL: every AWS SDK client of the operator's commands
+	// (functions/replay) at the operator's endpoint.
+	opEnv := fmt.Sprintf("PLATFORM_TABLE=%s\nPLATFORM_BUCKET=%s\nDYNAMODB_ENDPOINT=%s\nS3_ENDPOINT=%s\nAWS_ENDPOINT_URL=%s\nAWS_REGION=%s\nAWS_ACCESS_KEY_ID=%s\nAWS_SECRET_ACCESS_KEY=%s\n",
+		tpl.TableName, tpl.BucketName, opURL, opURL, opURL, Region, sec.AccessKey, sec.SecretKey)
+	s.queueBase = opURL
+	tpl.SetQueueBase(opURL)
+	if err := s.ensureQueues(ctx); err != nil {
+		return nil, fmt.Errorf("SQS: %w", err)
+	}
+	s.OperatorURL = opURL
 	if err := fsutil.WriteFileAtomic(filepath.Join(o.DataDir, "aws-local", "operator.env"), []byte(opEnv)); err != nil {
 		return nil, err
 	}
@@ -432,7 +504,7 @@ func Open(ctx context.Context, o Options, ln net.Listener) (*Stack, error) {
 		if err != nil {
 			return nil, err
 		}
-		e := &endpoint{fn: f, services: services, rec: s.Calls, role: s.code.Role}
+		e := &endpoint{fn: f, services: services, rec: s.Calls, role: s.code.Role, fault: s.faulty}
 		if o.S3Endpoint != "" {
 			e.created = func(bucket, key string, size int64) {
 				_ = s.objectCreated(context.Background(), locals3.PutObject{Bucket: bucket, Key: key, Size: size})
@@ -561,11 +633,15 @@ func Open(ctx context.Context, o Options, ln net.Listener) (*Stack, error) {
 // tableChanges hands the table's committed changes to every event source
 // mapping of its stream.
 func (s *Stack) tableChanges(cs []localdynamo.Change) {
+	recs := s.stream.append(cs)
+	if len(recs) == 0 {
+		return
+	}
 	s.streamMu.Lock()
 	maps := append([]*streamMapping(nil), s.streamMaps...)
 	s.streamMu.Unlock()
 	for _, m := range maps {
-		m.changes(cs)
+		m.changes(recs)
 	}
 }
 

@@ -5,12 +5,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"hash/fnv"
-	"strconv"
 	"sync"
 	"time"
 
 	"github.com/botforge/platform/shared/iampolicy"
-	"github.com/botforge/platform/shared/localdynamo"
 )
 
 type iampolicyStatement = iampolicy.Statement
@@ -63,7 +61,10 @@ type streamMapping struct {
 	// shard, a record's lane chosen by its partition key (a key's records
 	// stay in order, as Lambda keeps them).
 	lanes []*lane
-	seq   int64
+	// invokeFn and gaveUp replace the function's invocation and the
+	// on-failure destination in tests of the delivery's bounds.
+	invokeFn func(ctx context.Context, payload []byte) invokeResult
+	gaveUp   func(batch []map[string]any, condition string, invokes int)
 }
 
 // lane is one of the concurrent batch sequences of the shard.
@@ -116,34 +117,19 @@ func (m *streamMapping) start(ctx context.Context, wg *sync.WaitGroup, f *Functi
 	return nil
 }
 
-// changes receives the table's committed changes (on the writer's
-// goroutine: it only queues).
-func (m *streamMapping) changes(cs []localdynamo.Change) {
+// changes receives the stream's new records (on the writer's goroutine:
+// it only queues).
+func (m *streamMapping) changes(recs []map[string]any) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.fn == nil {
 		return
 	}
-	now := time.Now()
-	for _, c := range cs {
-		if c.Table != m.stack.Template.TableName {
-			continue
-		}
-		m.seq++
-		var keys map[string]any
-		_ = json.Unmarshal(c.Keys, &keys)
-		rec := map[string]any{
-			"eventID": strconv.FormatInt(now.UnixNano(), 16) + strconv.FormatInt(m.seq, 10), "eventName": c.EventName,
-			"eventVersion": "1.1", "eventSource": "aws:dynamodb", "awsRegion": Region,
-			"dynamodb": map[string]any{
-				"ApproximateCreationDateTime": now.Unix(), "Keys": keys,
-				"SequenceNumber": fmt.Sprintf("%021d", m.seq), "SizeBytes": len(c.Keys), "StreamViewType": "KEYS_ONLY",
-			},
-			"eventSourceARN": m.src.StreamARN,
-		}
+	for _, rec := range recs {
 		if !m.passes(rec) {
 			continue
 		}
+		keys, _ := rec["dynamodb"].(map[string]any)["Keys"].(map[string]any)
 		l := m.lanes[laneOf(keys, len(m.lanes))]
 		l.pending = append(l.pending, rec)
 		select {
@@ -249,20 +235,48 @@ func (m *streamMapping) loop(ctx context.Context, l *lane) {
 				break
 			}
 			m.stack.authorize(m.fn, "dynamodb", "dynamodb:GetRecords", m.src.StreamARN)
-			payload, _ := json.Marshal(map[string]any{"Records": batch})
-			for attempt := 0; ; attempt++ {
-				res := m.stack.funcs[m.fn.LogicalID].Invoke(ctx, payload)
-				if res.Err == nil && !res.FunctionError {
-					break
-				}
-				if ctx.Err() != nil {
-					return
-				}
-				if m.src.MaxRetryAttempts >= 0 && attempt >= m.src.MaxRetryAttempts {
-					m.stack.log.Warn("aws-local: stream batch dropped after its retries", "function", m.fn.LogicalID, "records", len(batch), "answer", string(res.Payload), "err", res.Err)
-					break
-				}
+			m.deliver(ctx, batch)
+			if ctx.Err() != nil {
+				return
 			}
+		}
+	}
+}
+
+// deliver invokes the function with batch until it succeeds or the
+// mapping gives the batch up (failure.go): after MaximumRetryAttempts
+// retries, or once its first record is older than
+// MaximumRecordAgeInSeconds. With BisectBatchOnFunctionError a failed
+// batch of more than one record is halved and each half delivered so
+// (as Lambda does, the halving does not count as a retry).
+func (m *streamMapping) deliver(ctx context.Context, batch []map[string]any) {
+	payload, _ := json.Marshal(map[string]any{"Records": batch})
+	for attempt := 0; ; attempt++ {
+		if age := m.src.MaxRecordAgeSeconds; age >= 0 && time.Since(arrival(batch[0])) > time.Duration(age)*time.Second {
+			m.giveUp(ctx, batch, "RecordAgeExceeded", attempt, invokeResult{})
+			return
+		}
+		var res invokeResult
+		if m.invokeFn != nil {
+			res = m.invokeFn(ctx, payload)
+		} else {
+			res = m.stack.funcs[m.fn.LogicalID].Invoke(ctx, payload)
+		}
+		if res.Err == nil && !res.FunctionError {
+			return
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		if m.src.Bisect && len(batch) > 1 {
+			half := len(batch) / 2
+			m.deliver(ctx, batch[:half])
+			m.deliver(ctx, batch[half:])
+			return
+		}
+		if m.src.MaxRetryAttempts >= 0 && attempt >= m.src.MaxRetryAttempts {
+			m.giveUp(ctx, batch, "RetryAttemptsExhausted", attempt+1, res)
+			return
 		}
 	}
 }

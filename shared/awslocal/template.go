@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path"
 	"path/filepath"
 	"regexp"
 	"sort"
@@ -42,7 +43,9 @@ type Template struct {
 	params                map[string]string
 	path                  string // the template's file
 	apiURL                string
-	outputs               map[string]any
+	// queueBase is the SQS endpoint the queues' URLs are at (SetQueueBase).
+	queueBase string
+	outputs   map[string]any
 	// functionURLs are the served function URLs by the logical id of the
 	// AWS::Lambda::Url SAM makes of a FunctionUrlConfig (<function>Url),
 	// known once the stack listens (SetFunctionURL).
@@ -115,6 +118,13 @@ type StreamSource struct {
 	// of the shard (the stack's stream is one shard).
 	Parallelization int
 	Filters         []string // FilterCriteria patterns (JSON)
+	// MaxRecordAgeSeconds: a record older is not sent again (-1: until it
+	// expires); Bisect: a failed batch is halved and each half retried;
+	// OnFailure: the ARN of the SQS queue a given-up batch's on-failure
+	// record goes to ("" none: it is dropped).
+	MaxRecordAgeSeconds int
+	Bisect              bool
+	OnFailure           string
 }
 
 // S3Source is an S3 event notification.
@@ -444,6 +454,22 @@ func (t *Template) function(id string, globals map[string]any, makefile string) 
 			s.Parallelization = 1
 			if n, ok := ep["ParallelizationFactor"]; ok {
 				s.Parallelization, _ = strconv.Atoi(fmt.Sprint(n))
+			}
+			s.MaxRecordAgeSeconds = -1
+			if n, ok := ep["MaximumRecordAgeInSeconds"]; ok {
+				s.MaxRecordAgeSeconds, _ = strconv.Atoi(fmt.Sprint(n))
+			}
+			if b, ok := ep["BisectBatchOnFunctionError"]; ok {
+				s.Bisect = fmt.Sprint(b) == "true"
+			}
+			if dc, ok := ep["DestinationConfig"].(map[string]any); ok {
+				of, _ := dc["OnFailure"].(map[string]any)
+				if s.OnFailure, err = t.str(of["Destination"]); err != nil {
+					return nil, fmt.Errorf("DestinationConfig.OnFailure.Destination: %w", err)
+				}
+				if typ := fmt.Sprint(of["Type"]); typ != "SQS" {
+					return nil, fmt.Errorf("DestinationConfig.OnFailure.Type %q: only SQS runs here", typ)
+				}
 			}
 			fc, _ := ep["FilterCriteria"].(map[string]any)
 			fl, _ := fc["Filters"].([]any)
@@ -775,6 +801,10 @@ func (t *Template) ref(name string) (string, error) {
 		return "arn:aws:iam::" + Account + ":policy/" + n, err
 	case "AWS::Serverless::HttpApi":
 		return "local", nil
+	case "AWS::SQS::Queue":
+		// Its URL: at the stack's SQS endpoint (SetQueueBase), once known.
+		n, err := named("QueueName")
+		return t.queueBase + "/" + Account + "/" + n, err
 	case "":
 		return "", fmt.Errorf("Ref %s: no such parameter or resource", name)
 	}
@@ -817,6 +847,10 @@ func (t *Template) getAtt(id, attr string) (string, error) {
 		return "arn:aws:scheduler:" + Region + ":" + Account + ":schedule-group/" + name, nil
 	case "AWS::Serverless::HttpApi.ApiEndpoint":
 		return t.apiURL, nil
+	case "AWS::SQS::Queue.Arn":
+		return "arn:aws:sqs:" + Region + ":" + Account + ":" + path.Base(name), nil
+	case "AWS::SQS::Queue.QueueName":
+		return path.Base(name), nil
 	}
 	return "", fmt.Errorf("Fn::GetAtt %s.%s is not known here: %w", id, attr, errNotYet)
 }
@@ -877,4 +911,24 @@ func nodeValue(n *yaml.Node) (any, error) {
 		return map[string]any{"Fn::GetAtt": v}, nil
 	}
 	return map[string]any{"Fn::" + fn: v}, nil
+}
+
+// SetQueueBase sets the endpoint the template's SQS queues' URLs (their
+// Ref) are at: the stack's SQS stand-in.
+func (t *Template) SetQueueBase(u string) { t.queueBase = strings.TrimSuffix(u, "/") }
+
+// Queues are the names of the template's SQS queues (the stream mappings'
+// failure destinations), sorted.
+func (t *Template) Queues() []string {
+	var out []string
+	for id := range t.resources {
+		if t.typeOf(id) != "AWS::SQS::Queue" {
+			continue
+		}
+		if n, err := t.getAtt(id, "QueueName"); err == nil {
+			out = append(out, n)
+		}
+	}
+	sort.Strings(out)
+	return out
 }

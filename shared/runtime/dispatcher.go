@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"log/slog"
 	"net/http"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -43,6 +44,10 @@ func Dispatcher(cfg aws.Config, env Env, client *http.Client) *dispatch.Dispatch
 		// The bots' replies reach the streams the streaming function
 		// holds through the table (shared/chatrelay).
 		Builtins: BuiltinsWith(chatrelay.New(DynamoClient(cfg, env, nil), env.Table, slog.Default()), gw, store, store.Limiter()),
+	}
+	// The webhook URLs integrations are given (register) are the API's.
+	if env.PublicURL != "" {
+		d.WebhookBase = strings.TrimSuffix(env.PublicURL, "/") + "/webhooks"
 	}
 	// Deployed code: Lambda functions, invoked through the client.
 	if code := CodeRunner(cfg, env, CodeEnvFromEnv(), nil, nil); code != nil {

@@ -66,6 +66,10 @@ type Env struct {
 	// ChatStreamUrl, set in the chat function): the hosted webchat page
 	// listens there. Unset: this API.
 	ChatStreamURL string
+	// PublicURL: PLATFORM_PUBLIC_URL, the API's public base (on AWS the
+	// custom domain's https://<DomainName>, else the API's endpoint): the
+	// dispatcher's webhook URLs (<it>/webhooks/<id>). Unset: none known.
+	PublicURL string
 
 	// Recurring events on EventBridge Scheduler (AWS). Without a target ARN
 	// no schedules are made (the local platform runs its own scheduler).
@@ -112,6 +116,7 @@ func FromEnv() Env {
 		CORSOrigins:    os.Getenv("PLATFORM_CORS_ORIGINS"),
 		TrustedProxies: os.Getenv("PLATFORM_TRUSTED_PROXIES"), // clientip.EnvTrustedProxies
 		ChatStreamURL:  os.Getenv("PLATFORM_CHAT_STREAM_URL"),
+		PublicURL:      os.Getenv("PLATFORM_PUBLIC_URL"),
 
 		ScheduleGroup:      get("PLATFORM_SCHEDULE_GROUP", "platform"),
 		SchedulerTargetARN: os.Getenv("PLATFORM_SCHEDULER_TARGET_ARN"),
