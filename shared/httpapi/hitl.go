@@ -145,7 +145,7 @@ func (s *server) listHitlSessions(c *call, _ *hitlCall) (any, error) {
 		}
 		out = append(out, sessionView(h, c.principal.AccountID))
 	}
-	return map[string]any{"sessions": out, "meta": map[string]any{"counts": counts, "unread": unread}}, nil
+	return map[string]any{"sessions": out, "meta": map[string]any{"counts": counts, "unread": unread, "accountId": c.principal.AccountID}}, nil
 }
 
 // getHitlSession answers the session, its notes and its transcript (the
