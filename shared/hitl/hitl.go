@@ -37,6 +37,9 @@ const (
 	// maxHistory bounds the messageHistory kept with a session (the
 	// newest are kept).
 	maxHistory = 200
+	// maxHistoryBytes bounds the history's JSON (a record is at most
+	// 350 KB, notes included).
+	maxHistoryBytes = 150 << 10
 	// maxNotes bounds a session's notes.
 	maxNotes = 200
 )
@@ -227,6 +230,10 @@ func (i *Integration) startHitl(ctx context.Context, in builtin.Install, input j
 	if len(hist) > maxHistory {
 		hist = hist[len(hist)-maxHistory:]
 	}
+	// The record holds at most about maxHistoryBytes of it (the newest).
+	for size := histSize(hist); size > maxHistoryBytes && len(hist) > 0; hist = hist[1:] {
+		size -= len(hist[0]) + 1
+	}
 	if hist == nil {
 		hist = []json.RawMessage{}
 	}
@@ -266,6 +273,14 @@ func (i *Integration) stopHitl(ctx context.Context, in builtin.Install, input js
 		return nil, err
 	}
 	return json.RawMessage(`{}`), nil
+}
+
+func histSize(h []json.RawMessage) int {
+	n := 0
+	for _, m := range h {
+		n += len(m) + 1
+	}
+	return n
 }
 
 var errNothing = platform.Errorf(platform.ErrInternal, "nothing to change")

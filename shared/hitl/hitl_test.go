@@ -337,3 +337,19 @@ func TestHitlSurvivesRestart(t *testing.T) {
 		t.Fatalf("after a restart, a start gave %v, not the open %s", again, conv)
 	}
 }
+
+// TestHitlLongHistory: a history larger than a record holds keeps its
+// newest items (the start does not fail).
+func TestHitlLongHistory(t *testing.T) {
+	f := newFixture(t)
+	uid := f.action("hitl:createUser", map[string]any{"name": "Flo"})["userId"].(string)
+	hist := []any{}
+	for i := 0; i < 150; i++ {
+		hist = append(hist, map[string]any{"source": map[string]any{"type": "bot"}, "type": "text", "payload": map[string]any{"text": fmt.Sprintf("%03d %s", i, strings.Repeat("x", 3000))}})
+	}
+	conv := f.action("hitl:startHitl", map[string]any{"userId": uid, "messageHistory": hist})["conversationId"].(string)
+	tr := f.ok("GET", f.sesses+"/"+f.bot+"/"+conv, nil, nil, 200).List("transcript")
+	if len(tr) == 0 || len(tr) >= 150 || !strings.HasPrefix(tr[len(tr)-1].(map[string]any)["payload"].(map[string]any)["text"].(string), "149 ") {
+		t.Fatalf("the history kept: %d items", len(tr))
+	}
+}
