@@ -108,6 +108,16 @@ async function main() {
   page.on('request', (r) => {
     if (!r.url().startsWith(api) && !r.url().startsWith('blob:') && !r.url().startsWith('data:')) problems.push(`external request: ${r.url()}`)
   })
+  if (!FIREFOX) {
+    // Chromium: the operator allowed notifications; record the ones the
+    // console shows (the real Notification, wrapped).
+    await browser.defaultBrowserContext().overridePermissions(api, ['notifications'])
+    await page.evaluateOnNewDocument(() => {
+      const Real = window.Notification
+      window.__notified = []
+      if (Real) window.Notification = class extends Real { constructor(title, opts) { super(title, opts); window.__notified.push(`${title}: ${opts?.body}`) } }
+    })
+  }
   const shot = (name) => page.screenshot({ path: path.join(SHOTS, `${name}.png`), fullPage: true })
   // Polled from here (page.waitForFunction builds a function in the page,
   // which the console's CSP refuses under Firefox's BiDi).
@@ -142,6 +152,10 @@ async function main() {
     await userSees('the bot', (p) => p.text === 'bot: hello')
     await say('human please')
     await waitText('[data-test=session]', /Help wanted/)
+    if (!FIREFOX) {
+      const n = await until('a browser notification', () => page.evaluate(() => window.__notified.length && window.__notified))
+      if (!/Help wanted/.test(n.join())) throw new Error(`notifications: ${n}`)
+    }
     await say('are you there?')
     await waitText('[data-test=unread]', /1/)
     await waitText('[data-test=inbox-unread]', /1/)
