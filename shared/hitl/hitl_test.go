@@ -265,6 +265,14 @@ func TestHitlAccess(t *testing.T) {
 	otherWS := f.ok("POST", "/v1/admin/workspaces", nil, map[string]any{"name": "other"}, 200).Str("id")
 	outsider := invite(otherWS, "outsider@example.com", "owner")
 	botKey := f.ok("POST", "/v1/admin/bots/baks", f.wsh, map[string]any{"botId": f.bot}, 200).Str("value")
+	// A real end user's key: a user of the bot's chat integration.
+	chatID := f.ok("GET", "/v1/admin/hub/integrations/chat/latest", nil, nil, 200).Str("integration.id")
+	f.ok("PUT", "/v1/admin/bots/"+f.bot, f.wsh, map[string]any{"integrations": map[string]any{chatID: map[string]any{"enabled": true, "configuration": map[string]any{}}}}, 200)
+	chatURL := f.ok("GET", "/v1/admin/bots/"+f.bot, f.wsh, nil, 200).Body["bot"].(map[string]any)["integrations"].(map[string]any)[chatID].(map[string]any)["webhookUrl"].(string)
+	endUserKey := f.Check(f.Do(apitest.Req{Method: "POST", URL: chatURL + "/users", Body: map[string]any{}}), 201, "").Str("key")
+	if endUserKey == "" {
+		t.Fatal("no end user key")
+	}
 
 	ops := []struct {
 		method, path string
@@ -285,7 +293,7 @@ func TestHitlAccess(t *testing.T) {
 		}{
 			{"another workspace's member", outsider, []int{404}},
 			{"a bot key", botKey, []int{403}},
-			{"an end user's key", "eyJhbGciOiJIUzI1NiJ9.eyJpZCI6InUifQ.x", []int{401}},
+			{"an end user's key", endUserKey, []int{401}},
 			{"no token", "", []int{401}},
 		} {
 			r := f.as(who.tok, op.method, op.path, nil, op.body)
