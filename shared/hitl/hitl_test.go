@@ -132,6 +132,9 @@ func TestHitlSession(t *testing.T) {
 	if len(ev) != 1 || !strings.Contains(fmt.Sprint(ev[0]), agentUser) {
 		t.Fatalf("hitlAssigned events: %v", ev)
 	}
+	if r := f.as(f.AdminToken, "GET", f.sesses+"?status=open", nil, nil); r.Status != 400 || !strings.Contains(r.Str("message"), "waiting, assigned, closed, mine") {
+		t.Errorf("an unknown status: %d %s", r.Status, r.Raw)
+	}
 	if mine := f.ok("GET", f.sesses+"?status=mine", nil, nil, 200).List("sessions"); len(mine) != 1 {
 		t.Fatalf("mine: %v", mine)
 	}
@@ -306,6 +309,18 @@ func TestHitlAccess(t *testing.T) {
 			if want := map[bool]int{false: 200, true: 403}[op.write]; r.Status != want {
 				t.Errorf("%s %s by a %s: %d %s, want %d", op.method, op.path, who.name, r.Status, r.Raw, want)
 			}
+		}
+	}
+	// Unknown sessions, and a session named under another workspace's path.
+	otherBot := f.ok("POST", "/v1/admin/bots", map[string]string{"x-workspace-id": otherWS}, map[string]any{"name": "o"}, 200).Str("bot.id")
+	for _, p := range []string{
+		f.sesses + "/" + f.bot + "/conv_nope",
+		f.sesses + "/" + f.bot + "/nope",
+		f.sesses + "/" + otherBot + "/" + conv,
+		"/v1/admin/workspaces/" + otherWS + "/hitl/sessions/" + f.bot + "/" + conv,
+	} {
+		if r := f.as(f.AdminToken, "GET", p, nil, nil); r.Status != 404 {
+			t.Errorf("GET %s: %d %s", p, r.Status, r.Raw)
 		}
 	}
 	// Assign to another member who may answer; not to a viewer.

@@ -104,7 +104,7 @@ func sessionView(h platform.HitlSession, account string) map[string]any {
 // keeps one status (waiting, assigned, closed) or "mine" (assigned to
 // the caller).
 func (s *server) listHitlSessions(c *call, _ *hitlCall) (any, error) {
-	status, err := c.query().oneOf("status", "", "", platform.HitlWaiting, platform.HitlAssigned, platform.HitlClosed, "mine")
+	status, err := c.query().oneOf("status", "", platform.HitlWaiting, platform.HitlAssigned, platform.HitlClosed, "mine")
 	if err != nil {
 		return nil, err
 	}
