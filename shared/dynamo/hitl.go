@@ -10,34 +10,35 @@ import (
 	"github.com/botforge/platform/shared/platform"
 )
 
-// Humans in the loop (shared/hitl, docs/hitl.md): one record per session
-// (HITL#<bot>#<conversationId>, "HITL"), listed newest first in its
-// workspace's gsi1 list, and the claim of the end user's open session
-// (HITLOPEN#<bot>#<userId>, "HITLOPEN", attribute conv), written in the
+// Humans in the loop (shared/hitl, docs/hitl.md): the bot's partition
+// HITL#<bot> holds one record per session (S#<conversationId>), listed
+// newest first in its workspace's gsi1 list, and the claim of each end
+// user's open session (U#<userId>, attribute conv), written in the
 // session's transaction and deleted in the one that closes it: startHitl
 // twice for one user finds the open session instead of opening another.
+// One partition per bot: a deleted bot's sessions go with its other
+// records (purgeBotExtras).
 const (
-	skHitl     = "HITL"
-	skHitlOpen = "HITLOPEN"
-	attrConv   = "conv"
+	attrConv = "conv"
 	// maxHitlList bounds a listing (the inbox reads the newest sessions).
 	maxHitlList = 500
 )
 
-func hitlPK(bot, conv string) string     { return "HITL#" + bot + "#" + conv }
-func hitlOpenPK(bot, user string) string { return "HITLOPEN#" + bot + "#" + user }
-func hitlList(ws string) string          { return "WS#" + ws + "#HITL" }
+func hitlPK(bot string) string      { return "HITL#" + bot }
+func hitlSK(conv string) string     { return "S#" + conv }
+func hitlOpenSK(user string) string { return "U#" + user }
+func hitlList(ws string) string     { return "WS#" + ws + "#HITL" }
 
 // StartHitlSession stores a new session with its user's open claim; when
 // the user already has an open session, that one is answered instead
 // (created false) and nothing is written.
 func (s *Store) StartHitlSession(ctx context.Context, h platform.HitlSession) (platform.HitlSession, bool, error) {
-	it, err := chatItem(hitlPK(h.BotID, h.ID), skHitl, h)
+	it, err := chatItem(hitlPK(h.BotID), hitlSK(h.ID), h)
 	if err != nil {
 		return h, false, err
 	}
 	it[attrGSI1PK], it[attrGSI1SK] = str(hitlList(h.WorkspaceID)), str(timeKey(h.CreatedAt, h.ID))
-	claim := key(hitlOpenPK(h.BotID, h.UserID), skHitlOpen)
+	claim := key(hitlPK(h.BotID), hitlOpenSK(h.UserID))
 	claim[attrConv] = str(h.ID)
 	for attempt := 0; attempt < 5; attempt++ {
 		if cur, ok, err := s.openHitlSession(ctx, h.BotID, h.UserID); err != nil || ok {
@@ -57,7 +58,7 @@ func (s *Store) StartHitlSession(ctx context.Context, h platform.HitlSession) (p
 
 // openHitlSession is the user's open session, if the claim names one.
 func (s *Store) openHitlSession(ctx context.Context, bot, user string) (platform.HitlSession, bool, error) {
-	c, err := s.get(ctx, hitlOpenPK(bot, user), skHitlOpen)
+	c, err := s.get(ctx, hitlPK(bot), hitlOpenSK(user))
 	if err != nil || c == nil {
 		return platform.HitlSession{}, false, err
 	}
@@ -79,7 +80,7 @@ func (s *Store) getHitl(ctx context.Context, bot, id string) (platform.HitlSessi
 	if !platform.HasPrefix(id, platform.PrefixConversation) {
 		return h, 0, platform.NotFound("hitl session", id)
 	}
-	it, err := s.get(ctx, hitlPK(bot, id), skHitl)
+	it, err := s.get(ctx, hitlPK(bot), hitlSK(id))
 	if err != nil {
 		return h, 0, err
 	}
@@ -104,14 +105,14 @@ func (s *Store) UpdateHitlSession(ctx context.Context, bot, id string, change fu
 		if err := change(&h); err != nil {
 			return err
 		}
-		upd, err := replaceVersioned(hitlPK(bot, id), skHitl, h, ver)
+		upd, err := replaceVersioned(hitlPK(bot), hitlSK(id), h, ver)
 		if err != nil {
 			return err
 		}
 		w := []types.TransactWriteItem{upd}
 		if was != platform.HitlClosed && h.Status == platform.HitlClosed {
 			w = append(w, types.TransactWriteItem{Delete: &types.Delete{
-				Key:                       key(hitlOpenPK(bot, h.UserID), skHitlOpen),
+				Key:                       key(hitlPK(bot), hitlOpenSK(h.UserID)),
 				ConditionExpression:       aws.String("attribute_not_exists(pk) OR #c = :c"),
 				ExpressionAttributeNames:  map[string]string{"#c": attrConv},
 				ExpressionAttributeValues: item{":c": str(id)},

@@ -1,6 +1,7 @@
 package hitl_test
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"sync"
@@ -374,5 +375,46 @@ func TestHitlLongHistory(t *testing.T) {
 	tr := f.ok("GET", f.sesses+"/"+f.bot+"/"+conv, nil, nil, 200).List("transcript")
 	if len(tr) == 0 || len(tr) >= 150 || !strings.HasPrefix(tr[len(tr)-1].(map[string]any)["payload"].(map[string]any)["text"].(string), "149 ") {
 		t.Fatalf("the history kept: %d items", len(tr))
+	}
+}
+
+// TestHitlDeletedWithTheBot: a deleted bot's sessions and claims go with
+// its data, and the workspace's list no longer shows them.
+func TestHitlDeletedWithTheBot(t *testing.T) {
+	f := newFixture(t)
+	uid := f.action("hitl:createUser", map[string]any{"name": "Gus"})["userId"].(string)
+	conv := f.action("hitl:startHitl", map[string]any{"userId": uid, "messageHistory": []any{}})["conversationId"].(string)
+	hitlItems := func() []string {
+		var out []string
+		for _, k := range f.ItemsHolding(conv) {
+			if strings.Contains(k, "HITL#") {
+				out = append(out, k)
+			}
+		}
+		return out
+	}
+	if n := len(hitlItems()); n < 2 {
+		t.Fatalf("fixture: %d hitl items", n)
+	}
+	f.ok("DELETE", "/v1/admin/bots/"+f.bot, f.wsh, nil, 200)
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		n, err := f.Platform.Store.PendingDeletions(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d deletions still pending", n)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if left := hitlItems(); len(left) > 0 {
+		t.Fatalf("the deleted bot's hitl items remain: %v", left)
+	}
+	if s := f.ok("GET", f.sesses, nil, nil, 200).List("sessions"); len(s) != 0 {
+		t.Fatalf("listed after the bot's deletion: %v", s)
 	}
 }
