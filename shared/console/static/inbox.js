@@ -103,7 +103,7 @@ export function Inbox({ ws, id }) {
         </ul>`}
       </aside>
       <section class="session-view">
-        ${id ? current ? html`<${Session} ws=${ws} s=${current} key=${id} />` : list && html`<${Empty}>This session is not among the workspace's latest.</${Empty}>` : html`<${Empty}>Choose a session.</${Empty}>`}
+        ${id ? current ? html`<${Session} ws=${ws} s=${current} me=${list.meta?.accountId} key=${id} />` : list && html`<${Empty}>This session is not among the workspace's latest.</${Empty}>` : html`<${Empty}>Choose a session.</${Empty}>`}
       </section>
     </div>`
 }
@@ -150,7 +150,7 @@ async function upload(bot, f) {
   throw new Error('the upload did not complete')
 }
 
-function Session({ ws, s }) {
+function Session({ ws, s, me }) {
   const path = `${base(ws)}/${encodeURIComponent(s.botId)}/${encodeURIComponent(s.id)}`
   const [data, setData] = useState(null)
   const [error, setError] = useState(null)
@@ -224,7 +224,7 @@ function Session({ ws, s }) {
     ${ss.description && html`<p class="muted">${ss.description}</p>`}
     <p class="row">
       <span class="muted">${ss.userName || ss.userId} · bot <code>${ss.botId}</code>${ss.assigneeEmail ? html` · assigned to <strong data-test="assignee">${ss.assigneeEmail}</strong>` : ''}</span>
-      ${!closed && html`<button class="secondary" disabled=${busy} data-test="assign-me" onClick=${() => act(() => call('POST', path + '/assign', { body: {} }))}>Assign to me</button>
+      ${!closed && html`${ss.assigneeId !== me && html`<button class="secondary" disabled=${busy} data-test="assign-me" onClick=${() => act(() => call('POST', path + '/assign', { body: {} }))}>Assign to me</button>`}
         <${Members} ws=${ws} onPick=${(accountId) => act(() => call('POST', path + '/assign', { body: { accountId } }))} />
         <button class="danger secondary" disabled=${busy} data-test="close" onClick=${() => confirm('Close the session? The bot takes the conversation back.') && act(() => call('POST', path + '/close'))}>Close</button>`}
     </p>
