@@ -12,6 +12,7 @@ import { after, before, describe, test } from 'node:test'
 import * as chat from '@botpress/chat'
 import { apiUrl, adminToken, newWorkspace, streamApiUrl } from '../lib/env.mjs'
 import { startFixture } from '../lib/runtime.mjs'
+import { expectValid } from '../lib/schema.mjs'
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms))
 
@@ -53,7 +54,7 @@ describe('humans in the loop: SDK bot, @botpress/chat end user, agent API', () =
     ;({ api, ws } = await newWorkspace())
     botFixture = await startFixture('hitl-bot.js', { env: { HITL_TIMEOUT_MS: '2000' } })
     const { integration: chatInt } = await api.getPublicIntegration({ name: 'chat', version: 'latest' })
-    const { integration: hitlInt } = await api.getPublicIntegration({ name: 'hitl', version: 'latest' })
+    const { integration: hitlInt } = expectValid('getPublicIntegration', await api.getPublicIntegration({ name: 'hitl', version: 'latest' }))
     assert.equal(hitlInt.interfaces.hitl.version, '2.1.0')
     const { bot: created } = await api.createBot({ dev: true, url: botFixture.url })
     const tag = {}
