@@ -130,20 +130,32 @@ func (i *Integration) Note(ctx context.Context, bot, id string, a Agent, text st
 }
 
 // Close ends the session from the desk and gives the conversation back to
-// the bot (hitlStopped).
+// the bot (hitlStopped). The event is written first: a close that fails
+// after it is retried (the session still open), and the bot takes a
+// second hitlStopped for an inactive session as nothing; the other order
+// could leave a closed session whose bot was never told.
 func (i *Integration) Close(ctx context.Context, in builtin.Install, id string) (platform.HitlSession, error) {
-	h, err := i.Store.UpdateHitlSession(ctx, in.Bot.ID, id, func(h *platform.HitlSession) error {
+	h, err := i.Store.GetHitlSession(ctx, in.Bot.ID, id)
+	if err != nil {
+		return h, err
+	}
+	if h.Status == platform.HitlClosed {
+		return h, errClosed(id)
+	}
+	if err := in.API.Call(ctx, in, "POST", "/v1/chat/events", map[string]any{"type": "hitlStopped", "conversationId": id,
+		"payload": map[string]string{"conversationId": id}}, nil); err != nil {
+		return h, err
+	}
+	h, err = i.Store.UpdateHitlSession(ctx, in.Bot.ID, id, func(h *platform.HitlSession) error {
 		if h.Status == platform.HitlClosed {
-			return errClosed(id)
+			return errNothing // closed meanwhile (another agent, the bot)
 		}
 		closeSession(h, "agent")
 		return nil
 	})
-	if err != nil {
-		return h, err
+	if err == errNothing {
+		return i.Store.GetHitlSession(ctx, in.Bot.ID, id)
 	}
-	err = in.API.Call(ctx, in, "POST", "/v1/chat/events", map[string]any{"type": "hitlStopped", "conversationId": id,
-		"payload": map[string]string{"conversationId": id}}, nil)
 	return h, err
 }
 
