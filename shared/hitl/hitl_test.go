@@ -418,3 +418,34 @@ func TestHitlDeletedWithTheBot(t *testing.T) {
 		t.Fatalf("listed after the bot's deletion: %v", s)
 	}
 }
+
+// TestHitlAgentRoleSetting: PLATFORM_HITL_AGENT_ROLE sets the lowest role
+// that answers; viewer (or nonsense) is the default, developer.
+func TestHitlAgentRoleSetting(t *testing.T) {
+	for _, tc := range []struct {
+		setting      string
+		devMayAnswer bool
+	}{
+		{"manager", false},
+		{"billing", true},
+		{"viewer", true},
+		{"nonsense", true},
+	} {
+		t.Run(tc.setting, func(t *testing.T) {
+			t.Setenv("PLATFORM_HITL_AGENT_ROLE", tc.setting)
+			f := newFixture(t)
+			uid := f.action("hitl:createUser", map[string]any{"name": "Hal"})["userId"].(string)
+			conv := f.action("hitl:startHitl", map[string]any{"userId": uid, "messageHistory": []any{}})["conversationId"].(string)
+			f.ok("POST", "/v1/admin/workspace-members", f.wsh, map[string]any{"email": "dev@example.com", "role": "developer"}, 200)
+			f.ok("POST", "/v1/admin/workspace-members", f.wsh, map[string]any{"email": "viewer@example.com", "role": "viewer"}, 200)
+			sp := f.sesses + "/" + f.bot + "/" + conv
+			r := f.as(f.AccountToken("dev@example.com"), "POST", sp+"/notes", nil, map[string]any{"text": "n"})
+			if want := map[bool]int{true: 200, false: 403}[tc.devMayAnswer]; r.Status != want {
+				t.Errorf("a developer's note: %d %s, want %d", r.Status, r.Raw, want)
+			}
+			if r := f.as(f.AccountToken("viewer@example.com"), "POST", sp+"/notes", nil, map[string]any{"text": "n"}); r.Status != 403 {
+				t.Errorf("a viewer's note: %d %s", r.Status, r.Raw)
+			}
+		})
+	}
+}
