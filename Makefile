@@ -15,7 +15,7 @@ run:
 aws-local:
 	go run ./functions/aws-local --addr $(ADDR)
 
-test: vet unit infra conformance conformance-aws conformance-aws-container cli-e2e deploy-e2e deploy-e2e-aws llm-e2e console-e2e webchat-e2e
+test: vet unit infra conformance conformance-aws conformance-aws-container cli-e2e deploy-e2e deploy-e2e-aws llm-e2e console-e2e webchat-e2e inbox-e2e
 
 vet:
 	go vet ./...
@@ -152,3 +152,10 @@ build-ChatStreamFunction:
 	$(LAMBDA_BUILD) -o $(ARTIFACTS_DIR)/bootstrap ./functions/chatstream
 build-ChatFanoutFunction:
 	$(LAMBDA_BUILD) -o $(ARTIFACTS_DIR)/bootstrap ./functions/chatfanout
+
+# The console's inbox (humans in the loop) in headless Chromium and Firefox:
+# a waiting session appears live, assign, reply with text and an image,
+# close (scripts/console/inbox-e2e.sh, docs/hitl.md).
+.PHONY: inbox-e2e
+inbox-e2e:
+	bash scripts/console/inbox-e2e.sh

@@ -299,9 +299,9 @@ func (s *Store) ListActionRuns(ctx context.Context, bot, alias, from, until stri
 }
 
 // purgeBotExtras deletes a deleted bot's versions, allowlist, shareable
-// ids and action runs.
+// ids, action runs and humans-in-the-loop sessions (hitl.go).
 func (s *Store) purgeBotExtras(ctx context.Context, bot string) error {
-	for _, pk := range []string{botVersionsPK(bot), botExtrasPK(bot), actionRunsPK(bot)} {
+	for _, pk := range []string{botVersionsPK(bot), botExtrasPK(bot), actionRunsPK(bot), hitlPK(bot)} {
 		if err := s.purge(ctx, pk); err != nil {
 			return err
 		}

@@ -178,7 +178,7 @@ func newServer(cfg Config) *server {
 func (s *server) routes(a Area) []route {
 	switch a {
 	case AreaAdmin:
-		return append(s.adminRoutes(), s.referenceAdminRoutes()...)
+		return append(append(s.adminRoutes(), s.referenceAdminRoutes()...), s.hitlRoutes()...)
 	case AreaChat:
 		// The cognitive API (bots' LLM calls) is served with Chat: the
 		// same bot-scoped callers, the same function on AWS.

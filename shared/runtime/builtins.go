@@ -8,6 +8,7 @@ import (
 
 	"github.com/botforge/platform/shared/builtin"
 	"github.com/botforge/platform/shared/chatapi"
+	"github.com/botforge/platform/shared/hitl"
 	"github.com/botforge/platform/shared/listen"
 	"github.com/botforge/platform/shared/llm"
 	"github.com/botforge/platform/shared/llmbuiltin"
@@ -49,6 +50,11 @@ func BuiltinsWith(hub chatapi.Hub, gw *llm.Gateway, meter llm.Meter, limits plat
 	all := []builtin.Integration{chatapi.New(hub, limits), webchat.New(hub, limits)}
 	if gw.DefaultProvider() != "" {
 		all = append(all, &llmbuiltin.Integration{Gateway: gw, Meter: meter})
+	}
+	// hitl (docs/hitl.md) keeps its sessions in the store: the meter is
+	// the store wherever one is given.
+	if st, ok := meter.(hitl.Store); ok {
+		all = append(all, hitl.New(st))
 	}
 	choice := strings.TrimSpace(os.Getenv("PLATFORM_BUILTINS"))
 	r := builtin.NewRegistry()

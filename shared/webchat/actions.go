@@ -61,6 +61,10 @@ func actionDefinitions() map[string]json.RawMessage {
 		"toggleWebchat": actionDef("Toggle Webchat", "Toggle the visibility of the webchat widget", conversationInput(""), emptyObject),
 		"configWebchat": actionDef("Configure Webchat", "Update the webchat configuration during a conversation",
 			conversationInput(`"config":`+jsonString("A JSON string representing the new configuration (an object)"), "config"), emptyObject),
+		"getOrCreateUser": actionDef("Get or Create User", "A webchat user standing for someone else in a conversation (a human agent of the hitl plugin): the end user sees its name and picture on the messages the bot writes as it.",
+			`{"type":"object","properties":{"name":{"type":"string","maxLength":200},"pictureUrl":{"type":"string","maxLength":2000},"email":{"type":"string","maxLength":320},`+
+				`"user":{"type":"object","properties":{"id":{"type":"string","minLength":1,"description":"The id of the user it stands for (the hitl plugin: the agent's downstream user)"},"conversationId":{"type":"string","minLength":1,"description":"The webchat conversation it takes part in"}},"required":["id","conversationId"]}},"required":["user"]}`,
+			`{"type":"object","properties":{"userId":{"type":"string"}},"required":["userId"]}`),
 		"customEvent": actionDef("Send Custom Event", "Send a custom event (any JSON) to the webchat; the page handles it (the component's customEvent event).",
 			conversationInput(`"event":`+jsonString("An event as JSON to send to the webchat instance"), "event"), emptyObject),
 	}
@@ -79,6 +83,9 @@ func (wi *Integration) RunAction(ctx context.Context, in builtin.Install, action
 	}
 	if action == "getUserData" {
 		return getUserData(ctx, in, input)
+	}
+	if action == "getOrCreateUser" {
+		return getOrCreateUser(ctx, in, input)
 	}
 	var a struct {
 		ConversationID string          `json:"conversationId"`
@@ -187,4 +194,66 @@ func getUserData(ctx context.Context, in builtin.Install, input json.RawMessage)
 func frame(typ string, data any) []byte {
 	b, _ := json.Marshal(map[string]any{"type": typ, "data": data})
 	return append(append([]byte("event: message\ndata: "), b...), "\n\n"...)
+}
+
+// agentFidPrefix begins the Chat API id of a user standing for another
+// (getOrCreateUser): one per user it stands for, in every conversation.
+const agentFidPrefix = "agent-"
+
+// getOrCreateUser is Botpress's webchat action that the hitl plugin calls
+// (input {name?, pictureUrl?, email?, user: {id, conversationId}} ->
+// {userId}): a webchat user standing for user.id (the agent), named and
+// pictured as given, made a participant of the webchat conversation, so
+// the messages the bot writes as it show the agent's name and picture.
+func getOrCreateUser(ctx context.Context, in builtin.Install, input json.RawMessage) (json.RawMessage, error) {
+	var a struct {
+		Name       string `json:"name"`
+		PictureURL string `json:"pictureUrl"`
+		User       struct {
+			ID             string `json:"id"`
+			ConversationID string `json:"conversationId"`
+		} `json:"user"`
+	}
+	if err := json.Unmarshal(input, &a); err != nil || a.User.ID == "" || a.User.ConversationID == "" {
+		return nil, platform.Invalid("invalid input: fields \"user.id\" and \"user.conversationId\" are required")
+	}
+	var c struct {
+		Conversation platform.Conversation `json:"conversation"`
+	}
+	if err := in.API.Call(ctx, in, "GET", "/v1/chat/conversations/"+url.PathEscape(a.User.ConversationID), nil, &c); err != nil {
+		return nil, err
+	}
+	if c.Conversation.Tags["fid"] == "" {
+		return nil, platform.Invalid("conversation %q is not a webchat conversation", a.User.ConversationID)
+	}
+	body := map[string]any{"tags": map[string]string{"fid": agentFidPrefix + a.User.ID}, "discriminateByTags": []string{"fid"}}
+	if a.Name != "" {
+		body["name"] = a.Name
+	}
+	if a.PictureURL != "" {
+		body["pictureUrl"] = a.PictureURL
+	}
+	var u struct {
+		User platform.User `json:"user"`
+	}
+	if err := in.API.Call(ctx, in, "POST", "/v1/chat/users/get-or-create", body, &u); err != nil {
+		return nil, err
+	}
+	// A name or picture changed since: the latest given is shown.
+	if (a.Name != "" && a.Name != u.User.Name) || (a.PictureURL != "" && a.PictureURL != u.User.PictureURL) {
+		patch := map[string]any{"tags": map[string]string{}}
+		if a.Name != "" {
+			patch["name"] = a.Name
+		}
+		if a.PictureURL != "" {
+			patch["pictureUrl"] = a.PictureURL
+		}
+		if err := in.API.Call(ctx, in, "PUT", "/v1/chat/users/"+url.PathEscape(u.User.ID), patch, nil); err != nil {
+			return nil, err
+		}
+	}
+	if err := in.API.Call(ctx, in, "POST", "/v1/chat/conversations/"+url.PathEscape(c.Conversation.ID)+"/participants", map[string]string{"userId": u.User.ID}, nil); err != nil {
+		return nil, err
+	}
+	return json.Marshal(map[string]string{"userId": u.User.ID})
 }

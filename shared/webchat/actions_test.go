@@ -254,3 +254,43 @@ func TestWebchatEarlierVersion(t *testing.T) {
 		t.Fatalf("showWebchat after the move to %s: %d %s", webchat.Version, r.Status, r.Raw)
 	}
 }
+
+// TestWebchatGetOrCreateUser: the hitl plugin's action gives one webchat
+// user per agent, named and pictured as given (the latest), a participant
+// of the conversation; a conversation that is not a webchat one is 400.
+func TestWebchatGetOrCreateUser(t *testing.T) {
+	s := newSite(t, map[string]any{})
+	_, a := s.initialize("", "")
+	conv := s.platformID("conversations", str(a, "conversation", "id"))
+	in := map[string]any{"name": "Alice", "pictureUrl": "https://example.com/alice.png",
+		"user": map[string]any{"id": "user_downstream1", "conversationId": conv}}
+	r := s.action("getOrCreateUser", in)
+	uid, _ := r.Body["output"].(map[string]any)["userId"].(string)
+	if r.Status != 200 || uid == "" {
+		t.Fatalf("getOrCreateUser: %d %s", r.Status, r.Raw)
+	}
+	bh := map[string]string{"x-bot-id": s.botID}
+	u := s.admin("GET", "/v1/chat/users/"+uid, bh, nil, 200)
+	if u.Str("user.name") != "Alice" || u.Str("user.pictureUrl") != "https://example.com/alice.png" {
+		t.Fatalf("the agent's webchat user: %s", u.Raw)
+	}
+	s.admin("GET", "/v1/chat/conversations/"+conv+"/participants/"+uid, bh, nil, 200)
+	in["name"] = "Alice B."
+	r = s.action("getOrCreateUser", in)
+	if again := r.Body["output"].(map[string]any)["userId"]; again != uid {
+		t.Fatalf("twice: %v then %v", uid, again)
+	}
+	if u := s.admin("GET", "/v1/chat/users/"+uid, bh, nil, 200); u.Str("user.name") != "Alice B." {
+		t.Fatalf("renamed: %s", u.Raw)
+	}
+	other := s.admin("POST", "/v1/chat/conversations", bh, map[string]any{"channel": "x", "tags": map[string]any{}}, 201).Str("conversation.id")
+	for _, bad := range []map[string]any{
+		{"user": map[string]any{"id": "u", "conversationId": other}},
+		{"user": map[string]any{"id": "u"}},
+		{"name": "x"},
+	} {
+		if r := s.action("getOrCreateUser", bad); r.Status != 400 {
+			t.Errorf("%v: %d %s", bad, r.Status, r.Raw)
+		}
+	}
+}

@@ -38,11 +38,12 @@ import (
 // 4.6.0 adds the actions of Botpress's webchat integration and the user's
 // userData tag; 4.7.0 the custom event's shape of the chat integration
 // 0.6.0 ({userId, conversationId, payload}) and the limits of the
-// configuration (chatapi.LimitsSchema). Installations of 4.5.2 keep
+// configuration (chatapi.LimitsSchema); 4.8.0 the hitl plugin's
+// getOrCreateUser (an agent's name and picture). Installations of 4.5.2 keep
 // working (served by name) with its actions until the bot moves on.
 const (
 	Name             = "webchat"
-	Version          = "4.7.0"
+	Version          = "4.8.0"
 	ComponentVersion = "4.5.2"
 )
 

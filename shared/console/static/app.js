@@ -4,6 +4,7 @@ import { call, session } from './api.js'
 import { html, render, useState, useEffect, useLoad, Loaded, ErrorBox, go, errText } from './ui.js'
 import { Workspaces, Workspace, Members, Tokens, BotPage } from './admin.js'
 import { Emulator } from './emulator.js'
+import { Inbox, InboxLink } from './inbox.js'
 import { Conversations, Conversation, Users, States, Tables, TableGrid, Files, Logs, Issues } from './data.js'
 
 function parseRoute() {
@@ -52,6 +53,7 @@ function Nav({ route, account, onSignOut }) {
       ${link('/', 'Workspaces')}
       ${ws === 'w' && wsId && link(`/w/${wsId}`, 'Bots')}
       ${ws === 'w' && wsId && link(`/w/${wsId}/members`, 'Members')}
+      ${ws === 'w' && wsId && html`<${InboxLink} ws=${wsId} />`}
       ${link('/tokens', 'Tokens')}
     </nav>
     <span class="who">${account?.email} <button class="link" onClick=${onSignOut}>Sign out</button></span>
@@ -68,6 +70,7 @@ function Page({ route }) {
   if (a === 'tokens') return html`<${Tokens} />`
   if (a !== 'w' || !ws) return html`<${Workspaces} />`
   if (b === 'members') return html`<${Members} ws=${ws} />`
+  if (b === 'inbox') return html`<${Inbox} ws=${ws} id=${bot} />`
   if (b !== 'b' || !bot) return html`<${Workspace} ws=${ws} />`
   const p = { ws, bot }
   switch (section) {

@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# End-to-end test of the console's inbox (humans in the loop,
+# docs/hitl.md) in headless Chromium, then Firefox: inbox-e2e.mjs, against
+# a fresh local platform with the conformance suite's SDK bot that makes
+# the hitl plugin's calls (scripts/conformance/fixtures/hitl-bot.js) and
+# an end user on the Chat API: a waiting session appears live, assign,
+# reply with text and an image, close; no console error.
+#
+# Fails (never skips) when Chromium or Firefox is missing (as e2e.sh).
+# Screenshots go to SHOTS (default .build/inbox-e2e).
+#
+# Usage: scripts/console/inbox-e2e.sh
+set -euo pipefail
+HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+ROOT="$(cd "$HERE/../.." && pwd)"
+E2E_NAME=inbox-e2e
+# shellcheck source=../lib/browsers.sh
+source "$ROOT/scripts/lib/browsers.sh"
+browsers_require_tools
+browsers_find
+unset BP_TOKEN BP_API_URL BP_WORKSPACE_ID BP_BOT_ID BP_INTEGRATION_ID
+browsers_install_deps
+browsers_build
+browsers_run "$HERE/inbox-e2e.mjs" "${SHOTS:-$ROOT/.build/inbox-e2e}"
