@@ -67,6 +67,11 @@ func (s *server) deleteAccount(c *call) (any, error) {
 	if err := c.decode(&in); err != nil {
 		return nil, err
 	}
+	if s.signin != nil { // its sessions end first (signin.go)
+		if err := s.signin.EndSessions(c.ctx, c.principal.AccountID, "account deleted", ""); err != nil {
+			return nil, err
+		}
+	}
 	return nil, s.Store.DeleteAccount(c.ctx, c.principal.AccountID)
 }
 
