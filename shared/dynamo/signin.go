@@ -29,6 +29,7 @@ const (
 	sessionPrefix = "SESSION#"
 	invitePrefix  = "INVITE#"
 	identityPref  = "IDENTITY#"
+	linkPrefix    = "LINK#"
 )
 
 func sessionPK(hash string) string { return "SESSION#" + hash }
@@ -248,7 +249,57 @@ func (s *Store) CreateLink(ctx context.Context, l Link) error {
 		inv[attrTTL] = sessionTTL(l.ExpiresAt)
 		ws = append(ws, putNew(inv))
 	}
+	// The account's own index of its links: its deletion finds them.
+	own := key(accountPK(l.AccountID), linkPrefix+l.ID)
+	own["hash"] = str(l.Hash)
+	own["workspaceId"] = str(l.WorkspaceID)
+	own[attrTTL] = sessionTTL(l.ExpiresAt)
+	ws = append(ws, putNew(own))
 	return s.transact(ctx, ws, func(int) error { return ErrChanged })
+}
+
+// deleteLinkItems deletes a link's items: its lookup, its workspace's
+// listing, its account's index.
+func (s *Store) deleteLinkItems(ctx context.Context, l Link) error {
+	keys := []item{key(linkPK(l.Hash), skLink), key(accountPK(l.AccountID), linkPrefix+l.ID)}
+	if l.WorkspaceID != "" {
+		keys = append(keys, key(workspacePK(l.WorkspaceID), invitePrefix+l.ID))
+	}
+	return s.batchDelete(ctx, keys)
+}
+
+// DeleteSignIn deletes what the sign-in keeps of an account outside its
+// own partition (its deletion): sessions, links, identity lookups.
+func (s *Store) DeleteSignIn(ctx context.Context, accountID string) error {
+	if _, err := s.DeleteSessions(ctx, accountID); err != nil {
+		return err
+	}
+	links, err := queryAllItems(ctx, s, &dynamodb.QueryInput{
+		KeyConditionExpression:    aws.String("pk = :pk AND begins_with(sk, :p)"),
+		ExpressionAttributeValues: item{":pk": str(accountPK(accountID)), ":p": str(linkPrefix)},
+		ConsistentRead:            aws.Bool(true),
+	})
+	if err != nil {
+		return err
+	}
+	for _, it := range links {
+		l := Link{ID: getS(it, attrSK)[len(linkPrefix):], AccountID: accountID, WorkspaceID: getS(it, "workspaceId"), Hash: getS(it, "hash")}
+		if err := s.deleteLinkItems(ctx, l); err != nil {
+			return err
+		}
+	}
+	ids, err := s.ListIdentities(ctx, accountID)
+	if err != nil {
+		return err
+	}
+	var keys []item
+	for _, id := range ids {
+		keys = append(keys, key(identityPK(id.Issuer, id.Subject), skIdentity), key(accountPK(accountID), identityPref+identityPK(id.Issuer, id.Subject)))
+	}
+	if len(keys) == 0 {
+		return nil
+	}
+	return s.batchDelete(ctx, keys)
 }
 
 // GetLink reads a link by the hash of its value.
@@ -270,10 +321,7 @@ func (s *Store) ConsumeLink(ctx context.Context, hash string) (Link, bool, error
 		return l, found, err
 	}
 	l.Hash = hash
-	if l.WorkspaceID != "" {
-		_, err = s.db.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: &s.table, Key: key(workspacePK(l.WorkspaceID), invitePrefix+l.ID)})
-	}
-	return l, true, err
+	return l, true, s.deleteLinkItems(ctx, l)
 }
 
 // consumeDoc deletes an item if it exists and answers its doc.
@@ -322,7 +370,12 @@ func (s *Store) DeleteInvitation(ctx context.Context, ws, id string) error {
 	if it == nil {
 		return platform.NotFound("invitation", id)
 	}
-	return s.batchDelete(ctx, []item{key(linkPK(getS(it, "hash")), skLink), key(workspacePK(ws), invitePrefix+id)})
+	var l Link
+	if err := decodeDoc(it, &l); err != nil {
+		return err
+	}
+	l.Hash = getS(it, "hash")
+	return s.deleteLinkItems(ctx, l)
 }
 
 // Flow is a pending OpenID Connect sign-in, keyed by the hash of its state.

@@ -195,7 +195,22 @@ func (s *server) memberRemoved(c *call, m platform.Member) error {
 	if s.signin == nil {
 		return nil
 	}
-	return s.signin.EndSessions(c.ctx, m.UserID, "removed from workspace "+m.WorkspaceID, clientip.Of(c.Request))
+	if err := s.signin.EndSessions(c.ctx, m.UserID, "removed from workspace "+m.WorkspaceID, clientip.Of(c.Request)); err != nil {
+		return err
+	}
+	// Its pending invitations to the workspace are withdrawn.
+	ls, err := s.Store.ListInvitations(c.ctx, m.WorkspaceID)
+	if err != nil {
+		return err
+	}
+	for _, l := range ls {
+		if l.AccountID == m.UserID {
+			if err := s.Store.DeleteInvitation(c.ctx, m.WorkspaceID, l.ID); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // invitation is createWorkspaceMember's answer with, for an account that

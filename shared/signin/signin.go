@@ -272,6 +272,15 @@ func (s *Service) EndSessions(ctx context.Context, accountID, why, address strin
 	return err
 }
 
+// AccountDeleted ends an account's sessions and deletes its links and
+// identity links (before the account itself is deleted).
+func (s *Service) AccountDeleted(ctx context.Context, accountID string) error {
+	if err := s.EndSessions(ctx, accountID, "account deleted", ""); err != nil {
+		return err
+	}
+	return s.store.DeleteSignIn(ctx, accountID)
+}
+
 // EndSession ends one session of an account.
 func (s *Service) EndSession(ctx context.Context, accountID, sessionID, why, address string) error {
 	if err := s.store.DeleteSession(ctx, accountID, sessionID); err != nil {
