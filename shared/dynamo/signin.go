@@ -99,7 +99,6 @@ type Session struct {
 	Method    string `json:"method"` // password, oidc, setup, invitation
 	UserAgent string `json:"userAgent,omitempty"`
 	Address   string `json:"address,omitempty"`
-	CSRFHash  string `json:"csrfHash,omitempty"`
 	Hash      string `json:"-"`
 }
 

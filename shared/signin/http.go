@@ -178,7 +178,7 @@ func (s *Service) signOut(w http.ResponseWriter, r *http.Request) (any, error) {
 	if err != nil {
 		return struct{}{}, nil // nothing to end
 	}
-	if err := s.checkCSRF(r, ss); err != nil {
+	if err := s.checkCSRF(r); err != nil {
 		return nil, err
 	}
 	return struct{}{}, s.EndSession(ctx, ss.AccountID, ss.ID, "signed out", clientip.Of(r))
@@ -195,12 +195,8 @@ func (s *Service) getSession(w http.ResponseWriter, r *http.Request) (any, error
 	if err != nil {
 		return nil, err
 	}
-	// The CSRF token is not stored (its hash is): a new one replaces it.
-	csrf := randomValue()
-	ss.CSRFHash = dynamo.HashToken(csrf)
-	if err := s.store.TouchSession(ctx, ss); err != nil {
-		return nil, err
-	}
+	c, _ := r.Cookie(CookieName)
+	csrf := csrfOf(c.Value)
 	acct, err := s.store.GetAccount(ctx, ss.AccountID)
 	if err != nil {
 		return nil, err

@@ -231,10 +231,10 @@ func (s *Service) identityAccount(ctx context.Context, iss, sub, email, linkHash
 // with a way back to the console's sign-in.
 func (s *Service) failPage(w http.ResponseWriter, r *http.Request, status int, msg string) {
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
-	w.Header().Set("Content-Security-Policy", "default-src 'none'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'")
+	w.Header().Set("Content-Security-Policy", "default-src 'none'; img-src data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'")
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(status)
-	fmt.Fprintf(w, `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Sign-in failed</title></head><body>
+	fmt.Fprintf(w, `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Sign-in failed</title><link rel="icon" href="data:,"></head><body>
 <h1>Sign-in failed</h1><p id="reason" data-test="signin-failed">%s</p><p><a href="/#/signin">Back to sign-in</a></p></body></html>
 `, html.EscapeString(msg))
 }

@@ -14,6 +14,7 @@ package signin
 import (
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/base64"
 	"fmt"
@@ -154,7 +155,8 @@ func parseTime(s string) time.Time {
 // a value planted before sign-in is never promoted) and sets its cookie.
 // It answers the session's CSRF token.
 func (s *Service) NewSession(ctx context.Context, w http.ResponseWriter, r *http.Request, accountID, method string) (string, error) {
-	value, csrf := randomValue(), randomValue()
+	value := randomValue()
+	csrf := csrfOf(value)
 	now := s.now()
 	ua := r.UserAgent()
 	if len(ua) > 200 {
@@ -162,7 +164,7 @@ func (s *Service) NewSession(ctx context.Context, w http.ResponseWriter, r *http
 	}
 	ss := dynamo.Session{ID: platform.NewID("ses_"), AccountID: accountID, CreatedAt: fmtTime(now), LastSeenAt: fmtTime(now),
 		ExpiresAt: fmtTime(now.Add(s.cfg.AbsoluteTimeout)), Method: method, UserAgent: ua, Address: clientip.Of(r),
-		CSRFHash: dynamo.HashToken(csrf), Hash: dynamo.HashToken(value)}
+		Hash: dynamo.HashToken(value)}
 	if err := s.store.CreateSession(ctx, ss); err != nil {
 		return "", err
 	}
@@ -217,7 +219,7 @@ func (s *Service) session(ctx context.Context, r *http.Request) (dynamo.Session,
 
 // CheckCSRF refuses a cookie-authenticated call without its session's
 // CSRF token, or sent from another site (Sec-Fetch-Site, Origin).
-func (s *Service) checkCSRF(r *http.Request, ss dynamo.Session) error {
+func (s *Service) checkCSRF(r *http.Request) error {
 	if site := r.Header.Get("Sec-Fetch-Site"); site != "" && site != "same-origin" && site != "none" {
 		return platform.Forbidden("cross-site request refused (Sec-Fetch-Site: %s)", site)
 	}
@@ -225,7 +227,8 @@ func (s *Service) checkCSRF(r *http.Request, ss dynamo.Session) error {
 		return platform.Forbidden("request from origin %q refused: the session cookie is only accepted from this console's origin", o)
 	}
 	tok := r.Header.Get(CSRFHeader)
-	if tok == "" || subtle.ConstantTimeCompare([]byte(dynamo.HashToken(tok)), []byte(ss.CSRFHash)) != 1 {
+	c, _ := r.Cookie(CookieName)
+	if tok == "" || c == nil || subtle.ConstantTimeCompare([]byte(tok), []byte(csrfOf(c.Value))) != 1 {
 		return platform.Forbidden("missing or wrong %s header: a call authenticated by the session cookie must carry the session's CSRF token", CSRFHeader)
 	}
 	return nil
@@ -249,6 +252,15 @@ func originOf(base string) string {
 	return u.Scheme + "://" + u.Host
 }
 
+// csrfOf is a session's CSRF token: derived from the session's value
+// (which only its browser holds, in an HttpOnly cookie), so every tab of
+// the browser reads the same one (GET /auth/session) and nothing more is
+// stored. A page of another origin can read neither.
+func csrfOf(sessionValue string) string {
+	sum := sha256.Sum256([]byte("csrf\x00" + sessionValue))
+	return base64.RawURLEncoding.EncodeToString(sum[:])
+}
+
 // Authenticate resolves a call's session cookie to its account principal,
 // checking CSRF. The principal's TokenID is the session's id.
 func (s *Service) Authenticate(ctx context.Context, r *http.Request) (platform.Principal, error) {
@@ -256,7 +268,7 @@ func (s *Service) Authenticate(ctx context.Context, r *http.Request) (platform.P
 	if err != nil {
 		return platform.Principal{}, err
 	}
-	if err := s.checkCSRF(r, ss); err != nil {
+	if err := s.checkCSRF(r); err != nil {
 		return platform.Principal{}, err
 	}
 	return platform.Principal{Kind: platform.PrincipalAccount, TokenID: ss.ID, AccountID: ss.AccountID}, nil
