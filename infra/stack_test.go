@@ -94,7 +94,7 @@ func TestStackResources(t *testing.T) {
 	check(t, "API stage", func() {
 		tmpl.HasResourceProperties(jsii.String("AWS::ApiGatewayV2::Stage"), obj{"StageName": "$default", "AutoDeploy": true})
 	})
-	for _, rk := range []string{"/v1/admin/{proxy+}", "/v1/chat/{proxy+}", "/webhooks/{proxy+}", "/v1/tables/{proxy+}", "/v1/tables", "/v1/files/{proxy+}", "/v1/files", "/", "/console/{proxy+}"} {
+	for _, rk := range []string{"/v1/admin/{proxy+}", "/v1/chat/{proxy+}", "/webhooks/{proxy+}", "/v1/tables/{proxy+}", "/v1/tables", "/v1/files/{proxy+}", "/v1/files", "/", "/console/{proxy+}", "/auth/{proxy+}"} {
 		check(t, "route "+rk, func() {
 			tmpl.HasResourceProperties(jsii.String("AWS::ApiGatewayV2::Route"), like(obj{"RouteKey": "ANY " + rk}))
 		})
