@@ -279,7 +279,22 @@ func areaHandler(ctx context.Context, area httpapi.Area, hub chatapi.Hub) (http.
 // SecureString PLATFORM_OIDC_CLIENT_SECRET_PARAMETER names, read once at
 // cold start when single sign-on is configured.
 func SignInConfig(ctx context.Context) (signin.Config, error) {
-	cfg, err := signin.FromEnv(os.Getenv)
+	// The stack sets these (template.yaml, infra/); the others (throttles,
+	// timeouts) are read as they are.
+	get := func(k string) string {
+		switch k {
+		case signin.EnvPublicURL:
+			return os.Getenv("PLATFORM_PUBLIC_URL")
+		case signin.EnvOIDCIssuer:
+			return os.Getenv("PLATFORM_OIDC_ISSUER")
+		case signin.EnvOIDCClientID:
+			return os.Getenv("PLATFORM_OIDC_CLIENT_ID")
+		case signin.EnvOIDCName:
+			return os.Getenv("PLATFORM_OIDC_NAME")
+		}
+		return os.Getenv(k)
+	}
+	cfg, err := signin.FromEnv(get)
 	if err != nil {
 		return cfg, err
 	}
