@@ -35,6 +35,12 @@ func (s *Service) Routes() map[string]http.Handler {
 func (s *Service) json(f func(http.ResponseWriter, *http.Request) (any, error)) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Cache-Control", "no-store")
+		// No other site's page signs a browser in or out (login CSRF):
+		// JSON bodies already need a CORS preflight; this says so plainly.
+		if site := r.Header.Get("Sec-Fetch-Site"); r.Method != http.MethodGet && site != "" && site != "same-origin" && site != "none" {
+			s.writeError(w, r, platform.Forbidden("cross-site request refused (Sec-Fetch-Site: %s)", site))
+			return
+		}
 		out, err := f(w, r)
 		if err != nil {
 			s.writeError(w, r, err)
