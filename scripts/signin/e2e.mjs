@@ -6,7 +6,8 @@
 // setup link linked to single sign-on ("Sign in with Zitadel example"),
 // landing in the console, sign-out; sign-in again from the sign-in page;
 // the provider's answer replayed and refused; a password set on the
-// account page, TOTP turned on, and a password + TOTP sign-in; sign-out.
+// account page, a member invited with a link, TOTP turned on, a password +
+// TOTP sign-in, the invitation accepted (once); sign-out.
 import crypto from 'node:crypto'
 import fs from 'node:fs'
 import path from 'node:path'
@@ -169,6 +170,18 @@ async function main() {
     await page.click('form[data-test=signin-password] button')
     await signedIn()
   })
+  let inviteUrl
+  await step('invite a member: the link to copy, the invitation pending', async () => {
+    const token = fs.readFileSync(path.join(dataDir, 'admin-token'), 'utf8').trim()
+    const ws = await (await fetch(api + '/v1/admin/workspaces', { method: 'POST', headers: { Authorization: `Bearer ${token}`, 'Content-Type': 'application/json' }, body: JSON.stringify({ name: 'Sign-in team' }) })).json()
+    await page.goto(`${api}/#/w/${ws.id}/members`, { waitUntil: 'load' })
+    await type('form[data-test=invite-link] input', 'dev@example.com')
+    await page.click('form[data-test=invite-link] button')
+    await waitText('[data-test=invitation-link]', /\/#\/invite\//)
+    inviteUrl = (await page.$eval('[data-test=invitation-link] code', (e) => e.innerText)).trim()
+    await waitText('table[data-test=invitations]', /dev@example\.com/)
+    await shot('05-members-invitation')
+  })
   let secret
   await step('turn on TOTP: recovery codes shown', async () => {
     await page.goto(api + '/#/account', { waitUntil: 'load' })
@@ -180,7 +193,7 @@ async function main() {
     await page.click('form[data-test=totp-enable] button')
     await waitText('[data-test=recovery-codes]', /Recovery codes/)
     await waitText('[data-test=totp-on]', /On/)
-    await shot('05-account-totp')
+    await shot('06-account-totp')
   })
   await step('sign out, then password + TOTP sign-in', async () => {
     await signOut()
@@ -194,6 +207,18 @@ async function main() {
     await signedIn()
     await shot('06-console-after-totp')
     await signOut()
+  })
+  await step('the invitation accepted once: a password, then the console', async () => {
+    await page.goto(inviteUrl, { waitUntil: 'load' })
+    await waitText('[data-test=link-email]', /dev@example\.com/)
+    await waitText('main.signin', /Sign-in team/)
+    await type('#new-password', 'dev passphrase 1')
+    await page.click('form[data-test=accept-link] button')
+    await waitText('header.top .who', /dev@example\.com/)
+    await shot('07-invitation-accepted')
+    await signOut()
+    await page.goto(inviteUrl, { waitUntil: 'load' })
+    await waitText('[data-test=error]', /expired or was already used/)
   })
   await step('no console error, no external request', async () => {
     if (problems.length) throw new Error(problems.join('\n'))
