@@ -1,5 +1,5 @@
 # The two commands of README.md: `make run` and `make test`.
-.PHONY: run aws-local test vet unit conformance conformance-aws conformance-aws-container cli-e2e deploy-e2e deploy-e2e-aws llm-e2e console-e2e console-vendor webchat-e2e webchat-vendor build infra lambda cfn-lint capacity stream-image
+.PHONY: run aws-local test vet unit conformance conformance-aws conformance-aws-container cli-e2e deploy-e2e deploy-e2e-aws llm-e2e console-e2e console-vendor webchat-e2e webchat-vendor signin-e2e build infra lambda cfn-lint capacity stream-image
 
 # Where `make run` listens: loopback only unless told otherwise
 # (make run ADDR=:8080 listens on every interface).
@@ -15,7 +15,7 @@ run:
 aws-local:
 	go run ./functions/aws-local --addr $(ADDR)
 
-test: vet unit infra conformance conformance-aws conformance-aws-container cli-e2e deploy-e2e deploy-e2e-aws llm-e2e console-e2e webchat-e2e inbox-e2e
+test: vet unit infra conformance conformance-aws conformance-aws-container cli-e2e deploy-e2e deploy-e2e-aws llm-e2e console-e2e webchat-e2e inbox-e2e signin-e2e
 
 vet:
 	go vet ./...
@@ -159,3 +159,10 @@ build-ChatFanoutFunction:
 .PHONY: inbox-e2e
 inbox-e2e:
 	bash scripts/console/inbox-e2e.sh
+
+# People's sign-in in Chromium and Firefox against a real OpenID provider
+# (the zitadel/oidc example, built from its module) on loopback:
+# single sign-on, sign-out, a replayed answer refused, password + TOTP
+# (scripts/signin/e2e.sh, docs/signin.md).
+signin-e2e:
+	bash scripts/signin/e2e.sh

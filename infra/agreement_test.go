@@ -109,7 +109,7 @@ func TestSAMAndCDKAgree(t *testing.T) {
 	}
 
 	// The comparison is not vacuous: the model holds the whole stack.
-	if len(sam.Functions) != len(Functions) || len(sam.Routes) != 11 || len(sam.Tables) != 1 || len(sam.Buckets) != 1 ||
+	if len(sam.Functions) != len(Functions) || len(sam.Routes) != 12 || len(sam.Tables) != 1 || len(sam.Buckets) != 1 ||
 		len(sam.ScheduleGroups) != 1 || len(sam.LogGroups) != len(Functions)+3 || len(sam.Roles) != len(Functions)+3 || len(sam.Outputs) != 10 || len(sam.StreamTier) != 11 {
 		t.Fatalf("model misses parts of the stack: %d functions, %d routes, %d tables, %d buckets, %d schedule groups, %d log groups, %d roles, %d outputs, %d stream tier resources",
 			len(sam.Functions), len(sam.Routes), len(sam.Tables), len(sam.Buckets), len(sam.ScheduleGroups), len(sam.LogGroups), len(sam.Roles), len(sam.Outputs), len(sam.StreamTier))

@@ -47,7 +47,7 @@ type Function struct {
 // background functions.
 var Functions = []Function{
 	// API functions: within API Gateway's 30 s integration timeout.
-	{ID: "Admin", Dir: "admin", Description: "Admin API (functions/admin)", Timeout: 29, MemorySize: 256, Routes: []string{"/v1/admin/{proxy+}", "/", "/console/{proxy+}"}},
+	{ID: "Admin", Dir: "admin", Description: "Admin API (functions/admin)", Timeout: 29, MemorySize: 256, Routes: []string{"/v1/admin/{proxy+}", "/", "/console/{proxy+}", "/auth/{proxy+}"}},
 	{ID: "Chat", Dir: "chat", Description: "Chat API and webhook ingress (functions/chat)", Timeout: 29, MemorySize: 256, Routes: []string{"/v1/chat/{proxy+}", "/webhooks/{proxy+}", "/v2/cognitive/{proxy+}"}},
 	{ID: "Tables", Dir: "tables", Description: "Tables API (functions/tables)", Timeout: 29, MemorySize: 256, Routes: []string{"/v1/tables/{proxy+}", "/v1/tables"}},
 	{ID: "Files", Dir: "files", Description: "Files API (functions/files)", Timeout: 29, MemorySize: 256, Routes: []string{"/v1/files/{proxy+}", "/v1/files", "$default"}},
@@ -112,7 +112,11 @@ func NewPlatformStack(scope constructs.Construct, opts StackOptions) (awscdk.Sta
 		s.fns[id].AddEnvironment(jsii.String("PLATFORM_CHAT_STREAM_URL"), chatStreamURL, nil)
 	}
 	s.alarms()
-	s.fns["Dispatcher"].AddEnvironment(jsii.String("PLATFORM_PUBLIC_URL"), s.publicURL, nil)
+	// The API's public base: webhook URLs (dispatcher), invitation and setup
+	// links and the OpenID callback (admin, docs/signin.md).
+	for _, id := range []string{"Admin", "Dispatcher"} {
+		s.fns[id].AddEnvironment(jsii.String("PLATFORM_PUBLIC_URL"), s.publicURL, nil)
+	}
 	s.outputs(chatStreamURL)
 	return stack, nil
 }
@@ -128,6 +132,7 @@ type builder struct {
 	streamConcurrency awscdk.CfnParameter
 	quotas            map[string]awscdk.CfnParameter // by environment variable
 	embeddings        map[string]awscdk.CfnParameter // by environment variable
+	signin            map[string]awscdk.CfnParameter // by environment variable (docs/signin.md)
 	llm               map[string]awscdk.CfnParameter // by environment variable
 	table             awsdynamodb.Table
 	bucket            awss3.Bucket
@@ -165,6 +170,18 @@ var quotaParameters = []struct{ name, env, description string }{
 // embeddingsKeyParameter is the SSM SecureString holding the embeddings
 // endpoint's key (docs/files.md); missing: no key.
 const embeddingsKeyParameter = "/${AWS::StackName}/embeddings-api-key"
+
+// oidcSecretParameter is the SSM SecureString holding single sign-on's
+// client secret (docs/signin.md).
+const oidcSecretParameter = "/${AWS::StackName}/oidc-client-secret"
+
+// signinParameters are people's sign-in (docs/signin.md), set on the admin
+// function; the client secret is an SSM SecureString, never a parameter.
+var signinParameters = []struct{ name, env, description string }{
+	{"OidcIssuer", "PLATFORM_OIDC_ISSUER", "OpenID Connect issuer URL of the single sign-on provider; empty: no single sign-on (PLATFORM_OIDC_ISSUER). Its client secret: the SSM SecureString /<stack name>/oidc-client-secret."},
+	{"OidcClientId", "PLATFORM_OIDC_CLIENT_ID", "Client id registered at that provider (PLATFORM_OIDC_CLIENT_ID)."},
+	{"OidcName", "PLATFORM_OIDC_NAME", `The provider's display name on the sign-in page, "Sign in with <name>" (PLATFORM_OIDC_NAME).`},
+}
 
 // llmKeyParameter is the SSM SecureString holding the LLM provider's key.
 const llmKeyParameter = "/${AWS::StackName}/llm-api-key"
@@ -258,6 +275,12 @@ func (s *builder) parameters() {
 				"(PLATFORM_EMBEDDINGS_URL); empty: the LLM provider's (LlmUrl). Its key: the SSM SecureString " +
 				"/<stack name>/embeddings-api-key (none: no key)."),
 		}),
+	}
+	s.signin = map[string]awscdk.CfnParameter{}
+	for _, p := range signinParameters {
+		s.signin[p.env] = awscdk.NewCfnParameter(s.stack, jsii.String(p.name), &awscdk.CfnParameterProps{
+			Type: jsii.String("String"), Default: jsii.String(""), Description: jsii.String(p.description),
+		})
 	}
 	s.retention = awscdk.NewCfnParameter(s.stack, jsii.String("LogRetentionDays"), &awscdk.CfnParameterProps{
 		Type:          jsii.String("Number"),
@@ -410,6 +433,9 @@ func (s *builder) policies(id string) map[string]awsiam.PolicyDocument {
 		passCodeRole.AddCondition(jsii.String("StringEquals"), map[string]any{"iam:PassedToService": "lambda.amazonaws.com"})
 		return map[string]awsiam.PolicyDocument{
 			"table": table,
+			// Single sign-on's client secret, read at cold start (docs/signin.md).
+			"oidc-client-secret": policy(allow([]string{"ssm:GetParameter"},
+				awscdk.Fn_Sub(jsii.String("arn:${AWS::Partition}:ssm:${AWS::Region}:${AWS::AccountId}:parameter"+oidcSecretParameter), nil))),
 			// Deployed code: functions <stack>-code-*, roles under
 			// /<stack>-code/ made only with the boundary, passed to Lambda only.
 			"deployed-code": policy(
@@ -559,6 +585,10 @@ func (s *builder) environment(id string) map[string]*string {
 		logs["PLATFORM_CODE_BOUNDARY_ARN"] = s.codeBoundary.Ref()
 		logs["PLATFORM_CODE_LOGS_ARN"] = awscdk.Fn_Sub(jsii.String("arn:${AWS::Partition}:logs:${AWS::Region}:${AWS::AccountId}:log-group:"), nil)
 		logs["PLATFORM_CODE_MAX_RESERVED_CONCURRENCY"] = s.codeConcurrency.ValueAsString()
+		for env, p := range s.signin { // people's sign-in (docs/signin.md)
+			logs[env] = p.ValueAsString()
+		}
+		logs["PLATFORM_OIDC_CLIENT_SECRET_PARAMETER"] = awscdk.Fn_Sub(jsii.String(oidcSecretParameter), nil)
 		return logs
 	case "Chat", "ChatStream":
 		logs["PLATFORM_PAGING_KEY"] = s.pagingKey.ValueAsString()

@@ -41,7 +41,7 @@ func TestStackResources(t *testing.T) {
 		"AWS::Lambda::Function":           11, // no CDK custom-resource functions (CodeTeardown's is the stack's own)
 		"AWS::ApiGatewayV2::Api":          1,
 		"AWS::ApiGatewayV2::Stage":        1,
-		"AWS::ApiGatewayV2::Route":        11, // 7, the cognitive API, the console's 2 and the catch-all $default
+		"AWS::ApiGatewayV2::Route":        12, // 7, the cognitive API, the console's 2, sign-in's /auth and the catch-all $default
 		"AWS::ApiGatewayV2::Integration":  4,
 		"AWS::DynamoDB::Table":            1,
 		"AWS::S3::Bucket":                 1,
@@ -94,7 +94,7 @@ func TestStackResources(t *testing.T) {
 	check(t, "API stage", func() {
 		tmpl.HasResourceProperties(jsii.String("AWS::ApiGatewayV2::Stage"), obj{"StageName": "$default", "AutoDeploy": true})
 	})
-	for _, rk := range []string{"/v1/admin/{proxy+}", "/v1/chat/{proxy+}", "/webhooks/{proxy+}", "/v1/tables/{proxy+}", "/v1/tables", "/v1/files/{proxy+}", "/v1/files", "/", "/console/{proxy+}"} {
+	for _, rk := range []string{"/v1/admin/{proxy+}", "/v1/chat/{proxy+}", "/webhooks/{proxy+}", "/v1/tables/{proxy+}", "/v1/tables", "/v1/files/{proxy+}", "/v1/files", "/", "/console/{proxy+}", "/auth/{proxy+}"} {
 		check(t, "route "+rk, func() {
 			tmpl.HasResourceProperties(jsii.String("AWS::ApiGatewayV2::Route"), like(obj{"RouteKey": "ANY " + rk}))
 		})

@@ -41,7 +41,9 @@ if [[ -z "$api_url" || "$api_url" == None || -z "$table" || "$table" == None ]];
 fi
 
 cd "$(dirname "$0")/.."
-token="$(PLATFORM_TABLE="$table" go run ./scripts/issue-token --email "$email" --note "first account (scripts/first-account.sh)")"
+# Also a one-time setup link for the console (password or single sign-on),
+# printed to stderr (docs/signin.md).
+token="$(PLATFORM_TABLE="$table" go run ./scripts/issue-token --email "$email" --note "first account (scripts/first-account.sh)" --setup-link "$api_url")"
 
 # The token works: getAccount answers with the account.
 body="$(mktemp)"

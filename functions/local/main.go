@@ -15,6 +15,7 @@ import (
 	"github.com/botforge/platform/shared/embeddings"
 	"github.com/botforge/platform/shared/llm"
 	"github.com/botforge/platform/shared/local"
+	"github.com/botforge/platform/shared/signin"
 )
 
 func main() {
@@ -35,7 +36,20 @@ func main() {
 	embURL := flag.String("embeddings-url", "", "OpenAI-compatible base URL ending in /v1 of the embeddings model; default the LLM provider's (PLATFORM_EMBEDDINGS_URL)")
 	embKey := flag.String("embeddings-api-key", "", "API key of that endpoint (PLATFORM_EMBEDDINGS_API_KEY); prefer the variable, a flag shows in ps")
 	trusted := flag.String("trusted-proxies", "", "comma-separated CIDRs of the proxies in front of the platform whose X-Forwarded-For is believed; none: the client's address is the socket's peer ("+clientip.EnvTrustedProxies+")")
+	// People's sign-in (docs/signin.md).
+	signinFlags := map[string]*string{
+		signin.EnvPublicURL:        flag.String("public-url", "", "the console's public base URL; the OpenID callback is <public-url>/auth/oidc/callback ("+signin.EnvPublicURL+")"),
+		signin.EnvOIDCIssuer:       flag.String("oidc-issuer", "", "OpenID Connect issuer URL of the single sign-on provider ("+signin.EnvOIDCIssuer+")"),
+		signin.EnvOIDCClientID:     flag.String("oidc-client-id", "", "client id registered at that provider ("+signin.EnvOIDCClientID+")"),
+		signin.EnvOIDCClientSecret: flag.String("oidc-client-secret", "", "its client secret ("+signin.EnvOIDCClientSecret+"); prefer the variable, a flag shows in ps"),
+		signin.EnvOIDCName:         flag.String("oidc-name", "", "the provider's display name on the sign-in page, \"Sign in with <name>\" ("+signin.EnvOIDCName+")"),
+	}
 	flag.Parse()
+	for env, v := range signinFlags {
+		if *v != "" {
+			os.Setenv(env, *v)
+		}
+	}
 	for env, v := range map[string]string{clientip.EnvTrustedProxies: *trusted, llm.EnvURL: *llmURL, llm.EnvAPIKey: *llmKey, llm.EnvModels: *llmModels, llm.EnvTimeout: *llmTimeout,
 		embeddings.EnvModel: *embModel, embeddings.EnvURL: *embURL, embeddings.EnvAPIKey: *embKey} {
 		if v != "" {

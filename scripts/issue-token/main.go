@@ -15,11 +15,13 @@ import (
 
 	"github.com/botforge/platform/shared/dynamo"
 	"github.com/botforge/platform/shared/runtime"
+	"github.com/botforge/platform/shared/signin"
 )
 
 func main() {
 	email := flag.String("email", "", "email of the account (created when missing)")
 	note := flag.String("note", "issued by operator", "note shown in listPersonalAccessTokens")
+	setup := flag.String("setup-link", "", "the console's base URL: also print (to stderr) a one-time link to set the account's password or link single sign-on (docs/signin.md)")
 	flag.Parse()
 	if *email == "" {
 		fmt.Fprintln(os.Stderr, "usage: issue-token --email <email> [--note <note>]")
@@ -41,6 +43,13 @@ func main() {
 		fail(err)
 	}
 	fmt.Fprintf(os.Stderr, "account %s (%s, created: %v)\n", acct.Email, acct.ID, created)
+	if *setup != "" {
+		link, err := signin.New(signin.Config{}, store, nil, nil, nil).NewSetupLink(ctx, *setup, acct)
+		if err != nil {
+			fail(err)
+		}
+		fmt.Fprintf(os.Stderr, "one-time setup link (7 days): %s\n", link)
+	}
 	fmt.Println(t.Value)
 }
 

@@ -53,6 +53,7 @@ import (
 	"github.com/botforge/platform/shared/locals3"
 	"github.com/botforge/platform/shared/runtime"
 	"github.com/botforge/platform/shared/s3store"
+	"github.com/botforge/platform/shared/signin"
 )
 
 // Options configure the stack.
@@ -111,6 +112,9 @@ type Stack struct {
 	Template *Template
 	Calls    *Recorder
 	URL      string
+	// SetupURL is the first account's one-time setup link when this start
+	// created the account (docs/signin.md).
+	SetupURL string
 	// FirstToken is the first account's token when this start made it.
 	FirstToken string
 	// FunctionURLs are the served function URLs (ending with '/') by the
@@ -260,6 +264,8 @@ func Run(ctx context.Context, o Options) error {
 	if s.FirstToken != "" {
 		fmt.Fprintf(os.Stderr, "\nFirst account %s created. Its personal access token (also in %s):\n\n    %s\n\n",
 			AdminEmail, filepath.Join(o.DataDir, "admin-token"), s.FirstToken)
+		fmt.Fprintf(os.Stderr, "Set its password (or link single sign-on) once, at this link (also in %s):\n\n    %s\n\n",
+			filepath.Join(o.DataDir, "setup-link"), s.SetupURL)
 	}
 	s.log.Info("aws-local: the stack's HTTP API is listening", "url", s.URL, "dataDir", o.DataDir)
 	ids := make([]string, 0, len(s.FunctionURLs))
@@ -624,6 +630,21 @@ func Open(ctx context.Context, o Options, ln net.Listener) (*Stack, error) {
 	store := dynamo.New(ddbClient, tpl.TableName)
 	if err := bootstrap(ctx, store, o.DataDir, &s.FirstToken); err != nil {
 		return nil, err
+	}
+	if s.FirstToken != "" {
+		// Its one-time setup link (docs/signin.md), in <dataDir>/setup-link.
+		acct, _, err := store.AccountByEmail(ctx, AdminEmail)
+		if err != nil {
+			return nil, err
+		}
+		link, err := signin.New(signin.Config{}, store, nil, nil, nil).NewSetupLink(ctx, s.URL, acct)
+		if err != nil {
+			return nil, err
+		}
+		if err := fsutil.WriteFileAtomic(filepath.Join(o.DataDir, "setup-link"), []byte(link)); err != nil {
+			return nil, err
+		}
+		s.SetupURL = link
 	}
 	s.closers = append(s.closers, func() error { return s.writeReport(o.DataDir) })
 	ok = true

@@ -288,32 +288,43 @@ func canGrant(actor, target platform.Role) error {
 }
 
 func (s *server) createMember(c *call) (any, error) {
+	m, _, err := s.addMember(c)
+	return m, err
+}
+
+// addMember adds a member, and answers its invitation link when its
+// account cannot sign in yet (signin.go).
+func (s *server) addMember(c *call) (platform.Member, *invitation, error) {
 	var in struct {
 		Email string        `json:"email"`
 		Role  platform.Role `json:"role"`
 	}
 	if err := c.decode(&in); err != nil {
-		return nil, err
+		return platform.Member{}, nil, err
+	}
+	if !in.Role.Valid() {
+		return platform.Member{}, nil, platform.Invalid("invalid body: field \"role\": must be one of viewer, billing, developer, manager, administrator, owner")
 	}
 	if err := canGrant(c.role, in.Role); err != nil {
-		return nil, err
+		return platform.Member{}, nil, err
 	}
 	// Everything is checked before anything is written: a refused
 	// invitation leaves no account, membership or token behind.
 	if err := platform.ValidateEmail(in.Email); err != nil {
-		return nil, err
+		return platform.Member{}, nil, err
 	}
 	m, first, err := s.Store.InviteMember(c.ctx, c.workspaceID, in.Email, in.Role, s.Invite != nil)
 	if err != nil {
-		return nil, err
+		return m, nil, err
 	}
 	if first != nil {
 		// The invitation carries the new account's first token.
 		if err := s.Invite(c.ctx, m.Email, first.Value); err != nil {
-			return nil, err
+			return m, nil, err
 		}
 	}
-	return m, nil
+	inv, err := s.invite(c, m)
+	return m, inv, committed(err, m)
 }
 
 func (s *server) updateMember(c *call) (any, error) {
@@ -349,7 +360,10 @@ func (s *server) deleteMember(c *call) (any, error) {
 			return nil, err
 		}
 	}
-	return nil, s.Store.RemoveMember(c.ctx, m)
+	if err := s.Store.RemoveMember(c.ctx, m); err != nil {
+		return nil, err
+	}
+	return nil, committed(s.memberRemoved(c, m), nil) // its sessions end (signin.go)
 }
 
 // --- Helpers shared by the admin handlers ---

@@ -67,6 +67,11 @@ func (s *server) deleteAccount(c *call) (any, error) {
 	if err := c.decode(&in); err != nil {
 		return nil, err
 	}
+	if s.signin != nil { // its sessions, links and identities go first (signin.go)
+		if err := s.signin.AccountDeleted(c.ctx, c.principal.AccountID); err != nil {
+			return nil, err
+		}
+	}
 	return nil, s.Store.DeleteAccount(c.ctx, c.principal.AccountID)
 }
 

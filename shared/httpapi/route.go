@@ -180,6 +180,12 @@ func (s *server) authenticate(c *call) error {
 		SetCaller(c.ctx, string(p.Kind))
 		return nil
 	}
+	// A browser's session cookie, with its CSRF token (signin.go).
+	if p, ok, err := s.sessionAuth(c); ok || err != nil {
+		c.principal = p
+		SetCaller(c.ctx, "session")
+		return err
+	}
 	h := c.Header.Get("Authorization")
 	scheme, token, ok := strings.Cut(h, " ")
 	if !ok || !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(token) == "" {

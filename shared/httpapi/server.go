@@ -25,6 +25,7 @@ import (
 	"github.com/botforge/platform/shared/llm"
 	"github.com/botforge/platform/shared/openapi"
 	"github.com/botforge/platform/shared/platform"
+	"github.com/botforge/platform/shared/signin"
 )
 
 // Config is what the handlers need.
@@ -91,6 +92,9 @@ type Config struct {
 	// ClientIP finds each request's client address, the one every
 	// per-address limit counts (zero: the socket's peer, no proxy trusted).
 	ClientIP clientip.Resolver
+	// SignIn configures people's sign-in (shared/signin: passwords,
+	// single sign-on, sessions, invitation links; docs/signin.md).
+	SignIn signin.Config
 }
 
 // Area names a group of operations served by one Lambda function.
@@ -109,7 +113,8 @@ var AllAreas = []Area{AreaAdmin, AreaChat, AreaTables, AreaFiles}
 // server holds the dependencies of the handlers.
 type server struct {
 	Config
-	pager pager
+	pager  pager
+	signin *signin.Service // nil without a store
 }
 
 // New returns the handler of the given areas (one in Lambda, all locally).
@@ -133,6 +138,9 @@ func New(cfg Config, areas ...Area) http.Handler {
 			// The web console: "/" and its assets, no token (the page
 			// signs in and calls the API like any client; docs/console.md).
 			for pattern, h := range console.Routes() {
+				mux.Handle(pattern, h)
+			}
+			for pattern, h := range s.signinRawRoutes() { // signin.go
 				mux.Handle(pattern, h)
 			}
 			// Without this, ServeMux would answer /console with a redirect
@@ -172,13 +180,17 @@ func newServer(cfg Config) *server {
 	if cfg.Sweeper != nil && cfg.Sweeper.Log == nil {
 		cfg.Sweeper.Log = cfg.Logger
 	}
-	return &server{Config: cfg, pager: pager{key: cfg.PagingKey}}
+	s := &server{Config: cfg, pager: pager{key: cfg.PagingKey}}
+	if cfg.Store != nil {
+		s.signin = signin.New(cfg.SignIn, cfg.Store, cfg.Store.Limiter(), s.auditSignIn, s.writeError)
+	}
+	return s
 }
 
 func (s *server) routes(a Area) []route {
 	switch a {
 	case AreaAdmin:
-		return append(append(s.adminRoutes(), s.referenceAdminRoutes()...), s.hitlRoutes()...)
+		return append(append(append(s.adminRoutes(), s.referenceAdminRoutes()...), s.hitlRoutes()...), s.signinRoutes()...)
 	case AreaChat:
 		// The cognitive API (bots' LLM calls) is served with Chat: the
 		// same bot-scoped callers, the same function on AWS.

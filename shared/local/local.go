@@ -44,6 +44,7 @@ import (
 	"github.com/botforge/platform/shared/runtime"
 	"github.com/botforge/platform/shared/s3store"
 	"github.com/botforge/platform/shared/scheduler"
+	"github.com/botforge/platform/shared/signin"
 	"github.com/botforge/platform/shared/tablemigrate"
 	"github.com/botforge/platform/shared/tunnel"
 	"github.com/botforge/platform/shared/worker"
@@ -125,8 +126,12 @@ type Platform struct {
 	S3 *locals3.Server
 	// FirstToken is the first account's token when this start created it.
 	FirstToken string
-	closers    []func() error
-	onUsage    atomic.Pointer[func(op string, u *dynamo.Usage)]
+	// SetupURL is the first account's one-time setup link (set a password
+	// or link single sign-on) when this start created it; it is written
+	// to <data-dir>/setup-link too (shared/signin).
+	SetupURL string
+	closers  []func() error
+	onUsage  atomic.Pointer[func(op string, u *dynamo.Usage)]
 	// Scheduler runs bots' recurring events in-process (schedules kept in
 	// <data-dir>/schedules.json).
 	Scheduler  *scheduler.Local
@@ -379,7 +384,12 @@ func open(ctx context.Context, dataDir, baseURL string, log *slog.Logger, reserv
 	p.closers = append(p.closers, func() error { stopMigrate(); <-migrated; return nil })
 
 	p.Builtins = runtime.BuiltinsWith(listen.NewHub(), gw, p.Store, p.Store.Limiter())
+	signinCfg, err := signin.FromEnv(os.Getenv) // docs/signin.md
+	if err != nil {
+		return nil, err
+	}
 	api := httpapi.New(httpapi.Config{
+		SignIn:        signinCfg,
 		ChatStreamURL: env.ChatStreamURL,
 		Builtins:      p.Builtins,
 		ClientIP:      trusted,
@@ -438,6 +448,11 @@ func open(ctx context.Context, dataDir, baseURL string, log *slog.Logger, reserv
 
 	if err := bootstrap(ctx, p.Store, dataDir, log, &p.FirstToken); err != nil {
 		return nil, err
+	}
+	if p.FirstToken != "" {
+		if p.SetupURL, err = setupLink(ctx, p.Store, signinCfg, dataDir, baseURL); err != nil {
+			return nil, err
+		}
 	}
 	// The hub's standard interfaces (llm, hitl, ...), then the built-in
 	// integrations, some of which implement them.
@@ -525,6 +540,10 @@ func Run(ctx context.Context, o Options) error {
 	if p.FirstToken != "" {
 		fmt.Fprintf(os.Stderr, "\nFirst account %s created. Its personal access token (also in %s):\n\n    %s\n\n",
 			AdminEmail, filepath.Join(o.DataDir, "admin-token"), p.FirstToken)
+		if p.SetupURL != "" {
+			fmt.Fprintf(os.Stderr, "Set its password (or link single sign-on) once, at this link (also in %s):\n\n    %s\n\n",
+				filepath.Join(o.DataDir, "setup-link"), p.SetupURL)
+		}
 	}
 	limits := o.Limits.withDefaults()
 	srv := &http.Server{Handler: guard(limits, p.Handler), ReadHeaderTimeout: limits.ReadHeaderTimeout, IdleTimeout: limits.IdleTimeout}
@@ -591,6 +610,20 @@ func bootstrap(ctx context.Context, store *dynamo.Store, dataDir string, log *sl
 	log.Info("created the first account", "email", AdminEmail, "tokenFile", path)
 	*first = t.Value
 	return nil
+}
+
+// setupLink creates the first account's one-time setup link and writes
+// it to <dataDir>/setup-link.
+func setupLink(ctx context.Context, store *dynamo.Store, cfg signin.Config, dataDir, baseURL string) (string, error) {
+	acct, ok, err := store.AccountByEmail(ctx, AdminEmail)
+	if err != nil || !ok {
+		return "", err
+	}
+	u, err := signin.New(cfg, store, nil, nil, nil).NewSetupLink(ctx, baseURL, acct)
+	if err != nil {
+		return "", err
+	}
+	return u, fsutil.WriteFileAtomic(filepath.Join(dataDir, "setup-link"), []byte(u))
 }
 
 // writeAccountToken is where a local invitation goes: the invited account's

@@ -42,6 +42,7 @@ import (
 	"github.com/botforge/platform/shared/s3store"
 	"github.com/botforge/platform/shared/scheduler"
 	"github.com/botforge/platform/shared/sdkhttp"
+	"github.com/botforge/platform/shared/signin"
 )
 
 // Env is the platform's configuration, read from environment variables
@@ -260,6 +261,10 @@ func areaHandler(ctx context.Context, area httpapi.Area, hub chatapi.Hub) (http.
 	}
 	hc.Builtins = BuiltinsWith(hub, gw, store, store.Limiter())
 	if area == httpapi.AreaAdmin {
+		// People's sign-in (docs/signin.md): its client secret from SSM.
+		if hc.SignIn, err = SignInConfig(ctx); err != nil {
+			return nil, err
+		}
 		// The hub lists them: published (idempotently) at each cold start
 		// of the admin function, after the standard interfaces some of
 		// them implement.
@@ -272,6 +277,38 @@ func areaHandler(ctx context.Context, area httpapi.Area, hub chatapi.Hub) (http.
 	}
 	api := httpapi.New(hc, area)
 	return httpapi.RequestLog(slog.Default(), httpapi.CORS(origins, api)), nil
+}
+
+// SignInConfig is people's sign-in as the environment configures it
+// (shared/signin.FromEnv); on AWS the OpenID client secret is the SSM
+// SecureString PLATFORM_OIDC_CLIENT_SECRET_PARAMETER names, read once at
+// cold start when single sign-on is configured.
+func SignInConfig(ctx context.Context) (signin.Config, error) {
+	// The stack sets these (template.yaml, infra/); the others (throttles,
+	// timeouts) are read as they are.
+	get := func(k string) string {
+		switch k {
+		case signin.EnvPublicURL:
+			return os.Getenv("PLATFORM_PUBLIC_URL")
+		case signin.EnvOIDCIssuer:
+			return os.Getenv("PLATFORM_OIDC_ISSUER")
+		case signin.EnvOIDCClientID:
+			return os.Getenv("PLATFORM_OIDC_CLIENT_ID")
+		case signin.EnvOIDCName:
+			return os.Getenv("PLATFORM_OIDC_NAME")
+		}
+		return os.Getenv(k)
+	}
+	cfg, err := signin.FromEnv(get)
+	if err != nil {
+		return cfg, err
+	}
+	if name := os.Getenv("PLATFORM_OIDC_CLIENT_SECRET_PARAMETER"); name != "" && cfg.OIDC.Issuer != "" && cfg.OIDC.ClientSecret == "" {
+		if cfg.OIDC.ClientSecret, err = ssmSecret(ctx, name); err != nil {
+			return cfg, fmt.Errorf("the OpenID client secret (SSM %s): %w", name, err)
+		}
+	}
+	return cfg, nil
 }
 
 // Semantic is the semantic search of knowledge bases configured by the

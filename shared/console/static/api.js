@@ -5,10 +5,15 @@
 // message}) or saying that the platform could not be reached.
 
 const TOKEN_KEY = 'botforge.console.token'
+const CSRF_KEY = 'botforge.console.csrf'
 
-// The token lives in sessionStorage: it is gone when the tab closes, is not
-// shared with other tabs, and is never put in a URL or a cookie (no CSRF,
-// nothing in logs or history). docs/console.md says why.
+// The console signs in two ways (auth.js): a browser session (password,
+// single sign-on, setup or invitation link) whose value is an HttpOnly
+// cookie the page never sees, with a CSRF token sent in a header on each
+// call; or a pasted personal access token, sent as a bearer token. Both
+// live in sessionStorage: gone when the tab closes, never in a URL. The
+// CSRF token is derived from the session, so any tab reads it again from
+// GET /auth/session. docs/console.md and docs/signin.md say why.
 export const session = {
   get token() {
     return sessionStorage.getItem(TOKEN_KEY) || ''
@@ -16,6 +21,13 @@ export const session = {
   set token(v) {
     if (v) sessionStorage.setItem(TOKEN_KEY, v)
     else sessionStorage.removeItem(TOKEN_KEY)
+  },
+  get csrf() {
+    return sessionStorage.getItem(CSRF_KEY) || ''
+  },
+  set csrf(v) {
+    if (v) sessionStorage.setItem(CSRF_KEY, v)
+    else sessionStorage.removeItem(CSRF_KEY)
   },
 }
 
@@ -31,7 +43,7 @@ export class ApiError extends Error {
   describe() {
     if (this.status === 0) return this.message
     const hint = {
-      401: 'Your token was refused: sign in again with a valid personal access token.',
+      401: 'You are not signed in (the session ended, or the token was refused): sign in again.',
       403: 'Your role in this workspace does not allow this (ask an administrator or owner).',
       404: 'It does not exist, or you cannot see it.',
       429: 'Too many requests: wait a moment and try again.',
@@ -42,7 +54,10 @@ export class ApiError extends Error {
 
 // call sends one API request. opts: {query, body, ws, bot, alias, token}.
 export async function call(method, path, opts = {}) {
-  const headers = { Authorization: `Bearer ${opts.token ?? session.token}` }
+  const headers = {}
+  const token = opts.token ?? session.token
+  if (token) headers.Authorization = `Bearer ${token}`
+  else if (session.csrf) headers['X-CSRF-Token'] = session.csrf // the session cookie goes with it (same origin)
   if (opts.ws) headers['x-workspace-id'] = opts.ws
   if (opts.bot) headers['x-bot-id'] = opts.bot
   if (opts.alias) headers['x-integration-alias'] = opts.alias
@@ -64,7 +79,7 @@ export async function call(method, path, opts = {}) {
   }
   let res
   try {
-    res = await fetch(url, { method, headers, body, cache: 'no-store' })
+    res = await fetch(url, { method, headers, body, cache: 'no-store', credentials: 'same-origin' })
   } catch (e) {
     throw new ApiError({ message: `The platform did not answer (${e.message}): is it running at ${location.origin}?` })
   }

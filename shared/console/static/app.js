@@ -5,41 +5,12 @@ import { html, render, useState, useEffect, useLoad, Loaded, ErrorBox, go, errTe
 import { Workspaces, Workspace, Members, Tokens, BotPage } from './admin.js'
 import { Emulator } from './emulator.js'
 import { Inbox, InboxLink } from './inbox.js'
+import { SignIn, LinkPage, Account, Invitations, restore, signOut } from './auth.js'
 import { Conversations, Conversation, Users, States, Tables, TableGrid, Files, Logs, Issues } from './data.js'
 
 function parseRoute() {
   const parts = (location.hash.replace(/^#\/?/, '') || '').split('/').filter(Boolean).map(decodeURIComponent)
   return parts
-}
-
-function SignIn({ onSignedIn, reason }) {
-  const [token, setToken] = useState('')
-  const [error, setError] = useState(reason || null)
-  const [busy, setBusy] = useState(false)
-  const submit = async (e) => {
-    e.preventDefault()
-    setBusy(true)
-    setError(null)
-    try {
-      const r = await call('GET', '/v1/admin/account/me', { token: token.trim() })
-      session.token = token.trim()
-      onSignedIn(r.account)
-    } catch (err) {
-      setError(err)
-    } finally {
-      setBusy(false)
-    }
-  }
-  return html`<main class="signin">
-    <h1>Bot platform console</h1>
-    <form onSubmit=${submit} data-test="signin">
-      <label for="token">Personal access token</label>
-      <input id="token" name="token" type="password" autocomplete="off" required value=${token} onInput=${(e) => setToken(e.target.value)} />
-      <button type="submit" disabled=${busy}>${busy ? 'Signing in…' : 'Sign in'}</button>
-      <p class="muted">Locally, the first account's token is in <code>.data/admin-token</code>. It is kept in this tab only (sessionStorage) and forgotten when the tab closes.</p>
-    </form>
-    <${ErrorBox} error=${error} />
-  </main>`
 }
 
 function Nav({ route, account, onSignOut }) {
@@ -55,6 +26,7 @@ function Nav({ route, account, onSignOut }) {
       ${ws === 'w' && wsId && link(`/w/${wsId}/members`, 'Members')}
       ${ws === 'w' && wsId && html`<${InboxLink} ws=${wsId} />`}
       ${link('/tokens', 'Tokens')}
+      ${link('/account', 'Account')}
     </nav>
     <span class="who">${account?.email} <button class="link" onClick=${onSignOut}>Sign out</button></span>
     ${inBot && html`<nav class="sub" data-test="bot-nav">
@@ -65,11 +37,12 @@ function Nav({ route, account, onSignOut }) {
   </header>`
 }
 
-function Page({ route }) {
+function Page({ route, account, onSignedOut }) {
   const [a, ws, b, bot, section, item] = route
   if (a === 'tokens') return html`<${Tokens} />`
+  if (a === 'account') return html`<${Account} account=${account} onSignedOut=${onSignedOut} />`
   if (a !== 'w' || !ws) return html`<${Workspaces} />`
-  if (b === 'members') return html`<${Members} ws=${ws} />`
+  if (b === 'members') return html`<${Members} ws=${ws} /><${Invitations} ws=${ws} />`
   if (b === 'inbox') return html`<${Inbox} ws=${ws} id=${bot} />`
   if (b !== 'b' || !bot) return html`<${Workspace} ws=${ws} />`
   const p = { ws, bot }
@@ -89,7 +62,7 @@ function Page({ route }) {
 function App() {
   const [route, setRoute] = useState(parseRoute())
   const [account, setAccount] = useState(null)
-  const [checked, setChecked] = useState(!session.token)
+  const [checked, setChecked] = useState(false)
   const [reason, setReason] = useState(null)
   useEffect(() => {
     const on = () => setRoute(parseRoute())
@@ -97,10 +70,15 @@ function App() {
     return () => removeEventListener('hashchange', on)
   }, [])
   useEffect(() => {
-    if (!session.token) return
-    call('GET', '/v1/admin/account/me').then(
-      (r) => { setAccount(r.account); setChecked(true) },
-      (e) => { if (e.status === 401) session.token = ''; setReason(e); setChecked(true) },
+    // The signed-in account: the pasted token's, or the browser session's
+    // (auth.js); none: the sign-in page.
+    restore().then(
+      (acc) => { setAccount(acc); setChecked(true) },
+      (e) => {
+        if (e.status === 401) { session.token = ''; session.csrf = '' }
+        if (e.status !== 401 || session.token) setReason(e)
+        setChecked(true)
+      },
     )
   }, [])
   useEffect(() => {
@@ -108,12 +86,18 @@ function App() {
     document.title = ['Console', a === 'w' && ws, bot, section, item].filter(Boolean).join(' · ')
   }, [route])
   if (!checked) return html`<p class="muted pad">Loading…</p>`
-  if (!account) {
-    return html`<${SignIn} reason=${reason} onSignedIn=${(acc) => { setReason(null); setAccount(acc) }} />`
+  const signedIn = (acc) => { setReason(null); setAccount(acc) }
+  // Setup and invitation links open without a session.
+  if (route[0] === 'setup' || route[0] === 'invite') {
+    return html`<${LinkPage} token=${route[1]} kind=${route[0] === 'setup' ? 'setup' : 'invitation'} key=${route[1]} onSignedIn=${signedIn} />`
   }
-  const signOut = () => { session.token = ''; setAccount(null); go('/') }
-  return html`<${Nav} route=${route} account=${account} onSignOut=${signOut} />
-    <main class="page"><${Page} route=${route} key=${route.join('/')} /></main>`
+  const onSignedOut = (why) => { session.token = ''; session.csrf = ''; setReason(why); setAccount(null); go('/') }
+  if (!account) {
+    return html`<${SignIn} reason=${reason} onSignedIn=${(acc) => { signedIn(acc); if (route[0] === 'signin') go('/') }} />`
+  }
+  const doSignOut = () => signOut().finally(() => onSignedOut(null))
+  return html`<${Nav} route=${route} account=${account} onSignOut=${doSignOut} />
+    <main class="page"><${Page} route=${route} key=${route.join('/')} account=${account} onSignedOut=${onSignedOut} /></main>`
 }
 
 // The page's "Loading…" placeholder goes: Preact renders into an empty root.
