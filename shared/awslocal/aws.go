@@ -142,6 +142,9 @@ type endpoint struct {
 	// object succeeded (an external S3 notifies no one here: the stack
 	// makes its object-created events from what it sees pass).
 	created func(bucket, key string, size int64)
+	// cors: the CORS rules of the stack's buckets by name, answered as S3
+	// answers them (s3cors.go).
+	cors map[string][]corsRule
 }
 
 // statusRecorder keeps the status of an answer.
@@ -179,6 +182,15 @@ func (e *endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if h == nil {
 		http.Error(w, fmt.Sprintf("aws-local: no stand-in for service %q", svc), http.StatusNotImplemented)
 		return
+	}
+	if svc == "s3" && isPreflight(r) {
+		// No credentials, no role: S3 answers from the bucket's rules.
+		e.rec.request(Request{Function: e.fn.LogicalID, Service: svc, Operation: "S3 OPTIONS"})
+		servePreflight(w, r, e.cors)
+		return
+	}
+	if svc == "s3" {
+		w = withCORS(w, r, e.cors)
 	}
 	body, err := io.ReadAll(r.Body)
 	if err != nil {

@@ -38,6 +38,9 @@ type Template struct {
 	// bucket.
 	TableName, BucketName string
 	TableARN, StreamARN   string
+	// bucketCORS: the CORS rules of the stack's buckets, by physical name
+	// (s3cors.go).
+	bucketCORS map[string][]corsRule
 	resources             map[string]map[string]any
 	params                map[string]string
 	path                  string // the template's file
@@ -171,6 +174,14 @@ func ReadTemplate(path, makefile string, params map[string]string, apiURL string
 		}
 		if t.typeOf(id) == "AWS::S3::Bucket" {
 			t.BucketName, _ = t.ref(id)
+			rules, err := t.readBucketCORS(id)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", id, err)
+			}
+			if t.bucketCORS == nil {
+				t.bucketCORS = map[string][]corsRule{}
+			}
+			t.bucketCORS[t.BucketName] = rules
 		}
 		if t.typeOf(id) != "AWS::Serverless::Function" {
 			continue
