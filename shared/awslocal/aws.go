@@ -380,6 +380,11 @@ func s3Authz(r *http.Request, body []byte) []authz {
 		return []authz{{action: "s3:GetObject", resource: obj}}
 	case http.MethodPut, http.MethodPost:
 		out := []authz{{action: "s3:PutObject", resource: obj}}
+		if r.Header.Get("X-Amz-Tagging") != "" {
+			// PutObject with tags needs s3:PutObjectTagging too (S3's
+			// PutObject: "Permissions").
+			out = append(out, authz{action: "s3:PutObjectTagging", resource: obj})
+		}
 		if src := r.Header.Get("X-Amz-Copy-Source"); src != "" {
 			src, _ = url.PathUnescape(strings.TrimPrefix(src, "/"))
 			src, _, _ = strings.Cut(src, "?versionId=")

@@ -41,11 +41,11 @@ type Template struct {
 	// bucketCORS: the CORS rules of the stack's buckets, by physical name
 	// (s3cors.go).
 	bucketCORS map[string][]corsRule
-	resources             map[string]map[string]any
-	params                map[string]string
-	path                  string // the template's file
-	apiURL                string
-	outputs               map[string]any
+	resources  map[string]map[string]any
+	params     map[string]string
+	path       string // the template's file
+	apiURL     string
+	outputs    map[string]any
 	// functionURLs are the served function URLs by the logical id of the
 	// AWS::Lambda::Url SAM makes of a FunctionUrlConfig (<function>Url),
 	// known once the stack listens (SetFunctionURL).
