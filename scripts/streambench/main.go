@@ -65,7 +65,8 @@ var (
 	perUser   = flag.Int("per-user", 5, "streams per user (at most 5, the per-key limit)")
 	messages  = flag.Int("messages", 50, "messages whose latency to the streams is measured")
 	idle      = flag.Duration("idle", 30*time.Second, "how long to measure idle CPU")
-	poll      = flag.Duration("poll", 50*time.Millisecond, "the service's inbox poll (PLATFORM_STREAM_POLL)")
+	poll      = flag.Duration("poll", 25*time.Millisecond, "the service's inbox poll while signals flow (PLATFORM_STREAM_POLL)")
+	pollIdle  = flag.Duration("poll-idle", 250*time.Millisecond, "the service's inbox poll while idle (PLATFORM_STREAM_POLL_IDLE)")
 	keep      = flag.Bool("keep", false, "keep the work directory")
 )
 
@@ -116,7 +117,7 @@ func main() {
 	local.stop()
 
 	// The service.
-	svc := &proc{name: "service", bin: build(root, work, "chatstream-service"), env: append(env, "PLATFORM_STREAM_POLL="+poll.String())}
+	svc := &proc{name: "service", bin: build(root, work, "chatstream-service"), env: append(env, "PLATFORM_STREAM_POLL="+poll.String(), "PLATFORM_STREAM_POLL_IDLE="+pollIdle.String())}
 	svc.start()
 	defer svc.stop()
 	base := svc.url + webhookPath
@@ -228,7 +229,7 @@ func main() {
 	_ = json.Unmarshal(get(svc.url+runtime.ServiceHealthPath), &after)
 
 	slices.Sort(lat)
-	fmt.Printf("stream service, %d listeners (%d users, %d per user, a conversation each), inbox poll %s\n", *listeners, users, *perUser, *poll)
+	fmt.Printf("stream service, %d listeners (%d users, %d per user, a conversation each), inbox poll %s (idle %s)\n", *listeners, users, *perUser, *poll, *pollIdle)
 	fmt.Printf("opened in %s; the process reports %d streams, %d registered topics (after the idle time: %d streams)\n", openedIn.Round(time.Millisecond), health.Streams, health.Topics, after.Streams)
 	fmt.Printf("service RSS: %d MiB before the streams, %d MiB with them (%.1f KiB per listener), %d MiB after %s idle\n",
 		rssBefore>>10, rssWith>>10, float64(rssWith-rssBefore)/float64(*listeners), rssIdle>>10, *idle)

@@ -31,12 +31,22 @@ func ChatStreamService(ctx context.Context) (http.Handler, *taskrelay.Relay, err
 		return nil, nil, err
 	}
 	relay := taskrelay.New(DynamoClient(cfg, env, nil), env.Table, slog.Default())
-	if v := os.Getenv("PLATFORM_STREAM_POLL"); v != "" {
-		d, err := time.ParseDuration(v)
-		if err != nil || d <= 0 {
-			return nil, nil, errors.New("PLATFORM_STREAM_POLL: a positive duration, e.g. 50ms")
+	// The task's inbox poll (shared/taskrelay): while signals flow, and
+	// while idle.
+	for _, p := range []struct {
+		env string
+		to  *time.Duration
+	}{{"PLATFORM_STREAM_POLL", &relay.PollFast}, {"PLATFORM_STREAM_POLL_IDLE", &relay.PollEvery}} {
+		if v := os.Getenv(p.env); v != "" {
+			d, err := time.ParseDuration(v)
+			if err != nil || d <= 0 {
+				return nil, nil, errors.New(p.env + ": a positive duration, e.g. 25ms")
+			}
+			*p.to = d
 		}
-		relay.PollEvery = d
+	}
+	if relay.PollEvery < relay.PollFast {
+		relay.PollEvery = relay.PollFast
 	}
 	h, err := areaHandler(ctx, httpapi.AreaChat, relay)
 	if err != nil {
