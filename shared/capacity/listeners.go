@@ -52,9 +52,9 @@ type Tiers struct {
 	MinTasks, MaxTasks     float64
 	// TaskPoll is the task's inbox poll while idle, TaskPollFast while
 	// signals flow (for TaskHotFor after one, shared/taskrelay).
-	TaskPoll, Lease        time.Duration
-	TaskPollFast           time.Duration
-	TaskHotFor             time.Duration
+	TaskPoll, Lease time.Duration
+	TaskPollFast    time.Duration
+	TaskHotFor      time.Duration
 	// IdleBytesPerSecond is what an idle stream sends (keep-alive comments
 	// every chatapi.KeepAlive, pings every chatapi.PingEvery, with chunked
 	// encoding's framing): the ALB's processed bytes.

@@ -122,7 +122,7 @@ func New(db chatrelay.DB, table string, log *slog.Logger) *Relay {
 		log = slog.Default()
 	}
 	return &Relay{DB: db, Table: table, Log: log, Local: listen.NewHub(),
-		Holder:    "task-" + ulid.MustNew(ulid.Now(), rand.Reader).String(),
+		Holder:   "task-" + ulid.MustNew(ulid.Now(), rand.Reader).String(),
 		PollFast: DefaultPollFast, PollEvery: DefaultPollEvery, HotFor: DefaultHotFor, HotOnOpen: DefaultHotOnOpen,
 		Lease: DefaultLease, Sweep: DefaultSweep, Window: chatrelay.Window,
 		pub: chatrelay.New(db, table, log), now: time.Now,
