@@ -19,6 +19,11 @@ import (
 // container stream tier (template.yaml's target group, infra/).
 const ServiceHealthPath = "/healthz"
 
+// The container task's inbox poll (shared/taskrelay): while signals
+// flow, and while idle.
+const EnvStreamPoll = "PLATFORM_STREAM_POLL"
+const EnvStreamPollIdle = "PLATFORM_STREAM_POLL_IDLE"
+
 // ChatStreamService is the container stream tier (functions/chatstream-
 // service, docs/deploy.md "Stream tiers"): the same chat area as the
 // streaming function (ChatStreamHandler) as a plain HTTP server holding
@@ -36,7 +41,7 @@ func ChatStreamService(ctx context.Context) (http.Handler, *taskrelay.Relay, err
 	for _, p := range []struct {
 		env string
 		to  *time.Duration
-	}{{"PLATFORM_STREAM_POLL", &relay.PollFast}, {"PLATFORM_STREAM_POLL_IDLE", &relay.PollEvery}} {
+	}{{EnvStreamPoll, &relay.PollFast}, {EnvStreamPollIdle, &relay.PollEvery}} {
 		if v := os.Getenv(p.env); v != "" {
 			d, err := time.ParseDuration(v)
 			if err != nil || d <= 0 {
