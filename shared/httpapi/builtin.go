@@ -49,7 +49,7 @@ func (s *server) serveBuiltinWebhook(w http.ResponseWriter, r *http.Request, b b
 	in := s.builtinInstall(target.Bot, target.Install, i, base)
 	// Where the Files API's upload URLs point for this caller (a hosted
 	// page's CSP names it: the bucket's host on AWS).
-	in.FilesOrigin = platform.UploadOrigin(platform.WithOrigin(r.Context(), origin(r)), s.Files)
+	in.FilesOrigin = func() string { return platform.UploadOrigin(platform.WithOrigin(r.Context(), origin(r)), s.Files) }
 	wh.ServeWebhook(w, r, in, path)
 	return nil
 }

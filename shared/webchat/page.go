@@ -165,7 +165,11 @@ func (q *req) servePage(p string) bool {
 		var b bytes.Buffer
 		_ = pageTemplate.Execute(&b, map[string]string{"Assets": base + "/assets", "ClientID": q.in.Instance.WebhookID, "APIURL": apiURL, "BotName": name, "Version": assetsVersion()})
 		h.Set("Content-Type", "text/html; charset=utf-8")
-		h.Set("Content-Security-Policy", pageCSP(uploadSource(q.in.FilesOrigin, u.Scheme+"://"+u.Host)))
+		files := ""
+		if q.in.FilesOrigin != nil {
+			files = q.in.FilesOrigin()
+		}
+		h.Set("Content-Security-Policy", pageCSP(uploadSource(files, u.Scheme+"://"+u.Host)))
 		h.Set("Cache-Control", "no-cache")
 		q.w.WriteHeader(http.StatusOK)
 		_, _ = q.w.Write(b.Bytes())
