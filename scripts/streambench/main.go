@@ -111,7 +111,10 @@ func main() {
 	wsh := map[string]string{"x-workspace-id": ws}
 	bot := api(local.url, token, "POST", "/v1/admin/bots", wsh, map[string]any{"name": "bench"})["bot"].(map[string]any)["id"].(string)
 	chatID := api(local.url, token, "GET", "/v1/admin/hub/integrations/chat/latest", nil, nil)["integration"].(map[string]any)["id"].(string)
-	api(local.url, token, "PUT", "/v1/admin/bots/"+bot, wsh, map[string]any{"integrations": map[string]any{chatID: map[string]any{"enabled": true, "configuration": map[string]any{"encryptionKey": secret}}}})
+	api(local.url, token, "PUT", "/v1/admin/bots/"+bot, wsh, map[string]any{"integrations": map[string]any{chatID: map[string]any{"enabled": true, "configuration": map[string]any{"encryptionKey": secret,
+		// Every stream comes from this one address: the installation's
+		// limits (docs/chat-api.md "Limits") raised past the bench's.
+		"limits": map[string]any{"streamsPerAddress": *listeners + 1000, "streams": *listeners + 1000}}}}})
 	hook := api(local.url, token, "GET", "/v1/admin/bots/"+bot, wsh, nil)["bot"].(map[string]any)["integrations"].(map[string]any)[chatID].(map[string]any)["webhookUrl"].(string)
 	webhookPath := hook[strings.Index(hook, "/webhooks/"):]
 	local.stop()
