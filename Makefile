@@ -1,5 +1,5 @@
 # The two commands of README.md: `make run` and `make test`.
-.PHONY: run aws-local test vet unit conformance conformance-aws conformance-aws-container cli-e2e deploy-e2e deploy-e2e-aws llm-e2e console-e2e console-vendor webchat-e2e webchat-vendor signin-e2e build infra lambda cfn-lint capacity stream-image
+.PHONY: run aws-local test vet unit conformance conformance-aws conformance-aws-container cli-e2e deploy-e2e deploy-e2e-aws llm-e2e console-e2e console-vendor webchat-e2e webchat-e2e-aws webchat-e2e-aws-container webchat-vendor signin-e2e build infra lambda cfn-lint capacity stream-image
 
 # Where `make run` listens: loopback only unless told otherwise
 # (make run ADDR=:8080 listens on every interface).
@@ -15,7 +15,7 @@ run:
 aws-local:
 	go run ./functions/aws-local --addr $(ADDR)
 
-test: vet unit infra conformance conformance-aws conformance-aws-container cli-e2e deploy-e2e deploy-e2e-aws llm-e2e console-e2e webchat-e2e inbox-e2e signin-e2e
+test: vet unit infra conformance conformance-aws conformance-aws-container cli-e2e deploy-e2e deploy-e2e-aws llm-e2e console-e2e webchat-e2e inbox-e2e signin-e2e webchat-e2e-aws webchat-e2e-aws-container
 
 vet:
 	go vet ./...
@@ -78,6 +78,19 @@ console-vendor:
 # .build/webchat-e2e (scripts/webchat/e2e.sh, docs/webchat-api.md).
 webchat-e2e:
 	bash scripts/webchat/e2e.sh
+
+# The same page against the AWS build (./functions/aws-local), where
+# getBotWebchat serves it: the stack's ChatStreamUrl, on the Lambda stream
+# tier (the stream function's URL) and on the container tier (the load
+# balancer's stand-in before two tasks); the file's upload goes to the
+# presigned URL's other origin (the page's CSP names it, the bucket's CORS
+# rule answers the preflight). Chromium, then Firefox; screenshots in
+# .build/webchat-e2e-aws-<tier>.
+webchat-e2e-aws:
+	AWS_LOCAL=1 AWS_LOCAL_STREAM_TIER=lambda bash scripts/webchat/e2e.sh
+
+webchat-e2e-aws-container:
+	AWS_LOCAL=1 AWS_LOCAL_STREAM_TIER=container bash scripts/webchat/e2e.sh
 
 # Copy @botpress/webchat and React from the pinned npm packages into
 # shared/webchat/static/vendor (with SHA256SUMS).

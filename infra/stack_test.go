@@ -221,7 +221,7 @@ func TestLeastPrivilege(t *testing.T) {
 func checkLeastPrivilege(t *testing.T, m stackModel) {
 	// Which roles may use which services (beyond the table and logs).
 	onlyFor := map[string][]string{
-		"s3:":                   {"FilesFunctionRole", "TablesFunctionRole", "UploadCompletionFunctionRole", "AdminFunctionRole", "SweeperFunctionRole"},
+		"s3:":                   {"FilesFunctionRole", "TablesFunctionRole", "UploadCompletionFunctionRole", "AdminFunctionRole", "SweeperFunctionRole", "ChatStreamFunctionRole", "StreamTaskRole"},
 		"scheduler:":            {"AdminFunctionRole", "SchedulerFunctionRole"},
 		"iam:":                  {"AdminFunctionRole", "TeardownFunctionRole"},
 		"logs:startquery":       {"AdminFunctionRole"},

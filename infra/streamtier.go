@@ -95,7 +95,10 @@ func (s *builder) streamTier() *string {
 	add("PORT", jsii.String("8080"))
 	add("PLATFORM_TABLE", s.table.TableName())
 	add("PLATFORM_BUILTINS", jsii.String("all"))
-	add("PLATFORM_STREAM_POLL", jsii.String("50ms")) // the task's inbox poll (shared/taskrelay)
+	// The task's inbox poll (shared/taskrelay): while signals flow, and
+	// while idle.
+	add("PLATFORM_STREAM_POLL", jsii.String("25ms"))
+	add("PLATFORM_STREAM_POLL_IDLE", jsii.String("250ms"))
 	for k, v := range s.environment("ChatStream") {
 		add(k, v)
 	}

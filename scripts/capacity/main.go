@@ -46,6 +46,7 @@ func main() {
 	var ll capacity.ListenerLoad
 	tiers := capacity.DefaultTiers
 	tiers.LambdaPoll, tiers.TaskPoll, tiers.Lease = chatrelay.PollEvery, taskrelay.DefaultPollEvery, taskrelay.DefaultLease
+	tiers.TaskPollFast, tiers.TaskHotFor = taskrelay.DefaultPollFast, taskrelay.DefaultHotFor
 	flag.Float64Var(&ll.Listeners, "listeners", 0, "open Chat API streams to model on both stream tiers (no replay)")
 	flag.Float64Var(&ll.SignalsPerSecond, "signals", 0, "signals per second delivered to the streams, platform-wide (with -listeners)")
 	flag.DurationVar(&ll.Session, "session", 0, "how long a listener stays before another replaces it (0: they stay)")

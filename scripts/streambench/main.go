@@ -65,7 +65,8 @@ var (
 	perUser   = flag.Int("per-user", 5, "streams per user (at most 5, the per-key limit)")
 	messages  = flag.Int("messages", 50, "messages whose latency to the streams is measured")
 	idle      = flag.Duration("idle", 30*time.Second, "how long to measure idle CPU")
-	poll      = flag.Duration("poll", 50*time.Millisecond, "the service's inbox poll (PLATFORM_STREAM_POLL)")
+	poll      = flag.Duration("poll", 25*time.Millisecond, "the service's inbox poll while signals flow (PLATFORM_STREAM_POLL)")
+	pollIdle  = flag.Duration("poll-idle", 250*time.Millisecond, "the service's inbox poll while idle (PLATFORM_STREAM_POLL_IDLE)")
 	keep      = flag.Bool("keep", false, "keep the work directory")
 )
 
@@ -110,13 +111,16 @@ func main() {
 	wsh := map[string]string{"x-workspace-id": ws}
 	bot := api(local.url, token, "POST", "/v1/admin/bots", wsh, map[string]any{"name": "bench"})["bot"].(map[string]any)["id"].(string)
 	chatID := api(local.url, token, "GET", "/v1/admin/hub/integrations/chat/latest", nil, nil)["integration"].(map[string]any)["id"].(string)
-	api(local.url, token, "PUT", "/v1/admin/bots/"+bot, wsh, map[string]any{"integrations": map[string]any{chatID: map[string]any{"enabled": true, "configuration": map[string]any{"encryptionKey": secret}}}})
+	api(local.url, token, "PUT", "/v1/admin/bots/"+bot, wsh, map[string]any{"integrations": map[string]any{chatID: map[string]any{"enabled": true, "configuration": map[string]any{"encryptionKey": secret,
+		// Every stream comes from this one address: the installation's
+		// limits (docs/chat-api.md "Limits") raised past the bench's.
+		"limits": map[string]any{"streamsPerAddress": *listeners + 1000, "streams": *listeners + 1000}}}}})
 	hook := api(local.url, token, "GET", "/v1/admin/bots/"+bot, wsh, nil)["bot"].(map[string]any)["integrations"].(map[string]any)[chatID].(map[string]any)["webhookUrl"].(string)
 	webhookPath := hook[strings.Index(hook, "/webhooks/"):]
 	local.stop()
 
 	// The service.
-	svc := &proc{name: "service", bin: build(root, work, "chatstream-service"), env: append(env, "PLATFORM_STREAM_POLL="+poll.String())}
+	svc := &proc{name: "service", bin: build(root, work, "chatstream-service"), env: append(env, "PLATFORM_STREAM_POLL="+poll.String(), "PLATFORM_STREAM_POLL_IDLE="+pollIdle.String())}
 	svc.start()
 	defer svc.stop()
 	base := svc.url + webhookPath
@@ -228,7 +232,7 @@ func main() {
 	_ = json.Unmarshal(get(svc.url+runtime.ServiceHealthPath), &after)
 
 	slices.Sort(lat)
-	fmt.Printf("stream service, %d listeners (%d users, %d per user, a conversation each), inbox poll %s\n", *listeners, users, *perUser, *poll)
+	fmt.Printf("stream service, %d listeners (%d users, %d per user, a conversation each), inbox poll %s (idle %s)\n", *listeners, users, *perUser, *poll, *pollIdle)
 	fmt.Printf("opened in %s; the process reports %d streams, %d registered topics (after the idle time: %d streams)\n", openedIn.Round(time.Millisecond), health.Streams, health.Topics, after.Streams)
 	fmt.Printf("service RSS: %d MiB before the streams, %d MiB with them (%.1f KiB per listener), %d MiB after %s idle\n",
 		rssBefore>>10, rssWith>>10, float64(rssWith-rssBefore)/float64(*listeners), rssIdle>>10, *idle)

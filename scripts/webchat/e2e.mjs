@@ -10,9 +10,15 @@
 // bot's webchat actions (hideWebchat, showWebchat, toggleWebchat,
 // configWebchat, customEvent, getUserData: the bot's client.callAction)
 // changing the page. Every request must go to the platform's origin and no
-// console error may show. AWS_LOCAL=1: PLATFORM_BIN is aws-local (slower to
-// start), and the page's origin is the stack's ChatStreamUrl (run by hand
-// for now: its file upload fails, docs/webchat-api.md "Not done").
+// console error may show, except the file's upload to the origin the
+// page's CSP names for it (on AWS the bucket's S3 host). AWS_LOCAL=1
+// (make webchat-e2e-aws, webchat-e2e-aws-container): PLATFORM_BIN is
+// aws-local (slower to start), the page's origin is the stack's
+// ChatStreamUrl (the stream function's URL, or with
+// AWS_LOCAL_STREAM_TIER=container the load balancer's stand-in: checked
+// against aws-local's log), and the upload goes to another origin (the
+// function's S3 endpoint, answering CORS as the template's bucket rule
+// says).
 import fs from 'node:fs'
 import path from 'node:path'
 import { createRequire } from 'node:module'
@@ -62,6 +68,16 @@ async function main() {
   const origin = AWS_LOCAL
     ? JSON.parse(fs.readFileSync(path.join(dataDir, 'aws-local', 'outputs.json'), 'utf8')).ChatStreamUrl.replace(/\/$/, '')
     : api
+  if (AWS_LOCAL) {
+    // The tier asked for is the one serving ChatStreamUrl.
+    const logged = fs.readFileSync(path.join(WORK, 'platform.log'), 'utf8')
+    const tier = process.env.AWS_LOCAL_STREAM_TIER || 'lambda'
+    const want = tier === 'container'
+      ? (logged.match(/aws-local: the container stream tier.* loadBalancer=(\S+)/) || [])[1]
+      : (logged.match(/aws-local: function URL.* function=ChatStreamFunction url=(\S+)/) || [])[1]
+    if (!want || want.replace(/\/$/, '') !== origin) throw new Error(`stream tier ${tier}: ChatStreamUrl ${origin}, want ${want}`)
+    console.log(`stream tier ${tier}: the page at ${origin}`)
+  }
   const token = fs.readFileSync(path.join(dataDir, 'admin-token'), 'utf8').trim()
   const botPort = await freePort()
   const botUrl = `http://127.0.0.1:${botPort}`
@@ -99,9 +115,26 @@ async function main() {
   page.on('response', (r) => {
     if (r.status() >= 400) notFound.push(`${r.status()} ${r.url()}`)
   })
+  // The origin the page's CSP allows for uploads besides its own (the
+  // presigned URLs' host), read from the page's answer.
+  let filesOrigin = null
+  page.on('response', (r) => {
+    if (r.url() === pageUrl) {
+      const connect = (r.headers()['content-security-policy'] || '').split(';').map((d) => d.trim()).find((d) => d.startsWith('connect-src ')) || ''
+      filesOrigin = connect.split(/\s+/).slice(1).find((src) => src !== "'self'") || null
+    }
+  })
+  const otherOrigin = []
   page.on('request', (r) => {
     const u = r.url()
-    if (!u.startsWith(origin + '/') && !u.startsWith('blob:') && !u.startsWith('data:')) problems.push(`request to another origin: ${u}`)
+    if (u.startsWith(origin + '/') || u.startsWith('blob:') || u.startsWith('data:')) return
+    // A presigned upload to the origin the CSP names (Chromium reports
+    // the preflight as a request of its own, Firefox does not).
+    if (filesOrigin && u.startsWith(filesOrigin + '/') && ['PUT', 'OPTIONS'].includes(r.method()) && u.includes('X-Amz-Signature=')) {
+      otherOrigin.push(`${r.method()} ${u.split('?')[0]}`)
+      return
+    }
+    problems.push(`request to another origin: ${r.method()} ${u}`)
   })
   const shot = (name) => page.screenshot({ path: path.join(SHOTS, `${name}.png`), fullPage: true })
   // Polled from here (no function evaluated under the page's CSP).
@@ -132,7 +165,7 @@ async function main() {
     fs.writeFileSync(file, 'a file from the browser\n')
     let uploaded = 0
     page.on('response', (r) => {
-      if (r.request().method() === 'PUT' && r.url().includes('/_s3/') && r.ok()) uploaded++
+      if (r.request().method() === 'PUT' && r.url().includes('X-Amz-Signature=') && r.ok()) uploaded++
     })
     const input = await page.waitForSelector('input[type=file]')
     await input.uploadFile(file)
@@ -152,6 +185,11 @@ async function main() {
     if (got !== 'a file from the browser\n') throw new Error(`the file's link ${href} answers ${JSON.stringify(got)}`)
     // The bot got it (its echo of a message without text).
     await waitText(/echo: undefined/)
+    // Locally the upload is same-origin; on aws-local it is not, and the
+    // page's CSP named that origin.
+    if (AWS_LOCAL && !otherOrigin.some((x) => x.startsWith('PUT '))) throw new Error(`the upload did not go to the CSP's files origin ${filesOrigin}`)
+    if (!AWS_LOCAL && filesOrigin) throw new Error(`the local page's CSP names another origin: ${filesOrigin}`)
+    console.log(`upload: ${otherOrigin.length ? otherOrigin.join(', ') : 'same origin'}`)
     await shot('03-file')
   })
   await step('a reload keeps the history', async () => {

@@ -9,6 +9,9 @@
 # FIREFOX= choose other binaries; BROWSERS=chromium runs one browser.
 # Screenshots go to SHOTS (default .build/webchat-e2e).
 #
+# AWS_LOCAL=1 runs it against the AWS build (./functions/aws-local) instead,
+# on the stream tier AWS_LOCAL_STREAM_TIER (lambda, container).
+#
 # Usage: scripts/webchat/e2e.sh
 set -euo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -25,4 +28,13 @@ browsers_install_deps
 bash "$HERE/vendor.sh" --check
 
 browsers_build
-browsers_run "$HERE/e2e.mjs" "${SHOTS:-$ROOT/.build/webchat-e2e}"
+shots="$ROOT/.build/webchat-e2e"
+if [[ "${AWS_LOCAL:-}" == 1 ]]; then
+  # The AWS build (make webchat-e2e-aws, webchat-e2e-aws-container): the
+  # page where the stack's streams are, the tier AWS_LOCAL_STREAM_TIER's.
+  echo "==> building ./functions/aws-local (stream tier ${AWS_LOCAL_STREAM_TIER:-lambda})" >&2
+  (cd "$ROOT" && go build -o "$WORK/aws-local" ./functions/aws-local)
+  export PLATFORM_BIN="$WORK/aws-local" AWS_LOCAL_ROOT="$ROOT" AWS_LOCAL
+  shots="$ROOT/.build/webchat-e2e-aws-${AWS_LOCAL_STREAM_TIER:-lambda}"
+fi
+browsers_run "$HERE/e2e.mjs" "${SHOTS:-$shots}"

@@ -144,6 +144,9 @@ type endpoint struct {
 	created func(bucket, key string, size int64)
 	// fault, when set and true for the call, fails it (Stack.InjectFault).
 	fault func(function, operation string) bool
+	// cors: the CORS rules of the stack's buckets by name, answered as S3
+	// answers them (s3cors.go).
+	cors map[string][]corsRule
 }
 
 // statusRecorder keeps the status of an answer.
@@ -181,6 +184,15 @@ func (e *endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if h == nil {
 		http.Error(w, fmt.Sprintf("aws-local: no stand-in for service %q", svc), http.StatusNotImplemented)
 		return
+	}
+	if svc == "s3" && isPreflight(r) {
+		// No credentials, no role: S3 answers from the bucket's rules.
+		e.rec.request(Request{Function: e.fn.LogicalID, Service: svc, Operation: "S3 OPTIONS"})
+		servePreflight(w, r, e.cors)
+		return
+	}
+	if svc == "s3" {
+		w = withCORS(w, r, e.cors)
 	}
 	body, err := io.ReadAll(r.Body)
 	if err != nil {
@@ -377,6 +389,11 @@ func s3Authz(r *http.Request, body []byte) []authz {
 		return []authz{{action: "s3:GetObject", resource: obj}}
 	case http.MethodPut, http.MethodPost:
 		out := []authz{{action: "s3:PutObject", resource: obj}}
+		if r.Header.Get("X-Amz-Tagging") != "" {
+			// PutObject with tags needs s3:PutObjectTagging too (S3's
+			// PutObject: "Permissions").
+			out = append(out, authz{action: "s3:PutObjectTagging", resource: obj})
+		}
 		if src := r.Header.Get("X-Amz-Copy-Source"); src != "" {
 			src, _ = url.PathUnescape(strings.TrimPrefix(src, "/"))
 			src, _, _ = strings.Cut(src, "?versionId=")

@@ -510,7 +510,7 @@ func Open(ctx context.Context, o Options, ln net.Listener) (*Stack, error) {
 		if err != nil {
 			return nil, err
 		}
-		e := &endpoint{fn: f, services: services, rec: s.Calls, role: s.code.Role, fault: s.faulty}
+		e := &endpoint{fn: f, services: services, rec: s.Calls, role: s.code.Role, fault: s.faulty, cors: tpl.bucketCORS}
 		if o.S3Endpoint != "" {
 			e.created = func(bucket, key string, size int64) {
 				_ = s.objectCreated(context.Background(), locals3.PutObject{Bucket: bucket, Key: key, Size: size})

@@ -63,16 +63,20 @@ func (s *Stack) startStreamTier(ctx context.Context, root, binDir string, tpl *T
 	}
 	task := &Function{LogicalID: streamTaskID, Name: StackName + "-chatstream", RoleID: "StreamTaskRole",
 		Policy: policy, source: tpl.path, Env: taskEnv}
+	// One AWS endpoint for every task: the calls are the task role's (as
+	// a function's endpoint serves all its instances), and the presigned
+	// upload URLs of every task name one origin, as the bucket's host on
+	// AWS (a page served by one task uploads through a URL another signed).
+	epLn, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	ep := &http.Server{Handler: &endpoint{fn: task, services: services, rec: s.Calls, role: s.code.Role, cors: tpl.bucketCORS}}
+	go func() { _ = ep.Serve(epLn) }()
+	s.closers = append(s.closers, ep.Close)
+	awsURL := "http://" + epLn.Addr().String()
 	var backends []*url.URL
 	for i := 0; i < tasks; i++ {
-		epLn, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return err
-		}
-		ep := &http.Server{Handler: &endpoint{fn: task, services: services, rec: s.Calls, role: s.code.Role}}
-		go func() { _ = ep.Serve(epLn) }()
-		s.closers = append(s.closers, ep.Close)
-		awsURL := "http://" + epLn.Addr().String()
 		l, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
 			return err

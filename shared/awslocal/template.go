@@ -39,10 +39,13 @@ type Template struct {
 	// bucket.
 	TableName, BucketName string
 	TableARN, StreamARN   string
-	resources             map[string]map[string]any
-	params                map[string]string
-	path                  string // the template's file
-	apiURL                string
+	// bucketCORS: the CORS rules of the stack's buckets, by physical name
+	// (s3cors.go).
+	bucketCORS map[string][]corsRule
+	resources  map[string]map[string]any
+	params     map[string]string
+	path       string // the template's file
+	apiURL     string
 	// queueBase is the SQS endpoint the queues' URLs are at (SetQueueBase).
 	queueBase string
 	outputs   map[string]any
@@ -181,6 +184,14 @@ func ReadTemplate(path, makefile string, params map[string]string, apiURL string
 		}
 		if t.typeOf(id) == "AWS::S3::Bucket" {
 			t.BucketName, _ = t.ref(id)
+			rules, err := t.readBucketCORS(id)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", id, err)
+			}
+			if t.bucketCORS == nil {
+				t.bucketCORS = map[string][]corsRule{}
+			}
+			t.bucketCORS[t.BucketName] = rules
 		}
 		if t.typeOf(id) != "AWS::Serverless::Function" {
 			continue

@@ -96,6 +96,11 @@ type Install struct {
 	// API Gateway cannot hold a stream): clients that listen use
 	// <StreamURL>webhooks/<webhookId>. Empty: WebhookURL's host.
 	StreamURL string
+	// FilesOrigin answers the origin (scheme://host) of the Files API's
+	// upload URLs for this request (on AWS the bucket's S3 host): a page
+	// that uploads allows it in its CSP. Set for webhook requests (worked
+	// out when called: it signs a URL); nil elsewhere.
+	FilesOrigin func() string
 	// API calls the Chat API as this installation (nil where no API is
 	// served in-process, as in the dispatcher function on AWS).
 	API API

@@ -50,7 +50,11 @@ type Tiers struct {
 	TaskVCPU, TaskMemoryGB float64
 	StreamsPerTask         float64
 	MinTasks, MaxTasks     float64
-	TaskPoll, Lease        time.Duration
+	// TaskPoll is the task's inbox poll while idle, TaskPollFast while
+	// signals flow (for TaskHotFor after one, shared/taskrelay).
+	TaskPoll, Lease time.Duration
+	TaskPollFast    time.Duration
+	TaskHotFor      time.Duration
 	// IdleBytesPerSecond is what an idle stream sends (keep-alive comments
 	// every chatapi.KeepAlive, pings every chatapi.PingEvery, with chunked
 	// encoding's framing): the ALB's processed bytes.
@@ -83,7 +87,7 @@ var DefaultTiers = Tiers{
 	// template.yaml's task: 0.5 vCPU / 2 GB. scripts/streambench, 10,000
 	// idle streams in one process: RSS about 1 GB, CPU a quarter of a core.
 	TaskVCPU: 0.5, TaskMemoryGB: 2, StreamsPerTask: 10000, MinTasks: 2, MaxTasks: 20,
-	TaskPoll: 50 * time.Millisecond, Lease: 12 * time.Hour,
+	TaskPoll: 250 * time.Millisecond, TaskPollFast: 25 * time.Millisecond, TaskHotFor: 2 * time.Minute, Lease: 12 * time.Hour,
 	// ": keep-alive\n\n" (14 bytes + 7 of chunk framing) every 3 s,
 	// "data: ping\n\n" (12 + 6) every 30 s.
 	IdleBytesPerSecond: 21.0/3 + 18.0/30,
@@ -219,7 +223,18 @@ func ContainerTier(l ListenerLoad, t Tiers, pr Prices) TierCost {
 	lcu, dim := ALBLCUs(l, t)
 	c.Items["ALB hours"] = pr.ALBHour * hoursPerMonth
 	c.Items["ALB LCUs"] = lcu * pr.ALBLCUHour * hoursPerMonth
-	polls := tasks / t.TaskPoll.Seconds() * 0.5
+	// A task polls fast while a signal came within TaskHotFor (signals
+	// spread evenly over the tasks, arriving at random: the share of time
+	// hot is 1-e^(-rate*HotFor)), at TaskPoll otherwise.
+	hot := 0.0
+	if t.TaskPollFast > 0 && l.SignalsPerSecond > 0 {
+		hot = 1 - math.Exp(-l.SignalsPerSecond/tasks*t.TaskHotFor.Seconds())
+	}
+	perTask := (1 - hot) / t.TaskPoll.Seconds()
+	if hot > 0 {
+		perTask += hot / t.TaskPollFast.Seconds()
+	}
+	polls := tasks * perTask * 0.5 // eventually consistent Query, under 4 KB
 	c.Items["DynamoDB polls"] = polls * secondsPerMonth * pr.DynamoReadMillion / 1e6
 	// One LISTEN item per conversation per task: written again twice per
 	// lease while listened to; a session registers and deletes its own.
@@ -333,9 +348,9 @@ func (e ListenerEstimate) Print(w io.Writer) {
 		p.FargateVCPUHour, p.FargateGBHour, p.ALBHour, p.ALBLCUHour,
 		ALBLCU.NewConnectionsPerSecond, ALBLCU.ActiveConnectionsPerMinute, ALBLCU.ProcessedGBPerHour, ALBLCU.RuleEvaluationsPerSecond, hoursPerMonth)
 	t := e.Tiers
-	fmt.Fprintf(w, "Assumed: Lambda %.0f MB, an invocation every %s per listener, inbox poll %s per listener; task %.2g vCPU / %.2g GB holding %.0f streams (scripts/streambench), %.0f-%.0f tasks, inbox poll %s per task, lease %s;\n"+
+	fmt.Fprintf(w, "Assumed: Lambda %.0f MB, an invocation every %s per listener, inbox poll %s per listener; task %.2g vCPU / %.2g GB holding %.0f streams (scripts/streambench), %.0f-%.0f tasks, inbox poll per task %s idle, %s for %s after a signal, lease %s;\n"+
 		"limits: %.0f scopes per stream (one write each to open and end it, two in the open's transaction), a heartbeat per holding process every %s, the listeners of one installation\n",
-		t.LambdaMemoryMB, t.LambdaStream, t.LambdaPoll, t.TaskVCPU, t.TaskMemoryGB, t.StreamsPerTask, t.MinTasks, t.MaxTasks, t.TaskPoll, t.Lease,
+		t.LambdaMemoryMB, t.LambdaStream, t.LambdaPoll, t.TaskVCPU, t.TaskMemoryGB, t.StreamsPerTask, t.MinTasks, t.MaxTasks, t.TaskPoll, t.TaskPollFast, t.TaskHotFor, t.Lease,
 		t.LimitScopes, t.LimitHeartbeat)
 }
 

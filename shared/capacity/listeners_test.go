@@ -42,7 +42,13 @@ func TestListenerModel(t *testing.T) {
 	near("container tasks, 100,000 listeners", e.Container.Items["Fargate tasks"], 10*(0.5*pr.FargateVCPUHour+2*pr.FargateGBHour)*720)
 	// Idle listeners write nothing for the limits: each task its heartbeat.
 	near("container limits, 100,000 listeners", e.Container.Items["DynamoDB limits"], 10.0/60*month*pr.DynamoWriteMillion/1e6)
-	near("container polls, 100,000 listeners", e.Container.Items["DynamoDB polls"], 10*20*0.5*month*pr.DynamoReadMillion/1e6)
+	// Idle tasks poll every 250 ms (shared/taskrelay's idle poll).
+	near("container polls, 100,000 idle listeners", e.Container.Items["DynamoDB polls"], 10*4*0.5*month*pr.DynamoReadMillion/1e6)
+	// With signals flowing (a signal a second per task on average) a task
+	// is hot almost all the time: one poll per 25 ms.
+	busy := ModelListeners(ListenerLoad{Listeners: 100000, SignalsPerSecond: 10}, DefaultTiers, pr)
+	hot := 1 - math.Exp(-1*120.0)
+	near("container polls, 100,000 listeners, 10 signals/s", busy.Container.Items["DynamoDB polls"], 10*(hot*40+(1-hot)*4)*0.5*month*pr.DynamoReadMillion/1e6)
 	// Cheaper per listener by three orders of magnitude; the crossover is
 	// a handful of listeners (the container tier's floor is about $80).
 	if e.ContainerPerThousand*100 > e.LambdaPerThousand {

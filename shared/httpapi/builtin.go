@@ -46,7 +46,11 @@ func (s *server) serveBuiltinWebhook(w http.ResponseWriter, r *http.Request, b b
 		return platform.Errorf(platform.ErrResourceNotFound, "webhook %q: the integration %q serves no webhook", target.Install.WebhookID, i.Name)
 	}
 	base := webhookBase(&call{Request: r})
-	wh.ServeWebhook(w, r, s.builtinInstall(target.Bot, target.Install, i, base), path)
+	in := s.builtinInstall(target.Bot, target.Install, i, base)
+	// Where the Files API's upload URLs point for this caller (a hosted
+	// page's CSP names it: the bucket's host on AWS).
+	in.FilesOrigin = func() string { return platform.UploadOrigin(platform.WithOrigin(r.Context(), origin(r)), s.Files) }
+	wh.ServeWebhook(w, r, in, path)
 	return nil
 }
 

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"net/url"
 	"time"
 )
 
@@ -83,6 +84,26 @@ func UploadTaggingFrom(ctx context.Context) string {
 func OriginFrom(ctx context.Context) string {
 	s, _ := ctx.Value(originKey{}).(string)
 	return s
+}
+
+// UploadOrigin is the origin (scheme://host) of the upload URLs s presigns
+// during ctx: where a browser PUTs a file (on AWS the bucket's S3 host,
+// on the local platform the API's own address), so a page that uploads
+// can allow it in its CSP's connect-src. It signs a URL and reads its
+// host (no request is made); "" when s cannot sign one.
+func UploadOrigin(ctx context.Context, s FileStorage) string {
+	if s == nil {
+		return ""
+	}
+	raw, err := s.PresignPut(ctx, "files/origin", "application/octet-stream", 1, time.Minute)
+	if err != nil {
+		return ""
+	}
+	u, err := url.Parse(raw)
+	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
+		return ""
+	}
+	return u.Scheme + "://" + u.Host
 }
 
 // FileStatus is the upload and indexing state of a file.

@@ -19,6 +19,11 @@ import (
 // container stream tier (template.yaml's target group, infra/).
 const ServiceHealthPath = "/healthz"
 
+// The container task's inbox poll (shared/taskrelay): while signals
+// flow, and while idle.
+const EnvStreamPoll = "PLATFORM_STREAM_POLL"
+const EnvStreamPollIdle = "PLATFORM_STREAM_POLL_IDLE"
+
 // ChatStreamService is the container stream tier (functions/chatstream-
 // service, docs/deploy.md "Stream tiers"): the same chat area as the
 // streaming function (ChatStreamHandler) as a plain HTTP server holding
@@ -31,12 +36,22 @@ func ChatStreamService(ctx context.Context) (http.Handler, *taskrelay.Relay, err
 		return nil, nil, err
 	}
 	relay := taskrelay.New(DynamoClient(cfg, env, nil), env.Table, slog.Default())
-	if v := os.Getenv("PLATFORM_STREAM_POLL"); v != "" {
-		d, err := time.ParseDuration(v)
-		if err != nil || d <= 0 {
-			return nil, nil, errors.New("PLATFORM_STREAM_POLL: a positive duration, e.g. 50ms")
+	// The task's inbox poll (shared/taskrelay): while signals flow, and
+	// while idle.
+	for _, p := range []struct {
+		env string
+		to  *time.Duration
+	}{{EnvStreamPoll, &relay.PollFast}, {EnvStreamPollIdle, &relay.PollEvery}} {
+		if v := os.Getenv(p.env); v != "" {
+			d, err := time.ParseDuration(v)
+			if err != nil || d <= 0 {
+				return nil, nil, errors.New(p.env + ": a positive duration, e.g. 25ms")
+			}
+			*p.to = d
 		}
-		relay.PollEvery = d
+	}
+	if relay.PollEvery < relay.PollFast {
+		relay.PollEvery = relay.PollFast
 	}
 	h, err := areaHandler(ctx, httpapi.AreaChat, relay)
 	if err != nil {

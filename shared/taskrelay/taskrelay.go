@@ -9,8 +9,11 @@
 // holds streams for at most 15 minutes; here the holder is the process:
 //
 //   - one holder id for the process's life, so one inbox and one inbox
-//     Query per PollEvery whatever the number of streams (the read cost
-//     and the signal's latency no longer grow with listeners);
+//     Query per poll whatever the number of streams (the read cost and
+//     the signal's latency no longer grow with listeners); the poll
+//     adapts as the Lambda tier's does: every PollFast while signals flow
+//     (HotFor after one it delivered or this process published, HotOnOpen
+//     after a stream opened here), every PollEvery while idle;
 //   - one LISTEN item per topic per process, however many of its streams
 //     listen to the topic (an installation's topic is shared by all of
 //     them), written when the first local stream subscribes;
@@ -41,11 +44,20 @@ import (
 
 // Defaults of a Relay's timing.
 const (
-	// DefaultPollEvery is the latency a signal adds after the fan-out
-	// put it in the inbox. One Query per process per PollEvery: at 50 ms,
-	// 20 reads a second per task (about $3.2 a month on DynamoDB
-	// on-demand, shared/capacity), whatever it holds.
-	DefaultPollEvery = 50 * time.Millisecond
+	// DefaultPollFast and DefaultPollEvery are the latency a signal adds
+	// after the fan-out put it in the inbox, while signals flow and while
+	// the process is idle. One Query per process per poll, whatever it
+	// holds: 40 a second per task while active, 4 while idle (about $0.66
+	// a month per idle task on DynamoDB on-demand, shared/capacity).
+	DefaultPollFast  = 25 * time.Millisecond
+	DefaultPollEvery = 250 * time.Millisecond
+	// DefaultHotFor: how long the poll stays fast after a signal was
+	// delivered or published here (the bot's reply follows its user's
+	// message; turns follow each other); DefaultHotOnOpen after a stream
+	// opened (shorter: an idle page's client opens a stream again each
+	// time one ends).
+	DefaultHotFor    = 2 * time.Minute
+	DefaultHotOnOpen = 30 * time.Second
 	// DefaultLease is how long a LISTEN item names this process after its
 	// last renewal: how long the fan-out may write to the inbox of a task
 	// that died (harmless: each inbox item has a ttl) and how often a
@@ -67,7 +79,12 @@ type Relay struct {
 	// Holder names this process in LISTEN and INBOX items.
 	Holder string
 
+	// PollFast is the poll while signals flow, PollEvery while idle
+	// (HotFor after a signal, HotOnOpen after a stream opened).
+	PollFast  time.Duration
 	PollEvery time.Duration
+	HotFor    time.Duration
+	HotOnOpen time.Duration
 	Lease     time.Duration
 	Sweep     time.Duration
 	// Window: how far back a poll reads the inbox (signals arrive through
@@ -82,6 +99,11 @@ type Relay struct {
 	closed bool
 
 	since time.Time // Run's start: the inbox is read from then on
+
+	// hot is until when the poll is fast (guarded by mu); wake makes an
+	// idle poll run now (a stream just opened, a signal published here).
+	hot  time.Time
+	wake chan struct{}
 
 	inboxQueries atomic.Int64
 	registers    atomic.Int64
@@ -100,15 +122,55 @@ func New(db chatrelay.DB, table string, log *slog.Logger) *Relay {
 		log = slog.Default()
 	}
 	return &Relay{DB: db, Table: table, Log: log, Local: listen.NewHub(),
-		Holder:    "task-" + ulid.MustNew(ulid.Now(), rand.Reader).String(),
-		PollEvery: DefaultPollEvery, Lease: DefaultLease, Sweep: DefaultSweep, Window: chatrelay.Window,
+		Holder:   "task-" + ulid.MustNew(ulid.Now(), rand.Reader).String(),
+		PollFast: DefaultPollFast, PollEvery: DefaultPollEvery, HotFor: DefaultHotFor, HotOnOpen: DefaultHotOnOpen,
+		Lease: DefaultLease, Sweep: DefaultSweep, Window: chatrelay.Window,
 		pub: chatrelay.New(db, table, log), now: time.Now,
-		topics: map[string]*reg{}}
+		topics: map[string]*reg{}, wake: make(chan struct{}, 1)}
+}
+
+// heat keeps the poll fast for at least d from now; an idle poll runs at
+// once.
+func (r *Relay) heat(d time.Duration) {
+	r.mu.Lock()
+	wasIdle := !r.now().Before(r.hot)
+	if until := r.now().Add(d); until.After(r.hot) {
+		r.hot = until
+	}
+	r.mu.Unlock()
+	if wasIdle {
+		select {
+		case r.wake <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// interval is the wait before the next poll.
+func (r *Relay) interval() time.Duration {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.now().Before(r.hot) {
+		return r.PollFast
+	}
+	return r.PollEvery
+}
+
+// Hot tells whether the poll is fast now.
+func (r *Relay) Hot() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.now().Before(r.hot)
 }
 
 // Publish writes the signal to the table: the fan-out hands it to every
-// holder of topic, this process included (through its inbox).
-func (r *Relay) Publish(topic string, frame []byte) int { return r.pub.Publish(topic, frame) }
+// holder of topic, this process included (through its inbox). A
+// conversation active here is likely to have its next signal soon: the
+// poll turns fast.
+func (r *Relay) Publish(topic string, frame []byte) int {
+	r.heat(r.HotFor)
+	return r.pub.Publish(topic, frame)
+}
 
 // CloseTopic ends the streams of topic wherever they are held.
 func (r *Relay) CloseTopic(topic string) { r.pub.CloseTopic(topic) }
@@ -121,6 +183,7 @@ func (r *Relay) CloseTopic(topic string) { r.pub.CloseTopic(topic) }
 // silent.
 func (r *Relay) Subscribe(topics ...string) *listen.Sub {
 	sub := r.Local.Subscribe(topics...)
+	r.heat(r.HotOnOpen)
 	for _, t := range topics {
 		if err := r.register(t); err != nil {
 			r.Log.Error("taskrelay: listener not registered", "topic", t, "err", err)
@@ -192,6 +255,7 @@ type Stats struct {
 	Topics       int   // registered topics (LISTEN items)
 	InboxQueries int64 // inbox Queries made since the start
 	Registers    int64 // LISTEN items written (registrations and renewals)
+	Hot          bool  // polling every PollFast (signals flow), else every PollEvery
 }
 
 // Stats reports the relay's counters.
@@ -199,7 +263,7 @@ func (r *Relay) Stats() Stats {
 	r.mu.Lock()
 	n := len(r.topics)
 	r.mu.Unlock()
-	return Stats{Streams: r.Local.Listeners(), Topics: n, InboxQueries: r.inboxQueries.Load(), Registers: r.registers.Load()}
+	return Stats{Streams: r.Local.Listeners(), Topics: n, InboxQueries: r.inboxQueries.Load(), Registers: r.registers.Load(), Hot: r.Hot()}
 }
 
 // Run polls the process's inbox and keeps its registrations until ctx
@@ -290,27 +354,40 @@ func (r *Relay) SweepOnce() {
 	}
 }
 
-// poll reads the process's inbox every PollEvery and hands each signal,
-// once, to the local hub.
+// poll reads the process's inbox (every PollFast while signals flow,
+// PollEvery while idle) and hands each signal, once, to the local hub.
 func (r *Relay) poll(ctx context.Context) {
 	seen := map[string]time.Time{}
-	t := time.NewTicker(r.PollEvery)
+	t := time.NewTimer(r.interval())
 	defer t.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
+		case <-r.wake:
+			t.Stop()
 		}
 		now := r.now()
 		from := now.Add(-r.Window)
 		if from.Before(r.since) {
 			from = r.since
 		}
+		delivered := false
 		n, _ := chatrelay.ReadInbox(ctx, r.DB, r.Table, r.Holder, from, now, seen, r.Window, func(it chatrelay.Signal) {
+			delivered = true
 			chatrelay.Deliver(r.Local, it)
 		}, r.Log)
 		r.inboxQueries.Add(int64(n))
+		if delivered {
+			r.heat(r.HotFor)
+		}
+		// A wake that came while this poll ran is spent: it read the inbox.
+		select {
+		case <-r.wake:
+		default:
+		}
+		t.Reset(r.interval())
 	}
 }
 

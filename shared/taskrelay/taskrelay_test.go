@@ -108,6 +108,12 @@ type cloud struct {
 }
 
 func newCloud(t *testing.T) *cloud {
+	// A fixed poll: what these tests count does not depend on activity.
+	return newCloudWith(t, func(r *taskrelay.Relay) { r.PollFast, r.PollEvery = 50*time.Millisecond, 50*time.Millisecond })
+}
+
+// newCloudWith is newCloud with the relay's timing set by configure.
+func newCloudWith(t *testing.T, configure func(*taskrelay.Relay)) *cloud {
 	ka := chatapi.KeepAlive
 	chatapi.KeepAlive = 100 * time.Millisecond
 	t.Cleanup(func() { chatapi.KeepAlive = ka })
@@ -136,7 +142,7 @@ func newCloud(t *testing.T) *cloud {
 			Builtins: runtime.BuiltinsWith(hub, nil, nil, nil), Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}, httpapi.AreaChat)
 	}
 	c.relay = taskrelay.New(c.db, c.table, nil)
-	c.relay.PollEvery = 50 * time.Millisecond
+	configure(c.relay)
 	c.service = httptest.NewServer(runtime.ServiceMux(chatArea(c.relay), c.relay))
 	t.Cleanup(c.service.Close)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -272,7 +278,7 @@ func TestOnePollPerProcess(t *testing.T) {
 	}
 
 	const window = time.Second
-	bound := int64(window/c.relay.PollEvery) + 1 // a ticker never fires faster than its period
+	bound := int64(window/c.relay.PollFast) + 1 // the poll never runs faster than its period
 	streams := []*sse{c.listen(owner, convID)}
 	one := c.queriesOver(window)
 
@@ -289,7 +295,7 @@ func TestOnePollPerProcess(t *testing.T) {
 		t.Fatalf("%d streams open, want %d", n, users*chatapi.MaxListeners)
 	}
 	many := c.queriesOver(window)
-	t.Logf("inbox queries over %s: %d with 1 stream, %d with %d streams (poll every %s)", window, one, many, n, c.relay.PollEvery)
+	t.Logf("inbox queries over %s: %d with 1 stream, %d with %d streams (poll every %s)", window, one, many, n, c.relay.PollFast)
 	if one > bound || many > bound {
 		t.Fatalf("inbox queries over %s: %d with 1 stream, %d with %d; want at most %d whatever the streams", window, one, many, n, bound)
 	}
@@ -377,4 +383,53 @@ func TestHealth(t *testing.T) {
 	if err := json.NewDecoder(res.Body).Decode(&st); res.StatusCode != 200 || err != nil {
 		t.Fatalf("health: %d %v", res.StatusCode, err)
 	}
+}
+
+// TestAdaptivePoll: the task's poll is fast while signals flow and slow
+// while idle, as the Lambda tier's: idle, one Query per PollEvery; a
+// signal delivered makes it fast (one per PollFast) for HotFor, then it
+// is idle again; a stream opening wakes an idle poll at once.
+func TestAdaptivePoll(t *testing.T) {
+	const fast, idle = 20 * time.Millisecond, 400 * time.Millisecond
+	c := newCloudWith(t, func(r *taskrelay.Relay) {
+		r.PollFast, r.PollEvery, r.HotFor, r.HotOnOpen = fast, idle, 1500*time.Millisecond, 300*time.Millisecond
+	})
+	key := c.call("POST", "/users", "", map[string]any{}, 201)["key"].(string)
+	convID := c.call("POST", "/conversations", key, map[string]any{}, 201)["conversation"].(map[string]any)["id"].(string)
+	st := c.listen(key, convID)
+	if !c.relay.Stats().Hot {
+		t.Fatal("the poll is not fast after a stream opened")
+	}
+	waitFor(t, func() bool { return !c.relay.Stats().Hot }, "the poll idle HotOnOpen after the stream opened")
+
+	const window = 1200 * time.Millisecond
+	idleQueries := c.queriesOver(window)
+	if bound := int64(window/idle) + 1; idleQueries > bound {
+		t.Fatalf("idle: %d inbox queries over %s, want at most %d (one per %s)", idleQueries, window, bound, idle)
+	}
+	// A signal (the user's message): delivered within the idle poll, and
+	// then the poll is fast.
+	sent := time.Now()
+	c.call("POST", "/messages", key, map[string]any{"conversationId": convID, "payload": map[string]any{"type": "text", "text": "hi"}}, 201)
+	for {
+		typ, _ := st.next(t, 5*time.Second)
+		if typ == "message_created" {
+			break
+		}
+		if typ == "" {
+			t.Fatal("the stream ended before the message")
+		}
+	}
+	took := time.Since(sent)
+	if !c.relay.Stats().Hot {
+		t.Fatal("the poll is not fast after a delivered signal")
+	}
+	hotQueries := c.queriesOver(500 * time.Millisecond)
+	t.Logf("inbox queries: %d over %s idle (poll %s), %d over 500ms after a signal (poll %s); the signal took %s", idleQueries, window, idle, hotQueries, fast, took)
+	// At least a third of what a fast poll makes (a loaded machine slows
+	// it), and well above what an idle one could.
+	if min := int64(500*time.Millisecond/fast) / 3; hotQueries < min || hotQueries <= int64(500*time.Millisecond/idle)+1 {
+		t.Fatalf("after a signal: %d inbox queries over 500ms, want at least %d (one per %s)", hotQueries, min, fast)
+	}
+	waitFor(t, func() bool { return !c.relay.Stats().Hot }, "the poll idle again HotFor after the signal")
 }

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/url"
 	"path"
+	"regexp"
 	"strings"
 	"sync"
 
@@ -42,10 +43,32 @@ var assets = map[string]string{
 // pageCSP: scripts and styles of this origin only (the component adds its
 // theme as a <style> element, hence 'unsafe-inline' for styles alone),
 // connections to this origin (the Webchat API, the file uploads of the
-// local platform's S3), images of this origin, data: (the component's
-// icons) and blob: (file previews), the notification sound as data:.
-const pageCSP = "default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data: blob:; media-src 'self' data: blob:; " +
-	"connect-src 'self'; font-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors *"
+// local platform's S3) and to the origin of the file uploads' presigned
+// URLs where that is another (on AWS the bucket's S3 host: filesOrigin),
+// images of this origin, data: (the component's icons) and blob: (file
+// previews), the notification sound as data:.
+func pageCSP(filesOrigin string) string {
+	connect := "'self'"
+	if filesOrigin != "" {
+		connect += " " + filesOrigin
+	}
+	return "default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data: blob:; media-src 'self' data: blob:; " +
+		"connect-src " + connect + "; font-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors *"
+}
+
+// cspOrigin matches an origin that may stand in a CSP source list as is
+// (no space, quote, semicolon or comma can end the directive).
+var cspOrigin = regexp.MustCompile(`^https?://[A-Za-z0-9.\-]+(:[0-9]{1,5})?$|^https?://\[[0-9A-Fa-f:.]+\](:[0-9]{1,5})?$`)
+
+// uploadSource is the CSP source of the installation's upload URLs when
+// they go to another origin than the page's (self): "" when the same, or
+// unknown, or not a plain origin.
+func uploadSource(filesOrigin, self string) string {
+	if filesOrigin == "" || strings.EqualFold(filesOrigin, self) || !cspOrigin.MatchString(filesOrigin) {
+		return ""
+	}
+	return filesOrigin
+}
 
 var pageTemplate = template.Must(template.New("page").Parse(`<!doctype html>
 <html lang="en">
@@ -142,7 +165,11 @@ func (q *req) servePage(p string) bool {
 		var b bytes.Buffer
 		_ = pageTemplate.Execute(&b, map[string]string{"Assets": base + "/assets", "ClientID": q.in.Instance.WebhookID, "APIURL": apiURL, "BotName": name, "Version": assetsVersion()})
 		h.Set("Content-Type", "text/html; charset=utf-8")
-		h.Set("Content-Security-Policy", pageCSP)
+		files := ""
+		if q.in.FilesOrigin != nil {
+			files = q.in.FilesOrigin()
+		}
+		h.Set("Content-Security-Policy", pageCSP(uploadSource(files, u.Scheme+"://"+u.Host)))
 		h.Set("Cache-Control", "no-cache")
 		q.w.WriteHeader(http.StatusOK)
 		_, _ = q.w.Write(b.Bytes())
