@@ -15,6 +15,7 @@ import (
 	"github.com/botforge/platform/shared/embeddings"
 	"github.com/botforge/platform/shared/llm"
 	"github.com/botforge/platform/shared/local"
+	"github.com/botforge/platform/shared/metrics"
 )
 
 func main() {
@@ -35,8 +36,9 @@ func main() {
 	embURL := flag.String("embeddings-url", "", "OpenAI-compatible base URL ending in /v1 of the embeddings model; default the LLM provider's (PLATFORM_EMBEDDINGS_URL)")
 	embKey := flag.String("embeddings-api-key", "", "API key of that endpoint (PLATFORM_EMBEDDINGS_API_KEY); prefer the variable, a flag shows in ps")
 	trusted := flag.String("trusted-proxies", "", "comma-separated CIDRs of the proxies in front of the platform whose X-Forwarded-For is believed; none: the client's address is the socket's peer ("+clientip.EnvTrustedProxies+")")
+	metricsToken := flag.String("metrics-token", "", "bearer token that /metrics requires (then from any address); none: loopback callers only ("+metrics.EnvToken+"); prefer the variable, a flag shows in ps")
 	flag.Parse()
-	for env, v := range map[string]string{clientip.EnvTrustedProxies: *trusted, llm.EnvURL: *llmURL, llm.EnvAPIKey: *llmKey, llm.EnvModels: *llmModels, llm.EnvTimeout: *llmTimeout,
+	for env, v := range map[string]string{metrics.EnvToken: *metricsToken, clientip.EnvTrustedProxies: *trusted, llm.EnvURL: *llmURL, llm.EnvAPIKey: *llmKey, llm.EnvModels: *llmModels, llm.EnvTimeout: *llmTimeout,
 		embeddings.EnvModel: *embModel, embeddings.EnvURL: *embURL, embeddings.EnvAPIKey: *embKey} {
 		if v != "" {
 			os.Setenv(env, v)

@@ -39,6 +39,7 @@ import (
 	"github.com/botforge/platform/shared/builtin"
 	"github.com/botforge/platform/shared/chat"
 	"github.com/botforge/platform/shared/delivery"
+	"github.com/botforge/platform/shared/metrics"
 	"github.com/botforge/platform/shared/platform"
 )
 
@@ -365,13 +366,18 @@ func (d *Dispatcher) runShard(ctx context.Context, shard string) (int, error) {
 			due, _ := time.Parse(platform.TimeFormat, dl.DueAt)
 			if due.After(now) {
 				if dl.Attempts > 0 {
-					d.noteDue(due) // a retry's backoff: what follows waits
+					notePending(dl, now) // undelivered: the outbox age counts it
+					d.noteDue(due)       // a retry's backoff: what follows waits
 					return done, nil
 				}
 				d.noteComing(due)
 				continue // scheduled: the sweep finds it when due
 			}
+			notePending(dl, now)
 			finished, err := d.deliver(ctx, dl)
+			if finished {
+				forgetPending(dl.ID)
+			}
 			if err != nil {
 				d.Log.Error("dispatch: recording a delivery failed", "delivery", dl.ID, "err", err)
 			}
@@ -441,7 +447,11 @@ func (d *Dispatcher) deliver(ctx context.Context, dl platform.Delivery) (finishe
 	now := d.now()
 	ok, err := d.Store.LeaseDelivery(ctx, dl, now, now.Add(delivery.MaxBotTimeout+time.Minute))
 	if err != nil || !ok {
+		forgetPending(dl.ID) // under way elsewhere: not this process's to count
 		return false, err
+	}
+	if due, err := time.Parse(platform.TimeFormat, dl.DueAt); err == nil {
+		metrics.DispatchLag.Observe(max(now.Sub(due), 0).Seconds(), dl.Kind)
 	}
 	var (
 		out  outcome
@@ -476,7 +486,9 @@ func (d *Dispatcher) deliver(ctx context.Context, dl platform.Delivery) (finishe
 		out = outcome{final: true, why: fmt.Sprintf("unknown delivery kind %q", dl.Kind)}
 	}
 	first, attempts := d.retryPolicy()
-	if !out.ok && !out.final && !out.skip && !out.ignored && dl.Attempts+1 < attempts {
+	retry := !out.ok && !out.final && !out.skip && !out.ignored && dl.Attempts+1 < attempts
+	countAttempt(dl.Kind, out, retry)
+	if retry {
 		due := d.now().Add(first << dl.Attempts)
 		d.noteDue(due)
 		return false, d.Store.RetryDelivery(ctx, dl, due, out.why)

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/botforge/platform/shared/metrics"
 	"github.com/botforge/platform/shared/platform"
 )
 
@@ -19,6 +20,7 @@ import (
 type requestInfo struct {
 	caller  string // principal kind, once authenticated
 	errorID string // id of the error answered, if any
+	op      string // the operation served, once routed (metrics)
 }
 
 type requestInfoKey struct{}
@@ -34,6 +36,36 @@ func SetCaller(ctx context.Context, kind string) {
 	if i := infoOf(ctx); i != nil {
 		i.caller = kind
 	}
+}
+
+// SetOperation records the operation a request is served by, the op label
+// of its metrics (shared/metrics).
+func SetOperation(ctx context.Context, op string) {
+	if i := infoOf(ctx); i != nil {
+		i.op = op
+	}
+}
+
+// operationOf names what served a request no route table names: the raw
+// routes of the platform by their area.
+func operationOf(info *requestInfo, r *http.Request) string {
+	if info.op != "" {
+		return info.op
+	}
+	p := r.URL.Path
+	switch {
+	case info.caller == "s3":
+		return "s3"
+	case strings.HasPrefix(p, "/webhooks/"):
+		return "webhook"
+	case p == "/" || strings.HasPrefix(p, "/console/"):
+		return "console"
+	case p == metrics.Path:
+		return "metrics"
+	case strings.HasPrefix(p, "/v1/") || strings.HasPrefix(p, "/v2/"):
+		return "unknown"
+	}
+	return "other" // a tunnel's requests, paths of no operation
 }
 
 // RequestIDHeader is the response header carrying the request's id, the
@@ -76,6 +108,13 @@ func RequestLog(log *slog.Logger, h http.Handler) http.Handler {
 				attrs = append(attrs, slog.Bool("aborted", true))
 			}
 			log.LogAttrs(ctx, slog.LevelInfo, "request", attrs...)
+			// The request's metrics, counted here once for every deployment.
+			op := operationOf(info, r)
+			metrics.Requests.Inc(op, metrics.StatusCode(status))
+			if status >= 500 {
+				metrics.RequestErrors.Inc(op)
+			}
+			metrics.RequestDuration.Since(start, op)
 			if p != nil {
 				panic(p)
 			}

@@ -40,6 +40,7 @@ import (
 	"github.com/botforge/platform/shared/localdynamo"
 	"github.com/botforge/platform/shared/locals3"
 	"github.com/botforge/platform/shared/logstore"
+	"github.com/botforge/platform/shared/metrics"
 	"github.com/botforge/platform/shared/platform"
 	"github.com/botforge/platform/shared/runtime"
 	"github.com/botforge/platform/shared/s3store"
@@ -200,6 +201,7 @@ func open(ctx context.Context, dataDir, baseURL string, log *slog.Logger, reserv
 	}
 	env := runtime.FromEnv()
 	p := &Platform{Env: env}
+	metrics.ColdStarts.Inc("local") // this process's start (on AWS, each function's)
 	ok := false
 	defer func() {
 		if !ok {
@@ -421,9 +423,21 @@ func open(ctx context.Context, dataDir, baseURL string, log *slog.Logger, reserv
 	// `bp dev --tunnelUrl <this server>`: a WebSocket on /<tunnelId> (the
 	// CLI) and requests to /<tunnelId>/... relayed to it; the API's own
 	// first path segments are never tunnel ids.
-	p.Tunnels = tunnel.New(tunnel.Options{Reserved: []string{"v1", "v2", "webhooks", "console", strings.TrimPrefix(S3Prefix, "/")}, Logger: log})
+	p.Tunnels = tunnel.New(tunnel.Options{Reserved: []string{"v1", "v2", "webhooks", "console", strings.TrimPrefix(S3Prefix, "/"), strings.TrimPrefix(metrics.Path, "/")}, Logger: log})
 	p.closers = append(p.closers, p.Tunnels.Close)
+	// The platform's metrics in the Prometheus format (docs/metrics.md):
+	// to loopback callers, or to the bearer of PLATFORM_METRICS_TOKEN.
+	metricsToken := os.Getenv(metrics.EnvToken)
+	metricsHandler := metrics.Handler()
 	p.Handler = httpapi.RequestLog(log, httpapi.CORS(origins, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == metrics.Path {
+			if err := metrics.Allowed(r, metricsToken); err != nil {
+				httpapi.WriteError(w, r, err)
+				return
+			}
+			metricsHandler.ServeHTTP(w, r)
+			return
+		}
 		if p.Tunnels.Claims(r) {
 			p.Tunnels.ServeHTTP(w, r)
 			return

@@ -18,7 +18,6 @@ import (
 	"net/http/httptest"
 	"os"
 
-	"github.com/aws/aws-lambda-go/lambda"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/credentials"
@@ -379,7 +378,7 @@ func StartLambda(area httpapi.Area) {
 	if err != nil {
 		log.Fatal(err)
 	}
-	lambda.Start(httpadapter.NewV2(h).ProxyWithContext)
+	startLambdaHandler(httpadapter.NewV2(h).ProxyWithContext)
 }
 
 // Scheduler is the EventBridge Scheduler adapter of the environment, or nil
@@ -423,7 +422,7 @@ func StartScheduler() {
 	if ev, ok := any(store).(delivery.EventRecorder); ok {
 		r.Events = ev
 	}
-	lambda.Start(func(ctx context.Context, in json.RawMessage) error { return r.Handle(ctx, in) })
+	startLambdaHandler(func(ctx context.Context, in json.RawMessage) error { return r.Handle(ctx, in) })
 }
 
 // S3Client returns the S3 client of the environment: AWS's S3, or the
@@ -457,7 +456,7 @@ func StartUploadCompletion() {
 		log.Fatal(err)
 	}
 	c := &files.Completer{Records: store, Objects: FileStorage(cfg, env), Semantic: semantic}
-	lambda.Start(s3store.EventHandler(env.Bucket, c.ObjectCreated))
+	startLambdaHandler(s3store.EventHandler(env.Bucket, c.ObjectCreated))
 }
 
 // Logs is the CloudWatch Logs store of bot and integration logs of the
