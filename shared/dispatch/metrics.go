@@ -62,10 +62,16 @@ func notePending(dl platform.Delivery, now time.Time) {
 	pendingEntries.Unlock()
 }
 
+// forgetPending forgets an entry finished (or under way elsewhere); EMF
+// still publishes the age it reached (the invocation's peak).
 func forgetPending(id string) {
 	pendingEntries.Lock()
+	since, ok := pendingEntries.since[id]
 	delete(pendingEntries.since, id)
 	pendingEntries.Unlock()
+	if ok {
+		metrics.OutboxAge.NotePeak(time.Since(since).Seconds())
+	}
 }
 
 // countAttempt counts one attempt's result.

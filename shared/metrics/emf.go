@@ -60,10 +60,12 @@ func emfRecord(m *Metric, labels []string, v float64) {
 	case kindCounter:
 		e.sum += v
 	case kindGauge:
-		// The gauge's value, not the change (Add on open streams).
+		// The gauge's value, not the change (Add on open streams); its
+		// peak over the invocation: a stream opened and closed, an entry
+		// waiting then delivered, within one invocation still show.
 		var d dto.Metric
 		if m.g.WithLabelValues(labels...).Write(&d) == nil && d.Gauge != nil {
-			e.value = d.Gauge.GetValue()
+			e.value = max(e.value, d.Gauge.GetValue())
 		}
 	case kindHistogram:
 		if e.hist == nil {
@@ -73,6 +75,23 @@ func emfRecord(m *Metric, labels []string, v float64) {
 		// per document, and latencies need no finer grain.
 		e.hist[math.Round(v*1000)/1000]++
 	}
+}
+
+// NotePeak tells EMF that an unlabelled gauge reached v during the
+// invocation (the age an outbox entry had when delivered) without setting
+// it: the exposition shows the gauge's current value, EMF its peak.
+func (m *Metric) NotePeak(v float64) {
+	if !emfOn.Load() || m.kind != kindGauge {
+		return
+	}
+	emfMu.Lock()
+	defer emfMu.Unlock()
+	e := pending[m.Name+"\x00"]
+	if e == nil {
+		e = &emfEntry{m: m}
+		pending[m.Name+"\x00"] = e
+	}
+	e.value = max(e.value, v)
 }
 
 // FlushEMF writes what was counted since the last flush as EMF lines to w
