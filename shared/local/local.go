@@ -150,7 +150,10 @@ type Platform struct {
 	// hub at start (shared/builtin).
 	Builtins *builtin.Registry
 	// Files is the file storage (file contents, deployed code).
-	Files  platform.FileStorage
+	Files platform.FileStorage
+	// Series keeps the metrics over the last hour and day (the console's
+	// health page).
+	Series *metrics.Series
 	apiURL atomic.Pointer[string]
 }
 
@@ -381,10 +384,22 @@ func open(ctx context.Context, dataDir, baseURL string, log *slog.Logger, reserv
 	p.closers = append(p.closers, func() error { stopMigrate(); <-migrated; return nil })
 
 	p.Builtins = runtime.BuiltinsWith(listen.NewHub(), gw, p.Store, p.Store.Limiter())
+	// The metrics over the last hour and day for the console's health
+	// page (docs/metrics.md), sampled every PLATFORM_METRICS_STEP_SECONDS
+	// (default 10).
+	series := &metrics.Series{}
+	p.Series = series
+	if v, err := strconv.Atoi(os.Getenv("PLATFORM_METRICS_STEP_SECONDS")); err == nil && v > 0 {
+		series.Step = time.Duration(v) * time.Second
+	}
+	seriesCtx, stopSeries := context.WithCancel(context.WithoutCancel(ctx))
+	go series.Run(seriesCtx)
+	p.closers = append(p.closers, func() error { stopSeries(); return nil })
 	api := httpapi.New(httpapi.Config{
 		ChatStreamURL: env.ChatStreamURL,
 		Builtins:      p.Builtins,
 		ClientIP:      trusted,
+		Series:        series,
 		Sweeper:       sweeper,
 		Store:         p.Store,
 		PagingKey:     key,

@@ -5,6 +5,7 @@ import { html, render, useState, useEffect, useLoad, Loaded, ErrorBox, go, errTe
 import { Workspaces, Workspace, Members, Tokens, BotPage } from './admin.js'
 import { Emulator } from './emulator.js'
 import { Conversations, Conversation, Users, States, Tables, TableGrid, Files, Logs, Issues } from './data.js'
+import { Health, BotMetrics } from './health.js'
 
 function parseRoute() {
   const parts = (location.hash.replace(/^#\/?/, '') || '').split('/').filter(Boolean).map(decodeURIComponent)
@@ -53,12 +54,13 @@ function Nav({ route, account, onSignOut }) {
       ${ws === 'w' && wsId && link(`/w/${wsId}`, 'Bots')}
       ${ws === 'w' && wsId && link(`/w/${wsId}/members`, 'Members')}
       ${link('/tokens', 'Tokens')}
+      ${link('/health', 'Health')}
     </nav>
     <span class="who">${account?.email} <button class="link" onClick=${onSignOut}>Sign out</button></span>
     ${inBot && html`<nav class="sub" data-test="bot-nav">
       ${link(base, 'Overview')} ${link(base + '/emulator', 'Emulator')} ${link(base + '/conversations', 'Conversations')}
       ${link(base + '/users', 'Users')} ${link(base + '/states', 'States')} ${link(base + '/tables', 'Tables')}
-      ${link(base + '/files', 'Files')} ${link(base + '/logs', 'Logs')} ${link(base + '/issues', 'Issues')}
+      ${link(base + '/files', 'Files')} ${link(base + '/logs', 'Logs')} ${link(base + '/issues', 'Issues')} ${link(base + '/metrics', 'Metrics')}
     </nav>`}
   </header>`
 }
@@ -66,6 +68,7 @@ function Nav({ route, account, onSignOut }) {
 function Page({ route }) {
   const [a, ws, b, bot, section, item] = route
   if (a === 'tokens') return html`<${Tokens} />`
+  if (a === 'health') return html`<${Health} />`
   if (a !== 'w' || !ws) return html`<${Workspaces} />`
   if (b === 'members') return html`<${Members} ws=${ws} />`
   if (b !== 'b' || !bot) return html`<${Workspace} ws=${ws} />`
@@ -78,6 +81,7 @@ function Page({ route }) {
     case 'tables': return item ? html`<${TableGrid} ...${p} name=${item} />` : html`<${Tables} ...${p} />`
     case 'files': return html`<${Files} ...${p} />`
     case 'logs': return html`<${Logs} ...${p} />`
+    case 'metrics': return html`<${BotMetrics} ...${p} />`
     case 'issues': return html`<${Issues} ...${p} />`
     default: return html`<${BotPage} ...${p} />`
   }
