@@ -36,11 +36,14 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/botforge/platform/shared/builtin"
 	"github.com/botforge/platform/shared/chat"
 	"github.com/botforge/platform/shared/delivery"
 	"github.com/botforge/platform/shared/metrics"
 	"github.com/botforge/platform/shared/platform"
+	"github.com/botforge/platform/shared/tracing"
 )
 
 // Store is what the dispatcher reads and records (dynamo.Store).
@@ -444,6 +447,9 @@ func subscribed(bot platform.Bot, typ string) bool {
 // deliver makes one attempt at dl and records its outcome; finished is
 // false when it was put back for a retry (or is leased elsewhere).
 func (d *Dispatcher) deliver(ctx context.Context, dl platform.Delivery) (finished bool, err error) {
+	// The trace of the request that queued it goes on into the call.
+	ctx, span := tracing.Start(tracing.WithParent(ctx, dl.Trace), "deliver "+dl.Kind, trace.SpanKindClient)
+	defer span.End()
 	now := d.now()
 	ok, err := d.Store.LeaseDelivery(ctx, dl, now, now.Add(delivery.MaxBotTimeout+time.Minute))
 	if err != nil || !ok {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/botforge/platform/shared/metrics"
 	"github.com/botforge/platform/shared/platform"
+	"github.com/botforge/platform/shared/tracing"
 )
 
 // The middlewares every deployment wraps around the API: the request log
@@ -80,13 +81,19 @@ func RequestLog(log *slog.Logger, h http.Handler) http.Handler {
 	if log == nil {
 		log = slog.Default()
 	}
+	log = slog.New(tracing.LogHandler(log.Handler()))
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		info := &requestInfo{caller: "anonymous"}
 		id := platform.NewID("req_")
 		w.Header().Set(RequestIDHeader, id)
+		// The request's trace (shared/tracing): continued from its
+		// headers or begun here, named in the answer and on every log
+		// line written with its context.
+		tctx, span := tracing.StartRequest(r, "request")
+		w.Header().Set(tracing.TraceIDHeader, tracing.TraceID(tctx))
 		sw := &statusWriter{ResponseWriter: w}
-		ctx := context.WithValue(r.Context(), requestInfoKey{}, info)
+		ctx := context.WithValue(tctx, requestInfoKey{}, info)
 		defer func() {
 			p := recover()
 			status := sw.status
@@ -110,6 +117,8 @@ func RequestLog(log *slog.Logger, h http.Handler) http.Handler {
 			log.LogAttrs(ctx, slog.LevelInfo, "request", attrs...)
 			// The request's metrics, counted here once for every deployment.
 			op := operationOf(info, r)
+			span.SetName(op)
+			span.End()
 			metrics.Requests.Inc(op, metrics.StatusCode(status))
 			if status >= 500 {
 				metrics.RequestErrors.Inc(op)
@@ -247,7 +256,7 @@ func CORS(allowed Origins, h http.Handler) http.Handler {
 		}
 		if ok {
 			w.Header().Set("Access-Control-Allow-Origin", origin)
-			w.Header().Set("Access-Control-Expose-Headers", RequestIDHeader+", ETag")
+			w.Header().Set("Access-Control-Expose-Headers", RequestIDHeader+", "+tracing.TraceIDHeader+", ETag")
 		}
 		h.ServeHTTP(w, r)
 	})

@@ -46,6 +46,7 @@ import (
 	"github.com/botforge/platform/shared/s3store"
 	"github.com/botforge/platform/shared/scheduler"
 	"github.com/botforge/platform/shared/tablemigrate"
+	"github.com/botforge/platform/shared/tracing"
 	"github.com/botforge/platform/shared/tunnel"
 	"github.com/botforge/platform/shared/worker"
 )
@@ -195,6 +196,9 @@ func open(ctx context.Context, dataDir, baseURL string, log *slog.Logger, reserv
 	if log == nil {
 		log = slog.Default()
 	}
+	// Each line of a request, and of the delivery it queued, carries
+	// its trace id (shared/tracing).
+	log = slog.New(tracing.LogHandler(log.Handler()))
 	if err := os.MkdirAll(dataDir, 0o700); err != nil {
 		return nil, err
 	}

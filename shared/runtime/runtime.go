@@ -41,6 +41,7 @@ import (
 	"github.com/botforge/platform/shared/s3store"
 	"github.com/botforge/platform/shared/scheduler"
 	"github.com/botforge/platform/shared/sdkhttp"
+	"github.com/botforge/platform/shared/tracing"
 )
 
 // Env is the platform's configuration, read from environment variables
@@ -367,7 +368,8 @@ func Outbound() *http.Client { return delivery.Client(os.Getenv(EnvAllowPrivate)
 // UseJSONLogs makes the process log structured JSON lines to stdout (one
 // object per line: CloudWatch Logs Insights reads their fields).
 func UseJSONLogs() {
-	slog.SetDefault(slog.New(slog.NewJSONHandler(os.Stdout, nil)))
+	// Each line of a request carries its trace id (shared/tracing).
+	slog.SetDefault(slog.New(tracing.LogHandler(slog.NewJSONHandler(os.Stdout, nil))))
 }
 
 // StartLambda serves one API area as a Lambda function behind API Gateway
