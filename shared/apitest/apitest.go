@@ -87,6 +87,7 @@ type Response struct {
 	Status int
 	Body   map[string]any
 	Raw    []byte
+	Header http.Header
 }
 
 // Str returns a top-level string field, or a nested one by dot path.
@@ -156,7 +157,7 @@ func (e *Env) Do(r Req) Response {
 	}
 	defer res.Body.Close()
 	raw, _ := io.ReadAll(res.Body)
-	out := Response{Status: res.StatusCode, Raw: raw}
+	out := Response{Status: res.StatusCode, Raw: raw, Header: res.Header}
 	_ = json.Unmarshal(raw, &out.Body)
 	if res.StatusCode >= 400 {
 		checkErrorShape(e.T, out)
