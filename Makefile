@@ -1,5 +1,5 @@
 # The two commands of README.md: `make run` and `make test`.
-.PHONY: run aws-local test vet unit conformance conformance-aws conformance-aws-container cli-e2e deploy-e2e deploy-e2e-aws llm-e2e console-e2e console-vendor webchat-e2e webchat-e2e-aws webchat-e2e-aws-container webchat-vendor signin-e2e build infra lambda cfn-lint capacity stream-image
+.PHONY: run aws-local test vet unit conformance conformance-aws conformance-aws-container cli-e2e deploy-e2e deploy-e2e-aws llm-e2e console-e2e console-vendor webchat-e2e webchat-e2e-aws webchat-e2e-aws-container webchat-vendor signin-e2e metrics-e2e health-e2e health-vendor build infra lambda cfn-lint capacity stream-image
 
 # Where `make run` listens: loopback only unless told otherwise
 # (make run ADDR=:8080 listens on every interface).
@@ -15,7 +15,7 @@ run:
 aws-local:
 	go run ./functions/aws-local --addr $(ADDR)
 
-test: vet unit infra conformance conformance-aws conformance-aws-container cli-e2e deploy-e2e deploy-e2e-aws llm-e2e console-e2e webchat-e2e inbox-e2e signin-e2e webchat-e2e-aws webchat-e2e-aws-container
+test: vet unit infra conformance conformance-aws conformance-aws-container cli-e2e deploy-e2e deploy-e2e-aws llm-e2e console-e2e webchat-e2e inbox-e2e signin-e2e webchat-e2e-aws webchat-e2e-aws-container metrics-e2e health-e2e
 
 vet:
 	go vet ./...
@@ -96,6 +96,23 @@ webchat-e2e-aws-container:
 # shared/webchat/static/vendor (with SHA256SUMS).
 webchat-vendor:
 	bash scripts/webchat/vendor.sh
+
+# The platform's /metrics scraped by a real Prometheus server (Debian's
+# prometheus package, with promtool) on loopback while a workload runs,
+# queried over its HTTP API (scripts/metrics-e2e, docs/metrics.md; ~15 s).
+metrics-e2e:
+	METRICS_E2E=1 go test -count=1 ./scripts/metrics-e2e/
+
+# The console's health page (health.js, its charts by the vendored uPlot)
+# in headless Chromium, then Firefox, against a fresh local platform with a
+# workload (scripts/health/e2e.sh; screenshots in .build/health-e2e).
+health-e2e:
+	bash scripts/health/e2e.sh
+
+# Copy uPlot from its pinned npm package into
+# shared/console/static/vendor/uplot (with SHA256SUMS).
+health-vendor:
+	bash scripts/health/vendor.sh
 
 build:
 	go build ./...

@@ -15,6 +15,7 @@ import (
 	"github.com/botforge/platform/shared/embeddings"
 	"github.com/botforge/platform/shared/llm"
 	"github.com/botforge/platform/shared/local"
+	"github.com/botforge/platform/shared/metrics"
 	"github.com/botforge/platform/shared/signin"
 )
 
@@ -44,13 +45,14 @@ func main() {
 		signin.EnvOIDCClientSecret: flag.String("oidc-client-secret", "", "its client secret ("+signin.EnvOIDCClientSecret+"); prefer the variable, a flag shows in ps"),
 		signin.EnvOIDCName:         flag.String("oidc-name", "", "the provider's display name on the sign-in page, \"Sign in with <name>\" ("+signin.EnvOIDCName+")"),
 	}
+	metricsToken := flag.String("metrics-token", "", "bearer token that /metrics requires (then from any address); none: loopback callers only ("+metrics.EnvToken+"); prefer the variable, a flag shows in ps")
 	flag.Parse()
 	for env, v := range signinFlags {
 		if *v != "" {
 			os.Setenv(env, *v)
 		}
 	}
-	for env, v := range map[string]string{clientip.EnvTrustedProxies: *trusted, llm.EnvURL: *llmURL, llm.EnvAPIKey: *llmKey, llm.EnvModels: *llmModels, llm.EnvTimeout: *llmTimeout,
+	for env, v := range map[string]string{metrics.EnvToken: *metricsToken, clientip.EnvTrustedProxies: *trusted, llm.EnvURL: *llmURL, llm.EnvAPIKey: *llmKey, llm.EnvModels: *llmModels, llm.EnvTimeout: *llmTimeout,
 		embeddings.EnvModel: *embModel, embeddings.EnvURL: *embURL, embeddings.EnvAPIKey: *embKey} {
 		if v != "" {
 			os.Setenv(env, v)

@@ -79,7 +79,10 @@ func startStackWith(t *testing.T, o awslocal.Options) *stack {
 		o.DataDir = t.TempDir()
 	}
 	dir := o.DataDir
-	o.Root, o.FunctionOutput, o.Prebuilt = "../..", io.Discard, bin
+	o.Root, o.Prebuilt = "../..", bin
+	if o.FunctionOutput == nil {
+		o.FunctionOutput = io.Discard
+	}
 	s, err := awslocal.Open(context.Background(), o, ln)
 	if err != nil {
 		ln.Close()

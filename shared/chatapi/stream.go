@@ -10,6 +10,7 @@ import (
 	"github.com/botforge/platform/shared/builtin"
 	"github.com/botforge/platform/shared/clientip"
 	"github.com/botforge/platform/shared/listen"
+	"github.com/botforge/platform/shared/metrics"
 	"github.com/botforge/platform/shared/platform"
 )
 
@@ -139,6 +140,8 @@ func (q *req) listen(fid string) error {
 		return err
 	}
 	defer release()
+	metrics.OpenStreams.Inc("sse")
+	defer metrics.OpenStreams.Dec("sse")
 
 	rc := http.NewResponseController(q.w)
 	// The server's write timeout is for answers, not for a stream.

@@ -9,6 +9,7 @@ import (
 
 	"github.com/coder/websocket"
 
+	"github.com/botforge/platform/shared/metrics"
 	"github.com/botforge/platform/shared/platform"
 )
 
@@ -52,6 +53,8 @@ func (q *req) listenWebSocket(fid string) error {
 		return nil // Accept answered the handshake's error itself
 	}
 	defer conn.CloseNow()
+	metrics.OpenStreams.Inc("websocket")
+	defer metrics.OpenStreams.Dec("websocket")
 	ctx := conn.CloseRead(q.ctx) // the client sends nothing; done when it leaves
 	send := func(b []byte) bool {
 		wctx, cancel := contextWithTimeout(ctx, 10*time.Second)

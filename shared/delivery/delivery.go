@@ -25,6 +25,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/botforge/platform/shared/tracing"
 )
 
 // SignatureHeader carries the signature of a delivery:
@@ -201,6 +203,9 @@ func Send(ctx context.Context, client *http.Client, r Request) Response {
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("User-Agent", "botforge-platform")
+	// The trace of the call (traceparent, X-Amzn-Trace-Id): the bot's or
+	// integration's code may carry it on into its own calls.
+	tracing.Inject(ctx, req.Header)
 	req.Header.Set(SignatureHeader, Sign(r.Secret, r.Body, time.Now()))
 	resp, err := client.Do(req)
 	if err != nil {

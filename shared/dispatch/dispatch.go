@@ -36,10 +36,14 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/botforge/platform/shared/builtin"
 	"github.com/botforge/platform/shared/chat"
 	"github.com/botforge/platform/shared/delivery"
+	"github.com/botforge/platform/shared/metrics"
 	"github.com/botforge/platform/shared/platform"
+	"github.com/botforge/platform/shared/tracing"
 )
 
 // Store is what the dispatcher reads and records (dynamo.Store).
@@ -365,13 +369,18 @@ func (d *Dispatcher) runShard(ctx context.Context, shard string) (int, error) {
 			due, _ := time.Parse(platform.TimeFormat, dl.DueAt)
 			if due.After(now) {
 				if dl.Attempts > 0 {
-					d.noteDue(due) // a retry's backoff: what follows waits
+					notePending(dl, now) // undelivered: the outbox age counts it
+					d.noteDue(due)       // a retry's backoff: what follows waits
 					return done, nil
 				}
 				d.noteComing(due)
 				continue // scheduled: the sweep finds it when due
 			}
+			notePending(dl, now)
 			finished, err := d.deliver(ctx, dl)
+			if finished {
+				forgetPending(dl.ID)
+			}
 			if err != nil {
 				d.Log.Error("dispatch: recording a delivery failed", "delivery", dl.ID, "err", err)
 			}
@@ -438,10 +447,17 @@ func subscribed(bot platform.Bot, typ string) bool {
 // deliver makes one attempt at dl and records its outcome; finished is
 // false when it was put back for a retry (or is leased elsewhere).
 func (d *Dispatcher) deliver(ctx context.Context, dl platform.Delivery) (finished bool, err error) {
+	// The trace of the request that queued it goes on into the call.
+	ctx, span := tracing.Start(tracing.WithParent(ctx, dl.Trace), "deliver "+dl.Kind, trace.SpanKindClient)
+	defer span.End()
 	now := d.now()
 	ok, err := d.Store.LeaseDelivery(ctx, dl, now, now.Add(delivery.MaxBotTimeout+time.Minute))
 	if err != nil || !ok {
+		forgetPending(dl.ID) // under way elsewhere: not this process's to count
 		return false, err
+	}
+	if due, err := time.Parse(platform.TimeFormat, dl.DueAt); err == nil {
+		metrics.DispatchLag.Observe(max(now.Sub(due), 0).Seconds(), dl.Kind)
 	}
 	var (
 		out  outcome
@@ -476,7 +492,9 @@ func (d *Dispatcher) deliver(ctx context.Context, dl platform.Delivery) (finishe
 		out = outcome{final: true, why: fmt.Sprintf("unknown delivery kind %q", dl.Kind)}
 	}
 	first, attempts := d.retryPolicy()
-	if !out.ok && !out.final && !out.skip && !out.ignored && dl.Attempts+1 < attempts {
+	retry := !out.ok && !out.final && !out.skip && !out.ignored && dl.Attempts+1 < attempts
+	countAttempt(dl.Kind, out, retry)
+	if retry {
 		due := d.now().Add(first << dl.Attempts)
 		d.noteDue(due)
 		return false, d.Store.RetryDelivery(ctx, dl, due, out.why)

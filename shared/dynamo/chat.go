@@ -184,6 +184,7 @@ func (s *Store) txWrite(ctx context.Context, items []types.TransactWriteItem) er
 	for i := range items {
 		setTable(&items[i], &s.table)
 	}
+	stampTrace(ctx, items)
 	for attempt := 0; ; attempt++ {
 		_, err := s.db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: items})
 		if err == nil {

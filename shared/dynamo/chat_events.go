@@ -7,6 +7,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/botforge/platform/shared/metrics"
 	"github.com/botforge/platform/shared/platform"
 )
 
@@ -99,7 +100,12 @@ func (s *Store) createEvent(ctx context.Context, bot string, e platform.Event, d
 	return s.createEventCounted(ctx, bot, e, deliver, false)
 }
 
-func (s *Store) createEventCounted(ctx context.Context, bot string, e platform.Event, deliver, quota bool) error {
+func (s *Store) createEventCounted(ctx context.Context, bot string, e platform.Event, deliver, quota bool) (err error) {
+	defer func() {
+		if err == nil {
+			metrics.Events.Inc(bot)
+		}
+	}()
 	refs := []struct {
 		id, prefix, kind string
 		check            func() types.TransactWriteItem

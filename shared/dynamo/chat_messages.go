@@ -10,6 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/botforge/platform/shared/chat"
+	"github.com/botforge/platform/shared/metrics"
 	"github.com/botforge/platform/shared/platform"
 )
 
@@ -106,7 +107,14 @@ func authorCheck(bot, userID string) []types.TransactWriteItem {
 // CreateMessage stores a new message and counts it in its conversation, in
 // one transaction: the counter is exact under any concurrency.
 func (s *Store) CreateMessage(ctx context.Context, bot string, m platform.Message) error {
-	return s.createMessage(ctx, bot, m, true)
+	err := s.createMessage(ctx, bot, m, true)
+	if err == nil {
+		metrics.Messages.Inc(bot)
+		if m.UserID != bot {
+			metrics.Events.Inc(bot) // its message_created event (messageDeliveries)
+		}
+	}
+	return err
 }
 
 // ImportMessage stores a message as CreateMessage does, without its runtime

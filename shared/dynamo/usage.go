@@ -8,12 +8,14 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	awsmiddleware "github.com/aws/aws-sdk-go-v2/aws/middleware"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/smithy-go"
 	"github.com/aws/smithy-go/middleware"
 
+	"github.com/botforge/platform/shared/metrics"
 	"github.com/botforge/platform/shared/platform"
 )
 
@@ -113,16 +115,60 @@ func CountUsage(o *dynamodb.Options) {
 		return stack.Initialize.Add(middleware.InitializeMiddlewareFunc("CountUsage",
 			func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
 				u, _ := ctx.Value(usageKey{}).(*Usage)
-				if u == nil {
-					return next.HandleInitialize(ctx, in)
-				}
 				askCapacity(in.Parameters)
 				out, md, err := next.HandleInitialize(ctx, in)
 				cc, items := capacityOf(out.Result)
-				u.record(awsmiddleware.GetOperationName(ctx), cc, items)
+				op := awsmiddleware.GetOperationName(ctx)
+				countMetrics(op, cc, err)
+				if u != nil {
+					u.record(op, cc, items)
+				}
 				return out, md, err
 			}), middleware.Before)
 	})
+}
+
+// countMetrics counts a call's consumed units and a throttled call in the
+// platform's metrics (docs/metrics.md), whatever its context.
+func countMetrics(op string, cc []types.ConsumedCapacity, err error) {
+	writes := isWrite(op)
+	var read, write float64
+	for _, c := range cc {
+		switch {
+		case c.ReadCapacityUnits != nil || c.WriteCapacityUnits != nil:
+			read += aws.ToFloat64(c.ReadCapacityUnits)
+			write += aws.ToFloat64(c.WriteCapacityUnits)
+		case writes:
+			write += aws.ToFloat64(c.CapacityUnits)
+		default:
+			read += aws.ToFloat64(c.CapacityUnits)
+		}
+	}
+	if read > 0 {
+		metrics.DynamoUnits.Add(read, op, "read")
+	}
+	if write > 0 {
+		metrics.DynamoUnits.Add(write, op, "write")
+	}
+	if throttled(err) {
+		metrics.DynamoThrottles.Inc(op)
+	}
+}
+
+// throttled tells whether DynamoDB refused a call for throughput (after
+// the SDK's own retries).
+func throttled(err error) bool {
+	var ae smithy.APIError
+	if err == nil || !errors.As(err, &ae) {
+		return false
+	}
+	switch ae.ErrorCode() {
+	case "ProvisionedThroughputExceededException", "ThrottlingException", "RequestLimitExceeded":
+		return true
+	case "TransactionCanceledException":
+		return strings.Contains(ae.ErrorMessage(), "ThrottlingError")
+	}
+	return false
 }
 
 func askCapacity(p any) {

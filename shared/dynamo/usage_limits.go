@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/botforge/platform/shared/metrics"
 	"github.com/botforge/platform/shared/platform"
 )
 
@@ -315,6 +316,9 @@ func (s *Store) CountLLM(ctx context.Context, bot, model string, in, out int64) 
 		names[n], vals[vn] = attr, num(v)
 		adds = append(adds, n+" "+vn)
 	}
+	// The platform's metrics count the tokens too (docs/metrics.md).
+	metrics.LLMTokens.Add(float64(in), bot, model, "input")
+	metrics.LLMTokens.Add(float64(out), bot, model, "output")
 	add(UsageLLMCalls, 1)
 	add(UsageLLMInputTokens, in)
 	add(UsageLLMOutputTokens, out)

@@ -8,7 +8,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/botforge/platform/shared/metrics"
 	"github.com/botforge/platform/shared/platform"
+	"github.com/botforge/platform/shared/tracing"
 )
 
 // The middlewares every deployment wraps around the API: the request log
@@ -19,6 +21,7 @@ import (
 type requestInfo struct {
 	caller  string // principal kind, once authenticated
 	errorID string // id of the error answered, if any
+	op      string // the operation served, once routed (metrics)
 }
 
 type requestInfoKey struct{}
@@ -36,6 +39,36 @@ func SetCaller(ctx context.Context, kind string) {
 	}
 }
 
+// SetOperation records the operation a request is served by, the op label
+// of its metrics (shared/metrics).
+func SetOperation(ctx context.Context, op string) {
+	if i := infoOf(ctx); i != nil {
+		i.op = op
+	}
+}
+
+// operationOf names what served a request no route table names: the raw
+// routes of the platform by their area.
+func operationOf(info *requestInfo, r *http.Request) string {
+	if info.op != "" {
+		return info.op
+	}
+	p := r.URL.Path
+	switch {
+	case info.caller == "s3":
+		return "s3"
+	case strings.HasPrefix(p, "/webhooks/"):
+		return "webhook"
+	case p == "/" || strings.HasPrefix(p, "/console/"):
+		return "console"
+	case p == metrics.Path:
+		return "metrics"
+	case strings.HasPrefix(p, "/v1/") || strings.HasPrefix(p, "/v2/"):
+		return "unknown"
+	}
+	return "other" // a tunnel's requests, paths of no operation
+}
+
 // RequestIDHeader is the response header carrying the request's id, the
 // one its log line shows.
 const RequestIDHeader = "X-Request-Id"
@@ -48,13 +81,19 @@ func RequestLog(log *slog.Logger, h http.Handler) http.Handler {
 	if log == nil {
 		log = slog.Default()
 	}
+	log = slog.New(tracing.LogHandler(log.Handler()))
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		info := &requestInfo{caller: "anonymous"}
 		id := platform.NewID("req_")
 		w.Header().Set(RequestIDHeader, id)
+		// The request's trace (shared/tracing): continued from its
+		// headers or begun here, named in the answer and on every log
+		// line written with its context.
+		tctx, span := tracing.StartRequest(r, "request")
+		w.Header().Set(tracing.TraceIDHeader, tracing.TraceID(tctx))
 		sw := &statusWriter{ResponseWriter: w}
-		ctx := context.WithValue(r.Context(), requestInfoKey{}, info)
+		ctx := context.WithValue(tctx, requestInfoKey{}, info)
 		defer func() {
 			p := recover()
 			status := sw.status
@@ -76,6 +115,15 @@ func RequestLog(log *slog.Logger, h http.Handler) http.Handler {
 				attrs = append(attrs, slog.Bool("aborted", true))
 			}
 			log.LogAttrs(ctx, slog.LevelInfo, "request", attrs...)
+			// The request's metrics, counted here once for every deployment.
+			op := operationOf(info, r)
+			span.SetName(op)
+			span.End()
+			metrics.Requests.Inc(op, metrics.StatusCode(status))
+			if status >= 500 {
+				metrics.RequestErrors.Inc(op)
+			}
+			metrics.RequestDuration.Since(start, op)
 			if p != nil {
 				panic(p)
 			}
@@ -208,7 +256,7 @@ func CORS(allowed Origins, h http.Handler) http.Handler {
 		}
 		if ok {
 			w.Header().Set("Access-Control-Allow-Origin", origin)
-			w.Header().Set("Access-Control-Expose-Headers", RequestIDHeader+", ETag")
+			w.Header().Set("Access-Control-Expose-Headers", RequestIDHeader+", "+tracing.TraceIDHeader+", ETag")
 		}
 		h.ServeHTTP(w, r)
 	})

@@ -124,6 +124,7 @@ func (s *server) handler(rt route) http.Handler {
 }
 
 func (s *server) serve(w http.ResponseWriter, c *call, rt route) (any, error) {
+	SetOperation(c.ctx, rt.op) // the request's metrics are counted under it
 	if rt.signedAccess != nil && c.Header.Get("Authorization") == "" && rt.signedAccess(c.Request) {
 		SetCaller(c.ctx, "signed-url")
 		return rt.handle(c) // no body: only GET and HEAD take this way

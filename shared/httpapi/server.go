@@ -23,6 +23,7 @@ import (
 	"github.com/botforge/platform/shared/dynamo"
 	"github.com/botforge/platform/shared/files"
 	"github.com/botforge/platform/shared/llm"
+	"github.com/botforge/platform/shared/metrics"
 	"github.com/botforge/platform/shared/openapi"
 	"github.com/botforge/platform/shared/platform"
 	"github.com/botforge/platform/shared/signin"
@@ -89,6 +90,9 @@ type Config struct {
 	// Builtins are the integrations served in-process (shared/builtin);
 	// nil: none. New gives them the in-process Chat API.
 	Builtins *builtin.Registry
+	// Series keeps the metrics over time for the console's health page
+	// (metrics.go); nil: not kept here (AWS).
+	Series *metrics.Series
 	// ClientIP finds each request's client address, the one every
 	// per-address limit counts (zero: the socket's peer, no proxy trusted).
 	ClientIP clientip.Resolver
@@ -190,7 +194,7 @@ func newServer(cfg Config) *server {
 func (s *server) routes(a Area) []route {
 	switch a {
 	case AreaAdmin:
-		return append(append(append(s.adminRoutes(), s.referenceAdminRoutes()...), s.hitlRoutes()...), s.signinRoutes()...)
+		return append(append(append(append(s.adminRoutes(), s.referenceAdminRoutes()...), s.hitlRoutes()...), s.signinRoutes()...), s.metricsRoutes()...)
 	case AreaChat:
 		// The cognitive API (bots' LLM calls) is served with Chat: the
 		// same bot-scoped callers, the same function on AWS.

@@ -15,6 +15,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/botforge/platform/shared/metrics"
 	"github.com/botforge/platform/shared/platform"
 )
 
@@ -290,13 +291,25 @@ func orDefault(ids []string) []string {
 	return ids
 }
 
+// countCall counts a call made to the provider in the platform's metrics
+// (docs/metrics.md): its result and how long the provider took.
+func countCall(model string, start time.Time, err *error) {
+	result := "ok"
+	if *err != nil {
+		result = "error"
+	}
+	metrics.LLMCalls.Inc(model, result)
+	metrics.LLMLatency.Since(start, model)
+}
+
 // Generate makes one generate-text call.
-func (g *Gateway) Generate(ctx context.Context, req *Request) (*Response, error) {
+func (g *Gateway) Generate(ctx context.Context, req *Request) (_ *Response, err error) {
 	t, cr, err := g.prepare(ctx, req, false)
 	if err != nil {
 		return nil, err
 	}
 	start := g.now()
+	defer countCall(t.id(), time.Now(), &err)
 	res, err := g.complete(ctx, t, cr)
 	if err != nil {
 		return nil, err
@@ -336,12 +349,13 @@ func (g *Gateway) Generate(ctx context.Context, req *Request) (*Response, error)
 // order, the last one finished and with the metadata. An error before the
 // first chunk is the call's error (nothing was emitted); an error after it
 // is returned too, and the caller cuts its answer short.
-func (g *Gateway) Stream(ctx context.Context, req *Request, emit func(Chunk) error) error {
+func (g *Gateway) Stream(ctx context.Context, req *Request, emit func(Chunk) error) (err error) {
 	t, cr, err := g.prepare(ctx, req, true)
 	if err != nil {
 		return err
 	}
 	start := g.now()
+	defer countCall(t.id(), time.Now(), &err)
 	res, err := g.complete(ctx, t, cr)
 	if err != nil {
 		return err

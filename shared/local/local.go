@@ -40,12 +40,14 @@ import (
 	"github.com/botforge/platform/shared/localdynamo"
 	"github.com/botforge/platform/shared/locals3"
 	"github.com/botforge/platform/shared/logstore"
+	"github.com/botforge/platform/shared/metrics"
 	"github.com/botforge/platform/shared/platform"
 	"github.com/botforge/platform/shared/runtime"
 	"github.com/botforge/platform/shared/s3store"
 	"github.com/botforge/platform/shared/scheduler"
 	"github.com/botforge/platform/shared/signin"
 	"github.com/botforge/platform/shared/tablemigrate"
+	"github.com/botforge/platform/shared/tracing"
 	"github.com/botforge/platform/shared/tunnel"
 	"github.com/botforge/platform/shared/worker"
 )
@@ -154,7 +156,10 @@ type Platform struct {
 	// hub at start (shared/builtin).
 	Builtins *builtin.Registry
 	// Files is the file storage (file contents, deployed code).
-	Files  platform.FileStorage
+	Files platform.FileStorage
+	// Series keeps the metrics over the last hour and day (the console's
+	// health page).
+	Series *metrics.Series
 	apiURL atomic.Pointer[string]
 }
 
@@ -196,6 +201,9 @@ func open(ctx context.Context, dataDir, baseURL string, log *slog.Logger, reserv
 	if log == nil {
 		log = slog.Default()
 	}
+	// Each line of a request, and of the delivery it queued, carries
+	// its trace id (shared/tracing).
+	log = slog.New(tracing.LogHandler(log.Handler()))
 	if err := os.MkdirAll(dataDir, 0o700); err != nil {
 		return nil, err
 	}
@@ -205,6 +213,7 @@ func open(ctx context.Context, dataDir, baseURL string, log *slog.Logger, reserv
 	}
 	env := runtime.FromEnv()
 	p := &Platform{Env: env}
+	metrics.ColdStarts.Inc("local") // this process's start (on AWS, each function's)
 	ok := false
 	defer func() {
 		if !ok {
@@ -384,6 +393,17 @@ func open(ctx context.Context, dataDir, baseURL string, log *slog.Logger, reserv
 	p.closers = append(p.closers, func() error { stopMigrate(); <-migrated; return nil })
 
 	p.Builtins = runtime.BuiltinsWith(listen.NewHub(), gw, p.Store, p.Store.Limiter())
+	// The metrics over the last hour and day for the console's health
+	// page (docs/metrics.md), sampled every PLATFORM_METRICS_STEP_SECONDS
+	// (default 10).
+	series := &metrics.Series{}
+	p.Series = series
+	if v, err := strconv.Atoi(os.Getenv("PLATFORM_METRICS_STEP_SECONDS")); err == nil && v > 0 {
+		series.Step = time.Duration(v) * time.Second
+	}
+	seriesCtx, stopSeries := context.WithCancel(context.WithoutCancel(ctx))
+	go series.Run(seriesCtx)
+	p.closers = append(p.closers, func() error { stopSeries(); return nil })
 	signinCfg, err := signin.FromEnv(os.Getenv) // docs/signin.md
 	if err != nil {
 		return nil, err
@@ -393,6 +413,7 @@ func open(ctx context.Context, dataDir, baseURL string, log *slog.Logger, reserv
 		ChatStreamURL: env.ChatStreamURL,
 		Builtins:      p.Builtins,
 		ClientIP:      trusted,
+		Series:        series,
 		Sweeper:       sweeper,
 		Store:         p.Store,
 		PagingKey:     key,
@@ -431,9 +452,21 @@ func open(ctx context.Context, dataDir, baseURL string, log *slog.Logger, reserv
 	// `bp dev --tunnelUrl <this server>`: a WebSocket on /<tunnelId> (the
 	// CLI) and requests to /<tunnelId>/... relayed to it; the API's own
 	// first path segments are never tunnel ids.
-	p.Tunnels = tunnel.New(tunnel.Options{Reserved: []string{"v1", "v2", "webhooks", "console", strings.TrimPrefix(S3Prefix, "/")}, Logger: log})
+	p.Tunnels = tunnel.New(tunnel.Options{Reserved: []string{"v1", "v2", "webhooks", "console", strings.TrimPrefix(S3Prefix, "/"), strings.TrimPrefix(metrics.Path, "/")}, Logger: log})
 	p.closers = append(p.closers, p.Tunnels.Close)
+	// The platform's metrics in the Prometheus format (docs/metrics.md):
+	// to loopback callers, or to the bearer of PLATFORM_METRICS_TOKEN.
+	metricsToken := os.Getenv(metrics.EnvToken)
+	metricsHandler := metrics.Handler()
 	p.Handler = httpapi.RequestLog(log, httpapi.CORS(origins, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == metrics.Path {
+			if err := metrics.Allowed(r, metricsToken); err != nil {
+				httpapi.WriteError(w, r, err)
+				return
+			}
+			metricsHandler.ServeHTTP(w, r)
+			return
+		}
 		if p.Tunnels.Claims(r) {
 			p.Tunnels.ServeHTTP(w, r)
 			return

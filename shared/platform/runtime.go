@@ -62,6 +62,9 @@ type Delivery struct {
 	Attempts int    `json:"attempts"`
 	// LastError is why the last attempt failed.
 	LastError string `json:"lastError,omitempty"`
+	// Trace is the W3C traceparent of the request that queued it: its
+	// delivery continues that trace (shared/tracing).
+	Trace string `json:"trace,omitempty"`
 	// State and ExpiresAt: the state of a DeliverStateExpiry and the
 	// expiry it was written with (for a DeliverWorkflowTimeout, the
 	// workflow's timeoutAt, WorkflowID its id).

@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"net/http"
 
-	"github.com/aws/aws-lambda-go/lambda"
 	"github.com/aws/aws-lambda-go/lambdaurl"
 
 	"github.com/botforge/platform/shared/chatrelay"
@@ -41,7 +40,7 @@ func StartChatStream() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	lambdaurl.Start(h)
+	lambdaurl.Start(metricsHTTP(h))
 }
 
 // StartChatFanout serves the fan-out function (functions/chatfanout): the
@@ -55,5 +54,5 @@ func StartChatFanout() {
 		log.Fatal(err)
 	}
 	f := &chatrelay.Fanout{DB: DynamoClient(cfg, env, nil), Table: env.Table}
-	lambda.Start(f.Handle)
+	startLambdaHandler(f.Handle)
 }

@@ -9,7 +9,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/aws/aws-lambda-go/lambda"
 	"github.com/aws/aws-sdk-go-v2/aws"
 
 	"github.com/botforge/platform/shared/chatrelay"
@@ -90,6 +89,9 @@ func DrainOutbox(d *dispatch.Dispatcher) func(ctx context.Context, event json.Ra
 	// under OUTBOX (per-conversation order across the upgrade).
 	var migrated atomic.Bool
 	return func(ctx context.Context, event json.RawMessage) error {
+		// The outbox age this invocation publishes is what it finds
+		// (another instance may have delivered what an earlier one saw).
+		dispatch.ForgetPending()
 		shards, fromStream := StreamShards(event)
 		if !fromStream || !migrated.Load() {
 			if m, ok := d.Store.(interface {
@@ -179,5 +181,5 @@ func StreamShards(event json.RawMessage) ([]string, bool) {
 // It never returns.
 func StartDispatcher() {
 	env, cfg := startLambda()
-	lambda.Start(DrainOutbox(Dispatcher(cfg, env, Outbound())))
+	startLambdaHandler(DrainOutbox(Dispatcher(cfg, env, Outbound())))
 }

@@ -18,7 +18,6 @@ import (
 	"net/http/httptest"
 	"os"
 
-	"github.com/aws/aws-lambda-go/lambda"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/credentials"
@@ -43,6 +42,7 @@ import (
 	"github.com/botforge/platform/shared/scheduler"
 	"github.com/botforge/platform/shared/sdkhttp"
 	"github.com/botforge/platform/shared/signin"
+	"github.com/botforge/platform/shared/tracing"
 )
 
 // Env is the platform's configuration, read from environment variables
@@ -410,7 +410,8 @@ func Outbound() *http.Client { return delivery.Client(os.Getenv(EnvAllowPrivate)
 // UseJSONLogs makes the process log structured JSON lines to stdout (one
 // object per line: CloudWatch Logs Insights reads their fields).
 func UseJSONLogs() {
-	slog.SetDefault(slog.New(slog.NewJSONHandler(os.Stdout, nil)))
+	// Each line of a request carries its trace id (shared/tracing).
+	slog.SetDefault(slog.New(tracing.LogHandler(slog.NewJSONHandler(os.Stdout, nil))))
 }
 
 // StartLambda serves one API area as a Lambda function behind API Gateway
@@ -421,7 +422,7 @@ func StartLambda(area httpapi.Area) {
 	if err != nil {
 		log.Fatal(err)
 	}
-	lambda.Start(httpadapter.NewV2(h).ProxyWithContext)
+	startLambdaHandler(httpadapter.NewV2(h).ProxyWithContext)
 }
 
 // Scheduler is the EventBridge Scheduler adapter of the environment, or nil
@@ -465,7 +466,7 @@ func StartScheduler() {
 	if ev, ok := any(store).(delivery.EventRecorder); ok {
 		r.Events = ev
 	}
-	lambda.Start(func(ctx context.Context, in json.RawMessage) error { return r.Handle(ctx, in) })
+	startLambdaHandler(func(ctx context.Context, in json.RawMessage) error { return r.Handle(ctx, in) })
 }
 
 // S3Client returns the S3 client of the environment: AWS's S3, or the
@@ -499,7 +500,7 @@ func StartUploadCompletion() {
 		log.Fatal(err)
 	}
 	c := &files.Completer{Records: store, Objects: FileStorage(cfg, env), Semantic: semantic}
-	lambda.Start(s3store.EventHandler(env.Bucket, c.ObjectCreated))
+	startLambdaHandler(s3store.EventHandler(env.Bucket, c.ObjectCreated))
 }
 
 // Logs is the CloudWatch Logs store of bot and integration logs of the

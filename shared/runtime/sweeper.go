@@ -7,7 +7,6 @@ import (
 	"os"
 	"time"
 
-	"github.com/aws/aws-lambda-go/lambda"
 	"github.com/aws/aws-sdk-go-v2/aws"
 
 	"github.com/botforge/platform/shared/dynamo"
@@ -52,5 +51,5 @@ func SweepDeletions(w *dynamo.Sweeper) func(ctx context.Context, event json.RawM
 // returns.
 func StartSweeper() {
 	env, cfg := startLambda()
-	lambda.Start(SweepDeletions(Sweeper(cfg, env)))
+	startLambdaHandler(SweepDeletions(Sweeper(cfg, env)))
 }

@@ -5,7 +5,6 @@ import (
 	"log"
 	"log/slog"
 
-	awslambda "github.com/aws/aws-lambda-go/lambda"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/iam"
 	"github.com/aws/aws-sdk-go-v2/service/lambda"
@@ -40,5 +39,5 @@ func StartTeardown() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	awslambda.Start(Teardown(cfg, CodeEnvFromEnv()).Handle)
+	startLambdaHandler(Teardown(cfg, CodeEnvFromEnv()).Handle)
 }

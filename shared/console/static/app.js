@@ -7,6 +7,7 @@ import { Emulator } from './emulator.js'
 import { Inbox, InboxLink } from './inbox.js'
 import { SignIn, LinkPage, Account, Invitations, restore, signOut } from './auth.js'
 import { Conversations, Conversation, Users, States, Tables, TableGrid, Files, Logs, Issues } from './data.js'
+import { Health, BotMetrics } from './health.js'
 
 function parseRoute() {
   const parts = (location.hash.replace(/^#\/?/, '') || '').split('/').filter(Boolean).map(decodeURIComponent)
@@ -27,12 +28,13 @@ function Nav({ route, account, onSignOut }) {
       ${ws === 'w' && wsId && html`<${InboxLink} ws=${wsId} />`}
       ${link('/tokens', 'Tokens')}
       ${link('/account', 'Account')}
+      ${link('/health', 'Health')}
     </nav>
     <span class="who">${account?.email} <button class="link" onClick=${onSignOut}>Sign out</button></span>
     ${inBot && html`<nav class="sub" data-test="bot-nav">
       ${link(base, 'Overview')} ${link(base + '/emulator', 'Emulator')} ${link(base + '/conversations', 'Conversations')}
       ${link(base + '/users', 'Users')} ${link(base + '/states', 'States')} ${link(base + '/tables', 'Tables')}
-      ${link(base + '/files', 'Files')} ${link(base + '/logs', 'Logs')} ${link(base + '/issues', 'Issues')}
+      ${link(base + '/files', 'Files')} ${link(base + '/logs', 'Logs')} ${link(base + '/issues', 'Issues')} ${link(base + '/metrics', 'Metrics')}
     </nav>`}
   </header>`
 }
@@ -41,6 +43,7 @@ function Page({ route, account, onSignedOut }) {
   const [a, ws, b, bot, section, item] = route
   if (a === 'tokens') return html`<${Tokens} />`
   if (a === 'account') return html`<${Account} account=${account} onSignedOut=${onSignedOut} />`
+  if (a === 'health') return html`<${Health} />`
   if (a !== 'w' || !ws) return html`<${Workspaces} />`
   if (b === 'members') return html`<${Members} ws=${ws} /><${Invitations} ws=${ws} />`
   if (b === 'inbox') return html`<${Inbox} ws=${ws} id=${bot} />`
@@ -54,6 +57,7 @@ function Page({ route, account, onSignedOut }) {
     case 'tables': return item ? html`<${TableGrid} ...${p} name=${item} />` : html`<${Tables} ...${p} />`
     case 'files': return html`<${Files} ...${p} />`
     case 'logs': return html`<${Logs} ...${p} />`
+    case 'metrics': return html`<${BotMetrics} ...${p} />`
     case 'issues': return html`<${Issues} ...${p} />`
     default: return html`<${BotPage} ...${p} />`
   }

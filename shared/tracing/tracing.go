@@ -1,0 +1,195 @@
+// Package tracing gives every request one trace id (OpenTelemetry) and
+// carries it: from the incoming request's headers (W3C traceparent, or
+// AWS's X-Amzn-Trace-Id), through the outbox entries the request queued,
+// into the dispatcher's call to the bot or integration (both headers
+// again), and onto every log line written with the request's context
+// (LogHandler). Locally the spans go to an OTLP endpoint when
+// OTEL_EXPORTER_OTLP_ENDPOINT is set; on AWS the ids are X-Ray's
+// (docs/metrics.md, "Tracing").
+package tracing
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"os"
+	"strings"
+	"sync"
+
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
+	"go.opentelemetry.io/otel/propagation"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/trace"
+)
+
+// TraceIDHeader is the response header naming the request's trace id.
+const TraceIDHeader = "X-Trace-Id"
+
+var (
+	once     sync.Once
+	tracer   trace.Tracer
+	prop     propagation.TextMapPropagator
+	shutdown = func(context.Context) error { return nil }
+)
+
+// setup installs the tracer provider: spans always sampled (ids on every
+// request), exported over OTLP/HTTP when OTEL_EXPORTER_OTLP_ENDPOINT (or
+// OTEL_EXPORTER_OTLP_TRACES_ENDPOINT) is set.
+func setup() {
+	once.Do(func() {
+		opts := []sdktrace.TracerProviderOption{sdktrace.WithSampler(sdktrace.ParentBased(sdktrace.AlwaysSample()))}
+		if os.Getenv("OTEL_EXPORTER_OTLP_ENDPOINT") != "" || os.Getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") != "" {
+			if exp, err := otlptracehttp.New(context.Background()); err == nil {
+				opts = append(opts, sdktrace.WithBatcher(exp))
+			} else {
+				slog.Error("tracing: the OTLP exporter", "err", err)
+			}
+		}
+		tp := sdktrace.NewTracerProvider(opts...)
+		shutdown = tp.Shutdown
+		otel.SetTracerProvider(tp)
+		// X-Ray's header first: a W3C traceparent, when both are sent, wins.
+		prop = propagation.NewCompositeTextMapPropagator(XRay{}, propagation.TraceContext{})
+		otel.SetTextMapPropagator(prop)
+		tracer = tp.Tracer("github.com/botforge/platform")
+	})
+}
+
+// Shutdown flushes the spans not yet exported.
+func Shutdown(ctx context.Context) error { setup(); return shutdown(ctx) }
+
+// StartRequest starts the span of an incoming request, a child of the
+// trace its headers name, or the root of a new one.
+func StartRequest(r *http.Request, name string) (context.Context, trace.Span) {
+	setup()
+	ctx := prop.Extract(r.Context(), propagation.HeaderCarrier(r.Header))
+	return tracer.Start(ctx, name, trace.WithSpanKind(trace.SpanKindServer))
+}
+
+// Start starts a span within ctx's trace.
+func Start(ctx context.Context, name string, kind trace.SpanKind) (context.Context, trace.Span) {
+	setup()
+	return tracer.Start(ctx, name, trace.WithSpanKind(kind))
+}
+
+// TraceID is ctx's trace id ("" for none).
+func TraceID(ctx context.Context) string {
+	sc := trace.SpanContextFromContext(ctx)
+	if !sc.IsValid() {
+		return ""
+	}
+	return sc.TraceID().String()
+}
+
+// Parent renders ctx's span as a W3C traceparent ("" for none), what an
+// outbox entry keeps of the request that queued it.
+func Parent(ctx context.Context) string {
+	setup()
+	c := propagation.MapCarrier{}
+	propagation.TraceContext{}.Inject(ctx, c)
+	return c["traceparent"]
+}
+
+// WithParent continues the trace of a traceparent in ctx ("" leaves ctx).
+func WithParent(ctx context.Context, traceparent string) context.Context {
+	if traceparent == "" {
+		return ctx
+	}
+	return propagation.TraceContext{}.Extract(ctx, propagation.MapCarrier{"traceparent": traceparent})
+}
+
+// Inject writes ctx's trace into an outgoing request's headers
+// (traceparent and X-Amzn-Trace-Id).
+func Inject(ctx context.Context, h http.Header) {
+	setup()
+	prop.Inject(ctx, propagation.HeaderCarrier(h))
+}
+
+// LogHandler adds the trace id of the record's context to every log line
+// (attribute traceId).
+func LogHandler(h slog.Handler) slog.Handler {
+	if _, ok := h.(logHandler); ok {
+		return h
+	}
+	return logHandler{h}
+}
+
+type logHandler struct{ slog.Handler }
+
+func (h logHandler) Handle(ctx context.Context, r slog.Record) error {
+	if id := TraceID(ctx); id != "" {
+		r.AddAttrs(slog.String("traceId", id))
+	}
+	return h.Handler.Handle(ctx, r)
+}
+
+func (h logHandler) WithAttrs(as []slog.Attr) slog.Handler {
+	return logHandler{h.Handler.WithAttrs(as)}
+}
+func (h logHandler) WithGroup(n string) slog.Handler { return logHandler{h.Handler.WithGroup(n)} }
+
+// XRay is the propagator of AWS's X-Amzn-Trace-Id header
+// (Root=1-<8 hex>-<24 hex>;Parent=<16 hex>;Sampled=1): the same 128-bit
+// trace id as W3C's, written the X-Ray way.
+type XRay struct{}
+
+const xrayHeader = "X-Amzn-Trace-Id"
+
+// Inject writes the header.
+func (XRay) Inject(ctx context.Context, c propagation.TextMapCarrier) {
+	sc := trace.SpanContextFromContext(ctx)
+	if !sc.IsValid() {
+		return
+	}
+	t := sc.TraceID().String()
+	sampled := "0"
+	if sc.IsSampled() {
+		sampled = "1"
+	}
+	c.Set(xrayHeader, "Root=1-"+t[:8]+"-"+t[8:]+";Parent="+sc.SpanID().String()+";Sampled="+sampled)
+}
+
+// Extract reads the header.
+func (XRay) Extract(ctx context.Context, c propagation.TextMapCarrier) context.Context {
+	v := c.Get(xrayHeader)
+	if v == "" {
+		return ctx
+	}
+	var root, parent string
+	sampled := false
+	for _, part := range strings.Split(v, ";") {
+		k, val, _ := strings.Cut(strings.TrimSpace(part), "=")
+		switch k {
+		case "Root":
+			root = val
+		case "Parent":
+			parent = val
+		case "Sampled":
+			sampled = val == "1"
+		}
+	}
+	fields := strings.Split(root, "-")
+	if len(fields) != 3 || fields[0] != "1" {
+		return ctx
+	}
+	tid, err := trace.TraceIDFromHex(fields[1] + fields[2])
+	if err != nil {
+		return ctx
+	}
+	cfg := trace.SpanContextConfig{TraceID: tid, Remote: true}
+	if sid, err := trace.SpanIDFromHex(parent); err == nil {
+		cfg.SpanID = sid
+	} else {
+		// A root without a parent (a Lambda's own header): a span id of
+		// the trace's own making keeps the context valid.
+		copy(cfg.SpanID[:], tid[8:])
+	}
+	if sampled {
+		cfg.TraceFlags = trace.FlagsSampled
+	}
+	return trace.ContextWithRemoteSpanContext(ctx, trace.NewSpanContext(cfg))
+}
+
+// Fields names the header.
+func (XRay) Fields() []string { return []string{xrayHeader} }
