@@ -77,7 +77,7 @@ type stackModel struct {
 
 // streamTierTypes are the resource types only the container stream tier
 // has (template.yaml's Stream* resources).
-var streamTierTypes = []string{"AWS::ECS::", "AWS::ElasticLoadBalancingV2::", "AWS::ApplicationAutoScaling::", "AWS::EC2::SecurityGroup"}
+var streamTierTypes = []string{"AWS::ECS::", "AWS::ElasticLoadBalancingV2::", "AWS::ApplicationAutoScaling::", "AWS::EC2::SecurityGroup", "AWS::CloudFormation::WaitConditionHandle"}
 
 // operationsTypes are the resource types of operating the stack (issue 33:
 // failure queues, alarms and their topic, the dashboard, the web ACL, the

@@ -56,7 +56,7 @@ func (s *builder) sendToFailureQueue(id string) awsiam.PolicyDocument {
 const (
 	metricsNamespace      = "BotPlatform"
 	metricDeliveries      = "platform_deliveries_total"
-	metricDeliveryFailure = "platform_deliveries_failed_total"
+	metricDeliveryFailure = "platform_delivery_failures_total"
 	metricOutboxAge       = "platform_outbox_oldest_age_seconds"
 )
 

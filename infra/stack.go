@@ -117,6 +117,8 @@ func NewPlatformStack(scope constructs.Construct, opts StackOptions) (awscdk.Sta
 	for _, id := range []string{"Admin", "Dispatcher"} {
 		s.fns[id].AddEnvironment(jsii.String("PLATFORM_PUBLIC_URL"), s.publicURL, nil)
 	}
+	// The console's health page links to the stack's dashboard (docs/metrics.md).
+	s.fns["Admin"].AddEnvironment(jsii.String("PLATFORM_DASHBOARD_URL"), awscdk.Fn_Sub(jsii.String("https://${AWS::Region}.console.aws.amazon.com/cloudwatch/home?region=${AWS::Region}#dashboards:name=${AWS::StackName}"), nil), nil)
 	s.outputs(chatStreamURL)
 	return stack, nil
 }

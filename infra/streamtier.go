@@ -142,7 +142,7 @@ func (s *builder) streamTier() *string {
 	when(taskDef, "StreamTaskDefinition", onContainer)
 
 	lbSG := awsec2.NewCfnSecurityGroup(s.stack, jsii.String("StreamLoadBalancerSecurityGroup"), &awsec2.CfnSecurityGroupProps{
-		GroupDescription: jsii.String("Chat API streams' load balancer"), VpcId: vpc.ValueAsString(),
+		GroupDescription: jsii.String("Chat API streams load balancer"), VpcId: vpc.ValueAsString(),
 		SecurityGroupIngress: &[]any{
 			&awsec2.CfnSecurityGroup_IngressProperty{IpProtocol: jsii.String("tcp"), FromPort: jsii.Number(443), ToPort: jsii.Number(443), CidrIp: jsii.String("0.0.0.0/0")},
 			&awsec2.CfnSecurityGroup_IngressProperty{IpProtocol: jsii.String("tcp"), FromPort: jsii.Number(80), ToPort: jsii.Number(80), CidrIp: jsii.String("0.0.0.0/0")},
@@ -187,8 +187,13 @@ func (s *builder) streamTier() *string {
 			ContainerPort: jsii.Number(8080), TargetGroupArn: tg.Ref()}},
 	})
 	when(svc, "StreamService", onContainer)
-	svc.AddDependency(httpsListener)
-	svc.AddDependency(httpListener)
+	// CloudFormation refuses a DependsOn naming a resource whose condition
+	// is false (one listener never exists): the service waits on whichever
+	// listener exists through a handle that references it.
+	ready := awscdk.NewCfnWaitConditionHandle(s.stack, jsii.String("StreamListenerReady"), &awscdk.CfnWaitConditionHandleProps{})
+	when(ready, "StreamListenerReady", onContainer)
+	ready.AddMetadata(jsii.String("Listener"), awscdk.Fn_ConditionIf(jsii.String("StreamHttps"), httpsListener.Ref(), httpListener.Ref()))
+	svc.AddDependency(ready)
 
 	scalable := awsapplicationautoscaling.NewCfnScalableTarget(s.stack, jsii.String("StreamScalableTarget"), &awsapplicationautoscaling.CfnScalableTargetProps{
 		ServiceNamespace: jsii.String("ecs"), ScalableDimension: jsii.String("ecs:service:DesiredCount"),
