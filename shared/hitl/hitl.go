@@ -69,16 +69,7 @@ func New(store Store) *Integration { return &Integration{Store: store} }
 // entity with the interface's own schemas (shared/hubstd), the entity
 // reference resolved, and the tags the integration writes.
 func (*Integration) Definition() platform.Integration {
-	var iface platform.Interface
-	if all, err := hubstd.Interfaces(); err == nil {
-		for _, x := range all {
-			if x.Name == InterfaceName && x.Version == InterfaceVersion {
-				iface = x
-			}
-		}
-	}
-	var entity any
-	_ = json.Unmarshal(field(iface.Entities["hitlSession"], "schema"), &entity)
+	iface, entity, _ := hubstd.Interface(InterfaceName, InterfaceVersion, "hitlSession")
 	resolve := func(in map[string]json.RawMessage) map[string]json.RawMessage {
 		out := map[string]json.RawMessage{}
 		for name, raw := range in {
@@ -86,7 +77,7 @@ func (*Integration) Definition() platform.Integration {
 			if json.Unmarshal(raw, &a) != nil {
 				continue
 			}
-			out[name], _ = json.Marshal(resolveRefs(a, map[string]any{"hitlSession": entity}))
+			out[name], _ = json.Marshal(hubstd.ResolveRefs(a, map[string]any{"hitlSession": entity}))
 		}
 		return out
 	}
@@ -124,32 +115,6 @@ func (*Integration) Definition() platform.Integration {
 		User: json.RawMessage(`{"tags":{"email":{"title":"End user's email (createUser)"},"agentId":{"title":"The agent's account id (a workspace member)"}},` +
 			`"creation":{"enabled":false,"requiredTags":[]}}`),
 	}
-}
-
-func field(raw json.RawMessage, name string) json.RawMessage {
-	var m map[string]json.RawMessage
-	_ = json.Unmarshal(raw, &m)
-	return m[name]
-}
-
-// resolveRefs replaces {"$ref": "<entity>"} with the entity's schema.
-func resolveRefs(v any, entities map[string]any) any {
-	switch x := v.(type) {
-	case map[string]any:
-		if ref, ok := x["$ref"].(string); ok {
-			if e, ok := entities[ref]; ok {
-				return e
-			}
-		}
-		for k, c := range x {
-			x[k] = resolveRefs(c, entities)
-		}
-	case []any:
-		for k, c := range x {
-			x[k] = resolveRefs(c, entities)
-		}
-	}
-	return v
 }
 
 // RunAction answers createUser, startHitl and stopHitl.

@@ -114,3 +114,49 @@ func Publish(ctx context.Context, p Publisher) error {
 // isNameTaken tells the refusal of a public name another workspace holds
 // from the version being there already.
 func isNameTaken(msg string) bool { return strings.Contains(msg, "another workspace") }
+
+// Interface is the standard interface name at version, with entity's
+// schema (nil when none is named): what a built-in integration that
+// implements it publishes from (shared/hitl, shared/llmbuiltin). ok is
+// false when no such interface is embedded.
+func Interface(name, version, entity string) (iface platform.Interface, entitySchema any, ok bool) {
+	all, err := Interfaces()
+	if err != nil {
+		return platform.Interface{}, nil, false
+	}
+	for _, x := range all {
+		if x.Name == name && x.Version == version {
+			iface, ok = x, true
+		}
+	}
+	if entity != "" {
+		var e struct {
+			Schema any `json:"schema"`
+		}
+		_ = json.Unmarshal(iface.Entities[entity], &e)
+		entitySchema = e.Schema
+	}
+	return iface, entitySchema, ok
+}
+
+// ResolveRefs replaces each {"$ref": "<entity>"} in v with that entity's
+// schema, in place, as Botpress's hub does when an integration implements
+// an interface.
+func ResolveRefs(v any, entities map[string]any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		if ref, ok := x["$ref"].(string); ok {
+			if e, ok := entities[ref]; ok {
+				return e
+			}
+		}
+		for k, c := range x {
+			x[k] = ResolveRefs(c, entities)
+		}
+	case []any:
+		for k, c := range x {
+			x[k] = ResolveRefs(c, entities)
+		}
+	}
+	return v
+}

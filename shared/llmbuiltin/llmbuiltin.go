@@ -43,23 +43,14 @@ var _ builtin.Actor = (*Integration)(nil)
 // and the input left open to extra fields (clients send some: a userId, a
 // serialized AbortSignal).
 func (i *Integration) Definition() platform.Integration {
-	var iface platform.Interface
-	if all, err := hubstd.Interfaces(); err == nil {
-		for _, x := range all {
-			if x.Name == interfaceName && x.Version == interfaceVersion {
-				iface = x
-			}
-		}
-	}
-	var entity any
-	_ = json.Unmarshal(field(iface.Entities["modelRef"], "schema"), &entity)
+	iface, entity, _ := hubstd.Interface(interfaceName, interfaceVersion, "modelRef")
 	actions := map[string]json.RawMessage{}
 	for name, raw := range iface.Actions {
 		var a map[string]any
 		if json.Unmarshal(raw, &a) != nil {
 			continue
 		}
-		a = resolveRefs(a, map[string]any{"modelRef": entity}).(map[string]any)
+		a = hubstd.ResolveRefs(a, map[string]any{"modelRef": entity}).(map[string]any)
 		if in, ok := a["input"].(map[string]any); ok {
 			in["schema"] = open(in["schema"])
 		}
@@ -78,32 +69,6 @@ func (i *Integration) Definition() platform.Integration {
 		Entities:    map[string]json.RawMessage{"modelRef": iface.Entities["modelRef"]},
 		Interfaces:  map[string]json.RawMessage{interfaceName: ref},
 	}
-}
-
-func field(raw json.RawMessage, name string) json.RawMessage {
-	var m map[string]json.RawMessage
-	_ = json.Unmarshal(raw, &m)
-	return m[name]
-}
-
-// resolveRefs replaces {"$ref": "<entity>"} with the entity's schema.
-func resolveRefs(v any, entities map[string]any) any {
-	switch x := v.(type) {
-	case map[string]any:
-		if ref, ok := x["$ref"].(string); ok {
-			if e, ok := entities[ref]; ok {
-				return e
-			}
-		}
-		for k, c := range x {
-			x[k] = resolveRefs(c, entities)
-		}
-	case []any:
-		for k, c := range x {
-			x[k] = resolveRefs(c, entities)
-		}
-	}
-	return v
 }
 
 // open lets an object schema take properties it does not name.
