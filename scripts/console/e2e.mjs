@@ -12,7 +12,7 @@ import fs from 'node:fs'
 import http from 'node:http'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { children, freePort, sleep, start, waitHttp } from '../lib/e2e.mjs'
+import { browserRun, children, freePort, sleep, start, waitHttp } from '../lib/e2e.mjs'
 import puppeteer from 'puppeteer-core'
 
 const HERE = path.dirname(fileURLToPath(import.meta.url))
@@ -20,24 +20,8 @@ const ROOT = path.resolve(HERE, '../..')
 const { PLATFORM_BIN, WORK, SHOTS, CHROME } = process.env
 const FIREFOX = process.env.BROWSER === 'firefox'
 const servers = []
-let failures = 0
-let currentPage = null
-
-const step = async (name, fn) => {
-  const t0 = Date.now()
-  try {
-    await fn()
-    console.log(`ok   ${name} (${Date.now() - t0} ms)`)
-  } catch (e) {
-    failures++
-    console.log(`FAIL ${name}: ${e.stack || e}`)
-    if (currentPage) {
-      await currentPage.screenshot({ path: path.join(SHOTS, 'failure.png'), fullPage: true }).catch(() => {})
-      console.log(`the page (${currentPage.url()}; failure.png):\n` + (await currentPage.evaluate(() => document.body.innerText).catch(() => '?')).slice(0, 1500))
-    }
-    throw e
-  }
-}
+const run = browserRun('console-e2e', { shots: SHOTS, work: WORK, logs: ['platform.log', 'bot.log'] })
+const step = run.step
 
 async function main() {
   // 1. A fresh platform and the SDK bot.
@@ -90,7 +74,7 @@ async function main() {
   console.log(`browser: ${await browser.version()}`)
   const problems = []
   const page = await browser.newPage()
-  currentPage = page
+  run.page = page
   // Firefox ESR's BiDi lacks part of viewport emulation: its window is
   // sized at launch, and the phone step is Chromium's.
   const viewport = (v) => (FIREFOX ? Promise.resolve() : page.setViewport(v))
@@ -450,25 +434,9 @@ async function main() {
   })
   await browser.close()
   if (problems.length) {
-    failures++
+    run.failures++
     console.log('FAIL browser problems:\n  ' + problems.join('\n  '))
   }
 }
 
-try {
-  await main()
-} catch (e) {
-  if (!failures) console.log(`FAIL set-up: ${e.stack || e}`) // a step reports its own
-  failures = failures || 1
-} finally {
-  for (const c of children) if (c.exitCode === null) c.kill('SIGKILL')
-  for (const s of servers) s.close()
-}
-if (failures) {
-  const log = path.join(WORK, 'platform.log')
-  if (fs.existsSync(log)) console.log('--- last lines of the platform log ---\n' + fs.readFileSync(log, 'utf8').split('\n').filter((l) => !/^SDK .* WARN /.test(l)).slice(-30).join('\n'))
-  const bl = path.join(WORK, 'bot.log')
-  if (fs.existsSync(bl)) console.log('--- last lines of the bot log ---\n' + fs.readFileSync(bl, 'utf8').split('\n').slice(-15).join('\n'))
-}
-console.log(`console-e2e: ${failures ? 'FAILED' : 'passed'} (screenshots in ${SHOTS})`)
-process.exit(failures ? 1 : 0)
+await run.main(main, () => { for (const s of servers) s.close() })

@@ -10,30 +10,14 @@
 import fs from 'node:fs'
 import http from 'node:http'
 import path from 'node:path'
-import { children, freePort, sleep, start, waitHttp } from '../lib/e2e.mjs'
+import { browserRun, children, freePort, sleep, start, waitHttp } from '../lib/e2e.mjs'
 import puppeteer from 'puppeteer-core'
 
 const { PLATFORM_BIN, WORK, SHOTS, CHROME } = process.env
 const FIREFOX = process.env.BROWSER === 'firefox'
 const servers = []
-let failures = 0
-let currentPage = null
-
-const step = async (name, fn) => {
-  const t0 = Date.now()
-  try {
-    await fn()
-    console.log(`ok   ${name} (${Date.now() - t0} ms)`)
-  } catch (e) {
-    failures++
-    console.log(`FAIL ${name}: ${e.stack || e}`)
-    if (currentPage) {
-      await currentPage.screenshot({ path: path.join(SHOTS, 'failure.png'), fullPage: true }).catch(() => {})
-      console.log(`the page (${currentPage.url()}):\n` + (await currentPage.evaluate(() => document.body.innerText).catch(() => '?')).slice(0, 1500))
-    }
-    throw e
-  }
-}
+const run = browserRun('health-e2e', { shots: SHOTS, work: WORK, logs: ['platform.log'] })
+const step = run.step
 
 const listen = async (handler) => {
   const s = http.createServer(handler)
@@ -94,7 +78,7 @@ async function main() {
   console.log(`browser: ${await browser.version()}`)
   const problems = []
   const page = await browser.newPage()
-  currentPage = page
+  run.page = page
   if (!FIREFOX) await page.setViewport({ width: 1280, height: 900 })
   page.on('console', (m) => { if (m.type() === 'error') problems.push(`console: ${m.text()}`) })
   page.on('pageerror', (e) => problems.push(`page error: ${e.message}`))
@@ -161,23 +145,9 @@ async function main() {
   })
   await browser.close()
   if (problems.length) {
-    failures++
+    run.failures++
     console.log('FAIL browser problems:\n  ' + problems.join('\n  '))
   }
 }
 
-try {
-  await main()
-} catch (e) {
-  if (!failures) console.log(`FAIL set-up: ${e.stack || e}`)
-  failures = failures || 1
-} finally {
-  for (const c of children) if (c.exitCode === null) c.kill('SIGKILL')
-  for (const s of servers) s.close()
-}
-if (failures) {
-  const log = path.join(WORK, 'platform.log')
-  if (fs.existsSync(log)) console.log('--- last lines of the platform log ---\n' + fs.readFileSync(log, 'utf8').split('\n').slice(-30).join('\n'))
-}
-console.log(`health-e2e: ${failures ? 'FAILED' : 'passed'} (screenshots in ${SHOTS})`)
-process.exit(failures ? 1 : 0)
+await run.main(main, () => { for (const s of servers) s.close() })

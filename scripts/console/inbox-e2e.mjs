@@ -10,31 +10,15 @@
 import fs from 'node:fs'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { children, freePort, sleep, start, waitHttp } from '../lib/e2e.mjs'
+import { browserRun, children, freePort, sleep, start, waitHttp } from '../lib/e2e.mjs'
 import puppeteer from 'puppeteer-core'
 
 const HERE = path.dirname(fileURLToPath(import.meta.url))
 const ROOT = path.resolve(HERE, '../..')
 const { PLATFORM_BIN, WORK, SHOTS, CHROME } = process.env
 const FIREFOX = process.env.BROWSER === 'firefox'
-let failures = 0
-let currentPage = null
-
-const step = async (name, fn) => {
-  const t0 = Date.now()
-  try {
-    await fn()
-    console.log(`ok   ${name} (${Date.now() - t0} ms)`)
-  } catch (e) {
-    failures++
-    console.log(`FAIL ${name}: ${e.stack || e}`)
-    if (currentPage) {
-      await currentPage.screenshot({ path: path.join(SHOTS, 'failure.png'), fullPage: true }).catch(() => {})
-      console.log(`the page (${currentPage.url()}; failure.png):\n` + (await currentPage.evaluate(() => document.body.innerText).catch(() => '?')).slice(0, 1500))
-    }
-    throw e
-  }
-}
+const run = browserRun('inbox-e2e', { shots: SHOTS, work: WORK, logs: ['platform.log', 'bot.log'] })
+const step = run.step
 
 async function until(what, f, ms = 15000) {
   const deadline = Date.now() + ms
@@ -100,7 +84,7 @@ async function main() {
   console.log(`browser: ${await browser.version()}`)
   const problems = []
   const page = await browser.newPage()
-  currentPage = page
+  run.page = page
   if (!FIREFOX) await page.setViewport({ width: 1280, height: 860 })
   page.on('console', (m) => m.type() === 'error' && problems.push(`console: ${m.text()}`))
   page.on('pageerror', (e) => problems.push(`page error: ${e.message}`))
@@ -211,24 +195,9 @@ async function main() {
   })
   await browser.close()
   if (problems.length) {
-    failures++
+    run.failures++
     console.log('FAIL browser problems:\n  ' + problems.join('\n  '))
   }
 }
 
-try {
-  await main()
-} catch (e) {
-  if (!failures) console.log(`FAIL set-up: ${e.stack || e}`)
-  failures = failures || 1
-} finally {
-  for (const c of children) if (c.exitCode === null) c.kill('SIGKILL')
-}
-if (failures) {
-  for (const f of ['platform.log', 'bot.log']) {
-    const log = path.join(WORK, f)
-    if (fs.existsSync(log)) console.log(`--- last lines of ${f} ---\n` + fs.readFileSync(log, 'utf8').split('\n').filter((l) => !/^SDK .* WARN /.test(l)).slice(-25).join('\n'))
-  }
-}
-console.log(`inbox-e2e: ${failures ? 'FAILED' : 'passed'} (screenshots in ${SHOTS})`)
-process.exit(failures ? 1 : 0)
+await run.main(main)

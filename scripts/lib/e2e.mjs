@@ -1,5 +1,5 @@
-// e2e.mjs: what the browser end-to-end scripts (scripts/console/e2e.mjs,
-// scripts/webchat/e2e.mjs) share: a free loopback port, child processes
+// e2e.mjs: what the browser end-to-end scripts (scripts/console/*.mjs,
+// scripts/webchat/e2e.mjs, scripts/signin/e2e.mjs) share: a free loopback port, child processes
 // started with their output in a log file (and killed at the end), and a
 // wait for an HTTP endpoint to answer as expected.
 import { spawn } from 'node:child_process'
@@ -43,4 +43,52 @@ export async function waitHttp(url, ok, what, ms = 30000) {
     if (Date.now() > deadline) throw new Error(`${what} did not answer within ${ms} ms`)
     await sleep(100)
   }
+}
+
+// browserRun is the frame of one browser end-to-end script (the console's,
+// its inbox's and health page's, sign-in's): steps that say how long they
+// took and, when one fails, save the page's screenshot (failure.png in
+// shots) and print its text; then, around the script's main, the set-up's
+// own error, the children killed, the tails of the logs in work when
+// something failed, one line of verdict and the exit code.
+export function browserRun(name, { shots, work, logs = ['platform.log'] }) {
+  const run = {
+    failures: 0,
+    page: null, // the page a failed step shows
+    async step(title, fn) {
+      const t0 = Date.now()
+      try {
+        await fn()
+        console.log(`ok   ${title} (${Date.now() - t0} ms)`)
+      } catch (e) {
+        run.failures++
+        console.log(`FAIL ${title}: ${e.stack || e}`)
+        if (run.page) {
+          await run.page.screenshot({ path: `${shots}/failure.png`, fullPage: true }).catch(() => {})
+          console.log(`the page (${run.page.url()}; failure.png):\n` + (await run.page.evaluate(() => document.body.innerText).catch(() => '?')).slice(0, 1500))
+        }
+        throw e
+      }
+    },
+    async main(main, cleanup = () => {}) {
+      try {
+        await main()
+      } catch (e) {
+        if (!run.failures) console.log(`FAIL set-up: ${e.stack || e}`) // a step reports its own
+        run.failures = run.failures || 1
+      } finally {
+        for (const c of children) if (c.exitCode === null) c.kill('SIGKILL')
+        cleanup()
+      }
+      if (run.failures) {
+        for (const f of logs) {
+          const log = `${work}/${f}`
+          if (fs.existsSync(log)) console.log(`--- last lines of ${f} ---\n` + fs.readFileSync(log, 'utf8').split('\n').filter((l) => !/^SDK .* WARN /.test(l)).slice(-30).join('\n'))
+        }
+      }
+      console.log(`${name}: ${run.failures ? 'FAILED' : 'passed'} (screenshots in ${shots})`)
+      process.exit(run.failures ? 1 : 0)
+    },
+  }
+  return run
 }

@@ -13,31 +13,15 @@ import fs from 'node:fs'
 import path from 'node:path'
 import { createRequire } from 'node:module'
 import { fileURLToPath } from 'node:url'
-import { children, freePort, sleep, start, waitHttp } from '../lib/e2e.mjs'
+import { browserRun, children, freePort, sleep, start, waitHttp } from '../lib/e2e.mjs'
 
 const HERE = path.dirname(fileURLToPath(import.meta.url))
 // The console's browser driver (scripts/console/package.json).
 const puppeteer = createRequire(path.join(HERE, '../console/package.json'))('puppeteer-core')
 const { PLATFORM_BIN, OIDC_PROVIDER_BIN, WORK, SHOTS, CHROME } = process.env
 const FIREFOX = process.env.BROWSER === 'firefox'
-let failures = 0
-let currentPage = null
-
-const step = async (name, fn) => {
-  const t0 = Date.now()
-  try {
-    await fn()
-    console.log(`ok   ${name} (${Date.now() - t0} ms)`)
-  } catch (e) {
-    failures++
-    console.log(`FAIL ${name}: ${e.stack || e}`)
-    if (currentPage) {
-      await currentPage.screenshot({ path: path.join(SHOTS, 'failure.png'), fullPage: true }).catch(() => {})
-      console.log(`the page (${currentPage.url()}; failure.png):\n` + (await currentPage.evaluate(() => document.body.innerText).catch(() => '?')).slice(0, 1500))
-    }
-    throw e
-  }
-}
+const run = browserRun('signin-e2e', { shots: SHOTS, work: WORK, logs: ['platform.log'] })
+const step = run.step
 
 // totp is RFC 6238's code of a base32 secret at time t (30 s, 6 digits,
 // SHA-1), as an authenticator app computes it.
@@ -74,7 +58,7 @@ async function main() {
   console.log(`browser: ${await browser.version()}`)
   const problems = []
   const page = await browser.newPage()
-  currentPage = page
+  run.page = page
   page.on('console', (m) => {
     // A 401 (no session yet) logs a failed resource load: expected.
     if (m.type() === 'error' && !/Failed to load resource/.test(m.text())) problems.push(`console: ${m.text()}`)
@@ -226,13 +210,4 @@ async function main() {
   await browser.close()
 }
 
-main()
-  .catch((e) => {
-    if (!failures) console.log(`FAIL ${e.stack || e}`)
-    failures++
-  })
-  .finally(() => {
-    for (const c of children) c.kill()
-    console.log(failures ? `signin-e2e: ${failures} failed` : 'signin-e2e: all passed')
-    process.exit(failures ? 1 : 0)
-  })
+await run.main(main)
