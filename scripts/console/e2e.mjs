@@ -5,7 +5,7 @@
 // the bot's url set, a chat through the emulator with the bot's reply
 // (and an LLM call of the turn, from a fake OpenAI-compatible provider),
 // the message browsed, a table row added and edited, a file uploaded and
-// downloaded, a log line, the other pages, a viewer's 403, the phone
+// downloaded, a log line, the other pages, a viewer's refused controls (and the API's 403), the phone
 // layout, and the platform down. Screenshots of each page go to SHOTS;
 // first paint and time to content of each page are printed.
 import fs from 'node:fs'
@@ -350,7 +350,7 @@ async function main() {
     await waitText('[data-test=token-value]', /bp_pat_/)
     await shot('17-token-created')
   })
-  await step('a viewer gets a clear 403', async () => {
+  await step('a viewer sees why a control is off, and the API still refuses', async () => {
     await route(`/w/${ws}/members`)
     await type('form[data-test=invite] input', 'viewer@example.com')
     await page.select('form[data-test=invite] select', 'viewer')
@@ -361,18 +361,39 @@ async function main() {
     await type('#token', viewerToken)
     await page.click('form[data-test=signin] button')
     await waitText('main.page h1', /Workspaces/)
+    const disabled = (sel) => page.$eval(sel, (e) => e.disabled)
+    // The bots page: the create form is off, and says why (createBot needs developer).
     await route(`/w/${ws}`)
     await waitText('table.list', /echo-bot/)
-    await type('form[data-test=create-bot] input', 'not allowed')
-    await page.click('form[data-test=create-bot] button')
-    await waitText('[data-test=error]', /403/)
-    const msg = await text('[data-test=error]')
-    if (!/role/i.test(msg)) throw new Error(`message: ${msg}`)
-    await shot('18-viewer-403')
+    await waitText('[data-test=refused]', /Your role in this workspace is viewer: creating bots needs developer or above\./)
+    if (!(await disabled('form[data-test=create-bot] button'))) throw new Error('the viewer can press Create bot')
+    await shot('18-viewer-refused')
+    // The members page: adding, changing and removing members and inviting need administrator.
+    await route(`/w/${ws}/members`)
+    await waitText('[data-test=refused]', /viewer: managing members needs administrator or above/)
+    await waitText('[data-test=refused]', /viewer: inviting people needs administrator or above/)
+    if (!(await disabled('form[data-test=invite] button'))) throw new Error('the viewer can press Add member')
+    if (await page.$('form[data-test=invite-link]')) throw new Error('the viewer is shown the invitation form')
+    // A bot's tables and files: changing them needs developer.
+    await route(`/w/${ws}/b/${bot}/tables`)
+    await waitText('[data-test=refused]', /viewer: changing tables and rows needs developer or above/)
+    if (!(await disabled('form[data-test=create-table] button'))) throw new Error('the viewer can press Create table')
+    await route(`/w/${ws}/b/${bot}/files`)
+    await waitText('[data-test=refused]', /viewer: uploading and deleting files needs developer or above/)
+    if (!(await disabled('form[data-test=upload] button'))) throw new Error('the viewer can press Upload')
+    // The console only spares the refusal: the API still answers 403 with the API's error shape.
+    const r = await fetch(`${api}/v1/admin/bots`, { method: 'POST', headers: { Authorization: `Bearer ${viewerToken}`, 'x-workspace-id': ws, 'Content-Type': 'application/json' }, body: JSON.stringify({ name: 'not allowed' }) })
+    const body = await r.json()
+    if (r.status !== 403 || typeof body.message !== 'string' || !body.type) throw new Error(`createBot as a viewer: ${r.status} ${JSON.stringify(body)}`)
     await clickText('header.top button', /Sign out/)
     await type('#token', adminToken)
     await page.click('form[data-test=signin] button')
     await waitText('main.page h1', /Workspaces/)
+    // The administrator sees the controls on again (no refusal line).
+    await route(`/w/${ws}`)
+    await waitText('table.list', /echo-bot/)
+    if (await page.$('[data-test=refused]')) throw new Error('the administrator is shown a refusal')
+    if (await disabled('form[data-test=create-bot] button')) throw new Error('Create bot is off for the administrator')
   })
   await step('phone-sized screen', async () => {
     await viewport({ width: 390, height: 844, isMobile: true, hasTouch: true })

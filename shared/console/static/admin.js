@@ -2,6 +2,7 @@
 // and a bot's page (Admin API).
 import { call, all } from './api.js'
 import { html, useState, useLoad, Loaded, ErrorBox, Empty, useAction, Json, Status, fmtTime, go } from './ui.js'
+import { useRole, Refused } from './role.js'
 
 const ROLES = ['viewer', 'billing', 'developer', 'manager', 'administrator', 'owner']
 
@@ -34,6 +35,8 @@ export function Workspace({ ws }) {
   const st = useLoad(() => all('GET', '/v1/admin/bots', 'bots', { ws }), [ws])
   const [name, setName] = useState('')
   const act = useAction()
+  const r = useRole(ws)
+  const off = !r.may('creating bots')
   const create = (e) => {
     e.preventDefault()
     act.run(async () => {
@@ -45,9 +48,10 @@ export function Workspace({ ws }) {
     <${ErrorBox} error=${wst.error} />
     <h2>Bots</h2>
     <form class="row" onSubmit=${create} data-test="create-bot">
-      <input placeholder="New bot name (optional)" value=${name} onInput=${(e) => setName(e.target.value)} />
-      <button disabled=${act.busy}>Create bot</button>
+      <input placeholder="New bot name (optional)" value=${name} onInput=${(e) => setName(e.target.value)} disabled=${off} />
+      <button disabled=${act.busy || off}>Create bot</button>
     </form>
+    <${Refused} r=${r} action="creating bots" />
     <${ErrorBox} error=${act.error} />
     <${Loaded} st=${st}>${(bots) => bots.length === 0
       ? html`<${Empty}>No bot in this workspace: create one above, or deploy one with the CLI (<code>bp deploy --createNewBot</code>).</${Empty}>`
@@ -61,6 +65,8 @@ export function Members({ ws }) {
   const [email, setEmail] = useState('')
   const [role, setRole] = useState('developer')
   const act = useAction()
+  const r = useRole(ws)
+  const off = !r.may('managing members')
   const invite = (e) => {
     e.preventDefault()
     act.run(async () => {
@@ -73,16 +79,19 @@ export function Members({ ws }) {
   const remove = (m) => confirm(`Remove ${m.email} from this workspace?`) && act.run(async () => { await call('DELETE', `/v1/admin/workspace-members/${m.id}`, { ws }); st.reload() })
   return html`<h1>Members</h1>
     <form class="row" onSubmit=${invite} data-test="invite">
-      <input type="email" placeholder="email@example.com" required value=${email} onInput=${(e) => setEmail(e.target.value)} />
-      <select value=${role} onChange=${(e) => setRole(e.target.value)}>${ROLES.map((r) => html`<option>${r}</option>`)}</select>
-      <button disabled=${act.busy}>Add member</button>
+      <input type="email" placeholder="email@example.com" required value=${email} onInput=${(e) => setEmail(e.target.value)} disabled=${off} />
+      <select value=${role} onChange=${(e) => setRole(e.target.value)} disabled=${off}>${ROLES.map((r) => html`<option>${r}</option>`)}</select>
+      <button disabled=${act.busy || off}>Add member</button>
     </form>
+    <${Refused} r=${r} action="managing members" />
     <p class="muted">Locally, a new account's first token is written to <code>.data/account-tokens/&lt;email&gt;</code>.</p>
     <${ErrorBox} error=${act.error} />
     <${Loaded} st=${st}>${(members) => html`<table class="list"><thead><tr><th>Email</th><th>Role</th><th>Since</th><th></th></tr></thead><tbody>
       ${members.map((m) => html`<tr><td>${m.email}</td>
-        <td><select value=${m.role} onChange=${(e) => setMemberRole(m, e.target.value)}>${ROLES.map((r) => html`<option>${r}</option>`)}</select></td>
-        <td>${fmtTime(m.createdAt)}</td><td><button class="link danger" onClick=${() => remove(m)}>Remove</button></td></tr>`)}
+        <td><select value=${m.role} onChange=${(e) => setMemberRole(m, e.target.value)} disabled=${off}>${ROLES.map((r) => html`<option>${r}</option>`)}</select></td>
+        <td>${fmtTime(m.createdAt)}</td><td>${m.id === r.me
+          ? html`<button class="link danger" onClick=${() => remove(m)}>Leave</button>`
+          : html`<button class="link danger" onClick=${() => remove(m)} disabled=${off}>Remove</button>`}</td></tr>`)}
     </tbody></table>`}</${Loaded}>`
 }
 
@@ -120,6 +129,8 @@ function BotUrl({ ws, b }) {
   const [url, setUrl] = useState('')
   const [saved, setSaved] = useState(null)
   const act = useAction()
+  const r = useRole(ws)
+  const off = !r.may("changing a bot's url")
   const save = (e) => {
     e.preventDefault()
     act.run(async () => {
@@ -130,9 +141,10 @@ function BotUrl({ ws, b }) {
   return html`<h2>Endpoint</h2>
     <p class="muted">Where the platform delivers this bot's events, for a bot running on your machine (the API does not show a bot's url back; deployed code needs none).</p>
     <form class="row" onSubmit=${save} data-test="bot-url">
-      <input type="url" placeholder="http://127.0.0.1:8075" value=${url} onInput=${(e) => setUrl(e.target.value)} aria-label="Bot url" />
-      <button class="secondary" disabled=${act.busy}>Save url</button>
+      <input type="url" placeholder="http://127.0.0.1:8075" value=${url} onInput=${(e) => setUrl(e.target.value)} aria-label="Bot url" disabled=${off} />
+      <button class="secondary" disabled=${act.busy || off}>Save url</button>
     </form>
+    <${Refused} r=${r} action="changing a bot's url" />
     ${saved !== null && html`<div class="notice" data-test="bot-url-saved">${saved ? `Events now go to ${saved}.` : 'The url is cleared.'}</div>`}
     <${ErrorBox} error=${act.error} />`
 }
@@ -144,6 +156,8 @@ function BotVersions({ ws, bot }) {
   const [name, setName] = useState('')
   const [done, setDone] = useState(null)
   const act = useAction()
+  const r = useRole(ws)
+  const off = !r.may('saving and deploying versions')
   const save = (e) => {
     e.preventDefault()
     act.run(async () => {
@@ -159,14 +173,15 @@ function BotVersions({ ws, bot }) {
   })
   return html`<h3>Versions</h3>
     <form class="row" onSubmit=${save} data-test="save-version">
-      <input placeholder="Version name" required value=${name} onInput=${(e) => setName(e.target.value)} aria-label="Version name" />
-      <button class="secondary" disabled=${act.busy}>Save the current definition</button>
+      <input placeholder="Version name" required value=${name} onInput=${(e) => setName(e.target.value)} aria-label="Version name" disabled=${off} />
+      <button class="secondary" disabled=${act.busy || off}>Save the current definition</button>
     </form>
+    <${Refused} r=${r} action="saving and deploying versions" />
     ${done && html`<div class="notice" data-test="version-done">${done}</div>`}
     <${ErrorBox} error=${act.error} />
     <${Loaded} st=${st}>${(vs) => vs.length === 0 ? html`<${Empty}>No saved version: save one above to roll back to it later.</${Empty}>`
       : html`<table class="list" data-test="versions"><thead><tr><th>Name</th><th>Id</th><th>Description</th><th></th></tr></thead><tbody>
-        ${vs.map((v) => html`<tr><td>${v.name}</td><td><code>${v.id}</code></td><td>${v.description || ''}</td><td><button class="link" onClick=${() => deploy(v)}>Deploy</button></td></tr>`)}
+        ${vs.map((v) => html`<tr><td>${v.name}</td><td><code>${v.id}</code></td><td>${v.description || ''}</td><td><button class="link" onClick=${() => deploy(v)} disabled=${off}>Deploy</button></td></tr>`)}
       </tbody></table>`}</${Loaded}>`
 }
 

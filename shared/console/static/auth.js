@@ -7,6 +7,7 @@
 // platform answers with the provider's redirect.
 import { call, session, ApiError } from './api.js'
 import { html, useState, useLoad, Loaded, ErrorBox, useAction, fmtTime, go } from './ui.js'
+import { useRole, Refused } from './role.js'
 
 const ROLES = ['viewer', 'billing', 'developer', 'manager', 'administrator', 'owner']
 
@@ -238,6 +239,13 @@ export function Account({ account, onSignedOut }) {
 // Invitations: a workspace's pending invitations, and inviting someone
 // with a link to copy (no mail is sent).
 export function Invitations({ ws }) {
+  const r = useRole(ws)
+  if (!r.known) return html`<h2>Invitations</h2>` // only an administrator may even list them: ask first
+  if (!r.may('inviting people')) return html`<h2>Invitations</h2><${Refused} r=${r} action="inviting people" />`
+  return html`<${InvitationList} ws=${ws} />`
+}
+
+function InvitationList({ ws }) {
   const st = useLoad(() => call('GET', '/v1/admin/workspace-invitations', { ws }).then((r) => r.invitations), [ws])
   const [email, setEmail] = useState('')
   const [role, setRole] = useState('developer')

@@ -4,6 +4,7 @@
 import { call, all, upload, session, ApiError } from './api.js'
 import { html, useState, useEffect, useRef, useLoad, Loaded, ErrorBox, Empty, useAction, Json, Status, Progress, fmtTime } from './ui.js'
 import { payloadText } from './emulator.js'
+import { useRole, Refused } from './role.js'
 
 const tagsText = (t) => Object.entries(t || {}).map(([k, v]) => `${k}=${v}`).join(', ')
 
@@ -81,6 +82,8 @@ export function Tables({ ws, bot }) {
   const [name, setName] = useState('')
   const [cols, setCols] = useState('title:string')
   const act = useAction()
+  const r = useRole(ws)
+  const off = !r.may('changing tables and rows')
   const create = (e) => {
     e.preventDefault()
     act.run(async () => {
@@ -96,10 +99,11 @@ export function Tables({ ws, bot }) {
   }
   return html`<h1>Tables</h1>
     <form class="row" onSubmit=${create} data-test="create-table">
-      <input placeholder="Name (ends with Table, e.g. ticketsTable)" required value=${name} onInput=${(e) => setName(e.target.value)} />
-      <input placeholder="Columns: name:type, ..." value=${cols} onInput=${(e) => setCols(e.target.value)} />
-      <button disabled=${act.busy}>Create table</button>
+      <input placeholder="Name (ends with Table, e.g. ticketsTable)" required value=${name} onInput=${(e) => setName(e.target.value)} disabled=${off} />
+      <input placeholder="Columns: name:type, ..." value=${cols} onInput=${(e) => setCols(e.target.value)} disabled=${off} />
+      <button disabled=${act.busy || off}>Create table</button>
     </form>
+    <${Refused} r=${r} action="changing tables and rows" />
     <${ErrorBox} error=${act.error} />
     <${Loaded} st=${st}>${(ts) => ts.length === 0 ? html`<${Empty}>No table: create one above, or from the bot's code.</${Empty}>`
       : html`<table class="list"><thead><tr><th>Name</th><th>Columns</th><th>Rows</th><th>Updated</th></tr></thead><tbody>
@@ -146,6 +150,8 @@ export function TableGrid({ ws, bot, name }) {
   const [adding, setAdding] = useState({})
   const [job, setJob] = useState(null)
   const act = useAction()
+  const r = useRole(ws)
+  const off = !r.may('changing tables and rows')
 
   const sortBy = (c) => setView({ ...view, orderBy: c, dir: view.orderBy === c && view.dir === 'asc' ? 'desc' : 'asc', offset: 0 })
   const save = () => act.run(async () => {
@@ -196,12 +202,13 @@ export function TableGrid({ ws, bot, name }) {
       <input placeholder="equals value" value=${filterInput.value} onInput=${(e) => setFilterInput({ ...filterInput, value: e.target.value })} />
       <button>Filter</button>
       <button type="button" class="link" onClick=${() => { setFilterInput({ col: '', value: '' }); setView({ ...view, col: '', value: '', offset: 0 }) }}>Clear</button>
-      <button type="button" class="secondary" onClick=${duplicate} disabled=${act.busy}>Duplicate table</button>
+      <button type="button" class="secondary" onClick=${duplicate} disabled=${act.busy || off}>Duplicate table</button>
     </form>
     <form class="row" onSubmit=${doImport} data-test="import">
-      <label class="inline">Import rows from a file (CSV with a header, or JSON) <input type="file" ref=${importFile} required accept=".csv,.json,.gz,text/csv,application/json" /></label>
-      <button class="secondary" disabled=${act.busy}>Import</button>
+      <label class="inline">Import rows from a file (CSV with a header, or JSON) <input type="file" ref=${importFile} required accept=".csv,.json,.gz,text/csv,application/json" disabled=${off} /></label>
+      <button class="secondary" disabled=${act.busy || off}>Import</button>
     </form>
+    <${Refused} r=${r} action="changing tables and rows" />
     ${job && html`<div class="notice" data-test="job">${job.label}: ${job.status}<${Progress} value=${job.progress} /></div>`}
     <${ErrorBox} error=${act.error} />
     <${Loaded} st=${rows}>${(r) => html`<div class="scroll"><table class="grid" data-test="grid"><thead><tr>
@@ -212,10 +219,10 @@ export function TableGrid({ ws, bot, name }) {
           ? html`<tr class="editing" data-test="editing-row"><td>${row.id}</td>${cols.map(([c]) => html`<td><input name=${c} value=${editing.values[c] ?? ''} onInput=${(e) => setEditing({ ...editing, values: { ...editing.values, [c]: e.target.value } })} /></td>`)}
               <td><button onClick=${save} disabled=${act.busy} data-test="save-row">Save</button> <button class="link" onClick=${() => setEditing(null)}>Cancel</button></td></tr>`
           : html`<tr data-test="row"><td>${row.id}</td>${cols.map(([c]) => html`<td>${cellText(row[c])}</td>`)}
-              <td><button class="link" data-test="edit-row" onClick=${() => setEditing({ id: row.id, values: Object.fromEntries(cols.map(([c]) => [c, cellText(row[c])])) })}>Edit</button>
-                <button class="link danger" onClick=${() => removeRow(row)}>Delete</button></td></tr>`)}
-        <tr class="adding"><td>new</td>${cols.map(([c]) => html`<td><input name=${'new-' + c} placeholder=${c} value=${adding[c] ?? ''} onInput=${(e) => setAdding({ ...adding, [c]: e.target.value })} /></td>`)}
-          <td><button onClick=${add} disabled=${act.busy} data-test="add-row">Add row</button></td></tr>
+              <td><button class="link" data-test="edit-row" disabled=${off} onClick=${() => setEditing({ id: row.id, values: Object.fromEntries(cols.map(([c]) => [c, cellText(row[c])])) })}>Edit</button>
+                <button class="link danger" disabled=${off} onClick=${() => removeRow(row)}>Delete</button></td></tr>`)}
+        ${!off && html`<tr class="adding"><td>new</td>${cols.map(([c]) => html`<td><input name=${'new-' + c} placeholder=${c} value=${adding[c] ?? ''} onInput=${(e) => setAdding({ ...adding, [c]: e.target.value })} /></td>`)}
+          <td><button onClick=${add} disabled=${act.busy} data-test="add-row">Add row</button></td></tr>`}
       </tbody></table></div>
       <p class="row">
         <button class="secondary" disabled=${view.offset === 0} onClick=${() => setView({ ...view, offset: Math.max(0, view.offset - PAGE) })}>Previous</button>
@@ -258,7 +265,7 @@ async function watchJob(bot, tableId, job, onUpdate) {
 }
 const jobProgress = (j) => (j.status === 'completed' ? 1 : j.progress > 1 ? j.progress / 100 : j.progress || 0)
 
-export function Files({ bot }) {
+export function Files({ ws, bot }) {
   const tags = useLoad(() => call('GET', '/v1/files/tags', { bot }).then((r) => r.tags).catch(() => []), [bot])
   const [tag, setTag] = useState({ name: '', value: '' })
   const [shown, setShown] = useState({ name: '', value: '' })
@@ -267,6 +274,8 @@ export function Files({ bot }) {
   const [upTags, setUpTags] = useState('')
   const act = useAction()
   const fileInput = useRef(null)
+  const r = useRole(ws)
+  const off = !r.may('uploading and deleting files')
 
   const doUpload = (e) => {
     e.preventDefault()
@@ -308,10 +317,11 @@ export function Files({ bot }) {
   const remove = (f) => confirm(`Delete ${f.key}?`) && act.run(async () => { await call('DELETE', `/v1/files/${f.id}`, { bot }); st.reload() })
   return html`<h1>Files</h1>
     <form class="row" onSubmit=${doUpload} data-test="upload">
-      <input type="file" ref=${fileInput} required name="file" />
-      <input placeholder="Tags: name=value, ..." value=${upTags} onInput=${(e) => setUpTags(e.target.value)} />
-      <button disabled=${act.busy}>Upload</button>
+      <input type="file" ref=${fileInput} required name="file" disabled=${off} />
+      <input placeholder="Tags: name=value, ..." value=${upTags} onInput=${(e) => setUpTags(e.target.value)} disabled=${off} />
+      <button disabled=${act.busy || off}>Upload</button>
     </form>
+    <${Refused} r=${r} action="uploading and deleting files" />
     ${up && html`<div class="notice" data-test="upload-status">${up.name}: ${up.status} <${Progress} value=${up.progress} /></div>`}
     <form class="row" onSubmit=${(e) => { e.preventDefault(); setShown(tag) }}>
       <select value=${tag.name} onChange=${(e) => setTag({ ...tag, name: e.target.value })}><option value="">All files (or by tag…)</option>${(tags.data || []).map((t) => html`<option>${t}</option>`)}</select>
@@ -322,7 +332,7 @@ export function Files({ bot }) {
     <${Loaded} st=${st}>${(fs) => fs.length === 0 ? html`<${Empty}>No file${shown.name ? ' with this tag' : ''}: upload one above.</${Empty}>`
       : html`<table class="list" data-test="files"><thead><tr><th>Key</th><th>Size</th><th>Type</th><th>Status</th><th>Tags</th><th></th></tr></thead><tbody>
         ${fs.map((f) => html`<tr><td>${f.key}</td><td>${f.size ?? ''}</td><td>${f.contentType}</td><td><${Status} value=${f.status} /></td><td>${tagsText(f.tags)}</td>
-          <td><button class="link" data-test="download" onClick=${() => download(f)}>Download</button> <button class="link danger" onClick=${() => remove(f)}>Delete</button></td></tr>`)}
+          <td><button class="link" data-test="download" onClick=${() => download(f)}>Download</button> <button class="link danger" disabled=${off} onClick=${() => remove(f)}>Delete</button></td></tr>`)}
       </tbody></table>`}</${Loaded}>`
 }
 
