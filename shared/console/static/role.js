@@ -10,13 +10,15 @@ const RANK = { viewer: 1, billing: 2, developer: 3, manager: 4, administrator: 5
 
 // NEED is the least role an action needs: the `role:` of its operation in
 // the API's route tables (shared/httpapi admin.go, signin.go, tables.go,
-// files.go). Keep them in step.
+// files.go); TestConsoleRolesMatchRoutes holds them in step.
 export const NEED = {
   'creating bots': 'developer', // createBot
   "changing a bot's url": 'developer', // updateBot
   'saving and deploying versions': 'developer', // createBotVersion, deployBotVersion
-  'managing members': 'administrator', // createWorkspaceMember, updateWorkspaceMember, deleteWorkspaceMember (of others)
-  'inviting people': 'administrator', // listWorkspaceInvitations, createWorkspaceInvitation, renew, delete
+  // Removing another member needs administrator too, checked in the
+  // handler: deleteWorkspaceMember itself is open to any member leaving.
+  'managing members': 'administrator', // createWorkspaceMember, updateWorkspaceMember
+  'inviting people': 'administrator', // listWorkspaceInvitations, createWorkspaceInvitation, renewWorkspaceInvitation, deleteWorkspaceInvitation
   'changing tables and rows': 'developer', // createTable, createTableRows, updateTableRows, deleteTableRows, duplicateTable, importTable
   'uploading and deleting files': 'developer', // upsertFile, deleteFile
 }
