@@ -164,6 +164,8 @@ async function main() {
     await waitText('[data-test=invitation-link]', /\/#\/invite\//)
     inviteUrl = (await page.$eval('[data-test=invitation-link] code', (e) => e.innerText)).trim()
     await waitText('table[data-test=invitations]', /dev@example\.com/)
+    // The members table above lists the invited member without a reload.
+    await waitText('table[data-test=members]', /dev@example\.com/)
     await shot('05-members-invitation')
   })
   let secret

@@ -1,7 +1,7 @@
 // admin.js: workspaces, members and roles, personal access tokens, bots
 // and a bot's page (Admin API).
 import { call, all } from './api.js'
-import { html, useState, useLoad, Loaded, ErrorBox, Empty, useAction, Json, Status, fmtTime, go } from './ui.js'
+import { html, useState, useEffect, useLoad, Loaded, ErrorBox, Empty, useAction, Json, Status, fmtTime, go } from './ui.js'
 import { useRole, Refused } from './role.js'
 
 const ROLES = ['viewer', 'billing', 'developer', 'manager', 'administrator', 'owner']
@@ -67,6 +67,12 @@ export function Members({ ws }) {
   const act = useAction()
   const r = useRole(ws)
   const off = !r.may('managing members')
+  // An invitation (auth.js) adds a member: list it without a reload.
+  useEffect(() => {
+    const changed = () => st.reload()
+    window.addEventListener('members-changed', changed)
+    return () => window.removeEventListener('members-changed', changed)
+  }, [ws])
   const invite = (e) => {
     e.preventDefault()
     act.run(async () => {
@@ -84,9 +90,9 @@ export function Members({ ws }) {
       <button disabled=${act.busy || off}>Add member</button>
     </form>
     <${Refused} r=${r} action="managing members" />
-    <p class="muted">Locally, a new account's first token is written to <code>.data/account-tokens/&lt;email&gt;</code>.</p>
+    <p class="muted">Locally, a new account's first token is written to <code>${'.data/account-tokens/<email>'}</code>.</p>
     <${ErrorBox} error=${act.error} />
-    <${Loaded} st=${st}>${(members) => html`<table class="list"><thead><tr><th>Email</th><th>Role</th><th>Since</th><th></th></tr></thead><tbody>
+    <${Loaded} st=${st}>${(members) => html`<table class="list" data-test="members"><thead><tr><th>Email</th><th>Role</th><th>Since</th><th></th></tr></thead><tbody>
       ${members.map((m) => html`<tr><td>${m.email}</td>
         <td><select value=${m.role} onChange=${(e) => setMemberRole(m, e.target.value)} disabled=${off}>${ROLES.map((r) => html`<option>${r}</option>`)}</select></td>
         <td>${fmtTime(m.createdAt)}</td><td>${m.id === r.me

@@ -258,6 +258,8 @@ function InvitationList({ ws }) {
       setLink(r.invitation ? { email, ...r.invitation } : { email, none: true })
       setEmail('')
       st.reload()
+      // The invited member is listed above as soon as invited.
+      window.dispatchEvent(new Event('members-changed'))
     })
   }
   const renew = (i) => act.run(async () => { const r = await call('POST', `/v1/admin/workspace-invitations/${i.id}/renew`, { ws }); setLink({ email: i.email, ...r.invitation }); st.reload() })
