@@ -122,8 +122,8 @@ async function main() {
   })
   await step('sign out: the session ends', async () => {
     await signOut()
-    const r = await page.evaluate(async () => (await fetch('/auth/session', { credentials: 'same-origin' })).status)
-    if (r !== 401) throw new Error(`session after sign-out: ${r}`)
+    const r = await page.evaluate(async () => { const res = await fetch('/auth/session', { credentials: 'same-origin' }); return `${res.status} ${(await res.json()).signedIn}` })
+    if (r !== '200 false') throw new Error(`session after sign-out: ${r}`)
     await waitText('a[data-test=sso]', /^Sign in with Zitadel example$/)
     await shot('03-signin-page')
   })

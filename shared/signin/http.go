@@ -155,7 +155,7 @@ func (s *Service) passwordSignIn(w http.ResponseWriter, r *http.Request) (any, e
 	if err != nil {
 		return nil, err
 	}
-	return map[string]any{"accountId": acct.ID, "email": acct.Email, "csrfToken": csrf}, nil
+	return map[string]any{"signedIn": true, "accountId": acct.ID, "email": acct.Email, "csrfToken": csrf}, nil
 }
 
 // throttle counts one attempt per account (by email, known or not) and
@@ -198,6 +198,12 @@ func (s *Service) getSession(w http.ResponseWriter, r *http.Request) (any, error
 	}
 	ctx := r.Context()
 	ss, err := s.session(ctx, r)
+	if errors.Is(err, errNoSession) {
+		// Not signed in is an answer, not an error: the console asks at
+		// every load, and a 401 there would be a failed load in every
+		// browser's console.
+		return map[string]any{"signedIn": false}, nil
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -207,7 +213,7 @@ func (s *Service) getSession(w http.ResponseWriter, r *http.Request) (any, error
 	if err != nil {
 		return nil, err
 	}
-	return map[string]any{"accountId": acct.ID, "email": acct.Email, "sessionId": ss.ID, "csrfToken": csrf, "expiresAt": ss.ExpiresAt}, nil
+	return map[string]any{"signedIn": true, "accountId": acct.ID, "email": acct.Email, "sessionId": ss.ID, "csrfToken": csrf, "expiresAt": ss.ExpiresAt}, nil
 }
 
 // baseURL is where links point: the public URL, or this request's host.

@@ -154,6 +154,13 @@ func TestPasswordSessionAndCSRF(t *testing.T) {
 	}
 	s.csrf = gs.Str("csrfToken")
 	e.Check(e.me(s), 200, "")
+	// Without a session (no cookie, or an unknown one) it answers that,
+	// not an error: the console asks at every load.
+	for name, h := range map[string]map[string]string{"no cookie": nil, "unknown": {"Cookie": signin.CookieName + "=nope"}} {
+		if r := e.Check(e.Do(apitest.Req{Method: "GET", Path: "/auth/session", Headers: h}), 200, ""); strings.TrimSpace(string(r.Raw)) != `{"signedIn":false}` {
+			t.Fatalf("%s: %s", name, r.Raw)
+		}
+	}
 	// My sessions: both listed, the current one marked; one revoked.
 	l := e.Check(e.Do(apitest.Req{Method: "GET", Path: "/v1/admin/account/sessions", Headers: s.headers()}), 200, "")
 	if n := len(l.List("sessions")); n != 2 {

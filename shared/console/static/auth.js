@@ -16,6 +16,8 @@ const ROLES = ['viewer', 'billing', 'developer', 'manager', 'administrator', 'ow
 export async function restore() {
   if (!session.token) {
     const s = await call('GET', '/auth/session')
+    // Not signed in: the sign-in page (as a refused token would).
+    if (!s.signedIn) throw Object.assign(new Error('not signed in'), { status: 401 })
     session.csrf = s.csrfToken
   }
   return (await call('GET', '/v1/admin/account/me')).account
