@@ -207,3 +207,20 @@ func TestListensOnLoopbackByDefault(t *testing.T) {
 		}
 	}
 }
+
+// TestUnknownArgumentIsAnError: a word the binary does not know exits with a
+// usage error and never starts a server.
+func TestUnknownArgumentIsAnError(t *testing.T) {
+	bin := buildBinary(t)
+	for _, args := range [][]string{{"bogus"}, {"serve", "extra"}, {"--addr", freeAddr(t), "extra"}} {
+		cmd := exec.Command(bin, append(args, "--data-dir", t.TempDir())...)
+		out, err := cmd.CombinedOutput()
+		ee, ok := err.(*exec.ExitError)
+		if !ok || ee.ExitCode() != 2 {
+			t.Errorf("%q: %v, want exit 2\n%s", args, err, out)
+		}
+		if strings.Contains(string(out), "platform listening") {
+			t.Errorf("%q started a server:\n%s", args, out)
+		}
+	}
+}
