@@ -465,21 +465,24 @@ func (s *builder) policies(id string) map[string]awsiam.PolicyDocument {
 				allow([]string{"s3:ListBucket"}, s.bucket.BucketArn()),
 			),
 		}
-	case "Chat":
-		return map[string]awsiam.PolicyDocument{"table": table, "platform-logs": writePlatformLogs, "invoke-deployed-code": invokeCode(),
-			// The LLM provider's key, read at cold start (docs/llm.md).
-			"llm-api-key": policy(allow([]string{"ssm:GetParameter"}, awscdk.Fn_Sub(jsii.String("arn:${AWS::Partition}:ssm:${AWS::Region}:${AWS::AccountId}:parameter"+llmKeyParameter), nil)))}
-	case "ChatStream": // serves the chat area too (its streams), without the LLM key
-		return map[string]awsiam.PolicyDocument{"table": table, "platform-logs": writePlatformLogs, "invoke-deployed-code": invokeCode(),
-			// The hosted webchat page is served by the stream host: its
-			// visitors' uploads are signed with this role (PutObject, and
-			// PutObjectTagging for the component's x-amz-tagging header),
-			// their links read the content (GetObject; ListBucket: a
-			// missing object answers 404 rather than 403).
+	case "Chat", "ChatStream":
+		docs := map[string]awsiam.PolicyDocument{"table": table, "platform-logs": writePlatformLogs, "invoke-deployed-code": invokeCode(),
+			// The Webchat API's files, answered by both (the hosted page
+			// is served by the stream host; a client may call the webhook
+			// URL): visitors' uploads are signed with this role
+			// (PutObject, and PutObjectTagging for the component's
+			// x-amz-tagging header), their links read the content
+			// (GetObject; ListBucket: a missing object answers 404 rather
+			// than 403).
 			"bucket": policy(
 				allow([]string{"s3:GetObject", "s3:PutObject", "s3:PutObjectTagging"}, s.bucket.ArnForObjects(jsii.String("files/*"))),
 				allow([]string{"s3:ListBucket"}, s.bucket.BucketArn()),
 			)}
+		if id == "Chat" { // the streaming function has no LLM key (docs/llm.md)
+			// The LLM provider's key, read at cold start.
+			docs["llm-api-key"] = policy(allow([]string{"ssm:GetParameter"}, awscdk.Fn_Sub(jsii.String("arn:${AWS::Partition}:ssm:${AWS::Region}:${AWS::AccountId}:parameter"+llmKeyParameter), nil)))
+		}
+		return docs
 	case "ChatFanout":
 		return map[string]awsiam.PolicyDocument{
 			// Reads a signal and a topic's listeners, writes inboxes,
@@ -606,10 +609,9 @@ func (s *builder) environment(id string) map[string]*string {
 		logs["PLATFORM_CORS_ORIGINS"] = cors
 		logs["PLATFORM_TRUSTED_PROXIES"] = s.trustedProxies.ValueAsString()
 		logs["PLATFORM_CODE_PREFIX"] = awscdk.Fn_Sub(jsii.String(codePrefix), nil)
-		if id == "Chat" { // the streaming function has no LLM key (docs/llm.md)
+		logs["PLATFORM_BUCKET"] = s.bucket.BucketName() // the Webchat API's files
+		if id == "Chat" {                               // the streaming function has no LLM key (docs/llm.md)
 			logs["PLATFORM_LLM_API_KEY_PARAMETER"] = awscdk.Fn_Sub(jsii.String(llmKeyParameter), nil)
-		} else { // the hosted webchat page's files (served where the streams are)
-			logs["PLATFORM_BUCKET"] = s.bucket.BucketName()
 		}
 		return logs
 	case "Scheduler":

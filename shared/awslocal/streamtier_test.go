@@ -63,24 +63,35 @@ func TestStreamTierTemplate(t *testing.T) {
 	if err != nil || env["PLATFORM_TABLE"] != tpl.TableName || env["PLATFORM_PAGING_KEY"] != "00" || env["PORT"] != "8080" {
 		t.Fatalf("task environment %v %v", env, err)
 	}
-	policy, err := tpl.rolePolicy("StreamTaskRole")
-	if err != nil {
-		t.Fatal(err)
+	if fn := tpl.FunctionByName("ChatFunction"); fn.Env["PLATFORM_BUCKET"] != tpl.BucketName {
+		t.Errorf("ChatFunction's PLATFORM_BUCKET %q, want %q (the Webchat API's POST /files on the webhook URL)", fn.Env["PLATFORM_BUCKET"], tpl.BucketName)
 	}
-	if d, _ := iampolicy.Evaluate(policy, iampolicy.Request{Action: "dynamodb:Query", Resource: tpl.TableARN}); d != iampolicy.Allow {
-		t.Errorf("the task's Query on the table: %v", d)
-	}
-	// The hosted webchat page is served by the tasks: its visitors' files
-	// (files/ keys) are signed and read there; nothing else of the bucket.
-	for _, c := range []struct {
-		action, key string
-		allow       bool
-	}{
-		{"s3:GetObject", "files/x", true}, {"s3:PutObject", "files/x", true}, {"s3:PutObjectTagging", "files/x", true},
-		{"s3:DeleteObject", "files/x", false}, {"s3:GetObject", "code/x", false}, {"s3:PutObject", "code/x", false},
-	} {
-		if d, _ := iampolicy.Evaluate(policy, iampolicy.Request{Action: c.action, Resource: "arn:aws:s3:::" + tpl.BucketName + "/" + c.key}); (d == iampolicy.Allow) != c.allow {
-			t.Errorf("the task's %s on %s: %v, want allowed %v", c.action, c.key, d, c.allow)
+	// The Webchat API's files (files/ keys) are signed and read by every
+	// host of the chat area: the tasks, the streaming function (lambda
+	// tier) and the chat function behind API Gateway; nothing else of the
+	// bucket.
+	lambdaTier, _ := ReadTemplate("../../template.yaml", "../../Makefile", map[string]string{"PagingKey": "00"}, "")
+	for _, r := range []struct {
+		tpl  *Template
+		role string
+	}{{tpl, "StreamTaskRole"}, {tpl, "ChatFunctionRole"}, {lambdaTier, "ChatStreamFunctionRole"}} {
+		policy, err := r.tpl.rolePolicy(r.role)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d, _ := iampolicy.Evaluate(policy, iampolicy.Request{Action: "dynamodb:Query", Resource: r.tpl.TableARN}); d != iampolicy.Allow {
+			t.Errorf("%s's Query on the table: %v", r.role, d)
+		}
+		for _, c := range []struct {
+			action, key string
+			allow       bool
+		}{
+			{"s3:GetObject", "files/x", true}, {"s3:PutObject", "files/x", true}, {"s3:PutObjectTagging", "files/x", true},
+			{"s3:DeleteObject", "files/x", false}, {"s3:GetObject", "code/x", false}, {"s3:PutObject", "code/x", false},
+		} {
+			if d, _ := iampolicy.Evaluate(policy, iampolicy.Request{Action: c.action, Resource: "arn:aws:s3:::" + r.tpl.BucketName + "/" + c.key}); (d == iampolicy.Allow) != c.allow {
+				t.Errorf("%s's %s on %s: %v, want allowed %v", r.role, c.action, c.key, d, c.allow)
+			}
 		}
 	}
 }
