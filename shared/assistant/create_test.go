@@ -23,12 +23,12 @@ func needNode(t *testing.T) {
 }
 
 // docs writes the test's documents: the answer (the refund window) is only
-// in refunds.md; shipping.txt is about something else.
+// in refunds.pdf; shipping.md is about something else.
 func docs(t *testing.T) []string {
 	dir := t.TempDir()
 	files := map[string]string{
-		"refunds.md":   "# Refunds\n\nCustomers of Zorblax Corp may ask for a refund within 37 days of delivery, with the receipt.\n",
-		"shipping.txt": "Parcels leave the Zorblax warehouse every Tuesday by boat.\n",
+		"refunds.pdf": string(samplePDF([]string{"Refunds", "Customers of Zorblax Corp may ask for a refund within 37 days of delivery, with the receipt."})),
+		"shipping.md": "# Shipping\n\nParcels leave the Zorblax warehouse every Tuesday by boat.\n",
 	}
 	var out []string
 	for name, text := range files {
@@ -162,7 +162,7 @@ func TestCreateAnswersFromDocuments(t *testing.T) {
 	c := newChat(t, env, res.BotID)
 	before := len(up.Requests())
 	reply := c.ask(t, "How many days do I have to ask for a refund?")
-	if got := text(reply); got != "The refund window is 37 days.\n\nSources: refunds.md" {
+	if got := text(reply); got != "The refund window is 37 days.\n\nSources: refunds.pdf" {
 		t.Fatalf("the answer: %q", got)
 	}
 	if tags := reply["tags"].(map[string]any); tags["assistant"] != "answered" {
@@ -184,7 +184,7 @@ func TestCreateAnswersFromDocuments(t *testing.T) {
 	}
 	tr := turn(t, env, res.WorkspaceID, res.BotID, c.conv, reply["id"].(string))
 	ps, _ := tr["passages"].([]any)
-	if tr["status"] != "answered" || len(ps) == 0 || ps[0].(map[string]any)["fileKey"] != "refunds.md" ||
+	if tr["status"] != "answered" || len(ps) == 0 || ps[0].(map[string]any)["fileKey"] != "refunds.pdf" ||
 		!strings.Contains(ps[0].(map[string]any)["content"].(string), "37 days") || tr["model"] != "openai:tiny-model" {
 		t.Fatalf("the turn's log line: %v", tr)
 	}
