@@ -15,7 +15,7 @@ run:
 aws-local:
 	go run ./functions/aws-local --addr $(ADDR)
 
-test: vet unit infra conformance conformance-aws conformance-aws-container cli-e2e deploy-e2e deploy-e2e-aws llm-e2e console-e2e webchat-e2e inbox-e2e signin-e2e webchat-e2e-aws webchat-e2e-aws-container metrics-e2e health-e2e assistant-e2e
+test: vet unit infra conformance conformance-aws conformance-aws-container cli-e2e deploy-e2e deploy-e2e-aws llm-e2e console-e2e webchat-e2e inbox-e2e signin-e2e webchat-e2e-aws webchat-e2e-aws-container metrics-e2e health-e2e assistant-e2e assistant-e2e-aws
 
 vet:
 	go vet ./...
@@ -211,3 +211,10 @@ assistant-bundle:
 # (scripts/assistant/e2e.sh; screenshots in .build/assistant-e2e).
 assistant-e2e:
 	bash scripts/assistant/e2e.sh
+
+# The same questions through the official @botpress/chat against the AWS
+# build (./functions/aws-local: the bot in a Lambda function, the PDF
+# indexed by the upload-completion function, the provider as the stack's
+# LlmUrl); scripts/assistant/chat.sh.
+assistant-e2e-aws:
+	AWS_LOCAL=1 bash scripts/assistant/chat.sh

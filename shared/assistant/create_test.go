@@ -272,3 +272,83 @@ func TestCreateRefusesBadInput(t *testing.T) {
 		t.Fatalf("bad token: %v", err)
 	}
 }
+
+// TestHandover: with handover on (the hitl integration installed by
+// Create), a user asking for a human gets the handoff text and a waiting
+// session in the agents' inbox, with the conversation's history; the
+// user's next message goes to the agent, not to the model; so does a
+// question the model cannot answer in another conversation.
+func TestHandover(t *testing.T) {
+	needNode(t)
+	up := llmtest.New("tiny-model")
+	t.Cleanup(up.Close)
+	up.Reply(func(b llmtest.Body) any { return "CANNOT_ANSWER" })
+	t.Setenv("PLATFORM_LLM_URL", up.BaseURL())
+	env := apitest.New(t)
+	s := assistant.Defaults()
+	s.Handover = true
+	res, err := assistant.Create(context.Background(), assistant.Options{APIURL: env.URL, Token: env.AdminToken, Name: "Helpdesk", Settings: s})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The handoff text is said first (as the plugin does), the session
+	// started right after: wait for it.
+	sessions := func(want int) []any {
+		t.Helper()
+		for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+			ss := env.Check(env.Do(apitest.Req{Method: "GET", Path: "/v1/admin/workspaces/" + res.WorkspaceID + "/hitl/sessions?status=waiting", Token: env.AdminToken}), 200, "").List("sessions")
+			if len(ss) == want {
+				return ss
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%d waiting sessions, want %d", len(ss), want)
+			}
+		}
+	}
+	c := newChat(t, env, res.BotID)
+	if got := text(c.ask(t, "I want to talk to a human please")); got != "Transferring you to a human agent..." {
+		t.Fatalf("the handoff: %q", got)
+	}
+	sess := sessions(1)[0].(map[string]any)
+	calls := len(up.Requests())
+	h := map[string]string{"x-bot-id": res.BotID, "x-integration-alias": "webchat"}
+	env.Check(env.Do(apitest.Req{Method: "POST", Path: "/v1/chat/messages", Token: env.AdminToken, Headers: h,
+		Body: map[string]any{"conversationId": c.conv, "userId": c.user, "type": "text", "payload": map[string]any{"text": "my order is late"}, "tags": map[string]string{}}}), 201, "")
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		r := env.Check(env.Do(apitest.Req{Method: "GET", Path: "/v1/admin/workspaces/" + res.WorkspaceID + "/hitl/sessions/" + res.BotID + "/" + sess["conversationId"].(string), Token: env.AdminToken}), 200, "")
+		b, _ := json.Marshal(r.Body)
+		if strings.Contains(string(b), "my order is late") && strings.Contains(string(b), "I want to talk to a human please") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the agent's transcript lacks the user's messages: %s", b)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if len(up.Requests()) != calls {
+		t.Fatal("the model was asked during the handover")
+	}
+
+	// The model cannot answer: handed over too.
+	c2 := newChat(t, env, res.BotID)
+	if got := text(c2.ask(t, "What is the meaning of life?")); got != "Transferring you to a human agent..." {
+		t.Fatalf("the handoff after CANNOT_ANSWER: %q", got)
+	}
+	sessions(2)
+}
+
+// TestAssistantCodeRoute: GET /v1/admin/assistant gives the console the
+// embedded code, its version, the defaults and the definition; signed-in
+// accounts only.
+func TestAssistantCodeRoute(t *testing.T) {
+	env := apitest.New(t)
+	r := env.Check(env.Do(apitest.Req{Method: "GET", Path: "/v1/admin/assistant", Token: env.AdminToken}), 200, "")
+	if r.Str("code") != assistant.Code || r.Str("version") != assistant.Version() || r.Str("defaults.model") != "best" {
+		t.Fatalf("answer: version %q, defaults %v", r.Str("version"), r.Body["defaults"])
+	}
+	if _, ok := r.Body["definition"].(map[string]any)["states"]; !ok {
+		t.Fatalf("definition: %v", r.Body["definition"])
+	}
+	env.Check(env.Do(apitest.Req{Method: "GET", Path: "/v1/admin/assistant"}), 401, "")
+}
