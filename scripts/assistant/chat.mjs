@@ -17,6 +17,8 @@ import { assistantCreate, checkRequest, fakeProvider, INSTRUCTIONS, writeDocumen
 const { PLATFORM_BIN, LOCAL_BIN, WORK } = process.env
 const AWS_LOCAL = process.env.AWS_LOCAL === '1'
 let failed = 0
+let created
+let diagnose = async () => {}
 const step = async (name, fn) => {
   const t0 = Date.now()
   try {
@@ -44,7 +46,14 @@ async function main() {
   const token = fs.readFileSync(path.join(dataDir, 'admin-token'), 'utf8').trim()
   const docs = writeDocuments(WORK)
 
-  let created
+  diagnose = async () => {
+    if (!created) return
+    const h = { authorization: `Bearer ${token}` }
+    const ws = (await (await fetch(`${api}/v1/admin/workspaces`, { headers: h })).json()).workspaces?.[0]?.id
+    const since = new Date(Date.now() - 3600e3).toISOString()
+    const logs = await (await fetch(`${api}/v1/admin/bots/${created.botId}/logs?timeStart=${since}&pageSize=50`, { headers: { ...h, 'x-workspace-id': ws } })).json()
+    console.log('--- the bot\'s log, newest first ---\n' + (logs.logs || [logs]).map((l) => `${l.timestamp} ${l.level} ${l.message}`).join('\n').slice(0, 6000))
+  }
   await step(`assistant create against ${AWS_LOCAL ? 'the AWS build' : 'the local platform'}`, async () => {
     const t0 = Date.now()
     created = await assistantCreate(LOCAL_BIN, ['--api-url', api, '--token', token, '--name', 'Zorblax support',
@@ -95,7 +104,8 @@ main()
     if (!failed) console.log(`FAIL set-up: ${e.stack || e}`)
     failed = failed || 1
   })
-  .finally(() => {
+  .finally(async () => {
+    if (failed) await diagnose().catch((e) => console.log(`no bot log: ${e.message}`))
     for (const c of children) if (c.exitCode === null) c.kill('SIGKILL')
     if (failed) {
       const log = path.join(WORK, 'platform.log')

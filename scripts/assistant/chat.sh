@@ -13,7 +13,7 @@ e2e_require_tools
 unset BP_TOKEN BP_API_URL BP_WORKSPACE_ID BP_BOT_ID PLATFORM_API_URL PLATFORM_TOKEN PLATFORM_LLM_URL PLATFORM_LLM_API_KEY PLATFORM_LLM_MODELS PLATFORM_LLM_CONFIG
 e2e_npm_ci "$HERE"
 WORK="$(mktemp -d "${TMPDIR:-/tmp}/assistant-chat.XXXXXX")"
-trap 'rm -rf "$WORK"' EXIT
+trap '[[ "${KEEP_WORK:-}" == 1 ]] || rm -rf "$WORK"' EXIT
 log "building ./functions/local"
 (cd "$ROOT" && go build -o "$WORK/local" ./functions/local)
 PLATFORM_BIN="$WORK/local"

@@ -3,6 +3,7 @@ package assistant_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -351,4 +352,42 @@ func TestAssistantCodeRoute(t *testing.T) {
 		t.Fatalf("definition: %v", r.Body["definition"])
 	}
 	env.Check(env.Do(apitest.Req{Method: "GET", Path: "/v1/admin/assistant"}), 401, "")
+}
+
+// TestHistoryFitsTheWindow: the history sent with a question is cut,
+// oldest first, to the model's context (PLATFORM_LLM_INPUT_MAX_TOKENS as
+// /v2/cognitive/models lists it) less the reply's room, so a long
+// conversation never makes the platform refuse the prompt (400 over the
+// context) and the user still gets answers.
+func TestHistoryFitsTheWindow(t *testing.T) {
+	needNode(t)
+	up := llmtest.New("tiny-model")
+	t.Cleanup(up.Close)
+	up.Reply(func(b llmtest.Body) any { return "ok" })
+	t.Setenv("PLATFORM_LLM_URL", up.BaseURL())
+	t.Setenv("PLATFORM_LLM_INPUT_MAX_TOKENS", "1400")
+	env := apitest.New(t)
+	s := assistant.Defaults()
+	s.MaxTokens = 200
+	s.CiteSources = false
+	res, err := assistant.Create(context.Background(), assistant.Options{APIURL: env.URL, Token: env.AdminToken, Name: "Long", Settings: s})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := newChat(t, env, res.BotID)
+	long := func(n int) string { return fmt.Sprintf("question %d: %s end", n, strings.Repeat("lorem ipsum ", 160)) } // about 500 tokens
+	for i := 1; i <= 3; i++ {
+		if got := text(c.ask(t, long(i))); got != "ok" {
+			t.Fatalf("answer %d: %q", i, got)
+		}
+	}
+	_, msgs := messagesText(up.Last())
+	var roles []string
+	for _, m := range msgs {
+		roles = append(roles, m["role"].(string))
+	}
+	// Room for one earlier question and its answer, not two.
+	if strings.Join(roles, ",") != "system,user,assistant,user" || msgs[1]["content"] != long(2) || msgs[3]["content"] != long(3) {
+		t.Fatalf("the third question's messages: %v", roles)
+	}
 }

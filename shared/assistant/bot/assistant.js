@@ -143,6 +143,8 @@ function prompt(s, passages, history, question, window) {
     budget -= t
     kept.unshift(history[i])
   }
+  // The kept history starts with a user's message, as chat models expect.
+  while (kept.length && kept[0].role !== 'user') kept.shift()
   return [{ role: 'system', content: system }, ...kept, { role: 'user', content: question }]
 }
 
