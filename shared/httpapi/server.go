@@ -194,7 +194,7 @@ func newServer(cfg Config) *server {
 func (s *server) routes(a Area) []route {
 	switch a {
 	case AreaAdmin:
-		return append(append(append(append(s.adminRoutes(), s.referenceAdminRoutes()...), s.hitlRoutes()...), s.signinRoutes()...), s.metricsRoutes()...)
+		return append(append(append(append(append(s.adminRoutes(), s.referenceAdminRoutes()...), s.hitlRoutes()...), s.signinRoutes()...), s.metricsRoutes()...), s.assistantRoutes()...)
 	case AreaChat:
 		// The cognitive API (bots' LLM calls) is served with Chat: the
 		// same bot-scoped callers, the same function on AWS.

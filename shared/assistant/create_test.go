@@ -1,0 +1,274 @@
+package assistant_test
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/botforge/platform/shared/apitest"
+	"github.com/botforge/platform/shared/assistant"
+	"github.com/botforge/platform/shared/llm/llmtest"
+)
+
+func needNode(t *testing.T) {
+	t.Helper()
+	if _, err := exec.LookPath("node"); err != nil {
+		t.Skip("node is not installed: deployed code cannot run here")
+	}
+}
+
+// docs writes the test's documents: the answer (the refund window) is only
+// in refunds.md; shipping.txt is about something else.
+func docs(t *testing.T) []string {
+	dir := t.TempDir()
+	files := map[string]string{
+		"refunds.md":   "# Refunds\n\nCustomers of Zorblax Corp may ask for a refund within 37 days of delivery, with the receipt.\n",
+		"shipping.txt": "Parcels leave the Zorblax warehouse every Tuesday by boat.\n",
+	}
+	var out []string
+	for name, text := range files {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, p)
+	}
+	return out
+}
+
+type chat struct {
+	env        *apitest.Env
+	bot, conv  string
+	user       string
+	lastTurnAt time.Time
+}
+
+// newChat opens a conversation of the bot's webchat as an end user's (the
+// messages written as the webchat integration are the user's, incoming).
+func newChat(t *testing.T, env *apitest.Env, bot string) *chat {
+	c := &chat{env: env, bot: bot}
+	h := map[string]string{"x-bot-id": bot, "x-integration-alias": "webchat"}
+	c.conv = env.Check(env.Do(apitest.Req{Method: "POST", Path: "/v1/chat/conversations", Token: env.AdminToken, Headers: h,
+		Body: map[string]any{"channel": "channel", "tags": map[string]string{}}}), 201, "").Str("conversation.id")
+	c.user = env.Check(env.Do(apitest.Req{Method: "POST", Path: "/v1/chat/users", Token: env.AdminToken, Headers: h,
+		Body: map[string]any{"tags": map[string]string{}}}), 201, "").Str("user.id")
+	return c
+}
+
+// ask sends the user's text and waits for the bot's answer to it.
+func (c *chat) ask(t *testing.T, text string) (reply map[string]any) {
+	t.Helper()
+	h := map[string]string{"x-bot-id": c.bot, "x-integration-alias": "webchat"}
+	id := c.env.Check(c.env.Do(apitest.Req{Method: "POST", Path: "/v1/chat/messages", Token: c.env.AdminToken, Headers: h,
+		Body: map[string]any{"conversationId": c.conv, "userId": c.user, "type": "text", "payload": map[string]any{"text": text}, "tags": map[string]string{}}}), 201, "").Str("message.id")
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		r := c.env.Check(c.env.Do(apitest.Req{Method: "GET", Path: "/v1/chat/messages?conversationId=" + c.conv, Token: c.env.AdminToken,
+			Headers: map[string]string{"x-bot-id": c.bot}}), 200, "")
+		for _, m := range r.List("messages") {
+			m := m.(map[string]any)
+			if tags, _ := m["tags"].(map[string]any); tags["assistantTurn"] == id {
+				return m
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no answer to %q within 30 s", text)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func text(m map[string]any) string {
+	p, _ := m["payload"].(map[string]any)
+	s, _ := p["text"].(string)
+	return s
+}
+
+// turn reads the bot's log line of the turn answered by reply (the
+// emulator's way: getBotLogs, messageContains).
+func turn(t *testing.T, env *apitest.Env, ws, bot, conv, replyID string) map[string]any {
+	t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		q := "timeStart=" + time.Now().Add(-time.Hour).UTC().Format(time.RFC3339) + "&pageSize=100&messageContains=" +
+			strings.ReplaceAll(strings.ReplaceAll(`assistant.turn {"conversationId":"`+conv+`"`, " ", "%20"), `"`, "%22")
+		r := env.Check(env.Do(apitest.Req{Method: "GET", Path: "/v1/admin/bots/" + bot + "/logs?" + q, Token: env.AdminToken,
+			Headers: map[string]string{"x-workspace-id": ws}}), 200, "")
+		for _, l := range r.List("logs") {
+			msg, _ := l.(map[string]any)["message"].(string)
+			_, js, _ := strings.Cut(msg, " ")
+			var tr map[string]any
+			if json.Unmarshal([]byte(js), &tr) == nil && tr["replyId"] == replyID {
+				return tr
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no assistant.turn line for reply %s", replyID)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// messagesText is everything the provider was sent in one request.
+func messagesText(r llmtest.Recorded) (system string, all []map[string]any) {
+	msgs, _ := r.Body["messages"].([]any)
+	for _, m := range msgs {
+		m := m.(map[string]any)
+		all = append(all, m)
+		if m["role"] == "system" {
+			system, _ = m["content"].(string)
+		}
+	}
+	return system, all
+}
+
+// TestCreateAnswersFromDocuments: Create deploys the assistant (documents
+// uploaded and indexed in a knowledge base, the code, the settings, the
+// webchat) and the bot answers from the document holding the answer: the
+// provider gets that passage and the instructions (not the unrelated
+// document), the user gets the model's answer with its source, the turn's
+// passages are in the bot's log, the follow-up carries the history, and a
+// settings change applies to the next message.
+func TestCreateAnswersFromDocuments(t *testing.T) {
+	needNode(t)
+	up := llmtest.New("tiny-model")
+	t.Cleanup(up.Close)
+	up.Reply(func(b llmtest.Body) any { return "The refund window is 37 days." })
+	t.Setenv("PLATFORM_LLM_URL", up.BaseURL())
+	env := apitest.New(t)
+
+	s := assistant.Defaults()
+	s.Instructions = "You are Zorblax's support assistant. Be brief."
+	res, err := assistant.Create(context.Background(), assistant.Options{
+		APIURL: env.URL, Token: env.AdminToken, Name: "Support", Documents: docs(t), Settings: s,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(res.BotID, "bot_") || !strings.Contains(res.WebchatURL, "/webhooks/") || res.KnowledgeBaseID == "" {
+		t.Fatalf("result: %+v", res)
+	}
+	for _, d := range res.Documents {
+		if d.Status != "indexing_completed" {
+			t.Fatalf("document %s: %s %s", d.Path, d.Status, d.Reason)
+		}
+	}
+
+	c := newChat(t, env, res.BotID)
+	before := len(up.Requests())
+	reply := c.ask(t, "How many days do I have to ask for a refund?")
+	if got := text(reply); got != "The refund window is 37 days.\n\nSources: refunds.md" {
+		t.Fatalf("the answer: %q", got)
+	}
+	if tags := reply["tags"].(map[string]any); tags["assistant"] != "answered" {
+		t.Fatalf("tags: %v", tags)
+	}
+	reqs := up.Requests()[before:]
+	if len(reqs) != 1 {
+		t.Fatalf("%d provider calls, want 1", len(reqs))
+	}
+	system, msgs := messagesText(reqs[0])
+	if !strings.Contains(system, "You are Zorblax's support assistant.") || !strings.Contains(system, "within 37 days of delivery") {
+		t.Fatalf("the system message lacks the instructions or the passage: %q", system)
+	}
+	if strings.Contains(system, "Tuesday by boat") {
+		t.Fatalf("the unrelated document was sent: %q", system)
+	}
+	if reqs[0].Body["model"] != "tiny-model" || msgs[len(msgs)-1]["content"] != "How many days do I have to ask for a refund?" {
+		t.Fatalf("request: %v", reqs[0].Body)
+	}
+	tr := turn(t, env, res.WorkspaceID, res.BotID, c.conv, reply["id"].(string))
+	ps, _ := tr["passages"].([]any)
+	if tr["status"] != "answered" || len(ps) == 0 || ps[0].(map[string]any)["fileKey"] != "refunds.md" ||
+		!strings.Contains(ps[0].(map[string]any)["content"].(string), "37 days") || tr["model"] != "openai:tiny-model" {
+		t.Fatalf("the turn's log line: %v", tr)
+	}
+
+	// The follow-up carries the history.
+	up.Reply(func(b llmtest.Body) any { return "Yes, with the receipt." })
+	before = len(up.Requests())
+	reply = c.ask(t, "Do I need the receipt for the refund?")
+	if !strings.HasPrefix(text(reply), "Yes, with the receipt.") {
+		t.Fatalf("the follow-up's answer: %q", text(reply))
+	}
+	_, msgs = messagesText(up.Requests()[before])
+	var roles []string
+	for _, m := range msgs {
+		roles = append(roles, m["role"].(string))
+	}
+	if strings.Join(roles, ",") != "system,user,assistant,user" || msgs[1]["content"] != "How many days do I have to ask for a refund?" ||
+		!strings.HasPrefix(msgs[2]["content"].(string), "The refund window is 37 days.") {
+		t.Fatalf("the follow-up's messages: %v", msgs)
+	}
+
+	// The model cannot answer: the fallback message.
+	up.Reply(func(b llmtest.Body) any { return "CANNOT_ANSWER" })
+	reply = c.ask(t, "What colour is the refund office?")
+	if text(reply) != s.FallbackMessage || reply["tags"].(map[string]any)["assistant"] != "fallback" {
+		t.Fatalf("the fallback: %q %v", text(reply), reply["tags"])
+	}
+
+	// Settings changed through updateBot apply to the next message.
+	s2 := s
+	s2.KBIDs = []string{res.KnowledgeBaseID}
+	s2.CiteSources = false
+	s2.Instructions = "Answer in French."
+	env.Check(env.Do(apitest.Req{Method: "PUT", Path: "/v1/admin/bots/" + res.BotID, Token: env.AdminToken,
+		Headers: map[string]string{"x-workspace-id": res.WorkspaceID}, Body: map[string]any{"configuration": map[string]any{"data": s2}}}), 200, "")
+	up.Reply(nil) // echo
+	before = len(up.Requests())
+	reply = c.ask(t, "refund days?")
+	system, _ = messagesText(up.Requests()[before])
+	if text(reply) != "echo: refund days?" || !strings.HasPrefix(system, "Answer in French.") {
+		t.Fatalf("after the settings change: %q, system %q", text(reply), system)
+	}
+}
+
+// TestNoModelConfigured: without PLATFORM_LLM_URL the user is told, and the
+// turn's log line says no-model.
+func TestNoModelConfigured(t *testing.T) {
+	needNode(t)
+	t.Setenv("PLATFORM_LLM_URL", "")
+	env := apitest.New(t)
+	res, err := assistant.Create(context.Background(), assistant.Options{APIURL: env.URL, Token: env.AdminToken, Name: "Mute", Settings: assistant.Defaults()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := newChat(t, env, res.BotID)
+	reply := c.ask(t, "hello?")
+	if !strings.Contains(text(reply), "no language model is configured") || !strings.Contains(text(reply), "PLATFORM_LLM_URL") {
+		t.Fatalf("the answer: %q", text(reply))
+	}
+	tr := turn(t, env, res.WorkspaceID, res.BotID, c.conv, reply["id"].(string))
+	if tr["status"] != "no-model" || !strings.Contains(tr["error"].(string), "PLATFORM_LLM_URL") {
+		t.Fatalf("the turn: %v", tr)
+	}
+}
+
+// TestCreateRefusesBadInput: a missing document fails before anything is
+// created; a bad token is the API's 401.
+func TestCreateRefusesBadInput(t *testing.T) {
+	env := apitest.New(t)
+	_, err := assistant.Create(context.Background(), assistant.Options{APIURL: env.URL, Token: env.AdminToken, Name: "X", Documents: []string{"/nonexistent.pdf"}})
+	if err == nil || !strings.Contains(err.Error(), "nonexistent.pdf") {
+		t.Fatalf("missing document: %v", err)
+	}
+	r := env.Check(env.Do(apitest.Req{Method: "GET", Path: "/v1/admin/workspaces", Token: env.AdminToken}), 200, "")
+	for _, w := range r.List("workspaces") {
+		ws := w.(map[string]any)["id"].(string)
+		bots := env.Check(env.Do(apitest.Req{Method: "GET", Path: "/v1/admin/bots", Token: env.AdminToken, Headers: map[string]string{"x-workspace-id": ws}}), 200, "")
+		if n := len(bots.List("bots")); n != 0 {
+			t.Fatalf("a bot was created: %d", n)
+		}
+	}
+	_, err = assistant.Create(context.Background(), assistant.Options{APIURL: env.URL, Token: "bp_pat_nope", Name: "X"})
+	var ae *assistant.APIError
+	if !asAPIError(err, &ae) || ae.Status != 401 {
+		t.Fatalf("bad token: %v", err)
+	}
+}
