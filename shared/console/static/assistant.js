@@ -44,10 +44,10 @@ export async function models(bot) {
 
 // NoModel is the console's message when the platform has no model.
 function NoModel({ why }) {
-  return html`<div class="error" data-test="no-model"><b>No language model is configured on this platform</b>, so the assistant cannot answer
-    yet (it tells its users so). Its operator sets an OpenAI-compatible endpoint (OpenAI, vLLM, Ollama):
-    <code>PLATFORM_LLM_URL</code> (<code>make run</code>: <code>--llm-url</code>; on AWS the stack parameter <code>LlmUrl</code>),
-    then the assistant answers at once, with the model chosen here. <span class="muted">The platform said: ${why}</span></div>`
+  return html`<div class="error" data-test="no-model"><b>No language model is configured on this platform</b>, so the assistant cannot answer yet (it tells its users so).
+    Its operator sets an OpenAI-compatible endpoint (OpenAI, vLLM, Ollama): <code>PLATFORM_LLM_URL</code> (locally <code>--llm-url</code>;
+    on AWS the stack parameter <code>LlmUrl</code>); the assistant then answers at once, with no change here.
+    <div class="muted">The platform said: ${why}</div></div>`
 }
 
 // ModelPicker lists the models (by id, with their aliases) to choose from.
@@ -69,16 +69,16 @@ function Fields({ s, set, off }) {
   const txt = (k) => (e) => set({ ...s, [k]: e.target.value })
   const chk = (k) => (e) => set({ ...s, [k]: e.target.checked })
   return html`<label class="field">Instructions (what the assistant is, how it answers)
-      <textarea rows="5" value=${s.instructions} onInput=${txt('instructions')} disabled=${off} data-test="instructions"></textarea></label>
+      <textarea rows="5" value=${s.instructions} name="instructions" onInput=${txt('instructions')} disabled=${off} data-test="instructions"></textarea></label>
     <details class="advanced" data-test="advanced"><summary>Advanced settings</summary>
       <div class="fields">
-        <label class="field">Temperature (0 to 2)<input type="number" min="0" max="2" step="0.1" value=${s.temperature} onInput=${num('temperature')} disabled=${off} /></label>
-        <label class="field">Passages sent to the model (1 to 20)<input type="number" min="1" max="20" value=${s.passages} onInput=${num('passages')} disabled=${off} /></label>
-        <label class="field">Recent messages sent with a question (0 to 50)<input type="number" min="0" max="50" value=${s.historyMessages} onInput=${num('historyMessages')} disabled=${off} /></label>
-        <label class="field">Longest answer (tokens)<input type="number" min="1" value=${s.maxTokens} onInput=${num('maxTokens')} disabled=${off} /></label>
-        <label class="field">Fallback message (no answer in the documents)<input value=${s.fallbackMessage} onInput=${txt('fallbackMessage')} disabled=${off} /></label>
-        <label class="inline"><input type="checkbox" checked=${s.citeSources} onChange=${chk('citeSources')} disabled=${off} /> Cite the documents an answer comes from</label>
-        <label class="inline"><input type="checkbox" checked=${s.handover} onChange=${chk('handover')} disabled=${off} /> Hand over to a person (the inbox) when asked, or when it cannot answer</label>
+        <label class="field">Temperature (0 to 2)<input type="number" min="0" max="2" step="0.1" value=${s.temperature} name="temperature" onInput=${num('temperature')} disabled=${off} /></label>
+        <label class="field">Passages sent to the model (1 to 20)<input type="number" min="1" max="20" value=${s.passages} name="passages" onInput=${num('passages')} disabled=${off} /></label>
+        <label class="field">Recent messages sent with a question (0 to 50)<input type="number" min="0" max="50" value=${s.historyMessages} name="historyMessages" onInput=${num('historyMessages')} disabled=${off} /></label>
+        <label class="field">Longest answer (tokens)<input type="number" min="1" value=${s.maxTokens} name="maxTokens" onInput=${num('maxTokens')} disabled=${off} /></label>
+        <label class="field">Fallback message (no answer in the documents)<input value=${s.fallbackMessage} name="fallbackMessage" onInput=${txt('fallbackMessage')} disabled=${off} /></label>
+        <label class="inline"><input type="checkbox" checked=${s.citeSources} name="citeSources" onChange=${chk('citeSources')} disabled=${off} /> Cite the documents an answer comes from</label>
+        <label class="inline"><input type="checkbox" checked=${s.handover} name="handover" onChange=${chk('handover')} disabled=${off} /> Hand over to a person (the inbox) when asked, or when it cannot answer</label>
       </div></details>`
 }
 
@@ -150,16 +150,17 @@ export function NewAssistant({ ws }) {
     <p class="muted">A bot the platform ships that answers from your documents with your model: no code. It is deployed like any bot
       (its code is the platform's), so it runs the same locally and on AWS; everything here is in its settings, which you can change later.</p>
     <${Refused} r=${r} action=${ACTION} />
-    <${Loaded} st=${code}>${() => !bot ? html`<form class="stack" onSubmit=${create} data-test="new-assistant">
+    <${Loaded} st=${code}>${() => !bot && html`<form class="stack" onSubmit=${create} data-test="new-assistant">
         <label class="field">Name<input required value=${name} onInput=${(e) => setName(e.target.value)} disabled=${off} data-test="name" /></label>
         <${Fields} s=${settings} set=${setS} off=${off} />
         <label class="field">Documents it answers from (text, Markdown, HTML, JSON, CSV…; indexed as they are uploaded)
           <input type="file" multiple ref=${fileInput} disabled=${off} data-test="documents" /></label>
         <p class="row"><button disabled=${act.busy || off}>Create assistant</button></p>
-      </form>` : html`<${Created} ws=${ws} bot=${bot} busy=${act.busy} />`}</${Loaded}>
+      </form>`}</${Loaded}>
     ${steps.length > 0 && html`<ul class="steps" data-test="steps">${steps.map((l) => html`<li>${l}</li>`)}</ul>`}
     ${docs.view}
-    <${ErrorBox} error=${act.error} />`
+    <${ErrorBox} error=${act.error} />
+    ${bot && html`<${Created} ws=${ws} bot=${bot} busy=${act.busy} />`}`
 }
 
 // Created: what to do once the assistant exists: choose its model (the
@@ -213,8 +214,12 @@ function SettingsForm({ ws, b }) {
   const act = useAction()
   const r = useRole(ws)
   const off = !r.may(ACTION)
-  const files = useLoad(() => call('GET', '/v1/files', { bot: b.id, query: { indexed: true } }).then((x) => x.files), [b.id])
   const merged = { ...(defaults.data?.defaults || {}), ...s }
+  // Its documents: the indexed files of its knowledge bases (of the bot,
+  // when it names none: it then searches them all).
+  const kbs = merged.kbIds || []
+  const files = useLoad(() => call('GET', '/v1/files', { bot: b.id, query: { indexed: true } })
+    .then((x) => x.files.filter((f) => !kbs.length || kbs.includes(f.tags?.kbId))), [b.id, kbs.join()])
   const save = (e) => {
     e.preventDefault()
     act.run(async () => {
@@ -251,7 +256,10 @@ function SettingsForm({ ws, b }) {
   return html`<${Refused} r=${r} action=${ACTION} />
     <${ChatButtons} ws=${ws} bot=${b.id} />
     <form class="stack" onSubmit=${save} data-test="assistant-settings">
-      <${ModelPicker} bot=${b.id} value=${merged.model} onChange=${(model) => setS({ ...s, model })} disabled=${off} />
+      ${r.known && (off
+        // Listing the models needs the developer role too (listCognitiveModels).
+        ? html`<p>Model: <code data-test="model-name">${merged.model}</code></p>`
+        : html`<${ModelPicker} bot=${b.id} value=${merged.model} onChange=${(model) => setS({ ...s, model })} />`)}
       <${Fields} s=${merged} set=${setS} off=${off} />
       <p class="row"><button disabled=${act.busy || off}>Save settings</button></p>
     </form>
@@ -313,6 +321,6 @@ export function Turn({ t }) {
     ${t.status !== 'answered' && html`<div class=${t.status === 'fallback' || t.status === 'handover' ? 'muted' : 'why'}>${t.status}${t.error ? ': ' + t.error : ''}</div>`}
     <details open=${n > 0}><summary>${n === 0 ? 'no passage retrieved' : `${n} passage${n > 1 ? 's' : ''} retrieved`}${t.query ? html` for <q>${t.query}</q>` : ''}</summary>
       <ol class="passages">${(t.passages || []).map((p) => html`<li data-test="passage"><b>${p.fileKey}</b> <span class="muted">score ${typeof p.score === 'number' ? p.score.toFixed(2) : p.score}</span>
-        <div class="passage" title=${p.content}>${p.content.length > 400 ? p.content.slice(0, 400) + '…' : p.content}</div></li>`)}</ol>
+        ${p.content && html`<div class="passage" title=${p.content}>${p.content.length > 400 ? p.content.slice(0, 400) + '…' : p.content}</div>`}</li>`)}</ol>
     </details></div>`
 }

@@ -237,13 +237,15 @@ export function TableGrid({ ws, bot, name }) {
 // knowledge base's search, docs/files.md), is done. It answers the file.
 // The files page and the assistant's documents (assistant.js) both use it.
 export async function uploadFile(bot, f, key, tags, onStatus, opts = {}) {
-  const contentType = f.type || 'application/octet-stream'
+  // A type the browser does not know (.md in some browsers): the platform
+  // infers it from the key's extension, and the upload sends what it says.
   onStatus('creating', 0)
-  const body = { key, size: f.size, contentType, tags }
+  const body = { key, size: f.size, tags }
+  if (f.type) body.contentType = f.type
   if (opts.index) body.index = true
   const { file } = await call('PUT', '/v1/files', { bot, body })
   onStatus('uploading', 0)
-  await upload(file.uploadUrl, f, contentType, (p) => onStatus('uploading', p))
+  await upload(file.uploadUrl, f, file.contentType || f.type, (p) => onStatus('uploading', p))
   // Locally the upload's PUT completes (and indexes) the file; on AWS the
   // storage's event does, a moment later (indexing: up to minutes).
   const deadline = Date.now() + (opts.index ? 300000 : 20000)
