@@ -232,6 +232,24 @@ async function main() {
     if (calls.length !== 2) throw new Error(`LLM calls under the answers: ${JSON.stringify(calls)}`)
     await shot('05-emulator-second-turn')
   })
+  await step("an assistant made by `assistant create` (untagged) has its settings page; another bot has none", async () => {
+    const h = { 'x-workspace-id': ws }
+    const { defaults } = await admin(A, 'GET', '/v1/admin/assistant')
+    const made = (await admin(A, 'POST', '/v1/admin/bots', { name: 'made by the command' }, h)).bot.id
+    await admin(A, 'PUT', `/v1/admin/bots/${made}`, { configuration: { data: { ...defaults, instructions: 'From the command.' } } }, h)
+    const plain = (await admin(A, 'POST', '/v1/admin/bots', { name: 'plain' }, h)).bot.id
+    await page.goto(`${A.api}/#/w/${ws}/b/${made}`, { waitUntil: 'load' })
+    await page.waitForSelector('[data-test=assistant-link]')
+    await page.click('[data-test=assistant-link]')
+    await page.waitForSelector('form[data-test=assistant-settings]')
+    const instr = await page.$eval('form[data-test=assistant-settings] [data-test=instructions]', (e) => e.value)
+    if (instr !== 'From the command.') throw new Error(`its instructions: ${instr}`)
+    await waitText('[data-test=no-webchat]', /not installed/) // and no 404 asked for
+    await page.goto(`${A.api}/#/w/${ws}/b/${plain}`, { waitUntil: 'load' })
+    await page.waitForSelector('[data-test=bot-nav]')
+    await waitText('main.page h1', /plain/)
+    if (await page.$('[data-test=assistant-link]')) throw new Error('a plain bot has an Assistant link')
+  })
   await step('a viewer sees the assistant pages with their controls off, and why', async () => {
     await admin(A, 'POST', '/v1/admin/workspace-members', { email: 'viewer@example.com', role: 'viewer' }, { 'x-workspace-id': ws })
     const viewer = { ...A, token: fs.readFileSync(path.join(A.dataDir, 'account-tokens', 'viewer@example.com'), 'utf8').trim() }

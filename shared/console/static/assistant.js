@@ -9,7 +9,7 @@
 // {code, configuration: {data}}, getBotWebchat, and GET /v2/cognitive/models
 // (which needs a bot, hence the model is chosen once the bot exists).
 import { call } from './api.js'
-import { html, useState, useRef, useLoad, Loaded, ErrorBox, Empty, useAction, Progress, Status } from './ui.js'
+import { html, useState, useRef, useLoad, Loaded, ErrorBox, Empty, useAction, Progress, Status, errText } from './ui.js'
 import { uploadFile } from './data.js'
 import { useRole, Refused } from './role.js'
 
@@ -185,16 +185,22 @@ function Created({ ws, bot, busy }) {
   </section>`
 }
 
-// ChatButtons: the assistant's hosted webchat page (getBotWebchat) and
-// the console's emulator.
-function ChatButtons({ ws, bot }) {
-  const page = useLoad(() => call('GET', `/v1/admin/bots/${bot}/webchat`, { ws, query: { type: 'sharableUrl' } }).then((r) => r.code), [ws, bot])
+// ChatButtons: the assistant's hosted webchat page (getBotWebchat, when
+// the bot has the built-in webchat installed) and the console's emulator.
+function ChatButtons({ ws, bot, webchat = true }) {
+  const page = useLoad(() => (webchat ? call('GET', `/v1/admin/bots/${bot}/webchat`, { ws, query: { type: 'sharableUrl' } }).then((r) => r.code) : Promise.resolve(null)), [ws, bot, webchat])
   return html`<p class="row" data-test="chat-buttons">
     ${page.data && html`<a class="button" href=${page.data} target="_blank" rel="noopener" data-test="webchat-link">Chat on its webchat page</a>`}
     <a class="button" href=${`#/w/${ws}/b/${bot}/emulator`} data-test="emulator-link">Chat in the emulator</a>
-    ${page.error && html`<span class="why">${page.error.describe ? page.error.describe() : String(page.error)}</span>`}
+    ${!webchat && html`<span class="muted" data-test="no-webchat">No webchat page: the built-in <code>webchat</code> integration is not installed on this bot.</span>`}
+    ${page.error && html`<span class="why">${errText(page.error)}</span>`}
   </p>`
 }
+
+// isAssistant: a bot the console made (tagged `assistant`) or the
+// `assistant create` command made (no tag: its configuration has the
+// assistant's settings).
+const isAssistant = (b) => !!b.tags?.assistant || (typeof b.configuration?.data?.instructions === 'string' && Array.isArray(b.configuration?.data?.kbIds))
 
 // AssistantSettings is an assistant's settings page: every key of its
 // configuration (updateBot {configuration: {data}}: the next message uses
@@ -202,7 +208,7 @@ function ChatButtons({ ws, bot }) {
 export function AssistantSettings({ ws, bot }) {
   const st = useLoad(() => call('GET', `/v1/admin/bots/${bot}`, { ws }).then((r) => r.bot), [ws, bot])
   return html`<${Loaded} st=${st}>${(b) => html`<h1>${b.name || 'Assistant'} <small>assistant · <code>${b.id}</code></small></h1>
-    ${b.tags?.assistant ? html`<${SettingsForm} ws=${ws} b=${b} />`
+    ${isAssistant(b) ? html`<${SettingsForm} ws=${ws} b=${b} />`
       : html`<${Empty}>This bot is not an assistant (it was not created with “New assistant” or <code>assistant create</code>).</${Empty}>`}`}</${Loaded}>`
 }
 
@@ -254,7 +260,7 @@ function SettingsForm({ ws, b }) {
     })
   }
   return html`<${Refused} r=${r} action=${ACTION} />
-    <${ChatButtons} ws=${ws} bot=${b.id} />
+    <${ChatButtons} ws=${ws} bot=${b.id} webchat=${Object.values(b.integrations || {}).some((i) => i.name === 'webchat' && i.enabled)} />
     <form class="stack" onSubmit=${save} data-test="assistant-settings">
       ${r.known && (off
         // Listing the models needs the developer role too (listCognitiveModels).
@@ -279,11 +285,11 @@ function SettingsForm({ ws, b }) {
 }
 
 // AssistantLink is the bot's sub-nav link to its settings, for an assistant.
-const isAssistant = new Map()
+const known = new Map()
 export function AssistantLink({ ws, bot }) {
   const st = useLoad(() => {
-    if (!isAssistant.has(bot)) isAssistant.set(bot, call('GET', `/v1/admin/bots/${bot}`, { ws }).then((r) => !!r.bot.tags?.assistant, () => false))
-    return isAssistant.get(bot)
+    if (!known.has(bot)) known.set(bot, call('GET', `/v1/admin/bots/${bot}`, { ws }).then((r) => isAssistant(r.bot), () => false))
+    return known.get(bot)
   }, [ws, bot])
   if (!st.data) return null
   const href = `#/w/${ws}/b/${bot}/assistant`
