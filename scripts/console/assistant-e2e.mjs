@@ -167,9 +167,11 @@ async function main() {
     await page.click('[data-test=advanced] summary')
     await type('input[name=passages]', '1')
     await shot('01-new-assistant')
+    const t0 = Date.now()
     await page.click('form[data-test=new-assistant] button')
     await waitText('[data-test=documents-progress]', /handbook\.md: indexing_completed/)
     await waitText('[data-test=documents-progress]', /garden\.md: indexing_completed/)
+    console.log(`     "Create assistant" to deployed with both documents indexed: ${Date.now() - t0} ms`)
     await waitText('[data-test=steps]', /code is deployed/)
     bot = (await page.$eval('[data-test=steps] code', (e) => e.innerText)).trim()
     // Deployed like any bot: its code and settings through the public API.
@@ -195,9 +197,12 @@ async function main() {
   await step('the emulator: the answer, the passage it came from and the LLM call under it', async () => {
     await page.click('[data-test=emulator-link]')
     await page.waitForSelector('form[data-test=composer]')
+    const t0 = Date.now()
     await ask('How long is the refund window?')
     await waitText('[data-test=bot-message]', /The refund window is 37 days\.\s+Sources: handbook\.md/)
+    const answered = Date.now() - t0
     await waitText('[data-test=bot-message] [data-test=passage]', /handbook\.md[\s\S]*37 days/)
+    console.log(`     question to answer shown: ${answered} ms; to its passage shown: ${Date.now() - t0} ms (the emulator polls every second; the first message starts the bot's worker)`)
     const passages = await texts('[data-test=passage]')
     if (passages.length !== 1) throw new Error(`passages shown: ${JSON.stringify(passages)}`)
     await waitText('[data-test=bot-message] [data-test=llm-call]', /LLM openai:fake-large · 17 in \/ 5 out tokens · \d+ ms/)
