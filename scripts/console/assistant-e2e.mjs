@@ -237,6 +237,24 @@ async function main() {
     if (calls.length !== 2) throw new Error(`LLM calls under the answers: ${JSON.stringify(calls)}`)
     await shot('05-emulator-second-turn')
   })
+  if (!FIREFOX) {
+    // Firefox ESR's BiDi does not emulate a viewport (as console-e2e).
+    await step('phone-sized screen: the emulator with passages, New assistant, the settings', async () => {
+      await page.setViewport({ width: 390, height: 844, isMobile: true, hasTouch: true })
+      const wide = async (r, sel, name) => {
+        await page.goto('about:blank')
+        await page.goto(`${A.api}/#${r}`, { waitUntil: 'load' })
+        await page.waitForSelector(sel)
+        await shot(name)
+        const over = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth)
+        if (over > 0) throw new Error(`${r} is ${over}px wider than the phone's screen`)
+      }
+      await wide(`/w/${ws}/b/${bot}/emulator`, '[data-test=passage]', '05b-phone-emulator')
+      await wide(`/w/${ws}/assistant/new`, 'form[data-test=new-assistant]', '05c-phone-new')
+      await wide(`/w/${ws}/b/${bot}/assistant`, '[data-test=documents]', '05d-phone-settings')
+      await page.setViewport({ width: 1280, height: 900 })
+    })
+  }
   await step("an assistant made by `assistant create` (untagged) has its settings page; another bot has none", async () => {
     const h = { 'x-workspace-id': ws }
     const { defaults } = await admin(A, 'GET', '/v1/admin/assistant')
