@@ -255,6 +255,18 @@ async function main() {
       await page.setViewport({ width: 1280, height: 900 })
     })
   }
+  await step('the files page indexes an upload when asked, its progress following the indexing', async () => {
+    await page.goto(`${A.api}/#/w/${ws}/b/${bot}/files`, { waitUntil: 'load' })
+    await page.waitForSelector('form[data-test=upload]')
+    const input = await page.$('form[data-test=upload] input[type=file]')
+    const notes = path.join(WORK, 'notes.txt')
+    fs.writeFileSync(notes, 'Opening hours: 9 to 5.\n')
+    await input.uploadFile(notes)
+    await page.click('form[data-test=upload] input[type=checkbox]')
+    await page.click('form[data-test=upload] button')
+    await waitText('[data-test=upload-status]', /notes\.txt: indexing_completed/)
+    await waitText('[data-test=files]', /notes\.txt[\s\S]*indexing_completed/)
+  })
   await step("an assistant made by `assistant create` (untagged) has its settings page; another bot has none", async () => {
     const h = { 'x-workspace-id': ws }
     const { defaults } = await admin(A, 'GET', '/v1/admin/assistant')
