@@ -15,7 +15,7 @@ run:
 aws-local:
 	go run ./functions/aws-local --addr $(ADDR)
 
-test: vet unit infra conformance conformance-aws conformance-aws-container cli-e2e deploy-e2e deploy-e2e-aws llm-e2e console-e2e webchat-e2e inbox-e2e signin-e2e webchat-e2e-aws webchat-e2e-aws-container metrics-e2e health-e2e assistant-console-e2e
+test: vet unit infra conformance conformance-aws conformance-aws-container cli-e2e deploy-e2e deploy-e2e-aws llm-e2e console-e2e webchat-e2e inbox-e2e signin-e2e webchat-e2e-aws webchat-e2e-aws-container metrics-e2e health-e2e assistant-e2e assistant-e2e-aws assistant-console-e2e
 
 vet:
 	go vet ./...
@@ -196,6 +196,28 @@ inbox-e2e:
 # (scripts/signin/e2e.sh, docs/signin.md).
 signin-e2e:
 	bash scripts/signin/e2e.sh
+
+# The assistant bot the platform ships (docs/assistant.md): rebuild its
+# bundle shared/assistant/bot.cjs (embedded in the binary) from
+# shared/assistant/bot/ after changing it; TestBundleIsFresh and
+# assistant-e2e fail on a stale one.
+.PHONY: assistant-bundle assistant-e2e assistant-e2e-aws
+assistant-bundle:
+	cd scripts/assistant && npm ci --no-audit --no-fund --loglevel=error && node build.mjs
+
+# The assistant end to end in headless Chromium: `assistant create` with a
+# PDF, questions in its hosted webchat answered through a fake
+# OpenAI-compatible provider on loopback, and without a model
+# (scripts/assistant/e2e.sh; screenshots in .build/assistant-e2e).
+assistant-e2e:
+	bash scripts/assistant/e2e.sh
+
+# The same questions through the official @botpress/chat against the AWS
+# build (./functions/aws-local: the bot in a Lambda function, the PDF
+# indexed by the upload-completion function, the provider as the stack's
+# LlmUrl); scripts/assistant/chat.sh.
+assistant-e2e-aws:
+	AWS_LOCAL=1 bash scripts/assistant/chat.sh
 
 # The console's assistant path in headless Chromium and Firefox: "New
 # assistant" (name, instructions, documents indexed, a model of a fake

@@ -21,7 +21,7 @@ import puppeteer from 'puppeteer-core'
 const { PLATFORM_BIN, WORK, SHOTS, CHROME } = process.env
 const FIREFOX = process.env.BROWSER === 'firefox'
 const servers = []
-const run = browserRun('assistant-e2e', { shots: SHOTS, work: WORK, logs: ['platform.log', 'platform-nomodel.log'] })
+const run = browserRun('assistant-console-e2e', { shots: SHOTS, work: WORK, logs: ['platform.log', 'platform-nomodel.log'] })
 const step = run.step
 
 // The documents: the answer is only in the handbook.

@@ -58,12 +58,19 @@ func Defaults() Settings {
 // DefaultsJSON is bot/defaults.json as it is.
 func DefaultsJSON() json.RawMessage { return json.RawMessage(defaultsJSON) }
 
-// Definition is what updateBot must declare besides the code for the
-// handover to a human (the hitl plugin's state and tags, prefixed as the
-// SDK prefixes a plugin's: docs/hitl.md).
+// MaxExecutionTime is the bot's maxExecutionTime (seconds): a turn waits
+// for the model, which may take longer than the platform's default of 10 s
+// to answer (on AWS the LLM timeout is 25 s); a delivery cut short would be
+// retried.
+const MaxExecutionTime = 60
+
+// Definition is what updateBot must declare besides the code: the time a
+// turn may take, and for the handover to a human the hitl plugin's state
+// and tags (prefixed as the SDK prefixes a plugin's: docs/hitl.md).
 func Definition() map[string]any {
 	tag := map[string]any{}
 	return map[string]any{
+		"maxExecutionTime": MaxExecutionTime,
 		"states": map[string]any{"hitl#hitl": map[string]any{"type": "conversation",
 			"schema": map[string]any{"type": "object", "properties": map[string]any{"hitlActive": map[string]any{"type": "boolean"}}}}},
 		"conversation": map[string]any{"tags": map[string]any{"hitl#downstream": tag, "hitl#upstream": tag, "hitl#humanAgentId": tag}},

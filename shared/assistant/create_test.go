@@ -3,6 +3,7 @@ package assistant_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -23,12 +24,12 @@ func needNode(t *testing.T) {
 }
 
 // docs writes the test's documents: the answer (the refund window) is only
-// in refunds.md; shipping.txt is about something else.
+// in refunds.pdf; shipping.md is about something else.
 func docs(t *testing.T) []string {
 	dir := t.TempDir()
 	files := map[string]string{
-		"refunds.md":   "# Refunds\n\nCustomers of Zorblax Corp may ask for a refund within 37 days of delivery, with the receipt.\n",
-		"shipping.txt": "Parcels leave the Zorblax warehouse every Tuesday by boat.\n",
+		"refunds.pdf": string(samplePDF([]string{"Refunds", "Customers of Zorblax Corp may ask for a refund within 37 days of delivery, with the receipt."})),
+		"shipping.md": "# Shipping\n\nParcels leave the Zorblax warehouse every Tuesday by boat.\n",
 	}
 	var out []string
 	for name, text := range files {
@@ -162,7 +163,7 @@ func TestCreateAnswersFromDocuments(t *testing.T) {
 	c := newChat(t, env, res.BotID)
 	before := len(up.Requests())
 	reply := c.ask(t, "How many days do I have to ask for a refund?")
-	if got := text(reply); got != "The refund window is 37 days.\n\nSources: refunds.md" {
+	if got := text(reply); got != "The refund window is 37 days.\n\nSources: refunds.pdf" {
 		t.Fatalf("the answer: %q", got)
 	}
 	if tags := reply["tags"].(map[string]any); tags["assistant"] != "answered" {
@@ -184,7 +185,7 @@ func TestCreateAnswersFromDocuments(t *testing.T) {
 	}
 	tr := turn(t, env, res.WorkspaceID, res.BotID, c.conv, reply["id"].(string))
 	ps, _ := tr["passages"].([]any)
-	if tr["status"] != "answered" || len(ps) == 0 || ps[0].(map[string]any)["fileKey"] != "refunds.md" ||
+	if tr["status"] != "answered" || len(ps) == 0 || ps[0].(map[string]any)["fileKey"] != "refunds.pdf" ||
 		!strings.Contains(ps[0].(map[string]any)["content"].(string), "37 days") || tr["model"] != "openai:tiny-model" {
 		t.Fatalf("the turn's log line: %v", tr)
 	}
@@ -270,5 +271,123 @@ func TestCreateRefusesBadInput(t *testing.T) {
 	var ae *assistant.APIError
 	if !asAPIError(err, &ae) || ae.Status != 401 {
 		t.Fatalf("bad token: %v", err)
+	}
+}
+
+// TestHandover: with handover on (the hitl integration installed by
+// Create), a user asking for a human gets the handoff text and a waiting
+// session in the agents' inbox, with the conversation's history; the
+// user's next message goes to the agent, not to the model; so does a
+// question the model cannot answer in another conversation.
+func TestHandover(t *testing.T) {
+	needNode(t)
+	up := llmtest.New("tiny-model")
+	t.Cleanup(up.Close)
+	up.Reply(func(b llmtest.Body) any { return "CANNOT_ANSWER" })
+	t.Setenv("PLATFORM_LLM_URL", up.BaseURL())
+	env := apitest.New(t)
+	s := assistant.Defaults()
+	s.Handover = true
+	res, err := assistant.Create(context.Background(), assistant.Options{APIURL: env.URL, Token: env.AdminToken, Name: "Helpdesk", Settings: s})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The handoff text is said first (as the plugin does), the session
+	// started right after: wait for it.
+	sessions := func(want int) []any {
+		t.Helper()
+		for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+			ss := env.Check(env.Do(apitest.Req{Method: "GET", Path: "/v1/admin/workspaces/" + res.WorkspaceID + "/hitl/sessions?status=waiting", Token: env.AdminToken}), 200, "").List("sessions")
+			if len(ss) == want {
+				return ss
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%d waiting sessions, want %d", len(ss), want)
+			}
+		}
+	}
+	c := newChat(t, env, res.BotID)
+	if got := text(c.ask(t, "I want to talk to a human please")); got != "Transferring you to a human agent..." {
+		t.Fatalf("the handoff: %q", got)
+	}
+	sess := sessions(1)[0].(map[string]any)
+	calls := len(up.Requests())
+	h := map[string]string{"x-bot-id": res.BotID, "x-integration-alias": "webchat"}
+	env.Check(env.Do(apitest.Req{Method: "POST", Path: "/v1/chat/messages", Token: env.AdminToken, Headers: h,
+		Body: map[string]any{"conversationId": c.conv, "userId": c.user, "type": "text", "payload": map[string]any{"text": "my order is late"}, "tags": map[string]string{}}}), 201, "")
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		r := env.Check(env.Do(apitest.Req{Method: "GET", Path: "/v1/admin/workspaces/" + res.WorkspaceID + "/hitl/sessions/" + res.BotID + "/" + sess["conversationId"].(string), Token: env.AdminToken}), 200, "")
+		b, _ := json.Marshal(r.Body)
+		if strings.Contains(string(b), "my order is late") && strings.Contains(string(b), "I want to talk to a human please") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the agent's transcript lacks the user's messages: %s", b)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if len(up.Requests()) != calls {
+		t.Fatal("the model was asked during the handover")
+	}
+
+	// The model cannot answer: handed over too.
+	c2 := newChat(t, env, res.BotID)
+	if got := text(c2.ask(t, "What is the meaning of life?")); got != "Transferring you to a human agent..." {
+		t.Fatalf("the handoff after CANNOT_ANSWER: %q", got)
+	}
+	sessions(2)
+}
+
+// TestAssistantCodeRoute: GET /v1/admin/assistant gives the console the
+// embedded code, its version, the defaults and the definition; signed-in
+// accounts only.
+func TestAssistantCodeRoute(t *testing.T) {
+	env := apitest.New(t)
+	r := env.Check(env.Do(apitest.Req{Method: "GET", Path: "/v1/admin/assistant", Token: env.AdminToken}), 200, "")
+	if r.Str("code") != assistant.Code || r.Str("version") != assistant.Version() || r.Str("defaults.model") != "best" {
+		t.Fatalf("answer: version %q, defaults %v", r.Str("version"), r.Body["defaults"])
+	}
+	if _, ok := r.Body["definition"].(map[string]any)["states"]; !ok {
+		t.Fatalf("definition: %v", r.Body["definition"])
+	}
+	env.Check(env.Do(apitest.Req{Method: "GET", Path: "/v1/admin/assistant"}), 401, "")
+}
+
+// TestHistoryFitsTheWindow: the history sent with a question is cut,
+// oldest first, to the model's context (PLATFORM_LLM_INPUT_MAX_TOKENS as
+// /v2/cognitive/models lists it) less the reply's room, so a long
+// conversation never makes the platform refuse the prompt (400 over the
+// context) and the user still gets answers.
+func TestHistoryFitsTheWindow(t *testing.T) {
+	needNode(t)
+	up := llmtest.New("tiny-model")
+	t.Cleanup(up.Close)
+	up.Reply(func(b llmtest.Body) any { return "ok" })
+	t.Setenv("PLATFORM_LLM_URL", up.BaseURL())
+	t.Setenv("PLATFORM_LLM_INPUT_MAX_TOKENS", "1400")
+	env := apitest.New(t)
+	s := assistant.Defaults()
+	s.MaxTokens = 200
+	s.CiteSources = false
+	res, err := assistant.Create(context.Background(), assistant.Options{APIURL: env.URL, Token: env.AdminToken, Name: "Long", Settings: s})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := newChat(t, env, res.BotID)
+	long := func(n int) string { return fmt.Sprintf("question %d: %s end", n, strings.Repeat("lorem ipsum ", 160)) } // about 500 tokens
+	for i := 1; i <= 3; i++ {
+		if got := text(c.ask(t, long(i))); got != "ok" {
+			t.Fatalf("answer %d: %q", i, got)
+		}
+	}
+	_, msgs := messagesText(up.Last())
+	var roles []string
+	for _, m := range msgs {
+		roles = append(roles, m["role"].(string))
+	}
+	// Room for one earlier question and its answer, not two.
+	if strings.Join(roles, ",") != "system,user,assistant,user" || msgs[1]["content"] != long(2) || msgs[3]["content"] != long(3) {
+		t.Fatalf("the third question's messages: %v", roles)
 	}
 }

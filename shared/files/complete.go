@@ -221,7 +221,7 @@ func (c *Completer) inspect(ctx context.Context, rec platform.FileRecord, key, e
 		o.status = platform.FileUploadCompleted
 	case !Indexable(rec.ContentType):
 		o.status = platform.FileIndexingFailed
-		o.reason = fmt.Sprintf("files of content type %q cannot be indexed: indexing supports plain text, Markdown, HTML, JSON and CSV", MediaType(rec.ContentType))
+		o.reason = fmt.Sprintf("files of content type %q cannot be indexed: indexing supports plain text, Markdown, HTML, JSON, CSV and PDF", MediaType(rec.ContentType))
 	case n > MaxIndexBytes:
 		o.status = platform.FileIndexingFailed
 		o.reason = fmt.Sprintf("files larger than %d MiB are not indexed", MaxIndexBytes>>20)

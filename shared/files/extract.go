@@ -57,16 +57,22 @@ func extractorOf(mt string) func([]byte) ([]Block, error) {
 		return func(b []byte) ([]Block, error) { return extractCSV(b, '\t') }
 	case strings.HasPrefix(mt, "text/"):
 		return extractPlain
+	case mt == "application/pdf":
+		return extractPDF
 	}
 	return nil
 }
 
 // Extract returns the blocks of a document of content type ct. Supported:
-// plain text (any text/*), Markdown, HTML, JSON and CSV/TSV, in UTF-8.
+// plain text (any text/*), Markdown, HTML, JSON and CSV/TSV, in UTF-8, and
+// PDF (pdf.go).
 func Extract(ct string, data []byte) ([]Block, error) {
 	ex := extractorOf(MediaType(ct))
 	if ex == nil {
-		return nil, fmt.Errorf("%w %q: indexing supports plain text, Markdown, HTML, JSON and CSV", ErrUnsupported, MediaType(ct))
+		return nil, fmt.Errorf("%w %q: indexing supports plain text, Markdown, HTML, JSON, CSV and PDF", ErrUnsupported, MediaType(ct))
+	}
+	if MediaType(ct) == "application/pdf" {
+		return ex(data) // binary: its text is decoded by the PDF's fonts
 	}
 	data = bytes.TrimPrefix(data, []byte("\xef\xbb\xbf"))
 	if !utf8.Valid(data) {

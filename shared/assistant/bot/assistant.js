@@ -143,18 +143,23 @@ function prompt(s, passages, history, question, window) {
     budget -= t
     kept.unshift(history[i])
   }
+  // The kept history starts with a user's message, as chat models expect.
+  while (kept.length && kept[0].role !== 'user') kept.shift()
   return [{ role: 'system', content: system }, ...kept, { role: 'user', content: question }]
 }
 
 // history is the conversation's recent text messages before this one,
-// oldest first, as chat roles.
+// oldest first, as chat roles; answered says whether a reply to this
+// message is there already (a delivery retried after a timeout: answered
+// once, not twice).
 async function history(client, conversationId, before, limit) {
-  if (!limit) return []
   const out = []
+  let answered = false
   let nextToken
   do {
     const r = await client.listMessages({ conversationId, nextToken })
     for (const m of r.messages) {
+      if (m.tags && m.tags.assistantTurn === before.id) answered = true
       if (m.id === before.id) continue
       if (new Date(m.createdAt) > new Date(before.createdAt)) continue
       const text = m.payload && typeof m.payload.text === 'string' ? m.payload.text : ''
@@ -164,7 +169,7 @@ async function history(client, conversationId, before, limit) {
     nextToken = r.meta && r.meta.nextToken
   } while (nextToken && out.length < limit)
   out.sort((a, b) => (a.at < b.at ? -1 : a.at > b.at ? 1 : 0))
-  return out.slice(-limit).map(({ role, content }) => ({ role, content }))
+  return { answered, messages: limit ? out.slice(-limit).map(({ role, content }) => ({ role, content })) : [] }
 }
 
 // turnLine is the log line the emulator reads back, cut to fit one log
@@ -184,11 +189,11 @@ function turnLine(turn) {
   return line
 }
 
-async function typing(client, conversation, on) {
+async function typing(client, conversation) {
   if (!conversation.integration) return
   try {
     await client.callAction({
-      type: `${conversation.integration}:${on ? 'start' : 'stop'}TypingIndicator`,
+      type: `${conversation.integration}:startTypingIndicator`,
       input: { conversationId: conversation.id },
     })
   } catch {} // a channel without typing
@@ -300,12 +305,16 @@ bot.on.message('*', async ({ message, conversation, client, ctx }) => {
     }
   }
 
-  await typing(client, conversation, true)
+  await typing(client, conversation)
   try {
     if (s.handover && ASKS_HUMAN.test(question)) return await handover('The user asked for a human.')
-    turn.passages = await search(ctx.botId, s, question)
     const past = await history(client, conversation.id, message, s.historyMessages)
-    const messages = prompt(s, turn.passages, past, question, await windowOf(ctx.botId, s.model))
+    if (past.answered) {
+      turn.status = 'repeat'
+      return
+    }
+    turn.passages = await search(ctx.botId, s, question)
+    const messages = prompt(s, turn.passages, past.messages, question, await windowOf(ctx.botId, s.model))
     const t0 = Date.now()
     let out
     try {
@@ -337,8 +346,9 @@ bot.on.message('*', async ({ message, conversation, client, ctx }) => {
     }
     await reply(text, 'answered')
   } finally {
-    await typing(client, conversation, false)
-    console.log(turnLine(turn))
+    // The reply itself ends the typing dots (docs/webchat-api.md): no
+    // stopTypingIndicator call.
+    if (turn.status !== 'repeat') console.log(turnLine(turn))
   }
 })
 
