@@ -16,6 +16,7 @@ import fs from 'node:fs'
 import http from 'node:http'
 import path from 'node:path'
 import { browserRun, freePort, sleep, start, waitHttp } from '../lib/e2e.mjs'
+import { samplePDF } from '../assistant/lib.mjs'
 import puppeteer from 'puppeteer-core'
 
 const { PLATFORM_BIN, WORK, SHOTS, CHROME } = process.env
@@ -24,9 +25,9 @@ const servers = []
 const run = browserRun('assistant-console-e2e', { shots: SHOTS, work: WORK, logs: ['platform.log', 'platform-nomodel.log'] })
 const step = run.step
 
-// The documents: the answer is only in the handbook.
+// The documents: the answer is only in the handbook, a PDF.
 const DOCS = {
-  'handbook.md': '# Refunds\n\nThe refund window is 37 days from the date of purchase. Keep the receipt: refunds need it.\n',
+  'handbook.pdf': samplePDF(['Refunds', 'The refund window is 37 days from the date of purchase. Keep the receipt: refunds need it.']),
   'garden.md': '# The office garden\n\nThe ficus by the window is watered every Tuesday by the facilities team.\n',
 }
 
@@ -169,7 +170,7 @@ async function main() {
     await shot('01-new-assistant')
     const t0 = Date.now()
     await page.click('form[data-test=new-assistant] button')
-    await waitText('[data-test=documents-progress]', /handbook\.md: indexing_completed/)
+    await waitText('[data-test=documents-progress]', /handbook\.pdf: indexing_completed/)
     await waitText('[data-test=documents-progress]', /garden\.md: indexing_completed/)
     console.log(`     "Create assistant" to deployed with both documents indexed: ${Date.now() - t0} ms`)
     await waitText('[data-test=steps]', /code is deployed/)
@@ -199,9 +200,9 @@ async function main() {
     await page.waitForSelector('form[data-test=composer]')
     const t0 = Date.now()
     await ask('How long is the refund window?')
-    await waitText('[data-test=bot-message]', /The refund window is 37 days\.\s+Sources: handbook\.md/)
+    await waitText('[data-test=bot-message]', /The refund window is 37 days\.\s+Sources: handbook\.pdf/)
     const answered = Date.now() - t0
-    await waitText('[data-test=bot-message] [data-test=passage]', /handbook\.md[\s\S]*37 days/)
+    await waitText('[data-test=bot-message] [data-test=passage]', /handbook\.pdf[\s\S]*37 days/)
     console.log(`     question to answer shown: ${answered} ms; to its passage shown: ${Date.now() - t0} ms (the emulator polls every second; the first message starts the bot's worker)`)
     const passages = await texts('[data-test=passage]')
     if (passages.length !== 1) throw new Error(`passages shown: ${JSON.stringify(passages)}`)
@@ -216,7 +217,7 @@ async function main() {
   await step('the settings page: new instructions apply to the next message, which carries the history', async () => {
     await page.click('[data-test=assistant-link]')
     await page.waitForSelector('form[data-test=assistant-settings]')
-    await waitText('[data-test=documents]', /handbook\.md[\s\S]*indexing_completed/)
+    await waitText('[data-test=documents]', /handbook\.pdf[\s\S]*indexing_completed/)
     const model = await page.$eval('form[data-test=assistant-settings] [data-test=model]', (e) => e.value)
     if (model !== 'openai:fake-large') throw new Error(`the model shown: ${model}`)
     await type('form[data-test=assistant-settings] [data-test=instructions]', 'You are Refundo 2, polite and brief.')
@@ -298,7 +299,7 @@ async function main() {
     await waitText('[data-test=refused]', /viewer: creating and changing assistants/)
     await waitText('[data-test=model-name]', /openai:fake-large/)
     if (!(await disabled('form[data-test=assistant-settings] button'))) throw new Error('the viewer can press Save settings')
-    await waitText('[data-test=documents]', /handbook\.md/)
+    await waitText('[data-test=documents]', /handbook\.pdf/)
     await shot('06-viewer')
   })
   await step('without a model: "New assistant" says so, and the assistant tells the user', async () => {

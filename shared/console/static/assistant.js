@@ -153,7 +153,7 @@ export function NewAssistant({ ws }) {
     <${Loaded} st=${code}>${() => !bot && html`<form class="stack" onSubmit=${create} data-test="new-assistant">
         <label class="field">Name<input required value=${name} onInput=${(e) => setName(e.target.value)} disabled=${off} data-test="name" /></label>
         <${Fields} s=${settings} set=${setS} off=${off} />
-        <label class="field">Documents it answers from (text, Markdown, HTML, JSON, CSV…; indexed as they are uploaded)
+        <label class="field">Documents it answers from (PDF, text, Markdown, HTML, JSON, CSV…; indexed as they are uploaded)
           <input type="file" multiple ref=${fileInput} disabled=${off} data-test="documents" /></label>
         <p class="row"><button disabled=${act.busy || off}>Create assistant</button></p>
       </form>`}</${Loaded}>
