@@ -238,6 +238,25 @@ async function main() {
     if (calls.length !== 2) throw new Error(`LLM calls under the answers: ${JSON.stringify(calls)}`)
     await shot('05-emulator-second-turn')
   })
+  await step('handover turned on in the settings installs hitl, and leaves the webchat page as it was', async () => {
+    const h = { 'x-workspace-id': ws }
+    const pageBefore = (await admin(A, 'GET', `/v1/admin/bots/${bot}/webchat?type=sharableUrl`, undefined, h)).code
+    await page.goto(`${A.api}/#/w/${ws}/b/${bot}/assistant`, { waitUntil: 'load' })
+    await page.waitForSelector('form[data-test=assistant-settings] [data-test=model]')
+    await page.click('form[data-test=assistant-settings] [data-test=advanced] summary')
+    await page.click('form[data-test=assistant-settings] input[name=handover]')
+    await page.click('form[data-test=assistant-settings] button')
+    await waitText('[data-test=settings-saved]', /next message/)
+    let b = (await admin(A, 'GET', `/v1/admin/bots/${bot}`, undefined, h)).bot
+    const names = Object.values(b.integrations).map((i) => i.name).sort().join()
+    if (b.configuration.data.handover !== true || names !== 'hitl,webchat') throw new Error(`handover ${b.configuration.data.handover}, integrations ${names}`)
+    const pageAfter = (await admin(A, 'GET', `/v1/admin/bots/${bot}/webchat?type=sharableUrl`, undefined, h)).code
+    if (pageAfter !== pageBefore) throw new Error(`the webchat page moved: ${pageBefore} -> ${pageAfter}`)
+    // And off again (the steps below chat with it).
+    await page.click('form[data-test=assistant-settings] input[name=handover]')
+    await page.click('form[data-test=assistant-settings] button')
+    await until('handover off', async () => (await admin(A, 'GET', `/v1/admin/bots/${bot}`, undefined, h)).bot.configuration.data.handover === false)
+  })
   if (!FIREFOX) {
     // Firefox ESR's BiDi does not emulate a viewport (as console-e2e).
     await step('phone-sized screen: the emulator with passages, New assistant, the settings', async () => {

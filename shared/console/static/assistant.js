@@ -20,11 +20,12 @@ const ACTION = 'creating and changing assistants'
 let codeOnce = null
 const assistantCode = () => (codeOnce ??= call('GET', '/v1/admin/assistant').catch((e) => { codeOnce = null; throw e }))
 
-// The built-in integrations an assistant installs: webchat (its hosted
-// page) always, hitl when it may hand over to a person.
-async function integrationsFor(ws, s) {
+// The built-in integrations an assistant installs (by name): webchat (its
+// hosted page) always, hitl when it may hand over to a person.
+const needs = (s) => ['webchat', ...(s.handover ? ['hitl'] : [])]
+async function integrationsFor(ws, names) {
   const out = {}
-  for (const name of ['webchat', ...(s.handover ? ['hitl'] : [])]) {
+  for (const name of names) {
     const { integration } = await call('GET', `/v1/admin/hub/integrations/${name}/latest`, { ws })
     out[integration.id] = { enabled: true, configuration: {} }
   }
@@ -139,7 +140,7 @@ export function NewAssistant({ ws }) {
       say(html`Bot <code>${b.id}</code> created.`)
       const { knowledgeBase: kb } = await call('POST', '/v1/files/knowledge-bases', { bot: b.id, body: { name: `${name} documents` } })
       const data = clean({ ...settings, kbIds: [kb.id] })
-      await call('PUT', `/v1/admin/bots/${b.id}`, { ws, body: { ...definition, code: js, configuration: { data }, integrations: await integrationsFor(ws, data) } })
+      await call('PUT', `/v1/admin/bots/${b.id}`, { ws, body: { ...definition, code: js, configuration: { data }, integrations: await integrationsFor(ws, needs(data)) } })
       say(html`The assistant's code is deployed, with its knowledge base <code>${kb.id}</code>.`)
       setBot({ id: b.id, kb: kb.id, data })
       // The bot exists: a document that fails is shown, the others go on.
@@ -216,6 +217,7 @@ function SettingsForm({ ws, b }) {
   const defaults = useLoad(assistantCode, [])
   const [s, setS] = useState({ ...(b.configuration?.data || {}) })
   const [saved, setSaved] = useState('')
+  const [hitl, setHitl] = useState(() => Object.values(b.integrations || {}).some((i) => i.name === 'hitl'))
   const docs = useDocuments()
   const act = useAction()
   const r = useRole(ws)
@@ -231,9 +233,11 @@ function SettingsForm({ ws, b }) {
     act.run(async () => {
       const data = clean(merged)
       const body = { configuration: { data } }
-      // Handing over needs the hitl integration installed (once).
-      if (data.handover && !Object.values(b.integrations || {}).some((i) => i.name === 'hitl')) body.integrations = await integrationsFor(ws, data)
+      // Handing over needs the hitl integration: installed when missing
+      // (only it: giving webchat again would replace its installation).
+      if (data.handover && !hitl) body.integrations = await integrationsFor(ws, ['hitl'])
       await call('PUT', `/v1/admin/bots/${b.id}`, { ws, body })
+      if (body.integrations) setHitl(true)
       setSaved('Saved: the next message uses these settings.')
     })
   }
