@@ -15,7 +15,7 @@ run:
 aws-local:
 	go run ./functions/aws-local --addr $(ADDR)
 
-test: vet unit infra conformance conformance-aws conformance-aws-container cli-e2e deploy-e2e deploy-e2e-aws llm-e2e console-e2e webchat-e2e inbox-e2e signin-e2e webchat-e2e-aws webchat-e2e-aws-container metrics-e2e health-e2e assistant-e2e assistant-e2e-aws
+test: vet unit infra conformance conformance-aws conformance-aws-container cli-e2e deploy-e2e deploy-e2e-aws llm-e2e console-e2e webchat-e2e inbox-e2e signin-e2e webchat-e2e-aws webchat-e2e-aws-container metrics-e2e health-e2e assistant-e2e assistant-e2e-aws assistant-console-e2e
 
 vet:
 	go vet ./...
@@ -218,3 +218,12 @@ assistant-e2e:
 # LlmUrl); scripts/assistant/chat.sh.
 assistant-e2e-aws:
 	AWS_LOCAL=1 bash scripts/assistant/chat.sh
+
+# The console's assistant path in headless Chromium and Firefox: "New
+# assistant" (name, instructions, documents indexed, a model of a fake
+# OpenAI-compatible provider on loopback) to an answer in the emulator with
+# its passages and LLM call; settings applied to the next message; a viewer;
+# a platform without a model (scripts/console/assistant-e2e.sh, docs/console.md).
+.PHONY: assistant-console-e2e
+assistant-console-e2e:
+	bash scripts/console/assistant-e2e.sh

@@ -8,6 +8,7 @@ import { Inbox, InboxLink } from './inbox.js'
 import { SignIn, LinkPage, Account, Invitations, restore, signOut } from './auth.js'
 import { Conversations, Conversation, Users, States, Tables, TableGrid, Files, Logs, Issues } from './data.js'
 import { Health, BotMetrics } from './health.js'
+import { NewAssistant, AssistantSettings, AssistantLink } from './assistant.js'
 
 function parseRoute() {
   const parts = (location.hash.replace(/^#\/?/, '') || '').split('/').filter(Boolean).map(decodeURIComponent)
@@ -25,6 +26,7 @@ function Nav({ route, account, onSignOut }) {
       ${link('/', 'Workspaces')}
       ${ws === 'w' && wsId && link(`/w/${wsId}`, 'Bots')}
       ${ws === 'w' && wsId && link(`/w/${wsId}/members`, 'Members')}
+      ${ws === 'w' && wsId && link(`/w/${wsId}/assistant/new`, 'New assistant')}
       ${ws === 'w' && wsId && html`<${InboxLink} ws=${wsId} />`}
       ${link('/tokens', 'Tokens')}
       ${link('/account', 'Account')}
@@ -32,7 +34,7 @@ function Nav({ route, account, onSignOut }) {
     </nav>
     <span class="who">${account?.email} <button class="link" onClick=${onSignOut}>Sign out</button></span>
     ${inBot && html`<nav class="sub" data-test="bot-nav">
-      ${link(base, 'Overview')} ${link(base + '/emulator', 'Emulator')} ${link(base + '/conversations', 'Conversations')}
+      ${link(base, 'Overview')} <${AssistantLink} ws=${wsId} bot=${botId} /> ${link(base + '/emulator', 'Emulator')} ${link(base + '/conversations', 'Conversations')}
       ${link(base + '/users', 'Users')} ${link(base + '/states', 'States')} ${link(base + '/tables', 'Tables')}
       ${link(base + '/files', 'Files')} ${link(base + '/logs', 'Logs')} ${link(base + '/issues', 'Issues')} ${link(base + '/metrics', 'Metrics')}
     </nav>`}
@@ -47,10 +49,12 @@ function Page({ route, account, onSignedOut }) {
   if (a !== 'w' || !ws) return html`<${Workspaces} />`
   if (b === 'members') return html`<${Members} ws=${ws} /><${Invitations} ws=${ws} />`
   if (b === 'inbox') return html`<${Inbox} ws=${ws} id=${bot} />`
+  if (b === 'assistant') return html`<${NewAssistant} ws=${ws} />`
   if (b !== 'b' || !bot) return html`<${Workspace} ws=${ws} />`
   const p = { ws, bot }
   switch (section) {
     case 'emulator': return html`<${Emulator} ...${p} />`
+    case 'assistant': return html`<${AssistantSettings} ...${p} />`
     case 'conversations': return item ? html`<${Conversation} ...${p} id=${item} />` : html`<${Conversations} ...${p} />`
     case 'users': return html`<${Users} ...${p} />`
     case 'states': return html`<${States} ...${p} />`

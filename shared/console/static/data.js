@@ -232,22 +232,33 @@ export function TableGrid({ ws, bot, name }) {
 }
 
 // uploadFile sends a browser File through the Files API: upsertFile, the
-// content to its uploadUrl (onProgress: 0..1), then getFile until the
-// upload is complete. It answers the file.
-export async function uploadFile(bot, f, key, tags, onStatus) {
-  const contentType = f.type || 'application/octet-stream'
+// content to its uploadUrl (onStatus(status, progress 0..1)), then getFile
+// until the upload, and with opts.index its indexing into passages (the
+// knowledge base's search, docs/files.md), is done. It answers the file.
+// The files page and the assistant's documents (assistant.js) both use it.
+export async function uploadFile(bot, f, key, tags, onStatus, opts = {}) {
+  // A type the browser does not know (.md in some browsers): the platform
+  // infers it from the key's extension, and the upload sends what it says.
   onStatus('creating', 0)
-  const { file } = await call('PUT', '/v1/files', { bot, body: { key, size: f.size, contentType, tags } })
+  const body = { key, size: f.size, tags }
+  if (f.type) body.contentType = f.type
+  if (opts.index) body.index = true
+  const { file } = await call('PUT', '/v1/files', { bot, body })
   onStatus('uploading', 0)
-  await upload(file.uploadUrl, f, contentType, (p) => onStatus('uploading', p))
+  await upload(file.uploadUrl, f, file.contentType || f.type, (p) => onStatus('uploading', p))
+  // Locally the upload's PUT completes (and indexes) the file; on AWS the
+  // storage's event does, a moment later (indexing: up to minutes).
+  const deadline = Date.now() + (opts.index ? 300000 : 20000)
   let got = file
-  for (let i = 0; i < 40; i++) {
+  for (;;) {
     got = (await call('GET', `/v1/files/${file.id}`, { bot })).file
-    if (got.status !== 'upload_pending') break
+    if (got.status !== 'upload_pending' && got.status !== 'indexing_pending') break
+    if (Date.now() > deadline) break
+    onStatus(got.status, 1)
     await new Promise((r) => setTimeout(r, 500))
   }
   onStatus(got.status, 1)
-  if (got.status !== 'upload_completed') throw new ApiError({ status: 0, type: 'UploadFailed', message: `the file is ${got.status}${got.failedStatusReason ? ': ' + got.failedStatusReason : ''}` })
+  if (got.status !== 'upload_completed' && got.status !== 'indexing_completed') throw new ApiError({ status: 0, type: 'UploadFailed', message: `${f.name}: the file is ${got.status}${got.failedStatusReason ? ': ' + got.failedStatusReason : ''}` })
   return got
 }
 
@@ -272,6 +283,7 @@ export function Files({ ws, bot }) {
   const st = useLoad(() => all('GET', '/v1/files', 'files', { bot, query: shown.name ? { [`tags[${shown.name}]`]: shown.value } : {} }, 200), [bot, shown])
   const [up, setUp] = useState(null) // {name, progress, status}
   const [upTags, setUpTags] = useState('')
+  const [upIndex, setUpIndex] = useState(false)
   const act = useAction()
   const fileInput = useRef(null)
   const r = useRole(ws)
@@ -288,7 +300,7 @@ export function Files({ ws, bot }) {
         t[k.trim()] = v.trim()
       }
       try {
-        await uploadFile(bot, f, f.name, t, (status, progress) => setUp({ name: f.name, progress, status }))
+        await uploadFile(bot, f, f.name, t, (status, progress) => setUp({ name: f.name, progress, status }), { index: upIndex })
       } finally {
         st.reload()
       }
@@ -319,6 +331,7 @@ export function Files({ ws, bot }) {
     <form class="row" onSubmit=${doUpload} data-test="upload">
       <input type="file" ref=${fileInput} required name="file" disabled=${off} />
       <input placeholder="Tags: name=value, ..." value=${upTags} onInput=${(e) => setUpTags(e.target.value)} disabled=${off} />
+      <label class="inline" title="Split its text into passages that searchFiles (and an assistant) can find"><input type="checkbox" checked=${upIndex} onChange=${(e) => setUpIndex(e.target.checked)} disabled=${off} /> Index for search</label>
       <button disabled=${act.busy || off}>Upload</button>
     </form>
     <${Refused} r=${r} action="uploading and deleting files" />

@@ -6,9 +6,11 @@
 // and read back by polling listMessages every second, with each turn's
 // events (listEvents of the conversation): their status and failure reason,
 // and the bot's LLM calls of each turn (listBotLlmCalls: model, tokens,
-// latency; docs/llm-calls.md).
+// latency; docs/llm-calls.md). Under an assistant's answer (assistant.js),
+// the passages it retrieved for it.
 import { call, all } from './api.js'
 import { html, useState, useEffect, useRef, ErrorBox, Empty, Status, fmtTime } from './ui.js'
+import { turns as assistantTurns, Turn } from './assistant.js'
 
 const ALIAS = 'emulator'
 const POLL_MS = 1000
@@ -26,6 +28,7 @@ export function Emulator({ ws, bot }) {
   const [messages, setMessages] = useState([])
   const [events, setEvents] = useState([])
   const [llmCalls, setLLMCalls] = useState([])
+  const [turns, setTurns] = useState(new Map())
   const [text, setText] = useState('')
   const [error, setError] = useState(null)
   const [busy, setBusy] = useState(false)
@@ -43,6 +46,7 @@ export function Emulator({ ws, bot }) {
       setMessages([])
       setEvents([])
       setLLMCalls([])
+      setTurns(new Map())
       setConv(c)
       return c
     } catch (e) {
@@ -68,7 +72,10 @@ export function Emulator({ ws, bot }) {
             call('GET', `/v1/admin/bots/${bot}/llm-calls`, { ws, query: { limit: 100, ...(conv.since ? { since: conv.since } : {}) } })
               .then((r) => r.calls.filter((c) => !c.conversationId || c.conversationId === conv.id), () => []),
           ])
+          // An assistant's turns (its replies are tagged `assistant`).
+          const ts = ms.some((m) => m.tags?.assistant) ? await assistantTurns(ws, bot, conv).catch(() => null) : null
           if (stop) return
+          if (ts) setTurns(ts)
           setLLMCalls(lc.reverse())
           ms.sort((a, b) => a.createdAt.localeCompare(b.createdAt))
           evs.sort((a, b) => a.createdAt.localeCompare(b.createdAt))
@@ -125,6 +132,11 @@ export function Emulator({ ws, bot }) {
     const next = incoming[incoming.indexOf(m) + 1]
     return llmCalls.filter((c) => c.createdAt >= m.createdAt && (!next || c.createdAt < next.createdAt))
   }
+  // An assistant's answer names the user's message it answers: the turn's
+  // LLM calls go under the answer, with the passages it retrieved.
+  const askedBy = (m) => (m.direction === 'outgoing' && m.tags?.assistantTurn ? incoming.find((x) => x.id === m.tags.assistantTurn) : null)
+  const answered = new Set(messages.map((m) => askedBy(m)?.id).filter(Boolean))
+  const llmLine = (c) => html`<div class="llm" data-test="llm-call">LLM <code>${c.model}</code> · ${c.inputTokens} in / ${c.outputTokens} out tokens · ${c.latencyMs} ms${c.status === 'error' ? html` · <span class="why">${c.error}</span>` : ''}${c.conversationId ? '' : html` <span class="muted">(conversation not named)</span>`}</div>`
   const failed = events.filter((ev) => ev.status === 'failed')
   return html`<h1>Emulator</h1>
     <p class="muted">You talk to the bot as a user on the platform's built-in channel <code>emulator</code>; no integration is needed.
@@ -136,11 +148,13 @@ export function Emulator({ ws, bot }) {
           ${messages.length === 0 && html`<${Empty}>Say something to the bot below. Its replies appear here as they come.</${Empty}>`}
           ${messages.map((m) => {
             const ev = m.direction === 'incoming' ? eventOf(m) : null
+            const asked = askedBy(m)
             return html`<div class=${'bubble ' + (m.direction === 'incoming' ? 'user' : 'bot')} data-test=${m.direction === 'incoming' ? 'user-message' : 'bot-message'}>
               <div>${payloadText(m)}</div>
               <div class="meta">${new Date(m.createdAt).toLocaleTimeString()} ${ev && html`· event <${Status} value=${ev.status} />`}
                 ${ev?.failureReason && html`<div class="why">${ev.failureReason}</div>`}
-                ${ev && callsOf(m).map((c) => html`<div class="llm" data-test="llm-call">LLM <code>${c.model}</code> · ${c.inputTokens} in / ${c.outputTokens} out tokens · ${c.latencyMs} ms${c.status === 'error' ? html` · <span class="why">${c.error}</span>` : ''}${c.conversationId ? '' : html` <span class="muted">(conversation not named)</span>`}</div>`)}</div>
+                ${ev && !answered.has(m.id) && callsOf(m).map(llmLine)}
+                ${asked && html`<${Turn} t=${turns.get(m.id) || turns.get(asked.id)} />${callsOf(asked).map(llmLine)}`}</div>
             </div>`
           })}
         </div>
