@@ -540,6 +540,14 @@ func Open(ctx context.Context, o Options, ln net.Listener) (*Stack, error) {
 		}
 		sort.Strings(keys)
 		for _, k := range keys {
+			// No SSM here: the providers' keys the functions would read
+			// from SecureString parameters (*_API_KEY_PARAMETER) are
+			// none, as a missing parameter is (docs/llm.md); reading one
+			// would fail the chat function's start (the real SSM's host
+			// is not reachable), so the parameter is not named.
+			if strings.HasSuffix(k, "_API_KEY_PARAMETER") {
+				continue
+			}
 			env = append(env, k+"="+f.Env[k])
 		}
 		lf := newLambdaFunction(f, binary(binDir, f), env, rtLn.Addr().String())
