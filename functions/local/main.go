@@ -17,6 +17,8 @@ import (
 // own file or package; this is the one place that lists them.
 var commands = []command.Command{
 	serveCommand,
+	backupCommand,
+	restoreCommand,
 }
 
 func main() {

@@ -27,6 +27,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -585,4 +586,41 @@ func (m *Manager) Run(ctx context.Context) {
 			}
 		}
 	}
+}
+
+// The variables standing for serve's backup flags.
+const (
+	EnvDir   = "PLATFORM_BACKUP_DIR"
+	EnvEvery = "PLATFORM_BACKUP_EVERY"
+	EnvKeep  = "PLATFORM_BACKUP_KEEP"
+)
+
+// DefaultKeep is how many backups are kept unless told otherwise.
+const DefaultKeep = 7
+
+// ParseSchedule reads the schedule and retention given as flags (empty and
+// negative: unset) or else by EnvEvery and EnvKeep.
+func ParseSchedule(every string, keep int, getenv func(string) string) (time.Duration, int, error) {
+	if every == "" {
+		every = getenv(EnvEvery)
+	}
+	var d time.Duration
+	if every != "" && every != "0" {
+		var err error
+		if d, err = time.ParseDuration(every); err != nil || d < time.Second {
+			return 0, 0, fmt.Errorf("backup interval %q: want a duration of 1s or more, e.g. 6h or 30m (0: none)", every)
+		}
+	}
+	if keep < 0 {
+		if v := getenv(EnvKeep); v != "" {
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 0 {
+				return 0, 0, fmt.Errorf("%s=%q: want a whole number, 0 or more (0 keeps all)", EnvKeep, v)
+			}
+			keep = n
+		} else {
+			keep = DefaultKeep
+		}
+	}
+	return d, keep, nil
 }

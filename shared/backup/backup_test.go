@@ -69,7 +69,7 @@ func (s *stores) close() {
 func createTable(t *testing.T, db *dynamodb.Client) {
 	t.Helper()
 	_, err := db.CreateTable(context.Background(), &dynamodb.CreateTableInput{
-		TableName: aws.String("tbl"),
+		TableName:            aws.String("tbl"),
 		BillingMode:          types.BillingModePayPerRequest,
 		AttributeDefinitions: []types.AttributeDefinition{{AttributeName: aws.String("pk"), AttributeType: types.ScalarAttributeTypeS}, {AttributeName: aws.String("sk"), AttributeType: types.ScalarAttributeTypeN}},
 		KeySchema:            []types.KeySchemaElement{{AttributeName: aws.String("pk"), KeyType: types.KeyTypeHash}, {AttributeName: aws.String("sk"), KeyType: types.KeyTypeRange}},
@@ -395,4 +395,3 @@ func TestScheduleAndRetention(t *testing.T) {
 		t.Fatal("a partial backup was left")
 	}
 }
-
