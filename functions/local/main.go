@@ -19,6 +19,7 @@ var commands = []command.Command{
 	serveCommand,
 	backupCommand,
 	restoreCommand,
+	awsRestoreCommand,
 }
 
 func main() {
