@@ -31,7 +31,10 @@ import (
 // read through the API (bot, rows, messages, file contents, the
 // workspace's bot count), and leaves the other bot's newer data alone. A
 // second run changes nothing; a later change of the bot is reported as a
-// conflict, not overwritten.
+// conflict, not overwritten. Then the other bot is deleted: restoring the
+// workspace is refused while its deletion is being finished, and once swept
+// puts that bot back as it was at the point in time (the first bot's later
+// change still kept, a conflict).
 func TestRestoreOneBotFromPointInTimeRecovery(t *testing.T) {
 	endpoint := mototest.StartSerial(t)
 	for k, v := range map[string]string{"DYNAMODB_ENDPOINT": endpoint, "S3_ENDPOINT": endpoint, "PLATFORM_TABLE": "live", "PLATFORM_BUCKET": "live-files",
@@ -182,6 +185,44 @@ func TestRestoreOneBotFromPointInTimeRecovery(t *testing.T) {
 	if name := e.Check(e.Do(apitest.Req{Method: "GET", Path: "/v1/admin/bots/" + a.id, Token: tok, Headers: wsh}), 200, "").Str("bot.name"); name != "alpha renamed" {
 		t.Fatalf("the conflicting change was overwritten: %s", name)
 	}
+	// The workspace: bot beta deleted, its deletion not yet swept: refused
+	// (the sweeper would delete what is put back).
+	wsOpts := awsrestore.Options{DB: db, S3: s3c, From: "restored", Table: "live", Bucket: "live-files", At: at, WorkspaceID: ws}
+	e.Check(e.Do(apitest.Req{Method: "DELETE", Path: "/v1/admin/bots/" + b.id, Token: tok, Headers: wsh}), 200, "")
+	if len(e.ItemsHolding(b.id)) > 0 { // the marker is still there: the sweep has not finished
+		if _, err := awsrestore.Run(ctx, wsOpts); err == nil || !strings.Contains(err.Error(), "still being finished") {
+			t.Fatalf("a restore during the deletion: %v", err)
+		}
+	}
+	for deadline := time.Now().Add(60 * time.Second); len(e.ItemsHolding(b.id)) > 0; {
+		if time.Now().After(deadline) {
+			t.Fatalf("bot beta's data not swept: %v", e.ItemsHolding(b.id))
+		}
+		if _, err := e.Platform.Sweeper.RunBot(ctx, b.id); err != nil {
+			t.Logf("sweep: %v", err)
+		}
+	}
+	rw, err := awsrestore.Run(ctx, wsOpts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("workspace restore: %+v", rw)
+	if len(rw.Bots) != 2 || rw.ItemsRestored == 0 || rw.ObjectsRestored != 1 || len(rw.ItemConflicts) != 2 {
+		t.Fatalf("workspace restore %+v", rw)
+	}
+	// Beta as it was at the point in time (its later row is not in the
+	// copy), alpha's later rename kept (a conflict, with the workspace's
+	// own item: its botCount moved since).
+	if rows := e.Check(e.Do(apitest.Req{Method: "POST", Path: "/v1/tables/notesTable/rows/find", Token: tok, Headers: hb, Body: map[string]any{}}), 200, "").List("rows"); len(rows) != 3 {
+		t.Fatalf("beta's rows: %v", rows)
+	}
+	if n := botCount(t, db, ws); n != "2" {
+		t.Fatalf("the workspace counts %s bots, want 2", n)
+	}
+	if name := e.Check(e.Do(apitest.Req{Method: "GET", Path: "/v1/admin/bots/" + a.id, Token: tok, Headers: wsh}), 200, "").Str("bot.name"); name != "alpha renamed" {
+		t.Fatalf("alpha: %s", name)
+	}
+
 	// Bad requests are refused before anything is read.
 	for _, o := range []awsrestore.Options{{DB: db, From: "restored", Table: "live"}, {DB: db, From: "live", Table: "live", BotID: a.id}} {
 		if _, err := awsrestore.Run(ctx, o); err == nil {
