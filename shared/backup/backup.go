@@ -69,8 +69,8 @@ type Manifest struct {
 	Files     int       `json:"files"`
 	Buckets   int       `json:"buckets"`
 	Objects   int       `json:"objects"`
-	// Duration is how long the platform's S3 writes waited, in ms: the
-	// checkpoint and the copy of the S3 records.
+	// PauseMillis is how long the platform's S3 writes waited, in ms: the
+	// checkpoint, the S3 records read and their data files linked.
 	PauseMillis int64 `json:"pauseMillis"`
 }
 
@@ -114,11 +114,10 @@ func Take(st Stores, dataDir, backupDir string, scheduled bool) (platform.Backup
 		}
 	}()
 	m := Manifest{Version: Version, Created: now, Scheduled: scheduled}
-	start := time.Now()
 	s3stats, err := st.S3.Snapshot(filepath.Join(tmp, s3Dir), func() error {
 		return st.Dynamo.Checkpoint(filepath.Join(tmp, dynamoDir))
 	})
-	m.PauseMillis = time.Since(start).Milliseconds()
+	m.PauseMillis = s3stats.Paused.Milliseconds()
 	if err != nil {
 		return platform.Backup{}, err
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/botforge/platform/shared/fsutil"
 )
@@ -15,6 +16,8 @@ type SnapshotStats struct {
 	Buckets int
 	Objects int
 	Bytes   int64 // the objects' sizes
+	// Paused is how long writes waited (the checkpoint of during included).
+	Paused time.Duration
 }
 
 // Snapshot writes every bucket and object into dir (which must not exist;
@@ -33,43 +36,65 @@ func (s *Server) Snapshot(dir string, during func() error) (SnapshotStats, error
 	if s.closed.Load() {
 		return st, errors.New("locals3: the server is closed")
 	}
-	b := s.backend
-	b.mu.RLock()
-	defer b.mu.RUnlock()
-	if during != nil {
-		if err := during(); err != nil {
-			return st, err
-		}
+	type object struct {
+		dir string
+		m   objectMeta
 	}
+	var objects []object
+	var dirs []string
 	root := filepath.Join(dir, "buckets")
-	if err := os.MkdirAll(root, 0o700); err != nil {
+	// Writes wait for this part only: the records read and the data files
+	// linked (a data file may be removed once a write replaces it). The
+	// records are written and everything fsynced after.
+	err := func() error {
+		b := s.backend
+		b.mu.RLock()
+		start := time.Now()
+		defer func() { st.Paused = time.Since(start); b.mu.RUnlock() }()
+		if during != nil {
+			if err := during(); err != nil {
+				return err
+			}
+		}
+		if err := os.MkdirAll(root, 0o700); err != nil {
+			return err
+		}
+		for name, bs := range b.buckets {
+			src, dst := filepath.Join(b.root, name), filepath.Join(root, name)
+			if err := os.Mkdir(dst, 0o700); err != nil {
+				return err
+			}
+			rec, _ := json.Marshal(bucketRecord{Created: bs.created})
+			if err := writeFileSync(filepath.Join(dst, bucketRecordName), rec); err != nil {
+				return err
+			}
+			dirs = append(dirs, dst)
+			st.Buckets++
+			for key, m := range bs.objects {
+				if err := fsutil.LinkOrCopy(filepath.Join(src, m.Data), filepath.Join(dst, m.Data)); err != nil {
+					return fmt.Errorf("%s/%s: %w", name, key, err)
+				}
+				objects = append(objects, object{dst, *m})
+				st.Objects++
+				st.Bytes += m.Size
+			}
+		}
+		return nil
+	}()
+	if err != nil {
 		return st, fmt.Errorf("locals3: snapshot: %w", err)
 	}
-	for name, bs := range b.buckets {
-		src, dst := filepath.Join(b.root, name), filepath.Join(root, name)
-		if err := os.Mkdir(dst, 0o700); err != nil {
+	for _, o := range objects {
+		raw, err := json.Marshal(&o.m)
+		if err != nil {
+			return st, err
+		}
+		if err := writeFileSync(filepath.Join(o.dir, keyHash(o.m.Key)+sidecarExt), raw); err != nil {
 			return st, fmt.Errorf("locals3: snapshot: %w", err)
 		}
-		rec, _ := json.Marshal(bucketRecord{Created: bs.created})
-		if err := writeFileSync(filepath.Join(dst, bucketRecordName), rec); err != nil {
-			return st, fmt.Errorf("locals3: snapshot: %w", err)
-		}
-		st.Buckets++
-		for key, m := range bs.objects {
-			if err := fsutil.LinkOrCopy(filepath.Join(src, m.Data), filepath.Join(dst, m.Data)); err != nil {
-				return st, fmt.Errorf("locals3: snapshot of %s/%s: %w", name, key, err)
-			}
-			raw, err := json.Marshal(m)
-			if err != nil {
-				return st, err
-			}
-			if err := writeFileSync(filepath.Join(dst, keyHash(key)+sidecarExt), raw); err != nil {
-				return st, fmt.Errorf("locals3: snapshot: %w", err)
-			}
-			st.Objects++
-			st.Bytes += m.Size
-		}
-		if err := fsutil.SyncDir(dst); err != nil {
+	}
+	for _, d := range dirs {
+		if err := fsutil.SyncDir(d); err != nil {
 			return st, err
 		}
 	}
