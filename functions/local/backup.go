@@ -46,7 +46,7 @@ func addBackupFlags(fs interface {
 	return backupFlags{
 		dataDir:   fs.String("data-dir", "./.data", "the platform's data directory"),
 		backupDir: fs.String("backup-dir", "", "directory of the backups (default: <data-dir>-backups; "+backup.EnvDir+")"),
-		apiURL:    fs.String("api-url", "", "a running platform's URL, e.g. http://127.0.0.1:8080: it takes the backup ($PLATFORM_API_URL)"),
+		apiURL:    fs.String("api-url", "", "a running platform's URL, e.g. http://127.0.0.1:8080: it takes the backup, or stages the restore for its next start ($PLATFORM_API_URL)"),
 		token:     fs.String("token", "", "the operator's personal access token (the first account's, <data-dir>/admin-token) ($PLATFORM_TOKEN)"),
 	}
 }
@@ -113,14 +113,18 @@ func runBackup(ctx context.Context, env command.Env, args []string) error {
 func runRestore(ctx context.Context, env command.Env, args []string) error {
 	fs := command.FlagSet(env, "[flags] <backup name or path>")
 	f := addBackupFlags(fs)
-	if err := command.Parse(fs, args, 1); err != nil {
+	if err := command.Parse(fs, args, -1); err != nil {
 		return err
 	}
-	if fs.NArg() != 1 {
+	if fs.NArg() == 0 {
 		fs.Usage()
 		return command.Usagef("a backup is required (its name, as `backup --list` shows, or its path)")
 	}
+	// Flags may follow the backup's name too.
 	name := fs.Arg(0)
+	if err := command.Parse(fs, fs.Args()[1:], 0); err != nil {
+		return err
+	}
 	f.resolve()
 	if *f.apiURL != "" {
 		var st platform.BackupStatus

@@ -341,6 +341,9 @@ func Resolve(backupDir, name string) (string, error) {
 			p = filepath.Join(backupDir, name)
 		}
 	}
+	if _, err := os.Stat(p); errors.Is(err, fs.ErrNotExist) {
+		return "", fmt.Errorf("no backup %s in %s, and no such directory (local backup --list lists the backups)", name, backupDir)
+	}
 	if _, err := readManifest(p); err != nil {
 		return "", err
 	}
