@@ -36,6 +36,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
 	"reflect"
 	"sort"
 	"strings"
@@ -388,7 +389,11 @@ func restoreObjects(ctx context.Context, o Options, prefix string, r *Report) er
 			r.ObjectsRestored++
 			continue
 		}
-		src := o.Bucket + "/" + key + "?versionId=" + then.version
+		segs := strings.Split(key, "/")
+		for i := range segs {
+			segs[i] = url.PathEscape(segs[i]) // CopySource is URL-encoded
+		}
+		src := o.Bucket + "/" + strings.Join(segs, "/") + "?versionId=" + url.QueryEscape(then.version)
 		if _, err := o.S3.CopyObject(ctx, &s3.CopyObjectInput{Bucket: &o.Bucket, Key: aws.String(key), CopySource: aws.String(src), MetadataDirective: s3types.MetadataDirectiveCopy}); err != nil {
 			return fmt.Errorf("copying %s version %s back: %w", key, then.version, err)
 		}
