@@ -254,3 +254,46 @@ func TestBackupWhileWritingRestores(t *testing.T) {
 func fileBody(f int, n int64) []byte {
 	return bytes.Repeat([]byte(fmt.Sprintf("file %d/%d\n", f, n)), 1+int(n%50)*20)
 }
+
+// TestScheduledBackups: serve with PLATFORM_BACKUP_EVERY=1s and
+// PLATFORM_BACKUP_KEEP=2 (the variables of --backup-every and
+// --backup-keep) takes a backup every second and keeps the newest two
+// (three for the instant between a new one and the pruning); a bad
+// interval is a usage error that starts nothing.
+func TestScheduledBackups(t *testing.T) {
+	bin := buildBinary(t)
+	root := t.TempDir()
+	backups := filepath.Join(root, "bk")
+	if code, _, errs := runCLI(t, bin, nil, "serve", "--data-dir", filepath.Join(root, "x"), "--backup-every", "10ms"); code != 2 || !strings.Contains(errs, "1s or more") {
+		t.Fatalf("--backup-every 10ms: exit %d: %s", code, errs)
+	}
+	t.Setenv("PLATFORM_BACKUP_EVERY", "1s")
+	t.Setenv("PLATFORM_BACKUP_KEEP", "2")
+	t.Setenv("PLATFORM_BACKUP_DIR", backups)
+	s := start(t, bin, filepath.Join(root, "data"))
+	defer s.stop(syscall.SIGINT)
+	seen := map[string]bool{}
+	deadline := time.Now().Add(60 * time.Second)
+	for len(seen) < 4 {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d scheduled backups in 60 s", len(seen))
+		}
+		entries, _ := os.ReadDir(backups)
+		listed := 0
+		for _, e := range entries {
+			if _, err := os.Stat(filepath.Join(backups, e.Name(), "backup.json")); err == nil {
+				listed++
+				seen[e.Name()] = true
+			}
+		}
+		if listed > 3 {
+			t.Fatalf("%d backups kept, want 2 (3 while pruning)", listed)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	code, list, errs := runCLI(t, bin, nil, "backup", "--list", "--backup-dir", backups)
+	if n := strings.Count(list, "\tscheduled\n"); code != 0 || n < 2 || n > 3 {
+		t.Fatalf("backup --list: exit %d, %d scheduled: %s %s", code, n, list, errs)
+	}
+	t.Logf("%d scheduled backups seen; listed now:\n%s", len(seen), list)
+}
