@@ -163,6 +163,16 @@ func TestBackupDuringWritesIsConsistent(t *testing.T) {
 	if b.Size <= 0 || b.Objects == 0 {
 		t.Fatalf("backup %+v: want a size and objects", b)
 	}
+	// Private, as the data directory is (secrets, chat content).
+	filepath.WalkDir(filepath.Join(backupDir, b.Name), func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fi, _ := d.Info(); fi.Mode().Perm()&0o077 != 0 {
+			t.Errorf("%s is %v: readable by others", p, fi.Mode().Perm())
+		}
+		return nil
+	})
 	list, err := List(backupDir)
 	if err != nil || len(list) != 1 || list[0].Name != b.Name || list[0].Size != b.Size {
 		t.Fatalf("List = %+v, %v; want the one backup %+v", list, err, b)
