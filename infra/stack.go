@@ -338,9 +338,15 @@ func (s *builder) storage() {
 			ExposedHeaders: jsii.Strings("ETag"),
 			MaxAge:         jsii.Number(3600),
 		}},
+		// Backups (docs/backup.md): versions kept as long as the table's
+		// point-in-time recovery, for local aws-restore.
+		Versioned: jsii.Bool(true),
 		LifecycleRules: &[]*awss3.LifecycleRule{{
 			Id:                                  jsii.String("abort-incomplete-multipart-uploads"),
 			AbortIncompleteMultipartUploadAfter: awscdk.Duration_Days(jsii.Number(1)),
+		}, {
+			Id:                          jsii.String("noncurrent-versions"),
+			NoncurrentVersionExpiration: awscdk.Duration_Days(jsii.Number(35)),
 		}},
 		RemovalPolicy: awscdk.RemovalPolicy_RETAIN,
 	})

@@ -18,6 +18,9 @@ import (
 var commands = []command.Command{
 	serveCommand,
 	assistantCommand,
+	backupCommand,
+	restoreCommand,
+	awsRestoreCommand,
 }
 
 func main() {

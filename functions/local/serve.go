@@ -2,8 +2,10 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"os"
 
+	"github.com/botforge/platform/shared/backup"
 	"github.com/botforge/platform/shared/clientip"
 	"github.com/botforge/platform/shared/command"
 	"github.com/botforge/platform/shared/embeddings"
@@ -47,8 +49,19 @@ func serve(ctx context.Context, env command.Env, args []string) error {
 		signin.EnvOIDCName:         fs.String("oidc-name", "", "the provider's display name on the sign-in page, \"Sign in with <name>\" ("+signin.EnvOIDCName+")"),
 	}
 	metricsToken := fs.String("metrics-token", "", "bearer token that /metrics requires (then from any address); none: loopback callers only ("+metrics.EnvToken+"); prefer the variable, a flag shows in ps")
+	// Backups of the data directory (docs/backup.md).
+	backupDir := fs.String("backup-dir", "", "directory of the data directory's backups (default: <data-dir>-backups; "+backup.EnvDir+")")
+	backupEvery := fs.String("backup-every", "", "take a backup this often while serving, e.g. 6h or 30m; 0 or none: only on demand ("+backup.EnvEvery+")")
+	backupKeep := fs.Int("backup-keep", -1, fmt.Sprintf("backups kept, the oldest pruned after each new one; 0 keeps all (default %d; %s)", backup.DefaultKeep, backup.EnvKeep))
 	if err := command.Parse(fs, args, 0); err != nil {
 		return err
+	}
+	every, keep, err := backup.ParseSchedule(*backupEvery, *backupKeep, os.Getenv)
+	if err != nil {
+		return command.Usagef("%v", err)
+	}
+	if *backupDir == "" {
+		*backupDir = os.Getenv(backup.EnvDir)
 	}
 	for env, v := range signinFlags {
 		if *v != "" {
@@ -61,7 +74,7 @@ func serve(ctx context.Context, env command.Env, args []string) error {
 			os.Setenv(env, v)
 		}
 	}
-	o := local.Options{Addr: *addr, DataDir: *dataDir}
+	o := local.Options{Addr: *addr, DataDir: *dataDir, Backup: local.BackupOptions{Dir: *backupDir, Every: every, Keep: keep}}
 	if *reserve >= 0 {
 		o.DiskReserveMiB = reserve
 	}

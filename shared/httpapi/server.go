@@ -14,6 +14,7 @@ import (
 	"log/slog"
 	"net/http"
 	"path"
+	"slices"
 	"strings"
 
 	"github.com/botforge/platform/shared/builtin"
@@ -93,6 +94,9 @@ type Config struct {
 	// Series keeps the metrics over time for the console's health page
 	// (metrics.go); nil: not kept here (AWS).
 	Series *metrics.Series
+	// Backups are the local platform's backups (backups.go); nil: none
+	// kept here (AWS).
+	Backups platform.Backups
 	// ClientIP finds each request's client address, the one every
 	// per-address limit counts (zero: the socket's peer, no proxy trusted).
 	ClientIP clientip.Resolver
@@ -194,7 +198,13 @@ func newServer(cfg Config) *server {
 func (s *server) routes(a Area) []route {
 	switch a {
 	case AreaAdmin:
-		return append(append(append(append(append(s.adminRoutes(), s.referenceAdminRoutes()...), s.hitlRoutes()...), s.signinRoutes()...), s.metricsRoutes()...), s.assistantRoutes()...)
+		return slices.Concat(s.adminRoutes(), s.referenceAdminRoutes(),
+			s.hitlRoutes(),
+			s.signinRoutes(),
+			s.metricsRoutes(),
+			s.assistantRoutes(),
+			s.backupRoutes(),
+		)
 	case AreaChat:
 		// The cognitive API (bots' LLM calls) is served with Chat: the
 		// same bot-scoped callers, the same function on AWS.

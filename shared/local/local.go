@@ -27,6 +27,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	awss3 "github.com/aws/aws-sdk-go-v2/service/s3"
 
+	"github.com/botforge/platform/shared/backup"
 	"github.com/botforge/platform/shared/builtin"
 	"github.com/botforge/platform/shared/clientip"
 	"github.com/botforge/platform/shared/delivery"
@@ -69,6 +70,16 @@ type Options struct {
 	// embedded DynamoDB refuses writes (0 keeps none); unset, it is
 	// PLATFORM_LOCAL_DISK_RESERVE_MIB or 64 (the -disk-reserve-mib flag).
 	DiskReserveMiB *int64
+	// Backup configures the data directory's backups (shared/backup,
+	// docs/backup.md): where they go, how often, how many are kept.
+	Backup BackupOptions
+}
+
+// BackupOptions configure the backups of the data directory.
+type BackupOptions struct {
+	Dir   string        // default: <data-dir>-backups beside the data directory
+	Every time.Duration // 0: none on a schedule
+	Keep  int           // 0: all kept
 }
 
 // DiskReserveEnv names the variable setting the disk reserve in MiB.
@@ -160,7 +171,10 @@ type Platform struct {
 	// Series keeps the metrics over the last hour and day (the console's
 	// health page).
 	Series *metrics.Series
-	apiURL atomic.Pointer[string]
+	// Backups takes the data directory's backups (nil with external
+	// stores); Run sets its directory, schedule and retention.
+	Backups *backup.Manager
+	apiURL  atomic.Pointer[string]
 }
 
 // SetBaseURL sets where deployed code reaches the API (BP_API_URL), when
@@ -404,6 +418,14 @@ func open(ctx context.Context, dataDir, baseURL string, log *slog.Logger, reserv
 	seriesCtx, stopSeries := context.WithCancel(context.WithoutCancel(ctx))
 	go series.Run(seriesCtx)
 	p.closers = append(p.closers, func() error { stopSeries(); return nil })
+	// Backups of the data directory (docs/backup.md): the embedded stores
+	// only; with external ones their own tools back them up.
+	var backups platform.Backups
+	if p.Dynamo != nil && p.S3 != nil {
+		p.Backups = &backup.Manager{Stores: backup.Stores{Dynamo: p.Dynamo, S3: p.S3}, DataDir: dataDir, Dir: DefaultBackupDir(dataDir), OperatorEmail: AdminEmail,
+			OnError: func(err error) { log.Error("scheduled backup failed", "err", err) }}
+		backups = p.Backups
+	}
 	signinCfg, err := signin.FromEnv(os.Getenv) // docs/signin.md
 	if err != nil {
 		return nil, err
@@ -414,6 +436,7 @@ func open(ctx context.Context, dataDir, baseURL string, log *slog.Logger, reserv
 		Builtins:      p.Builtins,
 		ClientIP:      trusted,
 		Series:        series,
+		Backups:       backups,
 		Sweeper:       sweeper,
 		Store:         p.Store,
 		PagingKey:     key,
@@ -564,12 +587,30 @@ func Run(ctx context.Context, o Options) error {
 	if strings.HasPrefix(o.Addr, ":") {
 		base = "http://localhost" + o.Addr
 	}
+	// A restore staged while the platform ran (the console's restore
+	// button) happens now, before the stores open (docs/backup.md).
+	if restored, aside, err := backup.ApplyPending(o.DataDir); err != nil {
+		ln.Close()
+		return err
+	} else if restored != "" {
+		log.Info("restored the staged backup", "backup", restored, "replacedStateKeptIn", aside)
+	}
 	p, err := open(ctx, o.DataDir, base, log, o.DiskReserveMiB)
 	if err != nil {
 		ln.Close()
 		return err
 	}
 	defer p.Close()
+	if p.Backups != nil {
+		if o.Backup.Dir != "" {
+			p.Backups.Dir = o.Backup.Dir
+		}
+		p.Backups.Every, p.Backups.Keep = o.Backup.Every, o.Backup.Keep
+		bctx, stopBackups := context.WithCancel(ctx)
+		backupsDone := make(chan struct{})
+		go func() { defer close(backupsDone); p.Backups.Run(bctx) }()
+		defer func() { stopBackups(); <-backupsDone }()
+	}
 	if p.FirstToken != "" {
 		fmt.Fprintf(os.Stderr, "\nFirst account %s created. Its personal access token (also in %s):\n\n    %s\n\n",
 			AdminEmail, filepath.Join(o.DataDir, "admin-token"), p.FirstToken)
@@ -595,6 +636,12 @@ func Run(ctx context.Context, o Options) error {
 	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	return srv.Shutdown(sctx)
+}
+
+// DefaultBackupDir is where backups go unless told otherwise: beside the
+// data directory (the same file system, so unchanged files are hard links).
+func DefaultBackupDir(dataDir string) string {
+	return filepath.Clean(dataDir) + "-backups"
 }
 
 func loadSecrets(dir string) (secrets, error) {

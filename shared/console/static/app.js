@@ -9,6 +9,7 @@ import { SignIn, LinkPage, Account, Invitations, restore, signOut } from './auth
 import { Conversations, Conversation, Users, States, Tables, TableGrid, Files, Logs, Issues } from './data.js'
 import { Health, BotMetrics } from './health.js'
 import { NewAssistant, AssistantSettings, AssistantLink } from './assistant.js'
+import { Backups } from './backups.js'
 
 function parseRoute() {
   const parts = (location.hash.replace(/^#\/?/, '') || '').split('/').filter(Boolean).map(decodeURIComponent)
@@ -31,6 +32,7 @@ function Nav({ route, account, onSignOut }) {
       ${link('/tokens', 'Tokens')}
       ${link('/account', 'Account')}
       ${link('/health', 'Health')}
+      ${link('/backups', 'Backups')}
     </nav>
     <span class="who">${account?.email} <button class="link" onClick=${onSignOut}>Sign out</button></span>
     ${inBot && html`<nav class="sub" data-test="bot-nav">
@@ -46,6 +48,7 @@ function Page({ route, account, onSignedOut }) {
   if (a === 'tokens') return html`<${Tokens} />`
   if (a === 'account') return html`<${Account} account=${account} onSignedOut=${onSignedOut} />`
   if (a === 'health') return html`<${Health} />`
+  if (a === 'backups') return html`<${Backups} />`
   if (a !== 'w' || !ws) return html`<${Workspaces} />`
   if (b === 'members') return html`<${Members} ws=${ws} /><${Invitations} ws=${ws} />`
   if (b === 'inbox') return html`<${Inbox} ws=${ws} id=${bot} />`
