@@ -181,11 +181,16 @@ func (w *Sweeper) RunBot(ctx context.Context, botID string) (int, error) {
 // prefix.
 func (w *Sweeper) run(ctx context.Context, prefix string) (int, error) {
 	s := w.Store
-	markers, err := queryAllItems(ctx, s, &dynamodb.QueryInput{
-		KeyConditionExpression:    aws.String("pk = :pk AND begins_with(sk, :p)"),
-		ExpressionAttributeValues: item{":pk": str(deletionsPK), ":p": str(prefix)},
+	q := &dynamodb.QueryInput{
+		KeyConditionExpression:    aws.String("pk = :pk"),
+		ExpressionAttributeValues: item{":pk": str(deletionsPK)},
 		ConsistentRead:            aws.Bool(true),
-	})
+	}
+	if prefix != "" { // DynamoDB refuses an empty string in a key condition
+		q.KeyConditionExpression = aws.String("pk = :pk AND begins_with(sk, :p)")
+		q.ExpressionAttributeValues[":p"] = str(prefix)
+	}
+	markers, err := queryAllItems(ctx, s, q)
 	if err != nil {
 		return 0, err
 	}
