@@ -17,6 +17,7 @@ import (
 // own file or package; this is the one place that lists them.
 var commands = []command.Command{
 	serveCommand,
+	exportCommand, importCommand, // export.go: portable archives (docs/export-import.md)
 }
 
 func main() {

@@ -310,9 +310,7 @@ func TestRoundTrip(t *testing.T) {
 	start := time.Now()
 	bot := seed(t, a, sc)
 	t.Logf("seeded in %s", time.Since(start).Round(time.Millisecond))
-	// The account of the member exists on the target (invited elsewhere).
-	other := b.call("POST", "/v1/admin/workspaces", "", map[string]any{"name": "Other"}, 200).Str("id")
-	b.Do(apitest.Req{Method: "POST", Path: "/v1/admin/workspace-members", Token: b.AdminToken, Body: map[string]any{"email": "dev@example.com", "role": "viewer"}, Headers: map[string]string{"x-workspace-id": other}})
+	prepareTarget(b)
 
 	dir := t.TempDir()
 	file := filepath.Join(dir, "acme.bfa")
@@ -521,4 +519,12 @@ func eventTypes(s *side, bot string) []string {
 		out = append(out, fmt.Sprint(m["type"], " ", m["id"], " ", m["status"]))
 	}
 	return out
+}
+
+// prepareTarget gives the target the account of the source's member (an
+// account of another of its workspaces): members are imported for
+// accounts the target knows.
+func prepareTarget(b *side) {
+	other := b.call("POST", "/v1/admin/workspaces", "", map[string]any{"name": "Other"}, 200).Str("id")
+	b.Do(apitest.Req{Method: "POST", Path: "/v1/admin/workspace-members", Token: b.AdminToken, Body: map[string]any{"email": "dev@example.com", "role": "viewer"}, Headers: map[string]string{"x-workspace-id": other}})
 }
