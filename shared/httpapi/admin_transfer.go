@@ -164,6 +164,16 @@ func (s *server) importOne(c *call, bots map[string]*call, e importEntry, dry bo
 		o.Outcome, o.Message = outSkipped, "issues are recorded by the platform as they happen; not imported"
 		return nil
 	}
+	if p, ok := importPrefixes[e.Kind]; ok {
+		var rec struct {
+			ID string `json:"id"`
+		}
+		json.Unmarshal(e.Data, &rec)
+		if !platform.HasPrefix(rec.ID, p) {
+			o.Outcome, o.Message = outFailed, fmt.Sprintf("id %q is not an id of this platform (%s and 26 characters, as Botpress Cloud's are not): import with --remap", rec.ID, p)
+			return nil
+		}
+	}
 	bc, err := s.botCall(c, bots, e.Bot)
 	if isNotFound(err) {
 		if dry {
@@ -388,7 +398,8 @@ func (s *server) importBot(c *call, bots map[string]*call, e importEntry, dry bo
 	}
 	id := in.Bot.ID
 	if !platform.HasPrefix(id, platform.PrefixBot) {
-		return platform.Invalid("entry %d: bot id %q is not a bot id", e.Seq, id)
+		o.Outcome, o.Message = outFailed, fmt.Sprintf("bot id %q is not an id of this platform (%s and 26 characters, as Botpress Cloud's are not): import with --remap", id, platform.PrefixBot)
+		return nil
 	}
 	cur, err := s.Store.GetBot(c.ctx, id)
 	if err == nil {
@@ -706,6 +717,13 @@ func (s *server) importFile(c *call, e importEntry, dry bool, o *importOutcome) 
 	}
 	o.UploadURL, err = s.Files.PresignPut(platform.WithOrigin(c.ctx, origin(c.Request)), rec.ObjectKey(), rec.ContentType, rec.Size, files.UploadURLTTL)
 	return err
+}
+
+// importPrefixes are the id prefixes of the kinds written with their ids.
+var importPrefixes = map[string]string{
+	"table": platform.PrefixTable, "knowledgeBase": platform.PrefixKnowledgeBase, "file": platform.PrefixFile,
+	"user": platform.PrefixUser, "conversation": platform.PrefixConversation, "message": platform.PrefixMessage,
+	"event": platform.PrefixEvent, "task": platform.PrefixTask, "workflow": platform.PrefixWorkflow,
 }
 
 func isType(err error, t platform.ErrorType) bool {

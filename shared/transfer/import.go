@@ -472,20 +472,20 @@ func (x *importer) resolveInstalls(ctx context.Context, e archive.Entry) (archiv
 // (ids are unique random strings, so a string equal to one is a reference
 // to it). Table row ids (numbers, per table) are kept.
 func (x *importer) remap(e archive.Entry) (archive.Entry, error) {
-	newID := func(old string) string {
+	newID := func(old, prefix string) string {
 		if n, ok := x.ids[old]; ok {
 			return n
 		}
-		i := strings.IndexByte(old, '_')
-		if i <= 0 || !platform.HasPrefix(old, old[:i+1]) {
-			return old
+		// An id of this platform's shape keeps its kind's prefix; another
+		// (Botpress Cloud's) takes the prefix of the entry's kind.
+		if i := strings.IndexByte(old, '_'); i > 0 && platform.HasPrefix(old, old[:i+1]) {
+			prefix = old[:i+1]
 		}
-		n := platform.NewID(old[:i+1])
+		n := platform.NewID(prefix)
 		x.ids[old] = n
 		return n
 	}
-	switch e.Kind {
-	case "bot", "user", "conversation", "message", "event", "task", "workflow", "knowledgeBase", "file", "table", "issue":
+	if p, ok := kindPrefixes[e.Kind]; ok {
 		var rec struct {
 			ID  string `json:"id"`
 			Bot struct {
@@ -493,11 +493,11 @@ func (x *importer) remap(e archive.Entry) (archive.Entry, error) {
 			} `json:"bot"`
 		}
 		json.Unmarshal(e.Data, &rec)
-		if rec.ID != "" {
-			newID(rec.ID)
+		if e.Kind == "bot" {
+			rec.ID = rec.Bot.ID
 		}
-		if rec.Bot.ID != "" {
-			newID(rec.Bot.ID)
+		if rec.ID != "" {
+			newID(rec.ID, p)
 		}
 	}
 	var v any
@@ -537,6 +537,12 @@ func (x *importer) rewrite(v any) any {
 		}
 	}
 	return v
+}
+
+// kindPrefixes are the id prefixes this platform gives each kind.
+var kindPrefixes = map[string]string{
+	"bot": "bot_", "table": "table_", "knowledgeBase": "kb_", "file": "file_", "user": "user_", "conversation": "conv_",
+	"message": "msg_", "event": "evt_", "task": "task_", "workflow": "wflow_",
 }
 
 // ErrIncomplete re-exports archive.ErrIncomplete.

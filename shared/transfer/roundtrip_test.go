@@ -52,8 +52,13 @@ type side struct {
 }
 
 func newSide(t *testing.T) *side {
-	e := apitest.New(t)
-	s := &side{Env: e}
+	return setupSide(t, &side{Env: apitest.New(t)})
+}
+
+// setupSide makes the side's workspace and its integration "chan" 1.0.0
+// (integration definitions are not in an archive: the target has its own
+// of the same name and version).
+func setupSide(t *testing.T, s *side) *side {
 	s.ws = s.call("POST", "/v1/admin/workspaces", "", map[string]any{"name": "Acme"}, 200).Str("id")
 	s.integ = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "{}") }))
 	t.Cleanup(s.integ.Close)
@@ -306,7 +311,10 @@ func TestRoundTrip(t *testing.T) {
 	if testing.Short() {
 		sc = scale{rows: 1500, messages: 150, files: 6}
 	}
-	a, b := newSide(t), newSide(t)
+	roundTrip(t, newSide(t), newSide(t), sc)
+}
+
+func roundTrip(t *testing.T, a, b *side, sc scale) {
 	start := time.Now()
 	bot := seed(t, a, sc)
 	t.Logf("seeded in %s", time.Since(start).Round(time.Millisecond))
