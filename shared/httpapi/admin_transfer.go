@@ -24,6 +24,20 @@ func (s *server) transferRoutes() []route {
 	}
 }
 
+// filesTransferRoutes: the import of files' records and the completion of
+// their uploads, served by the Files area, whose function may write file
+// contents (on AWS the admin function's role may not: it presigns the
+// uploads). Three segments after /v1/files: copyFile's pattern has two.
+func (s *server) filesTransferRoutes() []route {
+	return []route{
+		{pattern: "POST /v1/files/transfer/import/files", op: "importArchiveFiles", scope: scopeWorkspace, role: platform.RoleAdministrator,
+			ownBody: true, maxBody: maxImportBody, handle: func(c *call) (any, error) { return s.importEntries(c, fileKinds) }},
+	}
+}
+
+// fileKinds are the entries the Files area imports.
+var fileKinds = map[string]bool{"file": true, "fileComplete": true}
+
 // maxImportBody keeps a chunk within a Lambda request (6 MB) with room.
 const maxImportBody = 5 << 20
 
@@ -61,7 +75,11 @@ const (
 	outFailed    = "failed"
 )
 
-func (s *server) importArchiveEntries(c *call) (any, error) {
+func (s *server) importArchiveEntries(c *call) (any, error) { return s.importEntries(c, nil) }
+
+// importEntries imports a chunk of entries; only, when set, names the
+// kinds this area imports.
+func (s *server) importEntries(c *call, only map[string]bool) (any, error) {
 	var in struct {
 		DryRun  bool          `json:"dryRun"`
 		Entries []importEntry `json:"entries"`
@@ -77,6 +95,9 @@ func (s *server) importArchiveEntries(c *call) (any, error) {
 	bots := map[string]*call{}
 	out := make([]importOutcome, 0, len(in.Entries))
 	for _, e := range in.Entries {
+		if only != nil && !only[e.Kind] {
+			return nil, platform.Invalid("invalid body: entry %d: kind %q is imported by POST /v1/admin/transfer/import", e.Seq, e.Kind)
+		}
 		o := importOutcome{Seq: e.Seq, Kind: e.Kind, ID: e.ID}
 		err := s.importOne(c, bots, e, in.DryRun, &o)
 		if err != nil {

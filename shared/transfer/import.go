@@ -197,8 +197,14 @@ func (x *importer) all(ctx context.Context) error {
 	return x.flush(ctx)
 }
 
-// send calls the import operation with entries.
+// send calls the import operation with entries: files' at the Files
+// API's (its function writes file contents on AWS), the others at the
+// Admin API's.
 func (x *importer) send(ctx context.Context, entries []archive.Entry) ([]outcome, error) {
+	path := "/v1/admin/transfer/import"
+	if len(entries) > 0 && (entries[0].Kind == "file" || entries[0].Kind == "fileComplete") {
+		path = "/v1/files/transfer/import/files"
+	}
 	type wireEntry struct {
 		Seq  int64           `json:"seq"`
 		Kind string          `json:"kind"`
@@ -216,7 +222,7 @@ func (x *importer) send(ctx context.Context, entries []archive.Entry) ([]outcome
 	var out struct {
 		Results []outcome `json:"results"`
 	}
-	err := x.Client.do(ctx, headers{ws: x.Workspace}, "POST", "/v1/admin/transfer/import", map[string]any{"dryRun": x.DryRun, "entries": ws}, &out)
+	err := x.Client.do(ctx, headers{ws: x.Workspace}, "POST", path, map[string]any{"dryRun": x.DryRun, "entries": ws}, &out)
 	if err != nil {
 		return nil, err
 	}
