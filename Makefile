@@ -15,7 +15,7 @@ run:
 aws-local:
 	go run ./functions/aws-local --addr $(ADDR)
 
-test: vet unit infra conformance conformance-aws conformance-aws-container cli-e2e deploy-e2e deploy-e2e-aws llm-e2e console-e2e webchat-e2e inbox-e2e signin-e2e webchat-e2e-aws webchat-e2e-aws-container metrics-e2e health-e2e
+test: vet unit infra conformance conformance-aws conformance-aws-container cli-e2e deploy-e2e deploy-e2e-aws llm-e2e console-e2e webchat-e2e inbox-e2e signin-e2e webchat-e2e-aws webchat-e2e-aws-container metrics-e2e health-e2e transfer-aws
 
 vet:
 	go vet ./...
