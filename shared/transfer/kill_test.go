@@ -120,7 +120,10 @@ func TestKillAndResume(t *testing.T) {
 	importArgs := []string{"import", "--api-url", b.URL, "--workspace", b.ws, "--in", file, "--passphrase", "pw"}
 	seq, kills = 0, 0
 	for i := 0; i < 4; i++ {
-		finished, s := killAfterProgress(t, bin, importArgs, b.AdminToken, file+".import-journal", seq+1, time.Duration(i+1)*40*time.Millisecond)
+		// Each a little longer after the last progress: within a chunk's
+		// request (applied in part by the server when the client dies),
+		// an upload, the chats' chunk.
+		finished, s := killAfterProgress(t, bin, importArgs, b.AdminToken, file+".import-journal", seq+1, time.Duration(i+1)*100*time.Millisecond)
 		if finished {
 			break
 		}
