@@ -185,6 +185,10 @@ func (s *server) importOne(c *call, bots map[string]*call, e importEntry, dry bo
 		o.Outcome, o.Message = outSkipped, "issues are recorded by the platform as they happen; not imported"
 		return nil
 	}
+	if !botKinds[e.Kind] {
+		o.Outcome, o.Message = outSkipped, fmt.Sprintf("kind %q is not one this platform imports", e.Kind)
+		return nil
+	}
 	if p, ok := importPrefixes[e.Kind]; ok {
 		var rec struct {
 			ID string `json:"id"`
@@ -738,6 +742,12 @@ func (s *server) importFile(c *call, e importEntry, dry bool, o *importOutcome) 
 	}
 	o.UploadURL, err = s.Files.PresignPut(platform.WithOrigin(c.ctx, origin(c.Request)), rec.ObjectKey(), rec.ContentType, rec.Size, files.UploadURLTTL)
 	return err
+}
+
+// botKinds are the kinds of entries belonging to a bot.
+var botKinds = map[string]bool{
+	"secret": true, "table": true, "rows": true, "file": true, "fileComplete": true, "knowledgeBase": true, "user": true,
+	"conversation": true, "participants": true, "message": true, "event": true, "task": true, "workflow": true, "state": true,
 }
 
 // importPrefixes are the id prefixes of the kinds written with their ids.
