@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -75,7 +74,6 @@ type importer struct {
 	journal string
 	done    int64 // the journal's last applied entry
 	ids     map[string]string
-	ints    map[string]string // source integration id -> name@version
 }
 
 const maxMessages = 200
@@ -91,7 +89,7 @@ func (im Import) Run(ctx context.Context) (ImportReport, error) {
 		return ImportReport{}, err
 	}
 	defer f.Close()
-	x := &importer{Import: im, journal: im.In + ".import-journal", ids: map[string]string{}, ints: map[string]string{}}
+	x := &importer{Import: im, journal: im.In + ".import-journal", ids: map[string]string{}}
 	x.rep.DryRun = im.DryRun
 	if x.rd, err = archive.NewReader(f); err != nil {
 		return ImportReport{}, err
@@ -149,9 +147,6 @@ func (x *importer) all(ctx context.Context) error {
 		}
 		x.rep.Entries++
 		if e.Seq <= x.done {
-			if e.Kind == "integration" {
-				x.noteIntegration(e)
-			}
 			continue
 		}
 		if x.Remap {
@@ -160,9 +155,6 @@ func (x *importer) all(ctx context.Context) error {
 			}
 		}
 		switch e.Kind {
-		case "integration":
-			x.noteIntegration(e)
-			continue
 		case "blob":
 			continue // of a file not uploaded (unchanged, a conflict, a dry run)
 		case "secret":
@@ -396,12 +388,6 @@ func (x *importer) unseal(e archive.Entry) (archive.Entry, error) {
 	return e, nil
 }
 
-func (x *importer) noteIntegration(e archive.Entry) {
-	var i struct{ ID, Name, Version string }
-	json.Unmarshal(e.Data, &i)
-	x.ints[i.ID] = i.Name + "@" + i.Version
-}
-
 // resolveInstalls points the bot's installations at the integrations of the
 // same name and version where the archive is imported, when the source's
 // ids are not there (integration definitions are not in an archive).
@@ -553,5 +539,3 @@ var kindPrefixes = map[string]string{
 
 // ErrIncomplete re-exports archive.ErrIncomplete.
 var ErrIncomplete = archive.ErrIncomplete
-
-var _ = errors.New
