@@ -21,6 +21,7 @@ var commands = []command.Command{
 	backupCommand,
 	restoreCommand,
 	awsRestoreCommand,
+	exportCommand, importCommand, // export.go: portable archives (docs/export-import.md)
 }
 
 func main() {

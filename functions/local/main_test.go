@@ -179,7 +179,7 @@ func TestRestartAndKillKeepAcknowledgedWrites(t *testing.T) {
 // --addr choose another address.
 func TestListensOnLoopbackByDefault(t *testing.T) {
 	bin := buildBinary(t)
-	out, _ := exec.Command(bin, "-h").CombinedOutput()
+	out, _ := exec.Command(bin, "serve", "-h").CombinedOutput()
 	m := regexp.MustCompile(`(?m)-addr string\n.*\(default "([^"]*)"\)`).FindSubmatch(out)
 	if m == nil {
 		t.Fatalf("no default for --addr in the usage:\n%s", out)

@@ -12,6 +12,7 @@ import (
 func (s *server) referenceAdminRoutes() []route {
 	var rs []route
 	rs = append(rs, s.helperRoutes()...)
+	rs = append(rs, s.transferRoutes()...) // admin_transfer.go: archive import (docs/export-import.md)
 	rs = append(rs, s.billingRoutes()...)
 	rs = append(rs, s.accountRoutes()...)
 	rs = append(rs, s.usageRoutes()...)

@@ -15,7 +15,7 @@ func (s *server) filesRoutes() []route {
 		viewer    = platform.RoleViewer
 		developer = platform.RoleDeveloper
 	)
-	return []route{
+	return append([]route{
 		{pattern: "PUT /v1/files", op: "upsertFile", scope: scopeBot, role: developer, handle: s.upsertFile},
 		{pattern: "GET /v1/files", op: "listFiles", scope: scopeBot, role: viewer, handle: s.listFiles},
 		{pattern: "GET /v1/files/search", op: "searchFiles", scope: scopeBot, role: viewer, handle: s.searchFiles},
@@ -34,7 +34,7 @@ func (s *server) filesRoutes() []route {
 		{pattern: "POST /v1/files/{idOrKey}/{destinationKey}", op: "copyFile", scope: scopeBot, role: developer, handle: s.copyFile},
 		{pattern: "GET /v1/files/{id}/passages", op: "listFilePassages", scope: scopeBot, role: viewer, handle: s.listFilePassages},
 		{pattern: "PUT /v1/files/{id}/passages", op: "setFilePassages", scope: scopeBot, role: developer, handle: s.setFilePassages},
-	}
+	}, s.filesTransferRoutes()...) // admin_transfer.go: files of an archive import (docs/export-import.md)
 }
 
 // filesRawRoutes are the Files operations answering raw bytes: Download

@@ -46,7 +46,7 @@ func (t tableRows) ScanRows(ctx context.Context, sc tables.Scan, fn func(r *plat
 			return err
 		}
 	}
-	return t.st.QueryRows(ctx, t.rec.RowSet(), dynamo.RowScan{Descending: sc.Descending, Limit: sc.Want, Needles: sc.Needles}, fn)
+	return t.st.QueryRows(ctx, t.rec.RowSet(), dynamo.RowScan{Descending: sc.Descending, Limit: sc.Want, Needles: sc.Needles, After: sc.After, Before: sc.Before}, fn)
 }
 
 // maxCandidates bounds the candidates of a lookup read before any row

@@ -30,6 +30,11 @@ type Filter struct {
 	needles  []string
 	nodes    int
 	index    *platform.TableIndexLookup // see planIndex
+	// idAfter and idBefore bound the ids of the rows the filter can match
+	// (exclusive, 0 for none: its top-level conditions on id), and idOnly
+	// says it has no other condition (see planIDRange).
+	idAfter, idBefore int64
+	idOnly            bool
 }
 
 // Warnings are remarks on a valid but questionable filter.
@@ -137,6 +142,7 @@ func ParseFilter(raw json.RawMessage, s *Schema) (*Filter, error) {
 		f.addNeedle(root)
 	}
 	f.planIndex()
+	f.planIDRange()
 	return f, nil
 }
 

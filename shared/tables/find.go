@@ -48,6 +48,9 @@ type Scan struct {
 	// Index: the source may read only the rows this lookup of a column
 	// index names (Filter.Index), in id order; each is still matched.
 	Index *platform.TableIndexLookup
+	// After and Before bound the ids the source need read (exclusive, 0
+	// for none): the filter's conditions on id.
+	After, Before int64
 }
 
 // RowSource yields a table's rows in id order until fn returns false.
@@ -96,8 +99,11 @@ func (q Query) needles() []string {
 func findByID(ctx context.Context, src RowSource, s *Schema, q Query) (Result, error) {
 	var res Result
 	sc := Scan{Descending: q.Desc, Needles: q.needles(), Index: q.index()}
-	if q.Filter == nil {
+	if q.Filter == nil || q.Filter.idOnly {
 		sc.Want = q.Offset + q.Limit + 1
+	}
+	if q.Filter != nil {
+		sc.After, sc.Before = q.Filter.idAfter, q.Filter.idBefore
 	}
 	matched := 0
 	err := src.ScanRows(ctx, sc, func(r *platform.TableRow) (bool, error) {

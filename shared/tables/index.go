@@ -148,6 +148,59 @@ func (f *Filter) planIndex() {
 	f.index = best
 }
 
+// planIDRange bounds the ids the filter's top-level conditions on id
+// allow ({"id": {"$gt": 1000}}: an exporter's keyset page), so that a find
+// in id order reads the rows from there instead of from the table's start.
+func (f *Filter) planIDRange() {
+	conds := []cond{f.root}
+	if and, ok := f.root.(andCond); ok {
+		conds = and
+	}
+	f.idOnly = true
+	for _, c := range conds {
+		fc, ok := c.(fieldCond)
+		if !ok || fc.f.system != "id" || len(fc.f.sub) > 0 {
+			f.idOnly = false
+			continue
+		}
+		for _, o := range fc.ops {
+			v, isNum := o.val.(float64)
+			if !isNum || v != math.Trunc(v) || v < 0 || v > float64(platform.MaxTableRowID) {
+				// Not bounded here: the filter still decides each row, and
+				// the page may not stop at its length.
+				f.idOnly = false
+				continue
+			}
+			n := int64(v)
+			after, before := int64(0), int64(0)
+			switch o.name {
+			case "$gt":
+				after = n
+			case "$gte":
+				after = n - 1
+			case "$lt":
+				before = n
+			case "$lte":
+				before = n + 1
+			case "$eq":
+				after, before = n-1, n+1
+			default:
+				f.idOnly = false
+				continue
+			}
+			if after > f.idAfter {
+				f.idAfter = after
+			}
+			if before > 0 && (f.idBefore == 0 || before < f.idBefore) {
+				f.idBefore = before
+			}
+		}
+	}
+	if f.idAfter < 0 {
+		f.idAfter = 0
+	}
+}
+
 // servable reports whether an operand has an index key that bounds its
 // matches: a scalar, and a string without NUL (the key separator).
 func servable(v any) (string, bool) {

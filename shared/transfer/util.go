@@ -1,0 +1,5 @@
+package transfer
+
+import "sort"
+
+func sortStrings(s []string) { sort.Strings(s) }
