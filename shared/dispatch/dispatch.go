@@ -61,7 +61,10 @@ type Store interface {
 	BotByID(ctx context.Context, id string) (platform.Bot, error)
 	IntegrationByID(ctx context.Context, id string) (platform.Integration, error)
 	GetEvent(ctx context.Context, bot, id string) (platform.Event, error)
-	GetMessage(ctx context.Context, bot, id string) (platform.Message, error)
+	// MessageRecord reads a message without checking its conversation:
+	// the dispatcher reads the conversation next (GetConversation: 404
+	// while it is being deleted), one read less than GetMessage's check.
+	MessageRecord(ctx context.Context, bot, id string) (platform.Message, error)
 	GetUser(ctx context.Context, bot, id string) (platform.User, error)
 	GetConversation(ctx context.Context, bot, id string) (platform.Conversation, error)
 	ExpiredState(ctx context.Context, k platform.StateKey, expiresAt string) (platform.State, bool, error)
@@ -717,7 +720,7 @@ func (d *Dispatcher) expireState(ctx context.Context, dl platform.Delivery) outc
 // messagePayload is the payload of a message_created event as the bot
 // reads it: the message, its author and its conversation, as they are now.
 func (d *Dispatcher) messagePayload(ctx context.Context, dl platform.Delivery) (platform.Message, json.RawMessage, *outcome) {
-	m, err := d.Store.GetMessage(ctx, dl.BotID, dl.MessageID)
+	m, err := d.Store.MessageRecord(ctx, dl.BotID, dl.MessageID)
 	if o := failed(err, outcome{final: true, why: "the message was deleted before it could be delivered"}); o != nil {
 		return m, nil, o
 	}
@@ -740,7 +743,7 @@ func (d *Dispatcher) messagePayload(ctx context.Context, dl platform.Delivery) (
 // conversation (message_created); a conversation of no integration has
 // nowhere to send it.
 func (d *Dispatcher) sendOutgoing(ctx context.Context, dl platform.Delivery) outcome {
-	m, err := d.Store.GetMessage(ctx, dl.BotID, dl.MessageID)
+	m, err := d.Store.MessageRecord(ctx, dl.BotID, dl.MessageID)
 	if o := failed(err, skipped); o != nil {
 		return *o
 	}

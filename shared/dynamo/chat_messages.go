@@ -329,6 +329,15 @@ func (s *Store) liveConversations(ctx context.Context, bot string, ids []string)
 	return out, nil
 }
 
+// MessageRecord reads a message of the bot without checking its
+// conversation (one GetItem): for a reader that reads the conversation
+// next anyway (the dispatcher: a conversation being deleted answers 404
+// there).
+func (s *Store) MessageRecord(ctx context.Context, bot, id string) (platform.Message, error) {
+	m, err := s.getMsg(ctx, bot, id)
+	return m.Message, err
+}
+
 // GetMessage reads a message of the bot and checks its conversation (two
 // GetItem).
 func (s *Store) GetMessage(ctx context.Context, bot, id string) (platform.Message, error) {
