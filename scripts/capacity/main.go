@@ -22,6 +22,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"runtime"
 
 	"github.com/botforge/platform/shared/capacity"
 	"github.com/botforge/platform/shared/chatrelay"
@@ -35,6 +36,9 @@ func main() {
 		turns     = flag.Int("turns", 4, "turns (a bot message and a user message) per conversation in the replay")
 		maxConv   = flag.Int("replay-conversations", 400, "at most this many conversations are replayed (per-conversation keys are scaled to the load's)")
 		tableRows = flag.Int("table-rows", 2000, "rows of the table the table queries read")
+		userOnly  = flag.Bool("user-only", false, "replay users' messages only (each delivered to the bot as an event), for the units of one user message and its delivery")
+		breakdown = flag.Bool("breakdown", false, "also print the units per message by operation and by kind of key, at 1x and as billed")
+		oneBot    = flag.Int("onebot", 0, "the one-bot load test: write this many users' messages to one bot as fast as this machine takes them (over -replay-conversations conversations at once), report the rate reached and the units per key that -rate implies (-bots is 1)")
 	)
 	flag.Float64Var(&load.MessagesPerSecond, "rate", 100, "messages written per second, platform-wide")
 	flag.IntVar(&load.Bots, "bots", 10, "bots")
@@ -69,7 +73,24 @@ func main() {
 		fmt.Fprintln(os.Stderr, "capacity: -rate must be positive, -bots at least 1 and -conversations at least -bots")
 		os.Exit(2)
 	}
-	shape := capacity.Shape{Bots: load.Bots, Conversations: min(load.Conversations, *maxConv), Turns: *turns}
+	if *oneBot > 0 {
+		convs := min(load.Conversations, *maxConv)
+		c, err := capacity.OneBot(context.Background(), convs, *oneBot)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		fmt.Printf("One-bot load test: %d users' messages over %d conversations of one bot, written and delivered in %.1f s: %.0f messages/s on this machine (%d cores)\n\n",
+			c.Messages, convs, c.Elapsed.Seconds(), float64(c.Messages)/c.Elapsed.Seconds(), runtime.NumCPU())
+		load.Bots = 1
+		capacity.Model(c, load, a, capacity.OnDemand).Print(os.Stdout)
+		if *breakdown {
+			fmt.Println()
+			capacity.Break(c).Print(os.Stdout)
+		}
+		return
+	}
+	shape := capacity.Shape{Bots: load.Bots, Conversations: min(load.Conversations, *maxConv), Turns: *turns, UserOnly: *userOnly}
 	if shape.Bots > shape.Conversations {
 		shape.Bots = shape.Conversations
 	}
@@ -82,4 +103,8 @@ func main() {
 		os.Exit(1)
 	}
 	capacity.Model(c, load, a, capacity.OnDemand).Print(os.Stdout)
+	if *breakdown {
+		fmt.Println()
+		capacity.Break(c).Print(os.Stdout)
+	}
 }

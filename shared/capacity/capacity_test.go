@@ -65,3 +65,69 @@ func BenchmarkDeliveries(b *testing.B) {
 		})
 	}
 }
+
+// TestOneBusyBot: one bot at 5,000 messages/s (a user's message and the
+// bot's answer, every one delivered), as the capacity model scales a
+// replay of one bot's 200 conversations: no partition key of the base
+// table or of an index takes more than DynamoDB's 1,000 write units a
+// second. The bot's usage counters (USAGE#<bot>#<n>), its events and
+// messages lists (gsi1 BOT#<bot>#EVTS#<n>, #MSGS#<n>) are spread over
+// keys; before they were, USAGE#<bot> reached 1,000 WCU at about 400
+// messages/s, BOT#<bot>#EVTS at 500, the conversations list at 1,000.
+// Reads are listed (t.Log): the keys every call reads (the token, the
+// membership, the bot) are not spread (see docs/data-model.md, "Heat").
+func TestOneBusyBot(t *testing.T) {
+	if testing.Short() {
+		t.Skip("replays 1,600 messages")
+	}
+	c, err := capacity.Replay(context.Background(), capacity.Shape{Bots: 1, Conversations: 200, Turns: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const rate = 5000
+	e := capacity.Model(c, capacity.Load{MessagesPerSecond: rate, Bots: 1, Conversations: 100000}, capacity.DefaultAssumptions, capacity.OnDemand)
+	for _, k := range e.Keys {
+		ix := k.Index
+		if ix == "" {
+			ix = "table"
+		}
+		t.Logf("%s %s: %d keys, peak %.0f WCU, %.0f RCU per key at %d messages/s", ix, k.Pattern, k.Keys, k.PeakWCU, k.PeakRCU, rate)
+		if k.PeakWCU > capacity.PartitionWCU {
+			t.Errorf("%s %s takes %.0f WCU a second at %d messages/s of one bot (limit %d)", ix, k.Pattern, k.PeakWCU, rate, capacity.PartitionWCU)
+		}
+	}
+	t.Logf("write ceiling of one bot: %.0f messages/s (%s)", e.Ceiling, e.Hottest)
+	if e.Ceiling < rate {
+		t.Errorf("one bot's write ceiling is %.0f messages/s (%s), want at least %d", e.Ceiling, e.Hottest, rate)
+	}
+}
+
+// TestUserMessageUnits: what a user's message and its delivery write, as
+// the embedded DynamoDB counts it (docs/data-model.md, "Items per
+// message"): at most 18 write units at 1x and 25 as billed (main at
+// c4ff3f9: 25 and 32), and no write of the event once delivered (its
+// status is derived from its outbox entry) nor of the conversation's list
+// entries (the message counts on the conversation's counter item).
+func TestUserMessageUnits(t *testing.T) {
+	if testing.Short() {
+		t.Skip("replays 80 messages")
+	}
+	c, err := capacity.Replay(context.Background(), capacity.Shape{Bots: 2, Conversations: 20, Turns: 4, UserOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := capacity.Break(c)
+	t.Logf("per user message: %.2f write units at 1x (%.2f base, %.2f indexes), %.2f billed, %.2f read units, %.2f write calls",
+		b.Write1x, b.BaseWrite1x, b.IndexWrite, b.WriteBilled, b.Read, b.WriteCalls)
+	if b.Write1x > 18 || b.WriteBilled > 25 {
+		t.Errorf("a user message and its delivery take %.2f write units at 1x, %.2f billed; want at most 18 and 25", b.Write1x, b.WriteBilled)
+	}
+	for k, w := range b.KeyWrites {
+		switch {
+		case strings.HasPrefix(k, "table EVT#") && w > 2: // the put, in the message's transaction
+			t.Errorf("%s: %.2f write units per message: the event is written again", k, w)
+		case strings.Contains(k, "#CONVS"):
+			t.Errorf("%s: %.2f write units per message: a message rewrites the conversation's list entries", k, w)
+		}
+	}
+}

@@ -39,6 +39,10 @@ type Shape struct {
 	TableRows, TableQueries    int
 	// Parallel is how many conversations are written at once (default 16).
 	Parallel int
+	// UserOnly: each turn is the user's message alone (delivered to the
+	// bot as a message_created event), for the units of a user's message
+	// and its delivery.
+	UserOnly bool
 }
 
 // Counted is what a replay counted.
@@ -142,7 +146,7 @@ func Replay(ctx context.Context, shape Shape) (Counted, error) {
 				for _, m := range []struct {
 					user  string
 					alias bool
-				}{{cv.bot, false}, {cv.user, true}} {
+				}{{cv.bot, false}, {cv.user, true}}[b2i(shape.UserOnly):] {
 					h := map[string]string{"x-bot-id": cv.bot}
 					if m.alias {
 						h["x-integration-alias"] = "emulator"
@@ -164,7 +168,7 @@ func Replay(ctx context.Context, shape Shape) (Counted, error) {
 		return Counted{}, first
 	}
 	calls := int(c.calls.Load())
-	messages := 2 * shape.Turns * shape.Conversations
+	messages := (2 - b2i(shape.UserOnly)) * shape.Turns * shape.Conversations
 	// Every message is delivered once; then the outbox is empty (the last
 	// delivery's own writes follow its call).
 	deadline := time.Now().Add(5 * time.Minute)
@@ -251,6 +255,13 @@ func (c *client) do(method, path string, hdr map[string]string, body any) (map[s
 	return out, nil
 }
 
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
 func str(m map[string]any, path ...string) string {
 	var v any = m
 	for _, k := range path {
@@ -327,14 +338,30 @@ func Heat(u localdynamo.Usage) []KeyHeat {
 // how long it took from the first write until every message was delivered
 // to the bot (which answers at once).
 func Throughput(ctx context.Context, conversations, messages int) (time.Duration, error) {
+	c, err := throughput(ctx, conversations, messages, false)
+	return c.Elapsed, err
+}
+
+// OneBot is the one-bot load test: users' messages to one bot, over
+// conversations conversations written at once, as fast as the local
+// platform takes them, each delivered to the bot (which answers at once);
+// it returns what the embedded DynamoDB counted and the time from the
+// first write until every message was delivered (so Messages/Elapsed is
+// the rate this machine sustains).
+func OneBot(ctx context.Context, conversations, messages int) (Counted, error) {
+	return throughput(ctx, conversations, messages, true)
+}
+
+func throughput(ctx context.Context, conversations, messages int, count bool) (Counted, error) {
+	fail := func(err error) (Counted, error) { return Counted{}, err }
 	dir, err := os.MkdirTemp("", "throughput-")
 	if err != nil {
-		return 0, err
+		return fail(err)
 	}
 	defer os.RemoveAll(dir)
 	p, err := local.Open(ctx, dir, "http://127.0.0.1:1", slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {
-		return 0, err
+		return fail(err)
 	}
 	defer p.Close()
 	api := httptest.NewServer(p.Handler)
@@ -351,11 +378,11 @@ func Throughput(ctx context.Context, conversations, messages int) (time.Duration
 	c := &client{base: api.URL, token: p.FirstToken}
 	ws, err := c.do("POST", "/v1/admin/workspaces", nil, map[string]any{"name": "throughput"})
 	if err != nil {
-		return 0, err
+		return fail(err)
 	}
 	b, err := c.do("POST", "/v1/admin/bots", map[string]string{"x-workspace-id": str(ws, "id")}, map[string]any{"name": "t", "dev": true, "url": bot.URL})
 	if err != nil {
-		return 0, err
+		return fail(err)
 	}
 	h := map[string]string{"x-bot-id": str(b, "bot", "id")}
 	// A user per conversation (a message's write checks its author).
@@ -363,13 +390,17 @@ func Throughput(ctx context.Context, conversations, messages int) (time.Duration
 	for range conversations {
 		cv, err := c.do("POST", "/v1/chat/conversations", h, map[string]any{"channel": "web", "tags": map[string]string{}})
 		if err != nil {
-			return 0, err
+			return fail(err)
 		}
 		u, err := c.do("POST", "/v1/chat/users", h, map[string]any{"tags": map[string]string{}})
 		if err != nil {
-			return 0, err
+			return fail(err)
 		}
 		convs, users = append(convs, str(cv, "conversation", "id")), append(users, str(u, "user", "id"))
+	}
+	if count {
+		p.Dynamo.CountUnits(true)
+		defer p.Dynamo.CountUnits(false)
 	}
 	start := time.Now()
 	errs := make(chan error, conversations)
@@ -391,13 +422,23 @@ func Throughput(ctx context.Context, conversations, messages int) (time.Duration
 	}
 	for range convs {
 		if err := <-errs; err != nil {
-			return 0, err
+			return fail(err)
 		}
 	}
 	select {
 	case <-all:
 	case <-time.After(5 * time.Minute):
-		return 0, fmt.Errorf("throughput: %d of %d delivered after 5 minutes", delivered.Load(), messages)
+		return fail(fmt.Errorf("throughput: %d of %d delivered after 5 minutes", delivered.Load(), messages))
 	}
-	return time.Since(start), nil
+	out := Counted{Shape: Shape{Bots: 1, Conversations: conversations, Turns: max(1, messages/conversations), UserOnly: true},
+		Messages: messages, Deliveries: int(delivered.Load()), APICalls: messages, Elapsed: time.Since(start)}
+	if count {
+		// The last deliveries' own writes (their entries' removal) follow
+		// their calls: wait for the outbox to be empty.
+		for !outboxEmpty(ctx, p) {
+			time.Sleep(10 * time.Millisecond)
+		}
+		out.Usage = p.Dynamo.Usage()
+	}
+	return out, nil
 }

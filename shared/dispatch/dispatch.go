@@ -61,7 +61,10 @@ type Store interface {
 	BotByID(ctx context.Context, id string) (platform.Bot, error)
 	IntegrationByID(ctx context.Context, id string) (platform.Integration, error)
 	GetEvent(ctx context.Context, bot, id string) (platform.Event, error)
-	GetMessage(ctx context.Context, bot, id string) (platform.Message, error)
+	// MessageRecord reads a message without checking its conversation:
+	// the dispatcher reads the conversation next (GetConversation: 404
+	// while it is being deleted), one read less than GetMessage's check.
+	MessageRecord(ctx context.Context, bot, id string) (platform.Message, error)
 	GetUser(ctx context.Context, bot, id string) (platform.User, error)
 	GetConversation(ctx context.Context, bot, id string) (platform.Conversation, error)
 	ExpiredState(ctx context.Context, k platform.StateKey, expiresAt string) (platform.State, bool, error)
@@ -507,8 +510,13 @@ func (d *Dispatcher) deliver(ctx context.Context, dl platform.Delivery) (finishe
 		case !out.ok:
 			status, reason = platform.EventFailed, &out.why
 		}
-		if err := d.Store.SetEventStatus(ctx, dl.BotID, dl.EventID, status, reason); err != nil && platform.TypeOf(err) != platform.ErrResourceNotFound {
-			return false, err
+		// A delivered event whose status its entry settles is processed
+		// once the entry is removed below: nothing to write on it. Other
+		// outcomes are written first, then the entry removed.
+		if status != platform.EventProcessed || !dl.Settles {
+			if err := d.Store.SetEventStatus(ctx, dl.BotID, dl.EventID, status, reason); err != nil && platform.TypeOf(err) != platform.ErrResourceNotFound {
+				return false, err
+			}
 		}
 	}
 	if next != nil {
@@ -612,12 +620,21 @@ func failed(err error, ifGone outcome) *outcome {
 
 // sendEvent delivers an event to its bot.
 func (d *Dispatcher) sendEvent(ctx context.Context, dl platform.Delivery) outcome {
-	ev, err := d.Store.GetEvent(ctx, dl.BotID, dl.EventID)
-	if o := failed(err, skipped); o != nil {
-		return *o
-	}
-	if ev.Status == platform.EventCanceled {
-		return outcome{skip: true}
+	var ev platform.Event
+	if dl.EventType == platform.EventMessageCreated {
+		// Rebuilt from its message below (messagePayload), as the
+		// message's write made it: no read of the event (never
+		// scheduled, so never canceled).
+		ev = platform.Event{ID: dl.EventID, Type: dl.EventType, ConversationID: dl.ConversationID, MessageID: dl.MessageID}
+	} else {
+		var err error
+		ev, err = d.Store.GetEvent(ctx, dl.BotID, dl.EventID)
+		if o := failed(err, skipped); o != nil {
+			return *o
+		}
+		if ev.Status == platform.EventCanceled {
+			return outcome{skip: true}
+		}
 	}
 	bot, err := d.Store.BotByID(ctx, dl.BotID)
 	if o := failed(err, skipped); o != nil {
@@ -633,11 +650,14 @@ func (d *Dispatcher) sendEvent(ctx context.Context, dl platform.Delivery) outcom
 	}
 	ev.Status = platform.EventPending
 	if ev.Type == platform.EventMessageCreated {
-		payload, out := d.messagePayload(ctx, dl)
+		m, payload, out := d.messagePayload(ctx, dl)
 		if out != nil {
 			return *out
 		}
 		ev.Payload = payload
+		if dl.EventType != "" {
+			ev.CreatedAt, ev.UserID, ev.ConversationID = m.CreatedAt, m.UserID, m.ConversationID
+		}
 	}
 	req, err := delivery.BotRequest(bot, "event_received", ev.Type, map[string]any{"event": ev})
 	if err != nil {
@@ -699,31 +719,31 @@ func (d *Dispatcher) expireState(ctx context.Context, dl platform.Delivery) outc
 
 // messagePayload is the payload of a message_created event as the bot
 // reads it: the message, its author and its conversation, as they are now.
-func (d *Dispatcher) messagePayload(ctx context.Context, dl platform.Delivery) (json.RawMessage, *outcome) {
-	m, err := d.Store.GetMessage(ctx, dl.BotID, dl.MessageID)
+func (d *Dispatcher) messagePayload(ctx context.Context, dl platform.Delivery) (platform.Message, json.RawMessage, *outcome) {
+	m, err := d.Store.MessageRecord(ctx, dl.BotID, dl.MessageID)
 	if o := failed(err, outcome{final: true, why: "the message was deleted before it could be delivered"}); o != nil {
-		return nil, o
+		return m, nil, o
 	}
 	conv, err := d.Store.GetConversation(ctx, dl.BotID, m.ConversationID)
 	if o := failed(err, outcome{final: true, why: "the conversation was deleted before the message could be delivered"}); o != nil {
-		return nil, o
+		return m, nil, o
 	}
 	user, err := d.Store.GetUser(ctx, dl.BotID, m.UserID)
 	if o := failed(err, outcome{final: true, why: "the message's user was deleted before the message could be delivered"}); o != nil {
-		return nil, o
+		return m, nil, o
 	}
 	b, err := json.Marshal(map[string]any{"message": m, "user": user, "conversation": conv})
 	if err != nil {
-		return nil, &outcome{final: true, why: err.Error()}
+		return m, nil, &outcome{final: true, why: err.Error()}
 	}
-	return b, nil
+	return m, b, nil
 }
 
 // sendOutgoing delivers a bot's message to the integration of its
 // conversation (message_created); a conversation of no integration has
 // nowhere to send it.
 func (d *Dispatcher) sendOutgoing(ctx context.Context, dl platform.Delivery) outcome {
-	m, err := d.Store.GetMessage(ctx, dl.BotID, dl.MessageID)
+	m, err := d.Store.MessageRecord(ctx, dl.BotID, dl.MessageID)
 	if o := failed(err, skipped); o != nil {
 		return *o
 	}

@@ -13,7 +13,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"sort"
+	"sync"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -290,6 +292,45 @@ type span struct {
 	pk     string
 	lo, hi string
 	desc   bool
+	// shards are more partition keys of the same list (a list written
+	// over several keys, listKeys): read with pk and merged in order.
+	shards []string
+}
+
+// Lists of a bot written over several keys (docs/data-model.md, "Heat"):
+// a bot's messages and events are each a list every message adds to, so
+// one key would cap a bot at what one partition key takes (1,000 write
+// units a second). Each entry goes to one of listShards keys by a hash of
+// its id; a page reads every key after the same position and merges them
+// (readMerged). The unsharded key, which entries written before the
+// shards are in, is read with them.
+var listShards = map[string]int{listMsgs: 8, listEvents: 16}
+
+// listShard is the key of the bot's list kind that the entry of id goes
+// to (the one key of an unsharded list).
+func listShard(bot, kind, id string) string {
+	n := listShards[kind]
+	if n == 0 {
+		return botList(bot, kind)
+	}
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(id))
+	return fmt.Sprintf("%s#%02d", botList(bot, kind), h.Sum32()%uint32(n))
+}
+
+// listKeys are every key of the bot's list kind: the unsharded one first.
+func listKeys(bot, kind string) []string {
+	out := []string{botList(bot, kind)}
+	for i := range listShards[kind] {
+		out = append(out, fmt.Sprintf("%s#%02d", botList(bot, kind), i))
+	}
+	return out
+}
+
+// listSpan is a span over every key of the bot's list kind.
+func listSpan(index, bot, kind string, desc bool) span {
+	keys := listKeys(bot, kind)
+	return span{index: index, pk: keys[0], shards: keys[1:], desc: desc}
 }
 
 func (sp span) keyNames() (string, string) {
@@ -314,6 +355,9 @@ func (sp span) sortKey(it item) string {
 // position stays valid when the item at it is deleted in between, and it
 // combines with the span's bounds in one key condition.
 func (s *Store) read(ctx context.Context, sp span, after string, limit int) ([]item, bool, error) {
+	if len(sp.shards) > 0 {
+		return s.readMerged(ctx, sp, after, limit)
+	}
 	lo, hi := sp.lo, sp.hi
 	if after != "" {
 		if sp.desc && (hi == "" || after < hi) {
@@ -367,6 +411,71 @@ func (s *Store) read(ctx context.Context, sp span, after string, limit int) ([]i
 		items = items[1:]
 	}
 	return items, len(out.LastEvaluatedKey) > 0, nil
+}
+
+// readMerged is read over the keys of a sharded list (span.shards): each
+// key is read after the same position (at once, limit/keys+2 items each),
+// and the items merged in the list's order up to the first position where
+// a key with more stopped (past it, that key's next items could come
+// first; they are read by the next call, from the position reached). The
+// sort keys of a list are unique (time#id), so one position serves every
+// key. Cost: one Query per key per call.
+func (s *Store) readMerged(ctx context.Context, sp span, after string, limit int) ([]item, bool, error) {
+	keys := append([]string{sp.pk}, sp.shards...)
+	per := limit/len(keys) + 2
+	type result struct {
+		items []item
+		more  bool
+		err   error
+	}
+	results := make([]result, len(keys))
+	var wg sync.WaitGroup
+	for i, pk := range keys {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			one := sp
+			one.pk, one.shards = pk, nil
+			items, more, err := s.read(ctx, one, after, per)
+			results[i] = result{items, more, err}
+		}()
+	}
+	wg.Wait()
+	first := func(a, b string) bool { // a comes before b in the list's order
+		if sp.desc {
+			return a > b
+		}
+		return a < b
+	}
+	var (
+		all           []item
+		bound         string
+		bounded, more bool
+	)
+	for _, r := range results {
+		if r.err != nil {
+			return nil, false, r.err
+		}
+		all = append(all, r.items...)
+		if r.more && len(r.items) > 0 {
+			more = true
+			if last := sp.sortKey(r.items[len(r.items)-1]); !bounded || first(last, bound) {
+				bound, bounded = last, true
+			}
+		}
+	}
+	sort.Slice(all, func(i, j int) bool { return first(sp.sortKey(all[i]), sp.sortKey(all[j])) })
+	if bounded {
+		n := 0
+		for n < len(all) && !first(bound, sp.sortKey(all[n])) {
+			n++
+		}
+		all = all[:n]
+	}
+	if len(all) > limit {
+		all, more = all[:limit], true
+	}
+	return all, more, nil
 }
 
 // Reading limits of one page: a filter the index does not serve makes a page

@@ -81,7 +81,9 @@ func convWrites(bot string, c platform.Conversation) ([]types.TransactWriteItem,
 	it[attrMsgs] = num(0)
 	it[attrGSI1PK], it[attrGSI1SK] = str(botList(bot, listConvs)), str(timeKey(c.CreatedAt, c.ID))
 	it[attrGSI2PK], it[attrGSI2SK] = str(botList(bot, listConvs)), str(timeKey(c.UpdatedAt, c.ID))
-	out := []types.TransactWriteItem{putNew(it)}
+	n := key(convPK(bot, c.ID), skConvCount)
+	n[attrMsgs] = num(0)
+	out := []types.TransactWriteItem{putNew(it), put(n)}
 	for _, e := range convIndex(bot, c) {
 		out = append(out, put(e))
 	}
@@ -102,8 +104,50 @@ func (s *Store) CreateConversation(ctx context.Context, bot string, c platform.C
 	return err
 }
 
+// skConvCount is a conversation's message counter item, in its
+// partition: a new message counts there (ADD msgs 1), not on the
+// conversation's record, whose every change rewrites its two list entries
+// (gsi1 and gsi2 project the whole item). The record's own msgs, which
+// conversations from before the counter item count on and deleteMessage
+// uncounts on, is added to it: messageCount is their sum. It carries the
+// deletion mark too (markDeleting), so counting a message on it needs the
+// conversation live without a check of the record.
+const skConvCount = "CONV#N"
+
+// getConv reads a conversation with its counter item: one strongly
+// consistent Query of the two items ("CONV" and "CONV#N" sort together).
 func (s *Store) getConv(ctx context.Context, bot, id string) (convRecord, error) {
-	return getLive(ctx, s, "conversation", platform.PrefixConversation, id, convPK(bot, id), skConv, convFrom)
+	if !platform.HasPrefix(id, platform.PrefixConversation) {
+		return convRecord{}, platform.NotFound("conversation", id)
+	}
+	pk := convPK(bot, id)
+	out, err := s.db.Query(ctx, &dynamodb.QueryInput{
+		TableName:                 &s.table,
+		KeyConditionExpression:    aws.String("pk = :pk AND sk BETWEEN :a AND :b"),
+		ExpressionAttributeValues: item{":pk": str(pk), ":a": str(skConv), ":b": str(skConvCount)},
+		ConsistentRead:            aws.Bool(true),
+	})
+	if err != nil {
+		return convRecord{}, err
+	}
+	var rec, counter item
+	for _, it := range out.Items {
+		switch getS(it, attrSK) {
+		case skConv:
+			rec = it
+		case skConvCount:
+			counter = it
+		}
+	}
+	if rec == nil {
+		return convRecord{}, platform.NotFound("conversation", id)
+	}
+	c, live, err := convFrom(rec)
+	if err == nil && !live {
+		err = platform.NotFound("conversation", id)
+	}
+	c.MessageCount += getN(counter, attrMsgs)
+	return c, err
 }
 
 // GetConversation reads a conversation of the bot (one GetItem).
@@ -189,16 +233,27 @@ func hasPrefix(s, p string) bool { return len(s) >= len(p) && s[:len(p)] == p }
 // exist; a mark already there is kept, so a deletion can be resumed) and, in
 // the same transaction, the durable marker the sweeper resumes it from.
 func (s *Store) markDeleting(ctx context.Context, kind deletionKind, bot, id, pk, sk string) error {
-	return s.transact(ctx, []types.TransactWriteItem{
-		{Update: &types.Update{
+	mark := func(sk, cond string) types.TransactWriteItem {
+		u := &types.Update{
 			Key:                       key(pk, sk),
 			UpdateExpression:          aws.String("SET #del = :t"),
-			ConditionExpression:       aws.String("attribute_exists(pk)"),
 			ExpressionAttributeNames:  map[string]string{"#del": attrDeleting},
 			ExpressionAttributeValues: item{":t": &types.AttributeValueMemberBOOL{Value: true}},
-		}},
-		deletionMarker(kind, bot, id, nil),
-	}, func(int) error { return errGone })
+		}
+		if cond != "" {
+			u.ConditionExpression = aws.String(cond)
+		}
+		return types.TransactWriteItem{Update: u}
+	}
+	w := []types.TransactWriteItem{mark(sk, "attribute_exists(pk)"), deletionMarker(kind, bot, id, nil)}
+	if kind == deletionConversation {
+		// Its message counter, which new messages count on (conditional
+		// on no mark): marked with it (made, marked, when the
+		// conversation is older than counter items; deleted with the
+		// partition's other children).
+		w = append(w, mark(skConvCount, ""))
+	}
+	return s.transact(ctx, w, func(int) error { return errGone })
 }
 
 // releaseClaims deletes the getOrCreate claims a deleted record held, each
@@ -326,6 +381,7 @@ func (s *Store) loadConvs(ctx context.Context, bot string, items []item, entries
 		if entries {
 			keys = append(keys, key(convPK(bot, ids[i]), skConv))
 		}
+		keys = append(keys, key(convPK(bot, ids[i]), skConvCount)) // its message counter
 		for _, u := range participants {
 			keys = append(keys, key(convPK(bot, ids[i]), skPart+u))
 		}
@@ -345,6 +401,7 @@ func (s *Store) loadConvs(ctx context.Context, bot string, items []item, entries
 		if err != nil {
 			return nil, err
 		}
+		c.MessageCount += getN(got[keyID(convPK(bot, ids[i]), skConvCount)], attrMsgs)
 		if !live || !ok(c.Conversation) {
 			continue
 		}

@@ -28,16 +28,115 @@ type eventDoc struct {
 	platform.Event
 	StoredWorkflow  string `json:"_workflowId,omitempty"`
 	StoredScheduled string `json:"_scheduledFor,omitempty"`
+	// Delivery is the id of the outbox entry that delivers the event,
+	// written with it: its status is then derived when read rather than
+	// written once more when it is delivered (docs/data-model.md, "Items
+	// per message"). Stored pending, it is pending while that entry is
+	// there and processed once it is gone; the dispatcher writes the other
+	// outcomes (failed, ignored) before it removes the entry.
+	Delivery string `json:"_dlv,omitempty"`
 }
 
 func eventFrom(it item) (platform.Event, int64, error) {
+	d, ver, err := eventRecord(it)
+	return d.Event, ver, err
+}
+
+// eventRecord decodes a stored event with what its wire shape does not
+// carry.
+func eventRecord(it item) (eventDoc, int64, error) {
 	var d eventDoc
 	if err := decodeDoc(it, &d); err != nil {
-		return platform.Event{}, 0, err
+		return d, 0, err
 	}
-	e := d.Event
-	e.WorkflowID, e.ScheduledFor = d.StoredWorkflow, d.StoredScheduled
-	return e, getN(it, attrVer), nil
+	d.Event.WorkflowID, d.Event.ScheduledFor = d.StoredWorkflow, d.StoredScheduled
+	return d, getN(it, attrVer), nil
+}
+
+// eventShard is the outbox entry delivering an event of the bot (whose
+// status is derived from it).
+func eventEntry(bot string, d eventDoc) item {
+	return key(Shard(platform.Delivery{ID: d.Delivery, BotID: bot, ConversationID: d.ConversationID}), d.Delivery)
+}
+
+// deriveStatus settles the status of events stored pending whose delivery
+// settles it (eventDoc.Delivery): pending while the entry is in the
+// outbox; once it is gone, the event is read again (strongly consistent)
+// and, still stored pending, was processed, else it is what the
+// dispatcher wrote before removing the entry. Reads: one BatchGetItem of
+// the entries (one GetItem for one), and one of the events whose entry is
+// gone; nothing for events already settled.
+func (s *Store) deriveStatus(ctx context.Context, bot string, docs []*eventDoc) error {
+	var entries []item
+	for _, d := range docs {
+		if d != nil && d.Status == platform.EventPending && d.Delivery != "" {
+			entries = append(entries, eventEntry(bot, *d))
+		}
+	}
+	if len(entries) == 0 {
+		return nil
+	}
+	queued, err := s.exist(ctx, entries)
+	if err != nil {
+		return err
+	}
+	var again []item
+	for _, d := range docs {
+		if d != nil && d.Status == platform.EventPending && d.Delivery != "" {
+			k := eventEntry(bot, *d)
+			if !queued[keyID(getS(k, attrPK), getS(k, attrSK))] {
+				again = append(again, key(eventPK(bot, d.ID), skEvent))
+			}
+		}
+	}
+	now, err := s.getMany(ctx, again)
+	if err != nil {
+		return err
+	}
+	for _, d := range docs {
+		if d == nil || d.Status != platform.EventPending || d.Delivery == "" {
+			continue
+		}
+		k := eventEntry(bot, *d)
+		if queued[keyID(getS(k, attrPK), getS(k, attrSK))] {
+			continue
+		}
+		it, ok := now[keyID(eventPK(bot, d.ID), skEvent)]
+		if !ok {
+			continue // gone meanwhile (its conversation deleted)
+		}
+		fresh, _, err := eventRecord(it)
+		if err != nil {
+			return err
+		}
+		if fresh.Status == platform.EventPending {
+			fresh.Status = platform.EventProcessed
+		}
+		d.Status, d.FailureReason = fresh.Status, fresh.FailureReason
+	}
+	return nil
+}
+
+// exist tells which of the keys name an item (strongly consistent, keys
+// only: one GetItem for one key, else BatchGetItem), by keyID.
+func (s *Store) exist(ctx context.Context, keys []item) (map[string]bool, error) {
+	out := map[string]bool{}
+	if len(keys) == 1 {
+		res, err := s.db.GetItem(ctx, &dynamodb.GetItemInput{TableName: &s.table, Key: keys[0], ConsistentRead: aws.Bool(true),
+			ProjectionExpression: aws.String("pk, sk")})
+		if err != nil {
+			return nil, err
+		}
+		if res.Item != nil {
+			out[keyID(getS(keys[0], attrPK), getS(keys[0], attrSK))] = true
+		}
+		return out, nil
+	}
+	got, err := s.getMany(ctx, keys)
+	for k := range got {
+		out[k] = true
+	}
+	return out, err
 }
 
 // CreateEvent stores an event; the conversation, user, message and
@@ -61,35 +160,47 @@ func (s *Store) EmitEventWithinQuota(ctx context.Context, bot string, e platform
 	return s.createEventCounted(ctx, bot, e, true, true)
 }
 
-// eventItem is the stored item of event e.
-func eventItem(bot string, e platform.Event) (item, error) {
-	it, err := chatItem(eventPK(bot, e.ID), skEvent, eventDoc{Event: e, StoredWorkflow: e.WorkflowID, StoredScheduled: e.ScheduledFor})
+// eventItem is the stored item of event e; dlv is the id of the outbox
+// entry delivering it ("" for none).
+func eventItem(bot string, e platform.Event, dlv string) (item, error) {
+	it, err := chatItem(eventPK(bot, e.ID), skEvent, eventDoc{Event: e, StoredWorkflow: e.WorkflowID, StoredScheduled: e.ScheduledFor, Delivery: dlv})
 	if err != nil {
 		return nil, err
 	}
 	it[attrTTL] = num(e.ExpiresAt().Unix())
-	it[attrGSI1PK], it[attrGSI1SK] = str(botList(bot, listEvents)), str(timeKey(e.CreatedAt, e.ID))
+	it[attrGSI1PK], it[attrGSI1SK] = str(listShard(bot, listEvents, e.ID)), str(timeKey(e.CreatedAt, e.ID))
 	if e.ConversationID != "" {
 		it[attrGSI2PK], it[attrGSI2SK] = str(convEvents(bot, e.ConversationID)), str(timeKey(e.CreatedAt, e.ID))
 	}
 	return it, nil
 }
 
-// eventDelivery is the outbox entry delivering event e.
-func eventDelivery(bot string, e platform.Event) (types.TransactWriteItem, error) {
+// eventDelivery is the outbox entry delivering event e, and its id. Its
+// removal settles the event's status (processed) unless the dispatcher
+// wrote another.
+func eventDelivery(bot string, e platform.Event) (types.TransactWriteItem, string, error) {
 	d := newDelivery(platform.DeliverEvent, bot, e.ConversationID, e.ScheduledFor)
-	d.EventID, d.MessageID = e.ID, e.MessageID
-	return outboxPut(d)
+	// A scheduled event is written processed when delivered (its stored
+	// status is not pending, which derivation starts from).
+	d.EventID, d.MessageID, d.Settles = e.ID, e.MessageID, e.Status == platform.EventPending
+	if e.Type == platform.EventMessageCreated {
+		d.EventType = e.Type
+	}
+	w, err := outboxPut(d)
+	if !d.Settles {
+		return w, "", err
+	}
+	return w, d.ID, err
 }
 
 // newEventWrites are the writes creating a new event e and its delivery,
 // for a transaction that creates what the event tells of.
 func newEventWrites(bot string, e platform.Event) ([]types.TransactWriteItem, error) {
-	it, err := eventItem(bot, e)
+	d, dlv, err := eventDelivery(bot, e)
 	if err != nil {
 		return nil, err
 	}
-	d, err := eventDelivery(bot, e)
+	it, err := eventItem(bot, e, dlv)
 	if err != nil {
 		return nil, err
 	}
@@ -115,7 +226,17 @@ func (s *Store) createEventCounted(ctx context.Context, bot string, e platform.E
 		{e.MessageID, platform.PrefixMessage, "message", func() types.TransactWriteItem { return mustExist(msgPK(bot, e.MessageID), skMsg) }},
 		{e.WorkflowID, "", "workflow", func() types.TransactWriteItem { return mustExist(workflowPK(bot, e.WorkflowID), skWorkflow) }},
 	}
-	it, err := eventItem(bot, e)
+	var (
+		d   types.TransactWriteItem
+		dlv string
+	)
+	if deliver {
+		var err error
+		if d, dlv, err = eventDelivery(bot, e); err != nil {
+			return err
+		}
+	}
+	it, err := eventItem(bot, e, dlv)
 	if err != nil {
 		return err
 	}
@@ -132,10 +253,6 @@ func (s *Store) createEventCounted(ctx context.Context, bot string, e platform.E
 		kinds = append(kinds, r.kind+" "+r.id)
 	}
 	if deliver {
-		d, err := eventDelivery(bot, e)
-		if err != nil {
-			return err
-		}
 		w = append(w, d)
 	}
 	count, err := s.countUsage(ctx, bot, UsageEvents, 1, quota)
@@ -158,28 +275,41 @@ func (s *Store) createEventCounted(ctx context.Context, bot string, e platform.E
 	return err
 }
 
-// GetEvent reads an event of the bot (one GetItem).
+// GetEvent reads an event of the bot (one GetItem), its status as stored
+// (the dispatcher's read: a pending event whose delivery settles it reads
+// pending).
 func (s *Store) GetEvent(ctx context.Context, bot, id string) (platform.Event, error) {
-	e, _, err := s.getEvent(ctx, bot, id)
-	return e, err
+	d, _, err := s.getEvent(ctx, bot, id)
+	return d.Event, err
 }
 
-func (s *Store) getEvent(ctx context.Context, bot, id string) (platform.Event, int64, error) {
+// ReadEvent reads an event of the bot as the API answers it: its status
+// derived from its delivery while stored pending (one GetItem, and then
+// one for its outbox entry and, that gone, one more of the event).
+func (s *Store) ReadEvent(ctx context.Context, bot, id string) (platform.Event, error) {
+	d, _, err := s.getEvent(ctx, bot, id)
+	if err == nil {
+		err = s.deriveStatus(ctx, bot, []*eventDoc{&d})
+	}
+	return d.Event, err
+}
+
+func (s *Store) getEvent(ctx context.Context, bot, id string) (eventDoc, int64, error) {
 	if !platform.HasPrefix(id, platform.PrefixEvent) {
-		return platform.Event{}, 0, platform.NotFound("event", id)
+		return eventDoc{}, 0, platform.NotFound("event", id)
 	}
 	it, err := s.get(ctx, eventPK(bot, id), skEvent)
 	if err != nil {
-		return platform.Event{}, 0, err
+		return eventDoc{}, 0, err
 	}
 	if it == nil {
-		return platform.Event{}, 0, platform.NotFound("event", id)
+		return eventDoc{}, 0, platform.NotFound("event", id)
 	}
-	e, ver, err := eventFrom(it)
-	if err == nil && e.Expired(platform.Clock()) {
-		return platform.Event{}, 0, platform.NotFound("event", id) // past its retention
+	d, ver, err := eventRecord(it)
+	if err == nil && d.Expired(platform.Clock()) {
+		return eventDoc{}, 0, platform.NotFound("event", id) // past its retention
 	}
-	return e, ver, err
+	return d, ver, err
 }
 
 // CancelScheduledEvent marks a scheduled event canceled (conditional on the
@@ -198,14 +328,15 @@ func (s *Store) CancelScheduledEvent(ctx context.Context, bot, id string) error 
 // read (a concurrent change is retried, not lost).
 func (s *Store) updateEvent(ctx context.Context, bot, id string, change func(*platform.Event) error) error {
 	return optimistic(ctx, "event "+id, func() error {
-		e, ver, err := s.getEvent(ctx, bot, id)
+		rec, ver, err := s.getEvent(ctx, bot, id)
 		if err != nil {
 			return err
 		}
+		e := rec.Event
 		if err := change(&e); err != nil {
 			return err
 		}
-		d, err := marshalDoc(eventDoc{Event: e, StoredWorkflow: e.WorkflowID, StoredScheduled: e.ScheduledFor})
+		d, err := marshalDoc(eventDoc{Event: e, StoredWorkflow: e.WorkflowID, StoredScheduled: e.ScheduledFor, Delivery: rec.Delivery})
 		if err != nil {
 			return err
 		}
@@ -247,41 +378,57 @@ func (f EventFilter) accepts(e platform.Event) bool {
 // ListEvents lists events, most recent first: a conversation's (GSI2) or the
 // bot's (GSI1); the other filters apply to the events read.
 func (s *Store) ListEvents(ctx context.Context, f EventFilter, p Page) ([]platform.Event, map[string]string, error) {
-	sp := span{index: GSI1, pk: botList(f.BotID, listEvents), desc: true}
+	sp := listSpan(GSI1, f.BotID, listEvents, true)
 	if f.ConversationID != "" {
 		sp = span{index: GSI2, pk: convEvents(f.BotID, f.ConversationID), desc: true}
 	}
 	now := platform.Clock()
-	decode := func(it item) (platform.Event, bool, error) {
-		e, _, err := eventFrom(it)
-		return e, err == nil && !e.Expired(now), err // expired: past its retention
+	// Each batch read: decoded, statuses derived (one or two
+	// BatchGetItem), then filtered (a status filter sees derived ones).
+	load := func(items []item) ([]*platform.Event, error) {
+		docs := make([]*eventDoc, len(items))
+		for i, it := range items {
+			if it == nil {
+				continue
+			}
+			d, _, err := eventRecord(it)
+			if err != nil {
+				return nil, err
+			}
+			if !d.Expired(now) { // expired: past its retention
+				docs[i] = &d
+			}
+		}
+		if err := s.deriveStatus(ctx, f.BotID, docs); err != nil {
+			return nil, err
+		}
+		out := make([]*platform.Event, len(items))
+		for i, d := range docs {
+			if d != nil && f.accepts(d.Event) {
+				out[i] = &d.Event
+			}
+		}
+		return out, nil
 	}
-	out, next, err := collect(ctx, s, sp, positionOf(p), int(p.Limit), 0, keep(decode, f.accepts))
+	out, next, err := collect(ctx, s, sp, positionOf(p), int(p.Limit), 0, load)
 	return out, startOf(next), err
 }
 
 // DeleteExpiredEvents deletes, among the bot's limit oldest events, those
 // past their retention, and returns how many it deleted: one Query of the
-// bot's event list (gsi1, oldest first) and one BatchWriteItem. In AWS
+// bot's event list (gsi1, oldest first; one per key of the list, merged)
+// and one BatchWriteItem. In AWS
 // DynamoDB's TTL deletes them; the local platform, whose embedded DynamoDB
 // deletes nothing, calls this at each recurring-event firing so that the
 // events firings create do not accumulate past their retention.
 func (s *Store) DeleteExpiredEvents(ctx context.Context, bot string, limit int32) (int, error) {
-	out, err := s.db.Query(ctx, &dynamodb.QueryInput{
-		TableName:                 &s.table,
-		IndexName:                 aws.String(GSI1),
-		KeyConditionExpression:    aws.String("#pk = :pk"),
-		ExpressionAttributeNames:  map[string]string{"#pk": attrGSI1PK},
-		ExpressionAttributeValues: item{":pk": str(botList(bot, listEvents))},
-		ScanIndexForward:          aws.Bool(true),
-		Limit:                     aws.Int32(limit),
-	})
+	items, _, err := s.read(ctx, listSpan(GSI1, bot, listEvents, false), "", int(limit))
 	if err != nil {
 		return 0, err
 	}
 	now := platform.Clock()
 	var keys []item
-	for _, it := range out.Items {
+	for _, it := range items {
 		// An expired event stays expired (its times never change), so
 		// deleting it needs no condition.
 		if e, _, err := eventFrom(it); err == nil && e.Expired(now) {

@@ -65,7 +65,7 @@ func msgWrites(bot string, m platform.Message) ([]types.TransactWriteItem, error
 		return nil, err
 	}
 	it[attrConvID] = str(m.ConversationID)
-	it[attrGSI1PK], it[attrGSI1SK] = str(botList(bot, listMsgs)), str(timeKey(m.CreatedAt, m.ID))
+	it[attrGSI1PK], it[attrGSI1SK] = str(listShard(bot, listMsgs, m.ID)), str(timeKey(m.CreatedAt, m.ID))
 	cp := key(convPK(bot, m.ConversationID), msgCopySK(m))
 	cp[attrDoc], cp[attrObject] = it[attrDoc], str(m.ID)
 	w := []types.TransactWriteItem{putNew(it), put(cp)}
@@ -93,6 +93,20 @@ func countMessage(bot, convID string, delta int64) types.TransactWriteItem {
 		u.ExpressionAttributeNames["#del"] = attrDeleting
 	}
 	return types.TransactWriteItem{Update: u}
+}
+
+// countNew counts a new message on its conversation's counter item
+// (skConvCount), which must exist without the deletion mark: one item of
+// no index. A conversation older than counter items has none: the write
+// then fails at it, and createMessage counts on the record (countMessage).
+func countNew(bot, convID string) types.TransactWriteItem {
+	return types.TransactWriteItem{Update: &types.Update{
+		Key:                       key(convPK(bot, convID), skConvCount),
+		UpdateExpression:          aws.String("ADD #n :d"),
+		ConditionExpression:       aws.String("attribute_exists(pk) AND attribute_not_exists(#del)"),
+		ExpressionAttributeNames:  map[string]string{"#n": attrMsgs, "#del": attrDeleting},
+		ExpressionAttributeValues: item{":d": num(1)},
+	}}
 }
 
 // authorCheck requires the message's author to be a live user of the bot;
@@ -153,7 +167,7 @@ func (s *Store) createMessage(ctx context.Context, bot string, m platform.Messag
 		return err
 	}
 	counter := len(w)
-	w = append(w, countMessage(bot, m.ConversationID, 1))
+	w = append(w, countNew(bot, m.ConversationID))
 	w = append(w, authorCheck(bot, m.UserID)...)
 	if deliver {
 		rt, err := messageDeliveries(bot, m)
@@ -168,6 +182,18 @@ func (s *Store) createMessage(ctx context.Context, bot string, m platform.Messag
 	}
 	w = append(w, quota)
 	err = s.txWrite(ctx, w)
+	if failedAt(err) == counter {
+		// No counter item: a conversation from before them (counted on
+		// its record), or one missing or being deleted (its record says).
+		if _, cerr := s.getConv(ctx, bot, m.ConversationID); cerr != nil {
+			if platform.TypeOf(cerr) == platform.ErrResourceNotFound {
+				return platform.NotFound("conversation", m.ConversationID)
+			}
+			return cerr
+		}
+		w[counter] = countMessage(bot, m.ConversationID, 1)
+		err = s.txWrite(ctx, w)
+	}
 	if err == nil {
 		s.notifyOutbox()
 	}
@@ -301,6 +327,15 @@ func (s *Store) liveConversations(ctx context.Context, bot string, ids []string)
 		}
 	}
 	return out, nil
+}
+
+// MessageRecord reads a message of the bot without checking its
+// conversation (one GetItem): for a reader that reads the conversation
+// next anyway (the dispatcher: a conversation being deleted answers 404
+// there).
+func (s *Store) MessageRecord(ctx context.Context, bot, id string) (platform.Message, error) {
+	m, err := s.getMsg(ctx, bot, id)
+	return m.Message, err
 }
 
 // GetMessage reads a message of the bot and checks its conversation (two
@@ -463,7 +498,7 @@ func (s *Store) ListMessages(ctx context.Context, f MessageFilter, p Page) ([]pl
 		sp.lo, sp.hi = valueSpan(f.Tags[k], f.After, f.Before)
 		entries = true
 	default:
-		sp = span{index: GSI1, pk: botList(bot, listMsgs), desc: true}
+		sp = listSpan(GSI1, bot, listMsgs, true)
 		sp.lo, sp.hi = timeSpan(f.After, f.Before)
 	}
 	out, next, err := collect(ctx, s, sp, positionOf(p), int(p.Limit), 0, func(items []item) ([]*platform.Message, error) {

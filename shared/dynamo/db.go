@@ -51,6 +51,9 @@ type Store struct {
 	queued   map[string]bool // shards written, not yet passed to onOutbox
 	// limits are the operator's quotas (usage_limits.go).
 	limits atomic.Pointer[Limits]
+	// spreadCache: a bot's month of spread usage keys, read once while
+	// quotas are on (usage_limits.go).
+	spreadCache sync.Map
 	// limiter counts the limits shared across processes (chat_limits.go).
 	limiterOnce sync.Once
 	limiter     *Limiter

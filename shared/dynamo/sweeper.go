@@ -334,27 +334,37 @@ func (s *Store) purgeBot(ctx context.Context, bot string, owners []string, objec
 	// list names any more; only the message record (listMsgs) still does,
 	// so its conversation's partition is purged again before the record.
 	purged := map[string]bool{}
-	err := s.eachPage(ctx, &dynamodb.QueryInput{
-		IndexName:                 aws.String(GSI1),
-		KeyConditionExpression:    aws.String("gsi1pk = :pk"),
-		ExpressionAttributeValues: item{":pk": str(botList(bot, listMsgs))},
-		ProjectionExpression:      aws.String("#c"),
-		ExpressionAttributeNames:  map[string]string{"#c": attrConvID},
-	}, func(items []item) error {
-		for _, it := range items {
-			if conv := getS(it, attrConvID); conv != "" && !purged[conv] {
-				purged[conv] = true
-				if err := s.finishOwner(ctx, deletionConversation, bot, conv); err != nil {
-					return err
+	for _, list := range listKeys(bot, listMsgs) {
+		err := s.eachPage(ctx, &dynamodb.QueryInput{
+			IndexName:                 aws.String(GSI1),
+			KeyConditionExpression:    aws.String("gsi1pk = :pk"),
+			ExpressionAttributeValues: item{":pk": str(list)},
+			ProjectionExpression:      aws.String("#c"),
+			ExpressionAttributeNames:  map[string]string{"#c": attrConvID},
+		}, func(items []item) error {
+			for _, it := range items {
+				if conv := getS(it, attrConvID); conv != "" && !purged[conv] {
+					purged[conv] = true
+					if err := s.finishOwner(ctx, deletionConversation, bot, conv); err != nil {
+						return err
+					}
 				}
 			}
+			return nil
+		})
+		if err != nil {
+			return err
 		}
-		return nil
-	})
-	if err != nil {
-		return err
 	}
-	for _, list := range []struct{ gsi, sk string }{{botList(bot, listMsgs), skMsg}, {botList(bot, listEvents), skEvent}} {
+	type list struct{ gsi, sk string }
+	var lists []list
+	for _, l := range listKeys(bot, listMsgs) {
+		lists = append(lists, list{l, skMsg})
+	}
+	for _, l := range listKeys(bot, listEvents) {
+		lists = append(lists, list{l, skEvent})
+	}
+	for _, list := range lists {
 		err := s.eachInList(ctx, list.gsi, func(pks []string) error {
 			keys := make([]item, len(pks))
 			for i, pk := range pks {
@@ -410,11 +420,15 @@ func (s *Store) purgeBot(ctx context.Context, bot string, owners []string, objec
 	// The lists are GSIs, read eventually consistently: a record written
 	// just before the bot was deleted may have been missed. The marker is
 	// kept (and the purge run again by the next sweep) until they are empty.
+	var lists2 []string
 	for _, kind := range []string{listConvs, listUsers, listMsgs, listEvents} {
+		lists2 = append(lists2, listKeys(bot, kind)...)
+	}
+	for _, kind := range lists2 {
 		res, err := s.db.Query(ctx, &dynamodb.QueryInput{
 			TableName: &s.table, IndexName: aws.String(GSI1),
 			KeyConditionExpression:    aws.String("gsi1pk = :pk"),
-			ExpressionAttributeValues: item{":pk": str(botList(bot, kind))},
+			ExpressionAttributeValues: item{":pk": str(kind)},
 			ProjectionExpression:      aws.String("pk"),
 			Limit:                     aws.Int32(1),
 		})

@@ -3,10 +3,12 @@ package dynamo
 import (
 	"context"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -34,6 +36,24 @@ import (
 // this month (one Query before the write). A refused write writes nothing,
 // and concurrent writes can never pass a quota together.
 const usageShards = 16
+
+// Spread keys (docs/data-model.md, "Heat"): the 16 shards above share one
+// partition key, USAGE#<bot>, which takes every count of the bot and caps
+// it at 1,000 write units a second (about 400 messages/s). While no quota
+// is enforced (none configured in this process: quotasOn), counts go
+// instead to usageKeys partition keys of their own, USAGE#<bot>#<nn> /
+// P#<YYYY-MM>, at random; reads add those up too (one BatchGetItem of the
+// month's usageKeys items besides the Query of USAGE#<bot>). With a quota,
+// counts stay on USAGE#<bot> as above (exactness serializes them anyway),
+// so the spread keys no longer change and a quota check reads their sum
+// once per process and month (spreadCache).
+const usageKeys = 32
+
+// quotasOn is set once a store of the process enforces a quota: from then
+// on every count of the process goes to USAGE#<bot> (see usageKeys).
+var quotasOn atomic.Bool
+
+func usageKeyPK(bot string, n int) string { return fmt.Sprintf("%s#%02d", usagePK(bot), n) }
 
 // Counter attributes.
 const (
@@ -98,7 +118,12 @@ func ParseLimits(get func(string) string) (Limits, error) {
 }
 
 // SetLimits sets the quotas the store enforces.
-func (s *Store) SetLimits(l Limits) { s.limits.Store(&l) }
+func (s *Store) SetLimits(l Limits) {
+	if l != (Limits{}) {
+		quotasOn.Store(true)
+	}
+	s.limits.Store(&l)
+}
 
 // Limits answers the quotas the store enforces.
 func (s *Store) Limits() Limits {
@@ -152,6 +177,11 @@ var errQuota = func(attr string, limit int64) error {
 // usageAdd is the unconditional ADD of delta to a bot's counter (what is
 // counted without a quota: the platform's own events).
 func usageAdd(bot, attr string, delta int64, alsoOne ...string) types.TransactWriteItem {
+	if attr != UsageStorage && !quotasOn.Load() {
+		w := usageAddAt(bot, attr, 0, delta, alsoOne...)
+		w.Update.Key = key(usageKeyPK(bot, rand.IntN(usageKeys)), monthSK(platform.Clock()))
+		return w
+	}
 	return usageAddAt(bot, attr, rand.IntN(usageShards), delta, alsoOne...)
 }
 
@@ -262,13 +292,42 @@ func (s *Store) usageRoom(ctx context.Context, bot, attr string, n int64) error 
 	return nil
 }
 
-// monthShards reads the counter items of a bot's month of now (one Query).
+// monthShards reads the counter items of a bot's month of now: one Query
+// of USAGE#<bot>, and the month's items of the spread keys (one
+// BatchGetItem; with quotas on, once per process and month).
 func (s *Store) monthShards(ctx context.Context, bot string, now time.Time) ([]item, error) {
-	return queryAllItems(ctx, s, &dynamodb.QueryInput{
+	items, err := queryAllItems(ctx, s, &dynamodb.QueryInput{
 		KeyConditionExpression:    aws.String("pk = :pk AND begins_with(sk, :m)"),
 		ExpressionAttributeValues: item{":pk": str(usagePK(bot)), ":m": str(monthSK(now))},
 		ConsistentRead:            aws.Bool(true),
 	})
+	if err != nil {
+		return nil, err
+	}
+	spread, err := s.spreadItems(ctx, bot, now)
+	return append(items, spread...), err
+}
+
+// spreadItems reads the month of now's items of the bot's spread keys.
+// With quotas on nothing writes them any more, so they are read once per
+// process and month.
+func (s *Store) spreadItems(ctx context.Context, bot string, now time.Time) ([]item, error) {
+	month := monthSK(now)
+	cached := quotasOn.Load()
+	if cached {
+		if v, ok := s.spreadCache.Load(bot + "|" + month); ok {
+			return v.([]item), nil
+		}
+	}
+	keys := make([]item, usageKeys)
+	for n := range usageKeys {
+		keys[n] = key(usageKeyPK(bot, n), month)
+	}
+	items, err := s.batchGet(ctx, keys)
+	if err == nil && cached {
+		s.spreadCache.Store(bot+"|"+month, items)
+	}
+	return items, err
 }
 
 // DayUsage is what a bot did in one UTC day.
@@ -328,7 +387,7 @@ func (s *Store) CountLLM(ctx context.Context, bot, model string, in, out int64) 
 	add(dayAttr("li", d), in)
 	add(dayAttr("lo", d), out)
 	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName: &s.table, Key: key(usagePK(bot), usageSK(UsageLLMCalls, now, rand.IntN(usageShards))),
+		TableName: &s.table, Key: usageAdd(bot, UsageLLMCalls, 1).Update.Key,
 		UpdateExpression: aws.String("ADD " + strings.Join(adds, ", ")), ExpressionAttributeNames: names, ExpressionAttributeValues: vals,
 	})
 	return err
@@ -370,10 +429,10 @@ func (s *Store) BotLLMUsage(ctx context.Context, bot string, now time.Time) (LLM
 // BotUsageDays reads a bot's per-day counters from..to (yyyy-mm-dd,
 // inclusive): one Query over the months' items.
 func (s *Store) BotUsageDays(ctx context.Context, bot, from, to string) (map[string]DayUsage, error) {
-	items, err := queryAllItems(ctx, s, &dynamodb.QueryInput{
+	items, err := s.usageAllKeys(ctx, bot, &dynamodb.QueryInput{
 		KeyConditionExpression: aws.String("pk = :pk AND sk BETWEEN :a AND :b"),
 		// "~" sorts after the shard suffixes of the last month.
-		ExpressionAttributeValues: item{":pk": str(usagePK(bot)), ":a": str("P#" + from[:7]), ":b": str("P#" + to[:7] + "~")},
+		ExpressionAttributeValues: item{":a": str("P#" + from[:7]), ":b": str("P#" + to[:7] + "~")},
 		ConsistentRead:            aws.Bool(true),
 	})
 	if err != nil {
@@ -454,15 +513,41 @@ func (s *Store) BotUsage(ctx context.Context, bot string, now time.Time) (BotUsa
 
 // purgeBotUsage deletes a deleted bot's counters.
 func (s *Store) purgeBotUsage(ctx context.Context, bot string) error {
+	for n := range usageKeys {
+		if err := s.purge(ctx, usageKeyPK(bot, n)); err != nil {
+			return err
+		}
+	}
 	return s.purge(ctx, usagePK(bot))
+}
+
+// usageAllKeys runs query (its :pk set here) on USAGE#<bot> and on each
+// spread key, one Query each (reads of past months: analytics, usage).
+func (s *Store) usageAllKeys(ctx context.Context, bot string, query *dynamodb.QueryInput) ([]item, error) {
+	var out []item
+	for n := -1; n < usageKeys; n++ {
+		pk := usagePK(bot)
+		if n >= 0 {
+			pk = usageKeyPK(bot, n)
+		}
+		q := *query
+		q.ExpressionAttributeValues = maps.Clone(query.ExpressionAttributeValues)
+		q.ExpressionAttributeValues[":pk"] = str(pk)
+		items, err := queryAllItems(ctx, s, &q)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, items...)
+	}
+	return out, nil
 }
 
 // BotInvocationsByMonth reads a bot's invocations of every month it has
 // counters for (YYYY-MM -> calls): one Query over its month shards.
 func (s *Store) BotInvocationsByMonth(ctx context.Context, bot string) (map[string]int64, error) {
-	items, err := queryAllItems(ctx, s, &dynamodb.QueryInput{
+	items, err := s.usageAllKeys(ctx, bot, &dynamodb.QueryInput{
 		KeyConditionExpression:    aws.String("pk = :pk AND begins_with(sk, :p)"),
-		ExpressionAttributeValues: item{":pk": str(usagePK(bot)), ":p": str("P#")},
+		ExpressionAttributeValues: item{":p": str("P#")},
 		ProjectionExpression:      aws.String("sk, #i"),
 		ExpressionAttributeNames:  map[string]string{"#i": UsageInvocations},
 		ConsistentRead:            aws.Bool(true),

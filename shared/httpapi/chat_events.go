@@ -61,7 +61,7 @@ func (s *server) createEvent(c *call) (any, error) {
 }
 
 func (s *server) getEvent(c *call) (any, error) {
-	e, err := s.Store.GetEvent(c.ctx, c.bot.ID, c.PathValue("id"))
+	e, err := s.Store.ReadEvent(c.ctx, c.bot.ID, c.PathValue("id"))
 	if err != nil {
 		return nil, err
 	}

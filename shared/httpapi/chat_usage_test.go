@@ -45,7 +45,8 @@ func TestChatDynamoDBCalls(t *testing.T) {
 		status int
 		want   calls // nil: measured and reported only
 	}{
-		{"getConversation", apitest.Req{Method: "GET", Path: "/v1/chat/conversations/" + conv}, 200, plus(calls{"GetItem": 1})},
+		// A conversation and its message counter item: one Query.
+		{"getConversation", apitest.Req{Method: "GET", Path: "/v1/chat/conversations/" + conv}, 200, plus(calls{"Query": 1})},
 		{"getUser", apitest.Req{Method: "GET", Path: "/v1/chat/users/" + user}, 200, plus(calls{"GetItem": 1})},
 		{"getMessage", apitest.Req{Method: "GET", Path: "/v1/chat/messages/" + msg}, 200, plus(calls{"GetItem": 2})},
 		{"getEvent", apitest.Req{Method: "GET", Path: "/v1/chat/events/" + event}, 200, plus(calls{"GetItem": 1})},
@@ -55,17 +56,21 @@ func TestChatDynamoDBCalls(t *testing.T) {
 		{"createUser", apitest.Req{Method: "POST", Path: "/v1/chat/users", Body: map[string]any{"tags": map[string]string{"a": "b"}}}, 201, plus(calls{"GetItem": 1, "TransactWriteItems": 1})},
 		{"createMessage", apitest.Req{Method: "POST", Path: "/v1/chat/messages", Body: map[string]any{"conversationId": conv, "userId": user, "type": "text", "payload": map[string]any{}, "tags": map[string]string{"a": "b"}}}, 201, plus(calls{"GetItem": 1, "TransactWriteItems": 1})},
 		{"createEvent", apitest.Req{Method: "POST", Path: "/v1/chat/events", Body: map[string]any{"type": "x", "payload": map[string]any{}, "conversationId": conv}}, 201, plus(calls{"GetItem": 1, "TransactWriteItems": 1})},
-		{"listConversations", apitest.Req{Method: "GET", Path: "/v1/chat/conversations"}, 200, plus(calls{"Query": 1})},
+		// The page's message counter items: one BatchGetItem.
+		{"listConversations", apitest.Req{Method: "GET", Path: "/v1/chat/conversations"}, 200, plus(calls{"Query": 1, "BatchGetItem": 1})},
 		{"listConversations", apitest.Req{Method: "GET", Path: "/v1/chat/conversations?tags.t=v"}, 200, plus(calls{"Query": 1, "BatchGetItem": 1})},
 		{"listUsers", apitest.Req{Method: "GET", Path: "/v1/chat/users"}, 200, plus(calls{"Query": 1})},
-		{"listMessages", apitest.Req{Method: "GET", Path: "/v1/chat/messages?conversationId=" + conv}, 200, plus(calls{"GetItem": 1, "Query": 1})},
-		// The bot's messages: their conversations are checked live (one
-		// conversation here: one GetItem; more: one BatchGetItem).
-		{"listMessages", apitest.Req{Method: "GET", Path: "/v1/chat/messages"}, 200, plus(calls{"GetItem": 1, "Query": 1})},
-		{"listEvents", apitest.Req{Method: "GET", Path: "/v1/chat/events"}, 200, plus(calls{"Query": 1})},
-		{"listParticipants", apitest.Req{Method: "GET", Path: "/v1/chat/conversations/" + conv + "/participants"}, 200, plus(calls{"GetItem": 1, "Query": 1, "BatchGetItem": 1})},
+		{"listMessages", apitest.Req{Method: "GET", Path: "/v1/chat/messages?conversationId=" + conv}, 200, plus(calls{"Query": 2})},
+		// The bot's messages: a Query per key of its list (the unsharded
+		// one and 8 shards, merged); their conversations are checked live
+		// (one conversation here: one GetItem; more: one BatchGetItem).
+		{"listMessages", apitest.Req{Method: "GET", Path: "/v1/chat/messages"}, 200, plus(calls{"GetItem": 1, "Query": 9})},
+		// The bot's events: a Query per key of its list (the unsharded one
+		// and 16 shards, merged).
+		{"listEvents", apitest.Req{Method: "GET", Path: "/v1/chat/events"}, 200, plus(calls{"Query": 17})},
+		{"listParticipants", apitest.Req{Method: "GET", Path: "/v1/chat/conversations/" + conv + "/participants"}, 200, plus(calls{"Query": 2, "BatchGetItem": 1})},
 		{"listTagValues", apitest.Req{Method: "GET", Path: "/v1/chat/tags/t/values?type=conversation"}, 200, plus(calls{"Query": 1})},
-		{"updateConversation", apitest.Req{Method: "PUT", Path: "/v1/chat/conversations/" + conv, Body: map[string]any{"tags": map[string]string{"x": "y"}}}, 200, plus(calls{"GetItem": 2, "TransactWriteItems": 1})},
+		{"updateConversation", apitest.Req{Method: "PUT", Path: "/v1/chat/conversations/" + conv, Body: map[string]any{"tags": map[string]string{"x": "y"}}}, 200, plus(calls{"GetItem": 1, "Query": 1, "TransactWriteItems": 1})},
 		{"updateUser", apitest.Req{Method: "PUT", Path: "/v1/chat/users/" + user, Body: map[string]any{"name": "n"}}, 200, plus(calls{"GetItem": 2, "TransactWriteItems": 1})},
 		{"updateMessage", apitest.Req{Method: "PUT", Path: "/v1/chat/messages/" + msg, Body: map[string]any{"tags": map[string]string{"x": "y"}}}, 200, plus(calls{"GetItem": 2, "TransactWriteItems": 1})},
 		{"addParticipant", apitest.Req{Method: "POST", Path: "/v1/chat/conversations/" + conv + "/participants", Body: map[string]any{"userId": user}}, 200, plus(calls{"GetItem": 1, "BatchGetItem": 1, "TransactWriteItems": 1})},
@@ -73,7 +78,8 @@ func TestChatDynamoDBCalls(t *testing.T) {
 		{"patchState", apitest.Req{Method: "PATCH", Path: "/v1/chat/states/conversation/" + conv + "/convState", Body: map[string]any{"payload": map[string]any{"b": 1}}}, 200, plus(calls{"GetItem": 2, "TransactWriteItems": 1})},
 		{"getOrSetState", apitest.Req{Method: "POST", Path: "/v1/chat/states/conversation/" + conv + "/convState/get-or-set", Body: map[string]any{"payload": map[string]any{}}}, 200, plus(calls{"GetItem": 1})},
 		{"getOrCreateConversation", apitest.Req{Method: "POST", Path: "/v1/chat/conversations/get-or-create", Body: map[string]any{"channel": "g", "tags": map[string]string{"k": "1"}}}, 200, nil},
-		{"getOrCreateConversation", apitest.Req{Method: "POST", Path: "/v1/chat/conversations/get-or-create", Body: map[string]any{"channel": "g", "tags": map[string]string{"k": "1"}}}, 200, plus(calls{"GetItem": 2})},
+		// The claim (GetItem) and the conversation it names (Query).
+		{"getOrCreateConversation", apitest.Req{Method: "POST", Path: "/v1/chat/conversations/get-or-create", Body: map[string]any{"channel": "g", "tags": map[string]string{"k": "1"}}}, 200, plus(calls{"GetItem": 1, "Query": 1})},
 		{"getOrCreateUser", apitest.Req{Method: "POST", Path: "/v1/chat/users/get-or-create", Body: map[string]any{"tags": map[string]string{"k": "1"}}}, 200, nil},
 		{"getOrCreateUser", apitest.Req{Method: "POST", Path: "/v1/chat/users/get-or-create", Body: map[string]any{"tags": map[string]string{"k": "1"}}}, 200, plus(calls{"GetItem": 2})},
 		{"getOrCreateMessage", apitest.Req{Method: "POST", Path: "/v1/chat/messages/get-or-create", Body: map[string]any{"conversationId": conv, "userId": user, "type": "text", "payload": map[string]any{}, "tags": map[string]string{"k": "1"}}}, 200, nil},

@@ -44,7 +44,7 @@ func TestTasksKBAuditDynamoDBCalls(t *testing.T) {
 		// Two messages: the conversation and the user read once each, one
 		// created directly, one through the getOrCreate claim.
 		{"importMessages", apitest.Req{Method: "POST", Path: "/v1/chat/messages/import-messages", Headers: bot, Body: map[string]any{"messages": []map[string]any{
-			msg("a", map[string]string{}, []string{}), msg("b", map[string]string{"ext": "1"}, []string{"ext"})}}}, calls{"GetItem": 7, "Query": 1, "TransactWriteItems": 2}},
+			msg("a", map[string]string{}, []string{}), msg("b", map[string]string{"ext": "1"}, []string{"ext"})}}}, calls{"GetItem": 6, "Query": 2, "TransactWriteItems": 2}},
 		{"deleteTask", apitest.Req{Method: "DELETE", Path: "/v1/chat/tasks/" + task, Headers: bot}, calls{"GetItem": 5, "Query": 1, "BatchWriteItem": 1}},
 		{"deleteKnowledgeBase", apitest.Req{Method: "DELETE", Path: "/v1/files/knowledge-bases/" + kb, Headers: bot}, calls{"GetItem": 5, "Query": 1, "DeleteItem": 1}},
 	} {

@@ -53,6 +53,12 @@ func (u *Units) add(v Units) { u.Read += v.Read; u.Write += v.Write }
 type Usage struct {
 	Partitions map[Partition]Units
 	Operations map[string]Units
+	// TxSurcharge is the write units a transaction's doubling added to
+	// its base-table items: Total().Write - TxSurcharge is the write
+	// units at 1x (what each item and index entry written takes).
+	TxSurcharge float64
+	// Calls counts the requests of each operation that took units.
+	Calls map[string]int
 }
 
 // Total is the sum over every operation.
@@ -83,7 +89,8 @@ func (s *Server) CountUnits(on bool) {
 func (s *Server) Usage() Usage {
 	s.units.mu.Lock()
 	defer s.units.mu.Unlock()
-	out := Usage{Partitions: make(map[Partition]Units, len(s.units.usage.Partitions)), Operations: make(map[string]Units, len(s.units.usage.Operations))}
+	out := Usage{Partitions: make(map[Partition]Units, len(s.units.usage.Partitions)), Operations: make(map[string]Units, len(s.units.usage.Operations)),
+		TxSurcharge: s.units.usage.TxSurcharge, Calls: maps.Clone(s.units.usage.Calls)}
 	for k, v := range s.units.usage.Partitions {
 		out.Partitions[k] = v
 	}
@@ -101,6 +108,8 @@ type charge struct {
 	parts map[Partition]Units
 	total Units
 	want  string // ReturnConsumedCapacity: "TOTAL", "INDEXES" or "" (none)
+	// surcharge: the transaction's doubling of its base-table units.
+	surcharge float64
 }
 
 // newCharge returns the charge of one request asking ask (its
@@ -155,6 +164,11 @@ func (m *meter) record(op string, c *charge) {
 	v := m.usage.Operations[op]
 	v.add(c.total)
 	m.usage.Operations[op] = v
+	m.usage.TxSurcharge += c.surcharge
+	if m.usage.Calls == nil {
+		m.usage.Calls = map[string]int{}
+	}
+	m.usage.Calls[op]++
 }
 
 const (
@@ -196,6 +210,7 @@ func (t *tableDef) chargeWrite(c *charge, key, old, nw item, factor float64, fai
 		size = max(size, itemSize(nw))
 	}
 	c.add(Partition{Table: t.Name, Key: keyText(key[t.Hash])}, Units{Write: factor * unitsOf(size, writeUnitBytes)})
+	c.surcharge += (factor - 1) * unitsOf(size, writeUnitBytes)
 	if failed {
 		return
 	}

@@ -79,6 +79,14 @@ type Delivery struct {
 	Alias      string `json:"alias,omitempty"`
 	Ticket     string `json:"ticket,omitempty"`
 	WebhookURL string `json:"webhookUrl,omitempty"`
+	// Settles: the event's status is derived from this entry (pending
+	// while it is there, processed once it is removed), so a delivery
+	// that succeeds writes nothing on the event; other outcomes are
+	// written before the entry is removed.
+	Settles bool `json:"settles,omitempty"`
+	// EventType is the event's type when the delivery can rebuild the
+	// event without reading it (message_created: from its message).
+	EventType string `json:"eventType,omitempty"`
 }
 
 // PrefixWorkflow starts workflow ids.
