@@ -14,6 +14,7 @@ package authcache
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -29,9 +30,11 @@ const MaxEntries = 50_000
 
 // Cache maps a credential's hash to what it authenticates.
 type Cache[V any] struct {
-	TTL time.Duration
 	Max int
 	Now func() time.Time
+	// ttl is the TTL in nanoseconds (0: the package's TTL; negative:
+	// nothing is kept, every Get reads).
+	ttlNanos atomic.Int64
 
 	mu      sync.Mutex
 	entries map[string]entry[V]
@@ -54,7 +57,11 @@ type flight[V any] struct {
 }
 
 // New returns a cache with the package's TTL and size.
-func New[V any]() *Cache[V] { return &Cache[V]{TTL: TTL, Max: MaxEntries} }
+func New[V any]() *Cache[V] { return &Cache[V]{Max: MaxEntries} }
+
+// SetTTL changes how long a read is kept (safe while in use); a negative
+// TTL keeps nothing: every Get reads (tests that count every read).
+func (c *Cache[V]) SetTTL(d time.Duration) { c.ttlNanos.Store(int64(d)) }
 
 func (c *Cache[V]) now() time.Time {
 	if c.Now != nil {
@@ -66,6 +73,9 @@ func (c *Cache[V]) now() time.Time {
 // Get answers key's value from the cache while fresh, else from load
 // (once for all concurrent callers of the key), keeping a found value.
 func (c *Cache[V]) Get(ctx context.Context, key string, load func(context.Context) (V, bool, error)) (V, bool, error) {
+	if c.ttlNanos.Load() < 0 {
+		return load(ctx)
+	}
 	c.mu.Lock()
 	if c.entries == nil {
 		c.entries, c.flights = map[string]entry[V]{}, map[string]*flight[V]{}
@@ -140,8 +150,8 @@ func (c *Cache[V]) Len() int {
 }
 
 func (c *Cache[V]) ttl() time.Duration {
-	if c.TTL > 0 {
-		return c.TTL
+	if d := time.Duration(c.ttlNanos.Load()); d > 0 {
+		return d
 	}
 	return TTL
 }

@@ -21,7 +21,7 @@ func (c *clock) now() time.Time      { c.mu.Lock(); defer c.mu.Unlock(); return 
 func (c *clock) add(d time.Duration) { c.mu.Lock(); c.t = c.t.Add(d); c.mu.Unlock() }
 
 func newCache(c *clock) *authcache.Cache[string] {
-	return &authcache.Cache[string]{TTL: authcache.TTL, Max: 100, Now: c.now}
+	return &authcache.Cache[string]{Max: 100, Now: c.now}
 }
 
 // loader answers found (or not) and counts its reads.
@@ -117,7 +117,8 @@ func TestForgetDropsEntriesAndReadsUnderWay(t *testing.T) {
 // goroutines at once, is read once per TTL (run with -race).
 func TestConcurrentCallersShareOneRead(t *testing.T) {
 	t.Parallel()
-	cache := &authcache.Cache[string]{TTL: time.Hour}
+	cache := &authcache.Cache[string]{}
+	cache.SetTTL(time.Hour)
 	l := &loader{}
 	l.found.Store(true)
 	var wg sync.WaitGroup
@@ -149,5 +150,18 @@ func TestBoundedSize(t *testing.T) {
 		if cache.Len() > 100 {
 			t.Fatalf("%d entries, max 100", cache.Len())
 		}
+	}
+}
+
+func TestNegativeTTLKeepsNothing(t *testing.T) {
+	cache := authcache.New[string]()
+	cache.SetTTL(-1)
+	l := &loader{}
+	l.found.Store(true)
+	for i := 0; i < 3; i++ {
+		cache.Get(context.Background(), "k", l.load)
+	}
+	if l.reads.Load() != 3 || cache.Len() != 0 {
+		t.Fatalf("%d reads, %d entries", l.reads.Load(), cache.Len())
 	}
 }
