@@ -115,6 +115,14 @@ type Dispatcher struct {
 	Now         func() time.Time
 	// Workers overrides the default bound on shards worked in parallel.
 	Workers int
+	// Exclusive says this dispatcher alone delivers the outbox, from Run
+	// only (the local platform over its embedded DynamoDB: one process
+	// holds the data directory, releases a dead process's leases at
+	// start, and Run works each shard in one goroutine at a time). It
+	// then takes no lease before a delivery: a lease keeps other
+	// dispatchers away, and there are none; the write (and its fsync)
+	// would be spent on every delivery, on the reply's path.
+	Exclusive bool
 
 	wake chan struct{}
 	once sync.Once
@@ -454,10 +462,12 @@ func (d *Dispatcher) deliver(ctx context.Context, dl platform.Delivery) (finishe
 	ctx, span := tracing.Start(tracing.WithParent(ctx, dl.Trace), "deliver "+dl.Kind, trace.SpanKindClient)
 	defer span.End()
 	now := d.now()
-	ok, err := d.Store.LeaseDelivery(ctx, dl, now, now.Add(delivery.MaxBotTimeout+time.Minute))
-	if err != nil || !ok {
-		forgetPending(dl.ID) // under way elsewhere: not this process's to count
-		return false, err
+	if !d.Exclusive {
+		ok, err := d.Store.LeaseDelivery(ctx, dl, now, now.Add(delivery.MaxBotTimeout+time.Minute))
+		if err != nil || !ok {
+			forgetPending(dl.ID) // under way elsewhere: not this process's to count
+			return false, err
+		}
 	}
 	if due, err := time.Parse(platform.TimeFormat, dl.DueAt); err == nil {
 		metrics.DispatchLag.Observe(max(now.Sub(due), 0).Seconds(), dl.Kind)
@@ -672,14 +682,22 @@ func (d *Dispatcher) sendEvent(ctx context.Context, dl platform.Delivery) outcom
 		return outcome{final: true, why: "the bot's quota of invocations this month is reached (QuotaExceeded)"}
 	}
 	res := delivery.Send(ctx, d.Client, req)
-	if err := d.Store.CountInvocation(ctx, bot.ID); err != nil {
-		log := d.Log
-		if log == nil {
-			log = slog.Default()
+	// The invocation is counted while the delivery is observed (its log
+	// line): two independent durable writes, each waiting for its fsync,
+	// on the path of whatever the conversation delivers next.
+	counted := make(chan struct{})
+	go func() {
+		defer close(counted)
+		if err := d.Store.CountInvocation(ctx, bot.ID); err != nil {
+			log := d.Log
+			if log == nil {
+				log = slog.Default()
+			}
+			log.WarnContext(ctx, "invocation not counted", "bot", bot.ID, "err", err)
 		}
-		log.WarnContext(ctx, "invocation not counted", "bot", bot.ID, "err", err)
-	}
+	}()
 	d.observe(ctx, delivery.Result{Kind: "event", BotID: bot.ID, WorkspaceID: bot.WorkspaceID, EventID: ev.ID, EventType: ev.Type, URL: bot.URL}, res)
+	<-counted
 	return judge(res)
 }
 

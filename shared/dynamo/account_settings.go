@@ -215,6 +215,7 @@ func (s *Store) DeleteAccount(ctx context.Context, id string) error {
 		}
 		g := []write{{types.TransactWriteItem{Delete: &types.Delete{Key: key(accountPK(id), sk)}}, changed}}
 		if strings.HasPrefix(sk, "PAT#") {
+			defer s.tokens.Forget(getS(it, "hash"))
 			g = append(g, write{types.TransactWriteItem{Delete: &types.Delete{Key: key(tokenPK(getS(it, "hash")), skToken)}}, changed})
 		}
 		rest = append(rest, g)

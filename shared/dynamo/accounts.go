@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/botforge/platform/shared/authcache"
 	"github.com/botforge/platform/shared/platform"
 )
 
@@ -132,10 +133,21 @@ func tokenItem(hash string, p platform.Principal) item {
 	return it
 }
 
-// Authenticate resolves a bearer token to its principal with one strongly
-// consistent GetItem, so a deleted token stops working at once.
+// Authenticate resolves a bearer token to its principal: one strongly
+// consistent GetItem, remembered for authcache.TTL in this process, so a
+// token deleted in this process stops working at once and one deleted
+// elsewhere within authcache.TTL (docs/security.md).
 func (s *Store) Authenticate(ctx context.Context, token string) (platform.Principal, bool, error) {
-	it, err := s.get(ctx, tokenPK(HashToken(token)), skToken)
+	hash := HashToken(token)
+	return s.tokens.Get(ctx, hash, func(ctx context.Context) (platform.Principal, bool, error) { return s.readToken(ctx, hash) })
+}
+
+// TokenCache is the store's cache of tokens (tests).
+func (s *Store) TokenCache() *authcache.Cache[platform.Principal] { return s.tokens }
+
+// readToken reads a token's lookup item (strongly consistent).
+func (s *Store) readToken(ctx context.Context, hash string) (platform.Principal, bool, error) {
+	it, err := s.get(ctx, tokenPK(hash), skToken)
 	if err != nil || it == nil {
 		return platform.Principal{}, false, err
 	}
@@ -201,6 +213,7 @@ func (s *Store) DeletePAT(ctx context.Context, accountID, patID string) error {
 
 // deleteWithToken deletes a token's metadata item and its lookup item together.
 func (s *Store) deleteWithToken(ctx context.Context, meta item, hash, kind, id string) error {
+	defer s.tokens.Forget(hash)
 	return s.transact(ctx, []types.TransactWriteItem{
 		{Delete: &types.Delete{Key: meta, ConditionExpression: aws.String("attribute_exists(pk)")}},
 		{Delete: &types.Delete{Key: key(tokenPK(hash), skToken)}},

@@ -345,6 +345,7 @@ func (s *Store) TransferBot(ctx context.Context, b BotRecord, to string) error {
 	}
 	for _, k := range keys {
 		items = append(items, moveKey(k, from, to)...)
+		defer s.tokens.Forget(getS(k, "hash"))
 	}
 	err = s.transact(ctx, items, func(i int) error {
 		if i == 2 {
@@ -366,7 +367,9 @@ func (s *Store) TransferBot(ctx context.Context, b BotRecord, to string) error {
 		if getS(k, "workspaceId") != from {
 			continue
 		}
-		if err := s.txWrite(ctx, moveKey(k, from, to)); err != nil && failedAt(err) < 0 {
+		err := s.txWrite(ctx, moveKey(k, from, to))
+		s.tokens.Forget(getS(k, "hash"))
+		if err != nil && failedAt(err) < 0 {
 			return err
 		}
 	}
@@ -384,6 +387,8 @@ func (s *Store) botKeyItems(ctx context.Context, bot string) ([]item, error) {
 
 // moveKey moves an API key (its record and the token it authenticates
 // with) from workspace from to workspace to.
+// (Its callers forget the token in this process: its principal names the
+// workspace.)
 func moveKey(k item, from, to string) []types.TransactWriteItem {
 	set := func(pk, sk string) types.TransactWriteItem {
 		return types.TransactWriteItem{Update: &types.Update{

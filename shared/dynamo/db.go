@@ -19,6 +19,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/botforge/platform/shared/authcache"
 	"github.com/botforge/platform/shared/platform"
 )
 
@@ -57,6 +58,11 @@ type Store struct {
 	// limiter counts the limits shared across processes (chat_limits.go).
 	limiterOnce sync.Once
 	limiter     *Limiter
+	// tokens and sessions remember what a token or session hash
+	// authenticates for authcache.TTL (accounts.go, signin.go): a busy key
+	// is read once per TTL per process, not on every call.
+	tokens   *authcache.Cache[platform.Principal]
+	sessions *authcache.Cache[Session]
 }
 
 // OnOutbox sets the function called after each commit that queued a
@@ -103,7 +109,7 @@ func (s *Store) notifyOutbox() {
 // Its quotas are those of the environment (LimitsFromEnv; an invalid value
 // is refused by the processes that serve the API, at their start).
 func New(db *dynamodb.Client, table string) *Store {
-	s := &Store{db: db, table: table}
+	s := &Store{db: db, table: table, tokens: authcache.New[platform.Principal](), sessions: authcache.New[Session]()}
 	if l, err := LimitsFromEnv(); err == nil {
 		s.SetLimits(l)
 	}

@@ -133,9 +133,19 @@ func (s *Store) CreateSession(ctx context.Context, ss Session) error {
 		})
 }
 
-// SessionByHash reads a session by the hash of its value (one strongly
-// consistent GetItem, so an ended session stops working at once).
+// SessionByHash reads a session by the hash of its value: one strongly
+// consistent GetItem, remembered for authcache.TTL in this process, so a
+// session ended in this process stops working at once and one ended
+// elsewhere within authcache.TTL (docs/security.md).
 func (s *Store) SessionByHash(ctx context.Context, hash string) (Session, bool, error) {
+	return s.sessions.Get(ctx, hash, func(ctx context.Context) (Session, bool, error) { return s.readSession(ctx, hash) })
+}
+
+// ForgetSession drops what this process remembers of a session (to read
+// it afresh before deciding it timed out).
+func (s *Store) ForgetSession(hash string) { s.sessions.Forget(hash) }
+
+func (s *Store) readSession(ctx context.Context, hash string) (Session, bool, error) {
 	var ss Session
 	it, err := s.get(ctx, sessionPK(hash), skSession)
 	if err != nil || it == nil {
@@ -149,6 +159,7 @@ func (s *Store) SessionByHash(ctx context.Context, hash string) (Session, bool, 
 // TouchSession records a session's last use (both items; a session ended
 // meanwhile is not recreated).
 func (s *Store) TouchSession(ctx context.Context, ss Session) error {
+	s.sessions.Set(ss.Hash, ss)
 	for _, k := range []item{key(sessionPK(ss.Hash), skSession), key(accountPK(ss.AccountID), sessionPrefix+ss.ID)} {
 		it := k
 		doc, err := docItem("", "", ss)
@@ -199,6 +210,7 @@ func (s *Store) DeleteSession(ctx context.Context, accountID, sessionID string) 
 	if it == nil {
 		return platform.NotFound("session", sessionID)
 	}
+	defer s.sessions.Forget(getS(it, "hash"))
 	return s.batchDelete(ctx, []item{key(sessionPK(getS(it, "hash")), skSession), key(accountPK(accountID), sessionPrefix+sessionID)})
 }
 
@@ -210,6 +222,7 @@ func (s *Store) DeleteSessions(ctx context.Context, accountID string) (int, erro
 	}
 	keys := make([]item, 0, 2*len(all))
 	for _, ss := range all {
+		defer s.sessions.Forget(ss.Hash)
 		keys = append(keys, key(sessionPK(ss.Hash), skSession), key(accountPK(accountID), sessionPrefix+ss.ID))
 	}
 	return len(all), s.batchDelete(ctx, keys)

@@ -525,7 +525,10 @@ func open(ctx context.Context, dataDir, baseURL string, log *slog.Logger, reserv
 	// delivery, and every second for retries and scheduled events; what
 	// was pending before a crash goes out now.
 	p.Dispatcher = &dispatch.Dispatcher{Store: p.Store, Client: outbound, Log: log, Observer: p.observeDelivery, Code: p.Workers,
-		Builtins: p.Builtins, WebhookBase: strings.TrimSuffix(baseURL, "/") + "/webhooks"}
+		Builtins: p.Builtins, WebhookBase: strings.TrimSuffix(baseURL, "/") + "/webhooks",
+		// Over the embedded DynamoDB this process alone delivers (no lease
+		// per delivery: dispatch.Dispatcher.Exclusive).
+		Exclusive: p.Dynamo != nil}
 	// A data directory written before the outbox was sharded: its entries
 	// move into their shards (idempotent, each in one transaction).
 	if n, err := p.Store.MigrateOutbox(ctx); err != nil {

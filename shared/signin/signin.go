@@ -202,7 +202,21 @@ func (s *Service) session(ctx context.Context, r *http.Request) (dynamo.Session,
 		return ss, errNoSession
 	}
 	now := s.now()
-	if now.After(parseTime(ss.ExpiresAt)) || now.After(parseTime(ss.LastSeenAt).Add(s.cfg.IdleTimeout)) {
+	timedOut := func() bool {
+		return now.After(parseTime(ss.ExpiresAt)) || now.After(parseTime(ss.LastSeenAt).Add(s.cfg.IdleTimeout))
+	}
+	if timedOut() {
+		// What this process remembers may predate another process's
+		// touch: read it afresh before ending it.
+		s.store.ForgetSession(ss.Hash)
+		if ss, ok, err = s.store.SessionByHash(ctx, ss.Hash); err != nil || !ok {
+			if err == nil {
+				err = errNoSession
+			}
+			return ss, err
+		}
+	}
+	if timedOut() {
 		_ = s.store.DeleteSession(ctx, ss.AccountID, ss.ID)
 		s.audit(ctx, Event{AccountID: ss.AccountID, Action: "SESSION_END", Detail: "session " + ss.ID + " timed out", Address: clientip.Of(r)})
 		return ss, errNoSession
