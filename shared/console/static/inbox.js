@@ -272,6 +272,8 @@ function Session({ ws, s, me }) {
   const [tick, setTick] = useState(0)
   const fileRef = useRef(null)
   const scroller = useRef(null)
+  const latest = useRef(s) // the list's view of the session, for the load below
+  latest.current = s
 
   useLive(ws, async (live) => {
     try {
@@ -280,7 +282,7 @@ function Session({ ws, s, me }) {
         setData(r)
         setError(null)
         // Reading it marked it read: the list's unread count follows.
-        if (s.unread > 0) emitLocal(ws, { botId: s.botId, sessionId: s.id, change: 'read' })
+        if (latest.current.unread > 0) emitLocal(ws, { botId: s.botId, sessionId: s.id, change: 'read' })
       }
     } catch (e) {
       if (live()) setError(e)
