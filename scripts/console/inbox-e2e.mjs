@@ -122,6 +122,9 @@ async function main() {
 
   await step('sign in and open the inbox: nothing waits', async () => {
     await page.goto(api + '/', { waitUntil: 'load' })
+    // The fallback poll made very long: what appears below came through
+    // the inbox stream (docs/hitl.md "Live updates").
+    await page.evaluate(() => localStorage.setItem('inbox.pollMs', String(3600 * 1000)))
     await type('#token', token)
     await page.click('form[data-test=signin] button')
     await waitText('main.page h1', /Workspaces/)
@@ -129,6 +132,7 @@ async function main() {
     await waitText('main.page h1', /Inbox/)
     await waitText('[data-test=sessions]', /No session here/)
     await waitText('[data-test=inbox-link]', /Inbox/)
+    await page.waitForSelector('[data-test=inbox-live]')
   })
   let sessionUrl
   await step('a waiting session appears live (no reload), with the unread count', async () => {
@@ -165,8 +169,10 @@ async function main() {
     await type('[data-test=reply] input:not([type=file])', 'Hello from a person')
     await page.click('[data-test=reply] button[type=submit]')
     await userSees('the reply', (p) => p.text === 'Hello from a person')
+    const sent = Date.now()
     await say('thanks!')
     await waitText('[data-test=transcript]', /thanks!/)
+    console.log(`  the user's message shown in the inbox ${Date.now() - sent} ms after it was sent (stream, no poll)`)
   })
   await step('reply with an image: uploaded, the user gets its url, the inbox shows it', async () => {
     const file = path.join(WORK, 'cat.png')

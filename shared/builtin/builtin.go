@@ -323,3 +323,15 @@ func WriteError(w http.ResponseWriter, err error) {
 	w.WriteHeader(status)
 	_ = json.NewEncoder(w).Encode(body)
 }
+
+// Named answers the registered integration of that name (the hitl desk's
+// inbox stream finds its hub there).
+func (r *Registry) Named(name string) (Integration, bool) {
+	if r == nil {
+		return nil, false
+	}
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	b, ok := r.byName[name]
+	return b, ok
+}

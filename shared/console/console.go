@@ -25,9 +25,12 @@ const AssetPrefix = "/console/"
 
 // ContentSecurityPolicy: scripts, styles and images of this origin only
 // (no inline script or style, no eval); API calls to this origin, and on AWS
-// to S3's presigned upload and download URLs (the Files API's uploadUrl).
+// to S3's presigned upload and download URLs (the Files API's uploadUrl),
+// and the inbox's live stream on the stream host (docs/hitl.md: a Lambda
+// function URL, https://<id>.lambda-url.<region>.on.aws, or the container
+// tier's load balancer under amazonaws.com).
 const ContentSecurityPolicy = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data: blob:; " +
-	"connect-src 'self' https://*.amazonaws.com; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+	"connect-src 'self' https://*.amazonaws.com https://*.on.aws; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
 
 // asset is one embedded file, ready to send.
 type asset struct {

@@ -74,6 +74,7 @@ func (i *Integration) Assign(ctx context.Context, in builtin.Install, id string,
 	if err != nil {
 		return h, err
 	}
+	i.changed(h, "assigned")
 	err = in.API.Call(ctx, in, "POST", "/v1/chat/events", map[string]any{"type": "hitlAssigned", "conversationId": id,
 		"payload": map[string]string{"conversationId": id, "userId": uid}}, nil)
 	return h, err
@@ -113,12 +114,15 @@ func (i *Integration) Reply(ctx context.Context, in builtin.Install, id string, 
 	}
 	err = in.API.Call(ctx, in, "POST", "/v1/chat/messages", map[string]any{"conversationId": id, "userId": uid,
 		"type": typ, "payload": payload, "tags": map[string]string{}}, &out)
+	if err == nil {
+		i.changed(h, "reply")
+	}
 	return out.Message, err
 }
 
 // Note adds an internal note (agents only: nothing reaches the bot).
 func (i *Integration) Note(ctx context.Context, bot, id string, a Agent, text string) (platform.HitlSession, error) {
-	return i.Store.UpdateHitlSession(ctx, bot, id, func(h *platform.HitlSession) error {
+	h, err := i.Store.UpdateHitlSession(ctx, bot, id, func(h *platform.HitlSession) error {
 		if len(h.Notes) >= maxNotes {
 			return platform.Errorf(platform.ErrLimitExceeded, "hitl session %q has %d notes: no more may be added", id, maxNotes)
 		}
@@ -127,6 +131,10 @@ func (i *Integration) Note(ctx context.Context, bot, id string, a Agent, text st
 		h.UpdatedAt = now
 		return nil
 	})
+	if err == nil {
+		i.changed(h, "note")
+	}
+	return h, err
 }
 
 // Close ends the session from the desk and gives the conversation back to
@@ -155,6 +163,9 @@ func (i *Integration) Close(ctx context.Context, in builtin.Install, id string) 
 	})
 	if err == errNothing {
 		return i.Store.GetHitlSession(ctx, in.Bot.ID, id)
+	}
+	if err == nil {
+		i.changed(h, "closed")
 	}
 	return h, err
 }

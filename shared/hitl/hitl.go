@@ -55,6 +55,8 @@ type Store interface {
 // Integration is the hitl integration.
 type Integration struct {
 	Store Store
+	// Hub carries the inbox's live updates (signal.go); nil: none.
+	Hub Hub
 }
 
 var (
@@ -214,6 +216,8 @@ func (i *Integration) startHitl(ctx context.Context, in builtin.Install, input j
 	if !created {
 		// The user's open session stands; this conversation is not one.
 		_ = in.API.Call(ctx, in, "DELETE", "/v1/chat/conversations/"+conv, nil, nil)
+	} else {
+		i.changed(got, "started")
 	}
 	return json.Marshal(map[string]string{"conversationId": got.ConversationID})
 }
@@ -227,7 +231,7 @@ func (i *Integration) stopHitl(ctx context.Context, in builtin.Install, input js
 	if err := json.Unmarshal(input, &a); err != nil || a.ConversationID == "" {
 		return nil, platform.Invalid("invalid input: field \"conversationId\" is required")
 	}
-	_, err := i.Store.UpdateHitlSession(ctx, in.Bot.ID, a.ConversationID, func(h *platform.HitlSession) error {
+	h, err := i.Store.UpdateHitlSession(ctx, in.Bot.ID, a.ConversationID, func(h *platform.HitlSession) error {
 		if h.Status == platform.HitlClosed {
 			return errNothing
 		}
@@ -236,6 +240,9 @@ func (i *Integration) stopHitl(ctx context.Context, in builtin.Install, input js
 	})
 	if err != nil && err != errNothing {
 		return nil, err
+	}
+	if err == nil {
+		i.changed(h, "closed")
 	}
 	return json.RawMessage(`{}`), nil
 }
@@ -263,7 +270,7 @@ func (i *Integration) SendMessage(ctx context.Context, in builtin.Install, m bui
 		UserID string `json:"userId"`
 	}
 	_ = json.Unmarshal(m.Message.Payload, &p)
-	_, err := i.Store.UpdateHitlSession(ctx, in.Bot.ID, m.Conversation.ID, func(h *platform.HitlSession) error {
+	h, err := i.Store.UpdateHitlSession(ctx, in.Bot.ID, m.Conversation.ID, func(h *platform.HitlSession) error {
 		if p.UserID != "" && p.UserID == h.UserID {
 			h.UserMessages++
 		}
@@ -272,6 +279,9 @@ func (i *Integration) SendMessage(ctx context.Context, in builtin.Install, m bui
 	})
 	if platform.TypeOf(err) == platform.ErrResourceNotFound {
 		return nil // a conversation of the channel that is no session: nothing to track
+	}
+	if err == nil {
+		i.changed(h, "message")
 	}
 	return err
 }

@@ -41,6 +41,7 @@ func (s *server) hitlRoutes() []route {
 		r("POST "+base+"/{bot}/{conv}/messages", "replyHitlSession", agent, s.replyHitlSession),
 		r("POST "+base+"/{bot}/{conv}/notes", "noteHitlSession", agent, s.noteHitlSession),
 		r("POST "+base+"/{bot}/{conv}/close", "closeHitlSession", agent, s.closeHitlSession),
+		s.hitlTicketRoute(), // the inbox's live updates (hitl_stream.go)
 	}
 }
 

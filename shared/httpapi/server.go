@@ -163,6 +163,9 @@ func New(cfg Config, areas ...Area) http.Handler {
 			for _, sr := range s.cognitiveStreamRoutes() {
 				mux.Handle(sr.pattern, s.streamHandler(sr))
 			}
+			for pattern, h := range s.hitlStreamRoutes() { // the inbox's live updates (hitl_stream.go)
+				mux.Handle(pattern, h)
+			}
 			// Webhook ingress: no token, the webhook id is the secret (webhooks.go).
 			for pattern, h := range s.webhookRoutes() {
 				mux.Handle(pattern, h)

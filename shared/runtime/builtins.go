@@ -54,7 +54,9 @@ func BuiltinsWith(hub chatapi.Hub, gw *llm.Gateway, meter llm.Meter, limits plat
 	// hitl (docs/hitl.md) keeps its sessions in the store: the meter is
 	// the store wherever one is given.
 	if st, ok := meter.(hitl.Store); ok {
-		all = append(all, hitl.New(st))
+		desk := hitl.New(st)
+		desk.Hub = hub // the inbox's live updates (docs/hitl.md)
+		all = append(all, desk)
 	}
 	choice := strings.TrimSpace(os.Getenv("PLATFORM_BUILTINS"))
 	r := builtin.NewRegistry()

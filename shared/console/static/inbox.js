@@ -5,14 +5,20 @@
 // notes, close (the bot takes over again), unread counts and a browser
 // notification for a new waiting session (when the operator allows it).
 // Everything goes through the agent API with the console's credentials
-// (api.js call()). Live updates are polled (the list every 2 s, the open
-// session every 1.5 s, while the tab is visible): the platform's chat
-// streams are the end users' (a user key per conversation), not an agent's.
+// (api.js call()). Live updates come through the platform's stream path
+// (docs/hitl.md "Live updates"): the console asks for a short-lived
+// stream ticket and opens an EventSource on the workspace's inbox stream
+// (where the Chat API's streams are served: this origin locally, the
+// stream host on AWS); each event names a session that changed, and the
+// list and the open session are read again through the agent API. A slow
+// poll (every 30 s, and at once when the stream opens or drops) covers a
+// lost signal or a stream that cannot open.
 import { call } from './api.js'
 import { html, useState, useEffect, useRef, ErrorBox, Empty, go, fmtTime } from './ui.js'
 
-const LIST_MS = 2000
-const SESSION_MS = 1500
+// pollMs is the fallback poll's period (localStorage 'inbox.pollMs' sets
+// another: the inbox e2e makes it very long to see the stream alone).
+const pollMs = () => Number(localStorage.getItem('inbox.pollMs')) || 30000
 const base = (ws) => `/v1/admin/workspaces/${encodeURIComponent(ws)}/hitl/sessions`
 
 const TABS = [
@@ -22,32 +28,137 @@ const TABS = [
   ['closed', 'Closed'],
 ]
 
-// usePoll calls load now and every ms while the tab is visible; load gets
-// a `live` check to drop answers that come after the component went away.
-function usePoll(load, ms, deps) {
+// One inbox stream per workspace, shared by the components that listen.
+// A listener gets each event's data ({botId, sessionId, change}), and null
+// when the stream opens or drops (something may have been missed).
+const streams = new Map()
+
+function subscribe(ws, fn) {
+  let st = streams.get(ws)
+  if (!st) {
+    st = { listeners: new Set(), es: null, timer: null, delay: 1000, up: false }
+    streams.set(ws, st)
+    openStream(ws, st)
+  }
+  st.listeners.add(fn)
+  return () => {
+    st.listeners.delete(fn)
+    if (st.listeners.size === 0) {
+      streams.delete(ws)
+      clearTimeout(st.timer)
+      if (st.es) st.es.close()
+    }
+  }
+}
+
+function emit(st, ev) {
+  for (const fn of [...st.listeners]) fn(ev)
+}
+
+// emitLocal tells this page's listeners of a change it made itself.
+function emitLocal(ws, ev) {
+  const st = streams.get(ws)
+  if (st) emit(st, ev)
+}
+
+async function openStream(ws, st) {
+  if (streams.get(ws) !== st) return
+  let t
+  try {
+    t = await call('POST', `/v1/admin/workspaces/${encodeURIComponent(ws)}/hitl/stream-ticket`)
+  } catch {
+    return retryStream(ws, st)
+  }
+  if (streams.get(ws) !== st) return
+  const es = new EventSource(new URL(t.url, location.href).href)
+  st.es = es
+  es.addEventListener('inbox', (e) => {
+    let d = {}
+    try {
+      d = JSON.parse(e.data)
+    } catch {}
+    emit(st, d)
+  })
+  es.onopen = () => {
+    st.delay = 1000
+    st.up = true
+    emit(st, null)
+  }
+  // A dropped stream (its host's invocation ended, the network) is opened
+  // again with a fresh ticket: the one in its URL has expired.
+  es.onerror = () => {
+    es.close()
+    st.es = null
+    if (st.up) {
+      st.up = false
+      emit(st, null)
+    }
+    retryStream(ws, st)
+  }
+}
+
+function retryStream(ws, st) {
+  if (streams.get(ws) !== st) return
+  st.timer = setTimeout(() => openStream(ws, st), st.delay)
+  st.delay = Math.min(st.delay * 2, 30000)
+}
+
+// useLive calls load now, on each event of the workspace's inbox stream
+// that match accepts (all when absent; null events always: the stream
+// opened or dropped), and every pollMs() while the tab is visible; load
+// gets a `live` check to drop answers that come after the component went
+// away. Loads do not overlap: events during one make one more.
+function useLive(ws, load, deps, match) {
   useEffect(() => {
     let stop = false
     let timer
+    let running = false
+    let again = false
+    const run = async () => {
+      if (stop) return
+      if (running) {
+        again = true
+        return
+      }
+      running = true
+      await load(() => !stop).catch(() => {})
+      running = false
+      if (again) {
+        again = false
+        run()
+      }
+    }
     const tick = async () => {
-      if (!document.hidden) await load(() => !stop).catch(() => {})
-      if (!stop) timer = setTimeout(tick, ms)
+      if (!document.hidden) await run()
+      if (!stop) timer = setTimeout(tick, pollMs())
     }
     tick()
+    const off = subscribe(ws, (ev) => {
+      if (!ev || !match || match(ev)) run()
+    })
     return () => {
       stop = true
       clearTimeout(timer)
+      off()
     }
   }, deps)
+}
+
+// useStreamUp tells whether the workspace's inbox stream is open.
+function useStreamUp(ws) {
+  const [up, setUp] = useState(false)
+  useEffect(() => subscribe(ws, () => setUp(!!streams.get(ws)?.up)), [ws])
+  return up
 }
 
 // InboxLink is the Nav's link with the unread count of the workspace's
 // open sessions.
 export function InboxLink({ ws }) {
   const [unread, setUnread] = useState(0)
-  usePoll(async (live) => {
+  useLive(ws, async (live) => {
     const r = await call('GET', base(ws))
     if (live()) setUnread(r.meta?.unread || 0)
-  }, 5000, [ws])
+  }, [ws])
   const href = `#/w/${ws}/inbox`
   return html`<a href=${href} class=${location.hash.startsWith(href) ? 'active' : ''} data-test="inbox-link">Inbox${unread > 0 ? html` <span class="badge" data-test="inbox-unread">${unread}</span>` : ''}</a>`
 }
@@ -65,8 +176,9 @@ export function Inbox({ ws, id }) {
   const [error, setError] = useState(null)
   const [perm, setPerm] = useState(typeof Notification === 'undefined' ? 'unsupported' : Notification.permission)
   const known = useRef(null) // waiting session ids seen (null: first load)
+  const up = useStreamUp(ws)
 
-  usePoll(async (live) => {
+  useLive(ws, async (live) => {
     try {
       const r = await call('GET', base(ws))
       if (!live()) return
@@ -78,7 +190,7 @@ export function Inbox({ ws, id }) {
     } catch (e) {
       if (live()) setError(e)
     }
-  }, LIST_MS, [ws])
+  }, [ws])
 
   const sessions = list?.sessions || []
   const shown = sessions.filter((s) => (tab === 'mine' ? s.status === 'assigned' && s.assigneeId === list?.meta?.accountId : s.status === tab))
@@ -86,7 +198,7 @@ export function Inbox({ ws, id }) {
   const counts = list?.meta?.counts || {}
   const askPerm = async () => setPerm(await Notification.requestPermission())
 
-  return html`<h1>Inbox <small>humans in the loop</small></h1>
+  return html`<h1>Inbox <small>humans in the loop</small> ${up ? html`<small class="muted" data-test="inbox-live" title="updates arrive as they happen">● live</small>` : html`<small class="muted" data-test="inbox-polling" title="the live stream is not open: the inbox is read every ${Math.round(pollMs() / 1000)} s">○ polling</small>`}</h1>
     <${ErrorBox} error=${error} />
     <div class="inbox">
       <aside class="sessions" data-test="sessions">
@@ -160,18 +272,22 @@ function Session({ ws, s, me }) {
   const [tick, setTick] = useState(0)
   const fileRef = useRef(null)
   const scroller = useRef(null)
+  const latest = useRef(s) // the list's view of the session, for the load below
+  latest.current = s
 
-  usePoll(async (live) => {
+  useLive(ws, async (live) => {
     try {
       const r = await call('GET', path)
       if (live()) {
         setData(r)
         setError(null)
+        // Reading it marked it read: the list's unread count follows.
+        if (latest.current.unread > 0) emitLocal(ws, { botId: s.botId, sessionId: s.id, change: 'read' })
       }
     } catch (e) {
       if (live()) setError(e)
     }
-  }, SESSION_MS, [path, tick])
+  }, [path, tick], (ev) => ev.sessionId === s.id && ev.change !== 'read')
   const count = data?.transcript?.length || 0
   useEffect(() => {
     if (scroller.current) scroller.current.scrollTop = scroller.current.scrollHeight
