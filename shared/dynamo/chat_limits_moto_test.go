@@ -21,13 +21,8 @@ import (
 // them as DynamoDB does, not on the embedded DynamoDB they were written
 // with.
 func TestSharedLimitHoldOnMoto(t *testing.T) {
-	db := dynamodb.New(dynamodb.Options{Region: "us-east-1", BaseEndpoint: aws.String(mototest.Start(t)),
-		Credentials: credentials.NewStaticCredentialsProvider("local", "local", ""), HTTPClient: &http.Client{Timeout: 30 * time.Second}})
 	ctx := context.Background()
-	if err := dynamo.EnsureTable(ctx, db, "limits"); err != nil {
-		t.Fatal(err)
-	}
-	store := dynamo.New(db, "limits")
+	store := motoStore(t, "limits")
 	clk := &clock{t: time.Now()}
 	a, b := store.NewLimiter(), store.NewLimiter()
 	a.Now, b.Now = clk.Now, clk.Now
@@ -71,4 +66,16 @@ func TestSharedLimitHoldOnMoto(t *testing.T) {
 	b2()
 	held(key, 0)
 	held(inst, 0)
+}
+
+// motoStore is a store over a fresh table on a moto_server of the test's
+// own, which parses and checks expressions as DynamoDB does.
+func motoStore(t *testing.T, table string) *dynamo.Store {
+	t.Helper()
+	db := dynamodb.New(dynamodb.Options{Region: "us-east-1", BaseEndpoint: aws.String(mototest.Start(t)),
+		Credentials: credentials.NewStaticCredentialsProvider("local", "local", ""), HTTPClient: &http.Client{Timeout: 30 * time.Second}})
+	if err := dynamo.EnsureTable(context.Background(), db, table); err != nil {
+		t.Fatal(err)
+	}
+	return dynamo.New(db, table)
 }
