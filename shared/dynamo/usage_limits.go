@@ -429,15 +429,34 @@ func (s *Store) BotLLMUsage(ctx context.Context, bot string, now time.Time) (LLM
 // BotUsageDays reads a bot's per-day counters from..to (yyyy-mm-dd,
 // inclusive): one Query over the months' items.
 func (s *Store) BotUsageDays(ctx context.Context, bot, from, to string) (map[string]DayUsage, error) {
-	items, err := s.usageAllKeys(ctx, bot, &dynamodb.QueryInput{
+	items, err := queryAllItems(ctx, s, &dynamodb.QueryInput{
 		KeyConditionExpression: aws.String("pk = :pk AND sk BETWEEN :a AND :b"),
 		// "~" sorts after the shard suffixes of the last month.
-		ExpressionAttributeValues: item{":a": str("P#" + from[:7]), ":b": str("P#" + to[:7] + "~")},
+		ExpressionAttributeValues: item{":pk": str(usagePK(bot)), ":a": str("P#" + from[:7]), ":b": str("P#" + to[:7] + "~")},
 		ConsistentRead:            aws.Bool(true),
 	})
 	if err != nil {
 		return nil, err
 	}
+	// The spread keys hold one item per month (sk P#<YYYY-MM>): the range's
+	// months are read by key, usageKeys per month in BatchGetItems of 100,
+	// rather than a Query per spread key.
+	first, err1 := time.Parse("2006-01", from[:7])
+	last, err2 := time.Parse("2006-01", to[:7])
+	if err1 != nil || err2 != nil {
+		return nil, platform.Errorf(platform.ErrInvalidQuery, "dates %q..%q are not yyyy-mm-dd", from, to)
+	}
+	var keys []item
+	for m := first; !m.After(last); m = m.AddDate(0, 1, 0) {
+		for n := range usageKeys {
+			keys = append(keys, key(usageKeyPK(bot, n), monthSK(m)))
+		}
+	}
+	spread, err := s.batchGet(ctx, keys)
+	if err != nil {
+		return nil, err
+	}
+	items = append(items, spread...)
 	out := map[string]DayUsage{}
 	for _, it := range items {
 		month := strings.TrimPrefix(getS(it, attrSK), "P#")
