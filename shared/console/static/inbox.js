@@ -61,7 +61,30 @@ function emitLocal(ws, ev) {
   if (st) emit(st, ev)
 }
 
+// loaded settles once the document has loaded: an EventSource opened
+// before the load event holds that event back while the stream stays open
+// (the tab never finishes loading; console-e2e's page loads timed out).
+const loaded = () =>
+  document.readyState === 'complete' ? Promise.resolve() : new Promise((r) => addEventListener('load', r, { once: true }))
+
+// A page left for another keeps its streams' connections open while the
+// browser holds it in its back/forward cache, and a browser opens at most 6
+// connections to a host: a few page loads in a row had none left for the
+// next page's scripts (console-e2e's page loads hung). The streams close
+// when the page is hidden and open again if it is shown from that cache.
+addEventListener('pagehide', () => {
+  for (const st of streams.values()) {
+    clearTimeout(st.timer)
+    if (st.es) st.es.close()
+    st.es = null
+  }
+})
+addEventListener('pageshow', (e) => {
+  if (e.persisted) for (const [ws, st] of streams) openStream(ws, st)
+})
+
 async function openStream(ws, st) {
+  await loaded()
   if (streams.get(ws) !== st) return
   let t
   try {
