@@ -46,7 +46,8 @@ async function main() {
   await waitHttp(issuer + '.well-known/openid-configuration', (r) => r.status === 200, 'the OpenID provider')
   const dataDir = path.join(WORK, 'data')
   start(PLATFORM_BIN, ['--addr', `127.0.0.1:${port}`, '--data-dir', dataDir, '--oidc-issuer', issuer, '--oidc-client-id', 'web', '--oidc-name', 'Zitadel example'],
-    { PLATFORM_OIDC_CLIENT_SECRET: 'secret', PLATFORM_BUILTINS: 'none' }, path.join(WORK, 'platform.log'))
+    // hitl: the inbox's stream, which the console opens in a workspace.
+    { PLATFORM_OIDC_CLIENT_SECRET: 'secret', PLATFORM_BUILTINS: 'hitl' }, path.join(WORK, 'platform.log'))
   await waitHttp(api + '/', (r) => r.status === 200, 'the platform')
   await waitHttp(api + '/', () => fs.existsSync(path.join(dataDir, 'setup-link')), 'the setup link')
   const setupLink = fs.readFileSync(path.join(dataDir, 'setup-link'), 'utf8').trim()
