@@ -22,7 +22,7 @@ vet:
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || (echo "gofmt needed:"; gofmt -l $$(git ls-files '*.go'); exit 1)
 
 unit:
-	go test ./...
+	go test -timeout 30m ./...
 
 conformance:
 	bash scripts/conformance/run.sh
