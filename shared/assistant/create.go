@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 )
@@ -121,7 +122,7 @@ func (c *client) do(ctx context.Context, op, method, path string, hdr map[string
 // built-in webchat installed (and hitl when Settings.Handover), and answers
 // the bot's id and its hosted webchat page. Public API calls only, so it
 // works against a local platform and an AWS deployment alike.
-func Create(ctx context.Context, o Options) (*Result, error) {
+func Create(ctx context.Context, o Options) (res *Result, err error) {
 	if strings.TrimSpace(o.Name) == "" {
 		return nil, errors.New("a name is required")
 	}
@@ -163,7 +164,13 @@ func Create(ctx context.Context, o Options) (*Result, error) {
 			fmt.Fprintf(o.Progress, format+"\n", a...)
 		}
 	}
-	res := &Result{WorkspaceID: o.Workspace}
+	// The model is checked before anything is created: a typo is the
+	// user's mistake, not a bot that fails at its first message.
+	if err := c.checkModel(ctx, o.Settings.Model, say); err != nil {
+		return nil, err
+	}
+	res = &Result{WorkspaceID: o.Workspace}
+	madeWorkspace := false
 
 	if res.WorkspaceID == "" {
 		var ws struct {
@@ -180,6 +187,7 @@ func Create(ctx context.Context, o Options) (*Result, error) {
 				return nil, err
 			}
 			res.WorkspaceID = w.ID
+			madeWorkspace = true
 			say("created workspace %s (Assistants)", w.ID)
 		case 1:
 			res.WorkspaceID = ws.Workspaces[0].ID
@@ -192,18 +200,44 @@ func Create(ctx context.Context, o Options) (*Result, error) {
 		}
 	}
 	wsh := map[string]string{"x-workspace-id": res.WorkspaceID}
+	s := o.Settings
 
 	var created struct {
 		Bot struct{ ID string } `json:"bot"`
 	}
-	if err := c.do(ctx, "createBot", "POST", "/v1/admin/bots", wsh, map[string]any{"name": o.Name}, &created); err != nil {
+	if err := c.do(ctx, "createBot", "POST", "/v1/admin/bots", wsh, map[string]any{"name": o.Name, "tags": map[string]string{"assistant": "v1"}}, &created); err != nil {
 		return nil, err
 	}
 	res.BotID = created.Bot.ID
 	say("created bot %s (%s)", res.BotID, o.Name)
+	// From here a failure deletes the bot (and the workspace made for
+	// it): a failed create leaves nothing half-made behind. (The returns
+	// below set res to nil before this runs: the ids are kept here.)
+	botID, wsID := res.BotID, res.WorkspaceID
+	defer func() {
+		if err == nil {
+			return
+		}
+		// The caller's context may be what failed: the clean-up gets its own.
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+		defer cancel()
+		if derr := c.do(cctx, "deleteBot", "DELETE", "/v1/admin/bots/"+botID, wsh, nil, nil); derr != nil {
+			err = fmt.Errorf("%w (and the bot %s it had created could not be deleted: %v)", err, botID, derr)
+			res = nil
+			return
+		}
+		if madeWorkspace {
+			if derr := c.do(cctx, "deleteWorkspace", "DELETE", "/v1/admin/workspaces/"+wsID, nil, nil, nil); derr != nil {
+				err = fmt.Errorf("%w (the bot %s it had created was deleted; its workspace %s could not be: %v)", err, botID, wsID, derr)
+				res = nil
+				return
+			}
+		}
+		err = fmt.Errorf("%w (the bot %s it had created was deleted)", err, botID)
+		res = nil
+	}()
 	bh := map[string]string{"x-bot-id": res.BotID}
 
-	s := o.Settings
 	if len(docs) > 0 {
 		var kb struct {
 			KnowledgeBase struct{ ID string } `json:"knowledgeBase"`
@@ -256,6 +290,48 @@ func Create(ctx context.Context, o Options) (*Result, error) {
 	}
 	res.WebchatURL = page.Code
 	return res, nil
+}
+
+// checkModel refuses a model that is none of the platform's (an id, an
+// alias, or a model's name: GET /v1/admin/assistant/models). On a platform
+// with no model nothing is checked: the assistant deploys and tells its
+// users so. An id of a provider the platform does not list is let through:
+// the cognitive API answers it with its default model when the provider is
+// one it knows (docs/llm.md).
+func (c *client) checkModel(ctx context.Context, model string, say func(string, ...any)) error {
+	var m struct {
+		Available bool
+		Reason    string
+		Models    []struct {
+			ID, Name string
+			Aliases  []string
+		}
+	}
+	if err := c.do(ctx, "listAssistantModels", "GET", "/v1/admin/assistant/models", nil, nil, &m); err != nil {
+		return err
+	}
+	if !m.Available {
+		say("no model: %s", m.Reason)
+		return nil
+	}
+	switch model {
+	case "", "auto", "best", "fast":
+		return nil
+	}
+	providers := map[string]bool{}
+	var ids []string
+	for _, x := range m.Models {
+		if x.ID == model || x.Name == model || slices.Contains(x.Aliases, model) {
+			return nil
+		}
+		p, _, _ := strings.Cut(x.ID, ":")
+		providers[p] = true
+		ids = append(ids, x.ID)
+	}
+	if p, _, ok := strings.Cut(model, ":"); ok && !providers[p] {
+		return nil
+	}
+	return fmt.Errorf("the model %q is not one of this platform's models (best, fast, %s)", model, strings.Join(ids, ", "))
 }
 
 // upload uploads one document into the knowledge base, indexed, and waits

@@ -391,3 +391,80 @@ func TestHistoryFitsTheWindow(t *testing.T) {
 		t.Fatalf("the third question's messages: %v", roles)
 	}
 }
+
+// TestCreateChecksTheModelFirst: a model the platform does not have stops
+// Create before anything is created, naming the platform's models; an id,
+// an alias or a model's name passes; without a model configured nothing is
+// checked (the assistant tells its users). The route behind it answers any
+// signed-in account, before a bot exists.
+func TestCreateChecksTheModelFirst(t *testing.T) {
+	up := llmtest.New("tiny-model")
+	t.Cleanup(up.Close)
+	t.Setenv("PLATFORM_LLM_URL", up.BaseURL())
+	env := apitest.New(t)
+	m := env.Check(env.Do(apitest.Req{Method: "GET", Path: "/v1/admin/assistant/models", Token: env.AdminToken}), 200, "")
+	if m.Body["available"] != true || len(m.List("models")) != 1 {
+		t.Fatalf("models: %s", m.Raw)
+	}
+	s := assistant.Defaults()
+	s.Model = "no-such-model"
+	_, err := assistant.Create(context.Background(), assistant.Options{APIURL: env.URL, Token: env.AdminToken, Name: "Typo", Settings: s})
+	if err == nil || !strings.Contains(err.Error(), `"no-such-model"`) || !strings.Contains(err.Error(), "openai:tiny-model") {
+		t.Fatalf("unknown model: %v", err)
+	}
+	if n := len(env.Check(env.Do(apitest.Req{Method: "GET", Path: "/v1/admin/workspaces", Token: env.AdminToken}), 200, "").List("workspaces")); n != 0 {
+		t.Fatalf("%d workspaces were created", n)
+	}
+	for _, ok := range []string{"openai:tiny-model", "tiny-model", "best"} {
+		ws := env.Check(env.Do(apitest.Req{Method: "POST", Path: "/v1/admin/workspaces", Token: env.AdminToken, Body: map[string]any{"name": ok}}), 200, "").Str("id")
+		s.Model = ok
+		res, err := assistant.Create(context.Background(), assistant.Options{APIURL: env.URL, Token: env.AdminToken, Workspace: ws, Name: ok, Settings: s})
+		if err != nil {
+			t.Fatalf("%s: %v", ok, err)
+		}
+		bot := env.Check(env.Do(apitest.Req{Method: "GET", Path: "/v1/admin/bots/" + res.BotID, Token: env.AdminToken, Headers: map[string]string{"x-workspace-id": ws}}), 200, "")
+		if bot.Str("bot.tags.assistant") != "v1" || bot.Str("bot.configuration.data.model") != ok {
+			t.Fatalf("%s: the bot: %s", ok, bot.Raw)
+		}
+	}
+
+	t.Setenv("PLATFORM_LLM_URL", "")
+	bare := apitest.New(t)
+	m = bare.Check(bare.Do(apitest.Req{Method: "GET", Path: "/v1/admin/assistant/models", Token: bare.AdminToken}), 200, "")
+	if m.Body["available"] != false || !strings.Contains(m.Str("reason"), "PLATFORM_LLM_URL") {
+		t.Fatalf("no model: %s", m.Raw)
+	}
+	s.Model = "anything"
+	if _, err := assistant.Create(context.Background(), assistant.Options{APIURL: bare.URL, Token: bare.AdminToken, Name: "Mute", Settings: s}); err != nil {
+		t.Fatalf("without a model nothing is checked: %v", err)
+	}
+	if r := bare.Do(apitest.Req{Method: "GET", Path: "/v1/admin/assistant/models"}); r.Status != 401 {
+		t.Fatalf("without a token: %d", r.Status)
+	}
+}
+
+// TestCreateLeavesNothingHalfMade: a step failing after the bot exists (the
+// handover asked on a platform that does not serve hitl) deletes the bot
+// and the workspace Create made for it, and says so.
+func TestCreateLeavesNothingHalfMade(t *testing.T) {
+	t.Setenv("PLATFORM_BUILTINS", "webchat")
+	env := apitest.New(t)
+	s := assistant.Defaults()
+	s.Handover = true
+	_, err := assistant.Create(context.Background(), assistant.Options{APIURL: env.URL, Token: env.AdminToken, Name: "Half", Settings: s})
+	if err == nil || !strings.Contains(err.Error(), "hitl") || !strings.Contains(err.Error(), "was deleted") {
+		t.Fatalf("the error: %v", err)
+	}
+	if n := len(env.Check(env.Do(apitest.Req{Method: "GET", Path: "/v1/admin/workspaces", Token: env.AdminToken}), 200, "").List("workspaces")); n != 0 {
+		t.Fatalf("%d workspaces left", n)
+	}
+	// In a workspace of the caller's: the bot goes, the workspace stays.
+	ws := env.Check(env.Do(apitest.Req{Method: "POST", Path: "/v1/admin/workspaces", Token: env.AdminToken, Body: map[string]any{"name": "Mine"}}), 200, "").Str("id")
+	if _, err := assistant.Create(context.Background(), assistant.Options{APIURL: env.URL, Token: env.AdminToken, Workspace: ws, Name: "Half", Settings: s}); err == nil {
+		t.Fatal("created")
+	}
+	if n := len(env.Check(env.Do(apitest.Req{Method: "GET", Path: "/v1/admin/bots", Token: env.AdminToken, Headers: map[string]string{"x-workspace-id": ws}}), 200, "").List("bots")); n != 0 {
+		t.Fatalf("%d bots left", n)
+	}
+	env.Check(env.Do(apitest.Req{Method: "GET", Path: "/v1/admin/workspaces/" + ws, Token: env.AdminToken}), 200, "")
+}

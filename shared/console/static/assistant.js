@@ -6,8 +6,9 @@
 // through the public API, as the `assistant create` command does:
 // getAssistantCode (GET /v1/admin/assistant: code, definition, defaults),
 // createBot, createKnowledgeBase, upsertFile + upload, updateBot
-// {code, configuration: {data}}, getBotWebchat, and GET /v2/cognitive/models
-// (which needs a bot, hence the model is chosen once the bot exists).
+// {code, configuration: {data}}, getBotWebchat, and listAssistantModels
+// (GET /v1/admin/assistant/models: the models before a bot exists, so the
+// model is chosen in the form).
 import { call } from './api.js'
 import { html, useState, useRef, useLoad, Loaded, ErrorBox, Empty, useAction, Progress, Status, errText } from './ui.js'
 import { uploadFile } from './data.js'
@@ -32,15 +33,11 @@ async function integrationsFor(ws, names) {
   return out
 }
 
-// models answers the platform's models for a bot, or {none: message} when
-// no provider is configured (403 naming PLATFORM_LLM_URL: docs/llm.md).
-export async function models(bot) {
-  try {
-    return { list: (await call('GET', '/v2/cognitive/models', { bot })).models }
-  } catch (e) {
-    if (e.status === 403 && /PLATFORM_LLM/.test(e.message)) return { none: e.message }
-    throw e
-  }
+// models answers the platform's models, or {none: reason} when no
+// provider is configured (the reason names PLATFORM_LLM_URL: docs/llm.md).
+export async function models() {
+  const m = await call('GET', '/v1/admin/assistant/models')
+  return m.available ? { list: m.models } : { none: m.reason }
 }
 
 // NoModel is the console's message when the platform has no model.
@@ -52,8 +49,8 @@ function NoModel({ why }) {
 }
 
 // ModelPicker lists the models (by id, with their aliases) to choose from.
-function ModelPicker({ bot, value, onChange, disabled }) {
-  const st = useLoad(() => models(bot), [bot])
+function ModelPicker({ value, onChange, disabled }) {
+  const st = useLoad(models, [])
   return html`<${Loaded} st=${st}>${(m) => m.none ? html`<${NoModel} why=${m.none} />` : html`
     <label class="field">Model
       <select value=${value} onChange=${(e) => onChange(e.target.value)} disabled=${disabled} data-test="model">
@@ -138,9 +135,16 @@ export function NewAssistant({ ws }) {
       const { code: js, definition } = await assistantCode()
       const { bot: b } = await call('POST', '/v1/admin/bots', { ws, body: { name, tags: { assistant: 'v1' } } })
       say(html`Bot <code>${b.id}</code> created.`)
-      const { knowledgeBase: kb } = await call('POST', '/v1/files/knowledge-bases', { bot: b.id, body: { name: `${name} documents` } })
-      const data = clean({ ...settings, kbIds: [kb.id] })
-      await call('PUT', `/v1/admin/bots/${b.id}`, { ws, body: { ...definition, code: js, configuration: { data }, integrations: await integrationsFor(ws, needs(data)) } })
+      let kb, data
+      try {
+        ;({ knowledgeBase: kb } = await call('POST', '/v1/files/knowledge-bases', { bot: b.id, body: { name: `${name} documents` } }))
+        data = clean({ ...settings, kbIds: [kb.id] })
+        await call('PUT', `/v1/admin/bots/${b.id}`, { ws, body: { ...definition, code: js, configuration: { data }, integrations: await integrationsFor(ws, needs(data)) } })
+      } catch (e) {
+        // Nothing half-made: the bot goes (as `assistant create` does).
+        await call('DELETE', `/v1/admin/bots/${b.id}`, { ws }).then(() => say(html`Bot <code>${b.id}</code> deleted: it could not be deployed.`), () => {})
+        throw e
+      }
       say(html`The assistant's code is deployed, with its knowledge base <code>${kb.id}</code>.`)
       setBot({ id: b.id, kb: kb.id, data })
       // The bot exists: a document that fails is shown, the others go on.
@@ -153,6 +157,7 @@ export function NewAssistant({ ws }) {
     <${Refused} r=${r} action=${ACTION} />
     <${Loaded} st=${code}>${() => !bot && html`<form class="stack" onSubmit=${create} data-test="new-assistant">
         <label class="field">Name<input required value=${name} onInput=${(e) => setName(e.target.value)} disabled=${off} data-test="name" /></label>
+        <${ModelPicker} value=${settings.model} onChange=${(model) => setS({ ...settings, model })} disabled=${off} />
         <${Fields} s=${settings} set=${setS} off=${off} />
         <label class="field">Documents it answers from (PDF, text, Markdown, HTML, JSON, CSV…; indexed as they are uploaded)
           <input type="file" multiple ref=${fileInput} disabled=${off} data-test="documents" /></label>
@@ -164,23 +169,10 @@ export function NewAssistant({ ws }) {
     ${bot && html`<${Created} ws=${ws} bot=${bot} busy=${act.busy} />`}`
 }
 
-// Created: what to do once the assistant exists: choose its model (the
-// list needs the bot), chat with it.
+// Created: what to do once the assistant exists: chat with it.
 function Created({ ws, bot, busy }) {
-  const [data, setData] = useState(bot.data)
-  const [saved, setSaved] = useState('')
-  const act = useAction()
-  const pick = (model) => act.run(async () => {
-    const d = { ...data, model }
-    await call('PUT', `/v1/admin/bots/${bot.id}`, { ws, body: { configuration: { data: d } } })
-    setData(d)
-    setSaved(`The assistant now answers with ${model}.`)
-  })
   return html`<section data-test="created">
-    <h2>Its model</h2>
-    <${ModelPicker} bot=${bot.id} value=${data.model} onChange=${pick} disabled=${act.busy} />
-    ${saved && html`<div class="notice" data-test="model-saved">${saved}</div>`}
-    <${ErrorBox} error=${act.error} />
+    <p>It answers with <code data-test="model-name">${bot.data.model}</code>.</p>
     ${busy ? html`<p class="muted">Uploading its documents…</p>` : html`<${ChatButtons} ws=${ws} bot=${bot.id} />`}
     <p><a href=${`#/w/${ws}/b/${bot.id}/assistant`} data-test="settings-link">All its settings</a></p>
   </section>`
@@ -267,9 +259,8 @@ function SettingsForm({ ws, b }) {
     <${ChatButtons} ws=${ws} bot=${b.id} webchat=${Object.values(b.integrations || {}).some((i) => i.name === 'webchat' && i.enabled)} />
     <form class="stack" onSubmit=${save} data-test="assistant-settings">
       ${r.known && (off
-        // Listing the models needs the developer role too (listCognitiveModels).
         ? html`<p>Model: <code data-test="model-name">${merged.model}</code></p>`
-        : html`<${ModelPicker} bot=${b.id} value=${merged.model} onChange=${(model) => setS({ ...s, model })} />`)}
+        : html`<${ModelPicker} value=${merged.model} onChange=${(model) => setS({ ...s, model })} />`)}
       <${Fields} s=${merged} set=${setS} off=${off} />
       <p class="row"><button disabled=${act.busy || off}>Save settings</button></p>
     </form>

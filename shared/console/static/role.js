@@ -21,7 +21,7 @@ export const NEED = {
   'inviting people': 'administrator', // listWorkspaceInvitations, createWorkspaceInvitation, renewWorkspaceInvitation, deleteWorkspaceInvitation
   'changing tables and rows': 'developer', // createTable, createTableRows, updateTableRows, deleteTableRows, duplicateTable, importTable
   'uploading and deleting files': 'developer', // upsertFile, deleteFile
-  'creating and changing assistants': 'developer', // createBot, updateBot, createKnowledgeBase, upsertFile, listCognitiveModels
+  'creating and changing assistants': 'developer', // createBot, updateBot, createKnowledgeBase, upsertFile
 }
 
 // The role is asked once per workspace and credentials (a sign-out and
