@@ -74,7 +74,9 @@ func (s *builder) streamTier() *string {
 	nlbPlain := cond("StreamNlbPlain", awscdk.Fn_ConditionAnd(onNlb, noSecret))
 	https := cond("StreamHttps", awscdk.Fn_ConditionOr(albHttps, nlbTLS))
 	cond("StreamHttp", awscdk.Fn_ConditionAnd(onContainer, awscdk.Fn_ConditionNot(https)))
-	ifNlb := func(nlb, alb any) *string { return awscdk.Fn_ConditionIf(jsii.String("StreamOnNlb"), nlb, alb).ToString() }
+	ifNlb := func(nlb, alb any) *string {
+		return awscdk.Fn_ConditionIf(jsii.String("StreamOnNlb"), nlb, alb).ToString()
+	}
 	when := func(r awscdk.CfnResource, id string, c awscdk.CfnCondition) {
 		r.OverrideLogicalId(jsii.String(id))
 		r.CfnOptions().SetCondition(c)
