@@ -142,10 +142,10 @@ type Stack struct {
 	streamTLSDir      string
 	secrets           *secretsManager
 	StreamCertificate []byte
-	closers []func() error
-	coldMu  sync.Mutex
-	cold    []ColdStart
-	roles   map[string][]iampolicyStatement // role ARN -> its statements
+	closers           []func() error
+	coldMu            sync.Mutex
+	cold              []ColdStart
+	roles             map[string][]iampolicyStatement // role ARN -> its statements
 	// streamMaps are the table stream's event source mappings, one per
 	// function with a DynamoDB event (the dispatcher, the chat fan-out):
 	// each sees every change and filters it with its own patterns.
