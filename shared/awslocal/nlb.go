@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"encoding/json"
+	"encoding/pem"
 	"fmt"
 	"io"
 	"net"
@@ -34,8 +35,13 @@ import (
 // StreamTlsSecretArn when StreamLoadBalancerType is nlb and none is given.
 var StreamTLSSecretARN = "arn:aws:secretsmanager:" + Region + ":" + Account + ":secret:" + StackName + "-stream-tls-AbCdEf"
 
-// StreamTLSFile is the test certificate's file under the data directory.
-const StreamTLSFile = "stream-tls.pem"
+// StreamTLSFile is the test certificate's file (with its key) under the
+// data directory; StreamCAFile the certificate alone, what clients trust
+// (NODE_EXTRA_CA_CERTS).
+const (
+	StreamTLSFile = "stream-tls.pem"
+	StreamCAFile  = "stream-ca.pem"
+)
 
 // secretsManager is the Secrets Manager stand-in: GetSecretValue of the
 // secrets it holds (the test certificate).
@@ -90,16 +96,26 @@ func secretsAuthz(r *http.Request, body []byte) []authz {
 // streamTLS reads the test certificate from dir, or makes one there.
 func streamTLS(dir string) ([]byte, error) {
 	p := filepath.Join(dir, StreamTLSFile)
-	if v, err := os.ReadFile(p); err == nil {
-		if _, err := tls.X509KeyPair(v, v); err == nil {
-			return v, nil
+	v, err := os.ReadFile(p)
+	if _, perr := tls.X509KeyPair(v, v); err != nil || perr != nil {
+		if v, err = streamedge.SelfSigned("127.0.0.1", "localhost"); err != nil {
+			return nil, err
+		}
+		if err := os.WriteFile(p, v, 0o600); err != nil {
+			return nil, err
 		}
 	}
-	v, err := streamedge.SelfSigned("127.0.0.1", "localhost")
-	if err != nil {
-		return nil, err
+	var ca []byte
+	for rest := v; ; {
+		var b *pem.Block
+		if b, rest = pem.Decode(rest); b == nil {
+			break
+		}
+		if b.Type == "CERTIFICATE" {
+			ca = append(ca, pem.EncodeToMemory(b)...)
+		}
 	}
-	return v, os.WriteFile(p, v, 0o600)
+	return v, os.WriteFile(filepath.Join(dir, StreamCAFile), ca, 0o644)
 }
 
 // passThrough is the NLB's stand-in: each accepted connection to the next
