@@ -105,7 +105,7 @@ var DefaultTiers = Tiers{
 	// TLS 1.3 with AES-GCM: a 5-byte header, the content type and a 16-byte
 	// tag; 20 bytes of IPv4, 20 of TCP, 12 of the timestamps option.
 	TLSRecordBytes: 22, PacketHeaderBytes: 52, IdleWritesPerSecond: 1.0/3 + 1.0/30,
-	FanoutMillis:       30, FanoutMemoryMB: 256,
+	FanoutMillis: 30, FanoutMemoryMB: 256,
 	// "h_" + a 13-character holder id, and its count.
 	LimitScopes: 3, HolderBytes: 17, LimitHeartbeat: time.Minute,
 }
