@@ -1,5 +1,5 @@
 # The two commands of README.md: `make run` and `make test`.
-.PHONY: run aws-local test vet unit conformance conformance-aws conformance-aws-container cli-e2e deploy-e2e deploy-e2e-aws llm-e2e console-e2e console-vendor webchat-e2e webchat-e2e-aws webchat-e2e-aws-container webchat-vendor signin-e2e metrics-e2e health-e2e health-vendor backup-e2e build infra lambda cfn-lint capacity stream-image export-bench transfer-aws
+.PHONY: run aws-local test vet unit conformance conformance-aws conformance-aws-container cli-e2e deploy-e2e deploy-e2e-aws llm-e2e console-e2e console-vendor webchat-e2e webchat-e2e-aws webchat-e2e-aws-container conformance-aws-nlb webchat-vendor signin-e2e metrics-e2e health-e2e health-vendor backup-e2e build infra lambda cfn-lint capacity stream-image export-bench transfer-aws
 
 # Where `make run` listens: loopback only unless told otherwise
 # (make run ADDR=:8080 listens on every interface).
@@ -15,7 +15,7 @@ run:
 aws-local:
 	go run ./functions/aws-local --addr $(ADDR)
 
-test: vet unit infra conformance conformance-aws conformance-aws-container cli-e2e deploy-e2e deploy-e2e-aws llm-e2e console-e2e webchat-e2e inbox-e2e signin-e2e webchat-e2e-aws webchat-e2e-aws-container metrics-e2e health-e2e assistant-e2e assistant-e2e-aws assistant-console-e2e backup-e2e transfer-aws
+test: vet unit infra conformance conformance-aws conformance-aws-container cli-e2e deploy-e2e deploy-e2e-aws llm-e2e console-e2e webchat-e2e inbox-e2e signin-e2e webchat-e2e-aws webchat-e2e-aws-container metrics-e2e health-e2e assistant-e2e assistant-e2e-aws assistant-console-e2e backup-e2e transfer-aws conformance-aws-nlb
 
 vet:
 	go vet ./...
@@ -91,6 +91,12 @@ webchat-e2e-aws:
 
 webchat-e2e-aws-container:
 	AWS_LOCAL=1 AWS_LOCAL_STREAM_TIER=container bash scripts/webchat/e2e.sh
+
+# The container tier behind a Network Load Balancer's stand-in: TCP passed
+# through with proxy protocol v2, TLS ended by the tasks with a test
+# certificate (docs/deploy.md "Choosing the load balancer").
+conformance-aws-nlb:
+	AWS_LOCAL_STREAM_TIER=container AWS_LOCAL_STREAM_LB=nlb SKIP_PERSISTENCE=1 PLATFORM_PKG=./functions/aws-local READY_TIMEOUT=900 bash scripts/conformance/run.sh tests/chat-client.test.mjs
 
 # Copy @botpress/webchat and React from the pinned npm packages into
 # shared/webchat/static/vendor (with SHA256SUMS).

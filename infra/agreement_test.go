@@ -110,7 +110,7 @@ func TestSAMAndCDKAgree(t *testing.T) {
 
 	// The comparison is not vacuous: the model holds the whole stack.
 	if len(sam.Functions) != len(Functions) || len(sam.Routes) != 12 || len(sam.Tables) != 1 || len(sam.Buckets) != 1 ||
-		len(sam.ScheduleGroups) != 1 || len(sam.LogGroups) != len(Functions)+3 || len(sam.Roles) != len(Functions)+3 || len(sam.Outputs) != 10 || len(sam.StreamTier) != 12 {
+		len(sam.ScheduleGroups) != 1 || len(sam.LogGroups) != len(Functions)+3 || len(sam.Roles) != len(Functions)+3 || len(sam.Outputs) != 10 || len(sam.StreamTier) != 14 {
 		t.Fatalf("model misses parts of the stack: %d functions, %d routes, %d tables, %d buckets, %d schedule groups, %d log groups, %d roles, %d outputs, %d stream tier resources",
 			len(sam.Functions), len(sam.Routes), len(sam.Tables), len(sam.Buckets), len(sam.ScheduleGroups), len(sam.LogGroups), len(sam.Roles), len(sam.Outputs), len(sam.StreamTier))
 	}
@@ -349,6 +349,27 @@ func TestAgreementCatchesDrift(t *testing.T) {
 				delete(res["ChatStreamFunctionUrl"].(map[string]any), "Condition")
 			}), lambdaDir)
 		}, []string{"conditions.ChatStreamFunctionUrl"}},
+		{"the NLB's proxy protocol removed from the CDK template", func(t *testing.T) (stackModel, stackModel) {
+			return sam, cdkModel(t, mutatedCDK(t, cdkJSON, func(res map[string]any) {
+				props := res["StreamTargetGroup"].(map[string]any)["Properties"].(map[string]any)
+				props["TargetGroupAttributes"] = props["TargetGroupAttributes"].([]any)[:1]
+			}), lambdaDir)
+		}, []string{"streamTier.StreamTargetGroup"}},
+		{"the NLB's TLS listener removed from template.yaml", func(t *testing.T) (stackModel, stackModel) {
+			return samModel(t, mutatedSAM(t, "Resources", "StreamTlsPassListener")), cdk
+		}, []string{"streamTier.StreamTlsPassListener"}},
+		{"the tasks' certificate grant removed from the CDK template", func(t *testing.T) (stackModel, stackModel) {
+			return sam, cdkModel(t, mutatedCDK(t, cdkJSON, func(res map[string]any) {
+				props := res["StreamTaskRole"].(map[string]any)["Properties"].(map[string]any)
+				var kept []any
+				for _, p := range props["Policies"].([]any) {
+					if p.(map[string]any)["PolicyName"] != "stream-tls" {
+						kept = append(kept, p)
+					}
+				}
+				props["Policies"] = kept
+			}), lambdaDir)
+		}, []string{"roles.StreamTaskRole.statements"}},
 		{"failure destination removed from template.yaml", func(t *testing.T) (stackModel, stackModel) {
 			return samModel(t, mutatedSAM(t, "Resources", "DispatcherFunction", "Properties", "Events", "Outbox", "Properties", "DestinationConfig")), cdk
 		}, []string{"streamSources.DispatcherFunction <- ${Table.StreamArn}.onFailure"}},
@@ -495,9 +516,10 @@ func TestEnvironmentCoversRuntime(t *testing.T) {
 		}
 	}
 	// Variables read outside shared/runtime by the code it runs: the stack
-	// may set them (the console's dashboard link, docs/metrics.md).
+	// may set them (the console's dashboard link, docs/metrics.md; the
+	// stream tasks' edge behind the NLB, functions/chatstream-service).
 	readElsewhere := map[string]bool{}
-	for _, f := range []string{"../shared/httpapi/metrics.go"} {
+	for _, f := range []string{"../shared/httpapi/metrics.go", "../shared/streamedge/streamedge.go"} {
 		b, err := os.ReadFile(f)
 		if err != nil {
 			t.Fatal(err)

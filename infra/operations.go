@@ -81,7 +81,7 @@ type opsResource struct {
 // Conditions of the operations resources.
 const (
 	domainCondition = "HasDomain"    // DomainName given
-	wafCondition    = "WafOnStreams" // EnableWaf true, on the container stream tier
+	wafCondition    = "WafOnStreams" // EnableWaf true, on the container stream tier's ALB (WAF does not attach to an NLB)
 )
 
 // alarmEmailCondition: the topic's email subscription exists when
@@ -329,7 +329,7 @@ func (s *builder) alarms() {
 	hasDomain := awscdk.NewCfnCondition(s.stack, jsii.String(domainCondition), &awscdk.CfnConditionProps{
 		Expression: awscdk.Fn_ConditionNot(awscdk.Fn_ConditionEquals(domain.ValueAsString(), jsii.String("")))})
 	waf := awscdk.NewCfnCondition(s.stack, jsii.String(wafCondition), &awscdk.CfnConditionProps{
-		Expression: awscdk.Fn_ConditionAnd(awscdk.Fn_ConditionEquals(enableWaf.ValueAsString(), jsii.String("true")), s.onContainer)})
+		Expression: awscdk.Fn_ConditionAnd(awscdk.Fn_ConditionEquals(enableWaf.ValueAsString(), jsii.String("true")), s.onAlb)})
 	conditions := map[string]awscdk.CfnCondition{alarmEmailCondition: has, "StreamOnLambda": s.onLambda, domainCondition: hasDomain, wafCondition: waf}
 	for _, r := range operationsResources() {
 		props := map[string]any(r.Props)

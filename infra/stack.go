@@ -153,7 +153,7 @@ type builder struct {
 	// destinations, by function id (operations.go).
 	failureQueues map[string]awssqs.CfnQueue
 	// onLambda is the StreamOnLambda condition (streamtier.go).
-	onLambda, onContainer awscdk.CfnCondition
+	onLambda, onContainer, onAlb awscdk.CfnCondition
 	// publicURL is the API's public base: https://<DomainName> with a
 	// custom domain, else the API's endpoint (operations.go).
 	publicURL *string

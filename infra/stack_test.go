@@ -240,6 +240,20 @@ func checkLeastPrivilege(t *testing.T, m stackModel) {
 		// The stream mappings' failure queues: the mappings send with
 		// their functions' roles.
 		"sqs:": {"DispatcherFunctionRole", "ChatFanoutFunctionRole"},
+		// The stream tasks' certificate behind the NLB (StreamTlsSecretArn).
+		"secretsmanager:": {"StreamTaskRole"},
+	}
+	// The stream tasks read StreamTlsSecretArn and nothing else of Secrets
+	// Manager or SSM (an ARN naming nothing when there is none).
+	var tls []string
+	for _, st := range m.Roles["StreamTaskRole"].Statements {
+		if strings.Contains(st, " secretsmanager:") || strings.Contains(st, " ssm:") {
+			tls = append(tls, st)
+		}
+	}
+	if want := "[Allow secretsmanager:getsecretvalue on ${Fn::If(StreamNlbTls, ${StreamTlsSecretArn}, arn:${AWS::Partition}:secretsmanager:${AWS::Region}:${AWS::AccountId}:secret:${AWS::StackName}-no-stream-tls)} " +
+		"Allow ssm:getparameter on ${Fn::If(StreamNlbTls, ${StreamTlsSecretArn}, arn:${AWS::Partition}:secretsmanager:${AWS::Region}:${AWS::AccountId}:secret:${AWS::StackName}-no-stream-tls)}]"; fmt.Sprint(tls) != want {
+		t.Errorf("StreamTaskRole: certificate reads %v, want %s", tls, want)
 	}
 	// Each may send to its own failure queue, nothing else of SQS.
 	for roleID, queue := range map[string]string{"DispatcherFunctionRole": "DispatcherFailureQueue", "ChatFanoutFunctionRole": "ChatFanoutFailureQueue"} {

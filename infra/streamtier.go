@@ -47,14 +47,36 @@ func (s *builder) streamTier() *string {
 	target := param("StreamTargetConnections", &awscdk.CfnParameterProps{Type: jsii.String("Number"), Default: jsii.String("5000"), MinValue: jsii.Number(1),
 		Description: jsii.String("Container tier: the service scales to keep this many client connections per task " +
 			"(the load balancer's ActiveConnectionCount over its healthy targets).")})
+	// The container tier's load balancer (docs/deploy.md "Choosing the
+	// load balancer"): alb ends TLS; nlb passes TCP through with proxy
+	// protocol v2 and the tasks end TLS (shared/streamedge).
+	lbType := param("StreamLoadBalancerType", &awscdk.CfnParameterProps{Type: jsii.String("String"), Default: jsii.String("alb"),
+		AllowedValues: jsii.Strings("alb", "nlb"),
+		Description: jsii.String("Container tier: alb (an Application Load Balancer ends TLS) or nlb (a Network Load Balancer passes TCP through " +
+			"with proxy protocol v2; the tasks end TLS with StreamTlsSecretArn's certificate).")})
+	tlsSecret := param("StreamTlsSecretArn", &awscdk.CfnParameterProps{Type: jsii.String("String"), Default: jsii.String(""),
+		Description: jsii.String("Container tier with StreamLoadBalancerType nlb: the ARN of a Secrets Manager secret or SSM SecureString parameter " +
+			"whose value is the certificate chain and private key (PEM) the tasks serve, read again every 5 minutes (the task role may read that one only); " +
+			"empty: plain HTTP on port 80.")})
 
 	onContainer := awscdk.NewCfnCondition(s.stack, jsii.String("StreamOnContainer"), &awscdk.CfnConditionProps{
 		Expression: awscdk.Fn_ConditionEquals(tier.ValueAsString(), jsii.String("container"))})
+	cond := func(id string, e awscdk.ICfnConditionExpression) awscdk.CfnCondition {
+		return awscdk.NewCfnCondition(s.stack, jsii.String(id), &awscdk.CfnConditionProps{Expression: e})
+	}
 	noCert := awscdk.Fn_ConditionEquals(cert.ValueAsString(), jsii.String(""))
-	https := awscdk.NewCfnCondition(s.stack, jsii.String("StreamHttps"), &awscdk.CfnConditionProps{
-		Expression: awscdk.Fn_ConditionAnd(onContainer, awscdk.Fn_ConditionNot(noCert))})
-	http := awscdk.NewCfnCondition(s.stack, jsii.String("StreamHttp"), &awscdk.CfnConditionProps{
-		Expression: awscdk.Fn_ConditionAnd(onContainer, noCert)})
+	onAlb := cond("StreamOnAlb", awscdk.Fn_ConditionAnd(onContainer, awscdk.Fn_ConditionEquals(lbType.ValueAsString(), jsii.String("alb"))))
+	onNlb := cond("StreamOnNlb", awscdk.Fn_ConditionAnd(onContainer, awscdk.Fn_ConditionEquals(lbType.ValueAsString(), jsii.String("nlb"))))
+	albHttps := cond("StreamAlbHttps", awscdk.Fn_ConditionAnd(onAlb, awscdk.Fn_ConditionNot(noCert)))
+	albHttp := cond("StreamAlbHttp", awscdk.Fn_ConditionAnd(onAlb, noCert))
+	noSecret := awscdk.Fn_ConditionEquals(tlsSecret.ValueAsString(), jsii.String(""))
+	nlbTLS := cond("StreamNlbTls", awscdk.Fn_ConditionAnd(onNlb, awscdk.Fn_ConditionNot(noSecret)))
+	nlbPlain := cond("StreamNlbPlain", awscdk.Fn_ConditionAnd(onNlb, noSecret))
+	https := cond("StreamHttps", awscdk.Fn_ConditionOr(albHttps, nlbTLS))
+	cond("StreamHttp", awscdk.Fn_ConditionAnd(onContainer, awscdk.Fn_ConditionNot(https)))
+	ifNlb := func(nlb, alb any) *string {
+		return awscdk.Fn_ConditionIf(jsii.String("StreamOnNlb"), nlb, alb).ToString()
+	}
 	when := func(r awscdk.CfnResource, id string, c awscdk.CfnCondition) {
 		r.OverrideLogicalId(jsii.String(id))
 		r.CfnOptions().SetCondition(c)
@@ -65,7 +87,7 @@ func (s *builder) streamTier() *string {
 	onLambda := awscdk.NewCfnCondition(s.stack, jsii.String("StreamOnLambda"), &awscdk.CfnConditionProps{
 		Expression: awscdk.Fn_ConditionNot(onContainer)})
 	s.chatStreamOnLambda(onLambda)
-	s.onLambda, s.onContainer = onLambda, onContainer
+	s.onLambda, s.onContainer, s.onAlb = onLambda, onContainer, onAlb
 	twoSubnets := &[]*string{awscdk.Fn_Select(jsii.Number(0), subnets.ValueAsList()), awscdk.Fn_Select(jsii.Number(1), subnets.ValueAsList())}
 
 	cluster := awsecs.NewCfnCluster(s.stack, jsii.String("StreamCluster"), nil)
@@ -86,6 +108,12 @@ func (s *builder) streamTier() *string {
 	when(execRole.Node().DefaultChild().(awscdk.CfnResource), "StreamExecutionRole", onContainer)
 	// ChatStreamFunctionRole's grants but its own log group.
 	docs := s.policies("ChatStream")
+	// Behind the NLB the task reads its certificate: StreamTlsSecretArn
+	// only (the other service's action never matches it); without one, an
+	// ARN that names nothing.
+	docs["stream-tls"] = policy(allow([]string{"secretsmanager:GetSecretValue", "ssm:GetParameter"},
+		awscdk.Fn_ConditionIf(jsii.String("StreamNlbTls"), tlsSecret.ValueAsString(),
+			awscdk.Fn_Sub(jsii.String("arn:${AWS::Partition}:secretsmanager:${AWS::Region}:${AWS::AccountId}:secret:${AWS::StackName}-no-stream-tls"), nil)).ToString()))
 	taskRole := awsiam.NewRole(s.stack, jsii.String("StreamTaskRole"), &awsiam.RoleProps{AssumedBy: tasks, InlinePolicies: &docs})
 	when(taskRole.Node().DefaultChild().(awscdk.CfnResource), "StreamTaskRole", onContainer)
 
@@ -99,15 +127,20 @@ func (s *builder) streamTier() *string {
 	// while idle.
 	add("PLATFORM_STREAM_POLL", jsii.String("25ms"))
 	add("PLATFORM_STREAM_POLL_IDLE", jsii.String("250ms"))
+	// Behind the NLB: the proxy header required from the VPC's ranges, and
+	// the task's own TLS (shared/streamedge).
+	add("PLATFORM_PROXY_PROTOCOL", ifNlb("10.0.0.0/8,172.16.0.0/12,192.168.0.0/16", ""))
+	add("PLATFORM_STREAM_TLS_SECRET", awscdk.Fn_ConditionIf(jsii.String("StreamNlbTls"), tlsSecret.ValueAsString(), "").ToString())
 	for k, v := range s.environment("ChatStream") {
 		add(k, v)
 	}
 	// The task is reached only through the load balancer (its security
 	// group), whose addresses are the VPC's: a private range. Behind it the
-	// client is the right-most X-Forwarded-For entry the load balancer
-	// appended (shared/clientip); the operator's TrustedProxies add a
-	// CloudFront in front, or a VPC outside these ranges.
-	add("PLATFORM_TRUSTED_PROXIES", awscdk.Fn_Sub(jsii.String(streamTaskTrustedProxies), nil))
+	// client is the right-most X-Forwarded-For entry the ALB appended
+	// (shared/clientip); the operator's TrustedProxies add a CloudFront in
+	// front, or a VPC outside these ranges. Behind the NLB the peer is the
+	// proxy header's client: TrustedProxies only.
+	add("PLATFORM_TRUSTED_PROXIES", ifNlb(s.trustedProxies.ValueAsString(), awscdk.Fn_Sub(jsii.String(streamTaskTrustedProxies), nil)))
 	for _, q := range quotaParameters {
 		add(q.env, s.quotas[q.env].ValueAsString())
 	}
@@ -155,17 +188,23 @@ func (s *builder) streamTier() *string {
 	when(taskSG, "StreamTaskSecurityGroup", onContainer)
 
 	lb := awselasticloadbalancingv2.NewCfnLoadBalancer(s.stack, jsii.String("StreamLoadBalancer"), &awselasticloadbalancingv2.CfnLoadBalancerProps{
-		Type: jsii.String("application"), Scheme: jsii.String("internet-facing"), Subnets: twoSubnets,
+		Type: ifNlb("network", "application"), Scheme: jsii.String("internet-facing"), Subnets: twoSubnets,
 		SecurityGroups: &[]*string{lbSG.AttrGroupId()},
 		LoadBalancerAttributes: &[]any{&awselasticloadbalancingv2.CfnLoadBalancer_LoadBalancerAttributeProperty{
-			Key: jsii.String("idle_timeout.timeout_seconds"), Value: jsii.String("120")}},
+			Key: ifNlb("load_balancing.cross_zone.enabled", "idle_timeout.timeout_seconds"), Value: ifNlb("true", "120")}},
 	})
 	when(lb, "StreamLoadBalancer", onContainer)
 	tg := awselasticloadbalancingv2.NewCfnTargetGroup(s.stack, jsii.String("StreamTargetGroup"), &awselasticloadbalancingv2.CfnTargetGroupProps{
-		TargetType: jsii.String("ip"), Protocol: jsii.String("HTTP"), Port: jsii.Number(8080), VpcId: vpc.ValueAsString(),
-		HealthCheckPath: jsii.String("/healthz"), HealthCheckIntervalSeconds: jsii.Number(10), HealthyThresholdCount: jsii.Number(2),
-		TargetGroupAttributes: &[]any{&awselasticloadbalancingv2.CfnTargetGroup_TargetGroupAttributeProperty{
-			Key: jsii.String("deregistration_delay.timeout_seconds"), Value: jsii.String("30")}},
+		TargetType: jsii.String("ip"), Protocol: ifNlb("TCP", "HTTP"), Port: jsii.Number(8080), VpcId: vpc.ValueAsString(),
+		HealthCheckProtocol: awscdk.Fn_ConditionIf(jsii.String("StreamNlbTls"), "HTTPS", "HTTP").ToString(),
+		HealthCheckPath:     jsii.String("/healthz"), HealthCheckIntervalSeconds: jsii.Number(10), HealthyThresholdCount: jsii.Number(2),
+		// The ALB's second attribute is its default (round robin): the
+		// NLB's enables proxy protocol v2.
+		TargetGroupAttributes: &[]any{
+			&awselasticloadbalancingv2.CfnTargetGroup_TargetGroupAttributeProperty{Key: jsii.String("deregistration_delay.timeout_seconds"), Value: jsii.String("30")},
+			&awselasticloadbalancingv2.CfnTargetGroup_TargetGroupAttributeProperty{
+				Key: ifNlb("proxy_protocol_v2.enabled", "load_balancing.algorithm.type"), Value: ifNlb("true", "round_robin")},
+		},
 	})
 	when(tg, "StreamTargetGroup", onContainer)
 	forward := &[]any{&awselasticloadbalancingv2.CfnListener_ActionProperty{Type: jsii.String("forward"), TargetGroupArn: tg.Ref()}}
@@ -173,10 +212,18 @@ func (s *builder) streamTier() *string {
 		LoadBalancerArn: lb.Ref(), Protocol: jsii.String("HTTPS"), Port: jsii.Number(443),
 		Certificates:   &[]any{&awselasticloadbalancingv2.CfnListener_CertificateProperty{CertificateArn: cert.ValueAsString()}},
 		DefaultActions: forward})
-	when(httpsListener, "StreamHttpsListener", https)
+	when(httpsListener, "StreamHttpsListener", albHttps)
 	httpListener := awselasticloadbalancingv2.NewCfnListener(s.stack, jsii.String("StreamHttpListener"), &awselasticloadbalancingv2.CfnListenerProps{
 		LoadBalancerArn: lb.Ref(), Protocol: jsii.String("HTTP"), Port: jsii.Number(80), DefaultActions: forward})
-	when(httpListener, "StreamHttpListener", http)
+	when(httpListener, "StreamHttpListener", albHttp)
+	// The NLB's: TCP passed through, to tasks that end TLS (443) or serve
+	// plain HTTP (80, no StreamTlsSecretArn).
+	passListener := awselasticloadbalancingv2.NewCfnListener(s.stack, jsii.String("StreamTlsPassListener"), &awselasticloadbalancingv2.CfnListenerProps{
+		LoadBalancerArn: lb.Ref(), Protocol: jsii.String("TCP"), Port: jsii.Number(443), DefaultActions: forward})
+	when(passListener, "StreamTlsPassListener", nlbTLS)
+	tcpListener := awselasticloadbalancingv2.NewCfnListener(s.stack, jsii.String("StreamTcpListener"), &awselasticloadbalancingv2.CfnListenerProps{
+		LoadBalancerArn: lb.Ref(), Protocol: jsii.String("TCP"), Port: jsii.Number(80), DefaultActions: forward})
+	when(tcpListener, "StreamTcpListener", nlbPlain)
 
 	svc := awsecs.NewCfnService(s.stack, jsii.String("StreamService"), &awsecs.CfnServiceProps{
 		Cluster: cluster.Ref(), LaunchType: jsii.String("FARGATE"), TaskDefinition: taskDef.Ref(),
@@ -192,7 +239,9 @@ func (s *builder) streamTier() *string {
 	// listener exists through a handle that references it.
 	ready := awscdk.NewCfnWaitConditionHandle(s.stack, jsii.String("StreamListenerReady"), &awscdk.CfnWaitConditionHandleProps{})
 	when(ready, "StreamListenerReady", onContainer)
-	ready.AddMetadata(jsii.String("Listener"), awscdk.Fn_ConditionIf(jsii.String("StreamHttps"), httpsListener.Ref(), httpListener.Ref()))
+	ready.AddMetadata(jsii.String("Listener"), awscdk.Fn_ConditionIf(jsii.String("StreamAlbHttps"), httpsListener.Ref(),
+		awscdk.Fn_ConditionIf(jsii.String("StreamAlbHttp"), httpListener.Ref(),
+			awscdk.Fn_ConditionIf(jsii.String("StreamNlbTls"), passListener.Ref(), tcpListener.Ref()))))
 	svc.AddDependency(ready)
 
 	scalable := awsapplicationautoscaling.NewCfnScalableTarget(s.stack, jsii.String("StreamScalableTarget"), &awsapplicationautoscaling.CfnScalableTargetProps{
@@ -208,7 +257,7 @@ func (s *builder) streamTier() *string {
 		}
 		return &awsapplicationautoscaling.CfnScalingPolicy_TargetTrackingMetricStatProperty{Stat: jsii.String(stat),
 			Metric: &awsapplicationautoscaling.CfnScalingPolicy_TargetTrackingMetricProperty{
-				Namespace: jsii.String("AWS/ApplicationELB"), MetricName: jsii.String(name), Dimensions: &d}}
+				Namespace: ifNlb("AWS/NetworkELB", "AWS/ApplicationELB"), MetricName: jsii.String(name), Dimensions: &d}}
 	}
 	lbDim := [2]*string{jsii.String("LoadBalancer"), lb.AttrLoadBalancerFullName()}
 	policyRes := awsapplicationautoscaling.NewCfnScalingPolicy(s.stack, jsii.String("StreamScalingPolicy"), &awsapplicationautoscaling.CfnScalingPolicyProps{
@@ -218,11 +267,15 @@ func (s *builder) streamTier() *string {
 			TargetValue: target.ValueAsNumber(), ScaleInCooldown: jsii.Number(300), ScaleOutCooldown: jsii.Number(60),
 			CustomizedMetricSpecification: &awsapplicationautoscaling.CfnScalingPolicy_CustomizedMetricSpecificationProperty{Metrics: &[]any{
 				&awsapplicationautoscaling.CfnScalingPolicy_TargetTrackingMetricDataQueryProperty{Id: jsii.String("active"), ReturnData: jsii.Bool(false),
-					MetricStat: metric("ActiveConnectionCount", "Sum", lbDim)},
+					MetricStat: func() *awsapplicationautoscaling.CfnScalingPolicy_TargetTrackingMetricStatProperty {
+						m := metric("ActiveConnectionCount", "Sum", lbDim)
+						m.Metric.(*awsapplicationautoscaling.CfnScalingPolicy_TargetTrackingMetricProperty).MetricName = ifNlb("ActiveFlowCount", "ActiveConnectionCount")
+						return m
+					}()},
 				&awsapplicationautoscaling.CfnScalingPolicy_TargetTrackingMetricDataQueryProperty{Id: jsii.String("healthy"), ReturnData: jsii.Bool(false),
 					MetricStat: metric("HealthyHostCount", "Average", lbDim, [2]*string{jsii.String("TargetGroup"), tg.AttrTargetGroupFullName()})},
 				&awsapplicationautoscaling.CfnScalingPolicy_TargetTrackingMetricDataQueryProperty{Id: jsii.String("perTask"),
-					Expression: jsii.String("active / 2 / MAX([healthy, 1])"), Label: jsii.String("client connections per task"), ReturnData: jsii.Bool(true)},
+					Expression: ifNlb("active / MAX([healthy, 1])", "active / 2 / MAX([healthy, 1])"), Label: jsii.String("client connections per task"), ReturnData: jsii.Bool(true)},
 			}},
 		},
 	})

@@ -47,10 +47,15 @@ func main() {
 	})
 	streamTier := flag.String("stream-tier", os.Getenv("AWS_LOCAL_STREAM_TIER"), "the stack's StreamTier: lambda (default) or container, its tasks as long-running processes behind a load balancer's stand-in (docs/deploy.md \"Stream tiers\"; AWS_LOCAL_STREAM_TIER)")
 	streamTasks := flag.Int("stream-tasks", awslocal.DefaultStreamTasks, "with -stream-tier container: how many tasks")
+	streamLB := flag.String("stream-load-balancer", os.Getenv("AWS_LOCAL_STREAM_LB"), "with -stream-tier container: the stack's StreamLoadBalancerType, alb (default) or nlb: TCP passed through with proxy protocol v2 to tasks that end TLS with a test certificate, <data-dir>/aws-local/stream-tls.pem (AWS_LOCAL_STREAM_LB)")
 	checkCalls := flag.String("check-calls", "", "check the calls an aws-calls.json recorded against the roles of the --check-roles templates, then exit (1 when one is refused): no stack runs")
 	flag.Parse()
 	if *streamTier != "" && *streamTier != "lambda" && *streamTier != "container" {
 		fmt.Fprintf(os.Stderr, "aws-local: -stream-tier %q: lambda or container\n", *streamTier)
+		os.Exit(2)
+	}
+	if *streamLB != "" && *streamLB != "alb" && *streamLB != "nlb" {
+		fmt.Fprintf(os.Stderr, "aws-local: -stream-load-balancer %q: alb or nlb\n", *streamLB)
 		os.Exit(2)
 	}
 	if *checkCalls != "" {
@@ -73,7 +78,7 @@ func main() {
 	err = awslocal.Run(ctx, awslocal.Options{Addr: *addr, DataDir: *dataDir, Root: *root, Template: *template,
 		DynamoEndpoint: *ddb, S3Endpoint: *s3, SQSEndpoint: *sqsEndpoint, FunctionOutput: out, CheckRoles: checkRoles,
 		AccountConcurrency: *accountConcurrency, Parameters: params,
-		StreamTier: *streamTier, StreamTasks: *streamTasks})
+		StreamTier: *streamTier, StreamTasks: *streamTasks, StreamLoadBalancer: *streamLB})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "aws-local:", err)
 		os.Exit(1)

@@ -102,6 +102,10 @@ type Options struct {
 	// load balancer's stand-in (streamtier.go).
 	StreamTier  string
 	StreamTasks int
+	// StreamLoadBalancer is the stack's StreamLoadBalancerType (alb, the
+	// default; nlb: TCP passed through with proxy protocol v2 to tasks
+	// that end TLS with a test certificate, nlb.go).
+	StreamLoadBalancer string
 }
 
 // AdminEmail is the email of the stack's first account, as `make run`'s.
@@ -132,10 +136,16 @@ type Stack struct {
 	account *account
 	logs    *cwLogs
 	code    *lambdatest.Server
-	closers []func() error
-	coldMu  sync.Mutex
-	cold    []ColdStart
-	roles   map[string][]iampolicyStatement // role ARN -> its statements
+	// The container tier behind the NLB's stand-in (nlb.go): the test
+	// certificate's directory, the secret it is served from, and the
+	// certificate (PEM, with its key) clients must trust.
+	streamTLSDir      string
+	secrets           *secretsManager
+	StreamCertificate []byte
+	closers           []func() error
+	coldMu            sync.Mutex
+	cold              []ColdStart
+	roles             map[string][]iampolicyStatement // role ARN -> its statements
 	// streamMaps are the table stream's event source mappings, one per
 	// function with a DynamoDB event (the dispatcher, the chat fan-out):
 	// each sees every change and filters it with its own patterns.
@@ -468,7 +478,8 @@ func Open(ctx context.Context, o Options, ln net.Listener) (*Stack, error) {
 	// (the operator's replay of a failure queue; a function's role
 	// allows none of them).
 	lambdaH := stackInvoke{s: s, next: s.code}
-	services := map[string]http.Handler{"dynamodb": ddb, "s3": s3h, "scheduler": sched, "logs": s.logs, "lambda": lambdaH, "iam": s.code}
+	s.secrets = &secretsManager{}
+	services := map[string]http.Handler{"dynamodb": ddb, "s3": s3h, "scheduler": sched, "logs": s.logs, "lambda": lambdaH, "iam": s.code, "secretsmanager": s.secrets}
 	// The operator's endpoint serves SQS too; the functions' do not (none
 	// calls it: only their mappings send, checked in failure.go).
 	opServices := map[string]http.Handler{"sqs": s.sqs}
@@ -578,6 +589,7 @@ func Open(ctx context.Context, o Options, ln net.Listener) (*Stack, error) {
 		s.FunctionURLs[f.LogicalID] = u
 		tpl.SetFunctionURL(f, u)
 	}
+	s.streamTLSDir = filepath.Join(o.DataDir, "aws-local")
 	if err := s.startStreamTier(ctx, root, binDir, tpl, services, sec, o.StreamTasks); err != nil {
 		return nil, err
 	}

@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -46,6 +47,25 @@ func (s *Stack) startStreamTier(ctx context.Context, root, binDir string, tpl *T
 	}
 	if tasks <= 0 {
 		tasks = DefaultStreamTasks
+	}
+	// Behind the NLB (nlb.go): TCP passed through with a proxy header, TLS
+	// ended by the tasks when StreamTlsSecretArn names a secret.
+	nlb, useTLS := false, false
+	if _, ok := tpl.conditions["StreamOnNlb"]; ok {
+		if nlb, err = tpl.Condition("StreamOnNlb"); err != nil {
+			return err
+		}
+		if useTLS, err = tpl.Condition("StreamNlbTls"); err != nil {
+			return err
+		}
+	}
+	if useTLS && tpl.params["StreamTlsSecretArn"] == StreamTLSSecretARN {
+		cert, err := streamTLS(s.streamTLSDir)
+		if err != nil {
+			return fmt.Errorf("the stream tier's test certificate: %w", err)
+		}
+		s.secrets.set(StreamTLSSecretARN, cert)
+		s.StreamCertificate = cert
 	}
 	bin := filepath.Join(binDir, "chatstream-service")
 	build := exec.CommandContext(ctx, "go", "build", "-o", bin, "./functions/chatstream-service")
@@ -104,6 +124,16 @@ func (s *Stack) startStreamTier(ctx context.Context, root, binDir string, tpl *T
 			}
 		}
 		env = append(env, "PORT="+port)
+		if nlb {
+			// The stand-in connects from loopback (on AWS: the VPC's
+			// ranges), and Secrets Manager is this stack's.
+			env = append(env, "AWS_ENDPOINT_URL_SECRETS_MANAGER="+awsURL)
+			for i, kv := range env {
+				if strings.HasPrefix(kv, "PLATFORM_PROXY_PROTOCOL=") {
+					env[i] = kv + ",127.0.0.0/8"
+				}
+			}
+		}
 		cmd := exec.Command(bin)
 		cmd.Env = env
 		out := s.out
@@ -128,7 +158,12 @@ func (s *Stack) startStreamTier(ctx context.Context, root, binDir string, tpl *T
 			return nil
 		})
 		u, _ := url.Parse("http://" + addr)
-		if err := waitHealthy(ctx, u.String()+runtime.ServiceHealthPath); err != nil {
+		if nlb {
+			err = waitHealthyNLB(ctx, addr, useTLS)
+		} else {
+			err = waitHealthy(ctx, u.String()+runtime.ServiceHealthPath)
+		}
+		if err != nil {
 			return fmt.Errorf("stream task %d: %w", i, err)
 		}
 		backends = append(backends, u)
@@ -137,10 +172,24 @@ func (s *Stack) startStreamTier(ctx context.Context, root, binDir string, tpl *T
 	if err != nil {
 		return err
 	}
+	tpl.SetAttribute("StreamLoadBalancer", "DNSName", lbLn.Addr().String())
+	if nlb {
+		addrs := make([]string, len(backends))
+		for i, b := range backends {
+			addrs[i] = b.Host
+		}
+		go passThrough(lbLn, addrs)
+		s.closers = append(s.closers, lbLn.Close)
+		scheme := "http://"
+		if useTLS {
+			scheme = "https://"
+		}
+		s.log.Info("aws-local: the container stream tier", "tasks", tasks, "loadBalancer", scheme+lbLn.Addr().String()+"/", "type", "nlb")
+		return nil
+	}
 	lb := &http.Server{Handler: roundRobin(backends), ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = lb.Serve(lbLn) }()
 	s.closers = append(s.closers, lb.Close)
-	tpl.SetAttribute("StreamLoadBalancer", "DNSName", lbLn.Addr().String())
 	s.log.Info("aws-local: the container stream tier", "tasks", tasks, "loadBalancer", "http://"+lbLn.Addr().String()+"/")
 	return nil
 }
@@ -207,6 +256,14 @@ func (t *Template) taskEnvironment(id string) (map[string]string, error) {
 func streamTierParams(o Options, params map[string]string) map[string]string {
 	if o.StreamTier != "" {
 		params["StreamTier"] = o.StreamTier
+	}
+	if o.StreamLoadBalancer != "" {
+		params["StreamLoadBalancerType"] = o.StreamLoadBalancer
+	}
+	// Behind the NLB's stand-in the tasks end TLS with the test
+	// certificate (nlb.go) unless the operator names another secret.
+	if params["StreamLoadBalancerType"] == "nlb" && params["StreamTlsSecretArn"] == "" {
+		params["StreamTlsSecretArn"] = StreamTLSSecretARN
 	}
 	return params
 }

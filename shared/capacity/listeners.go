@@ -62,8 +62,16 @@ type Tiers struct {
 	// SignalBytes is one signal's frame on a stream.
 	SignalBytes float64
 	// ALBTargetsMax is the load balancer's quota of targets (1,000 per
-	// ALB): the tasks one ALB can front.
-	ALBTargetsMax float64
+	// ALB): the tasks one ALB can front. NLBTargetsMax: the NLB's (500 per
+	// availability zone, two zones).
+	ALBTargetsMax, NLBTargetsMax float64
+	// Behind the NLB the tasks end TLS and the NLB counts TCP/IP headers
+	// in its processed bytes: each write of a stream is a TLS record
+	// (TLSRecordBytes more) in a packet, and the client acknowledges it
+	// with a packet of headers (PacketHeaderBytes each: IPv4, TCP with
+	// timestamps). IdleWritesPerSecond: an idle stream's writes (a
+	// keep-alive comment every 3 s, a ping every 30 s).
+	TLSRecordBytes, PacketHeaderBytes, IdleWritesPerSecond float64
 
 	// FanoutMillis and FanoutMemoryMB: the fan-out function's invocation
 	// per signal (one record per batch at worst).
@@ -93,7 +101,11 @@ var DefaultTiers = Tiers{
 	IdleBytesPerSecond: 21.0/3 + 18.0/30,
 	SignalBytes:        600,
 	ALBTargetsMax:      1000,
-	FanoutMillis:       30, FanoutMemoryMB: 256,
+	NLBTargetsMax:      1000,
+	// TLS 1.3 with AES-GCM: a 5-byte header, the content type and a 16-byte
+	// tag; 20 bytes of IPv4, 20 of TCP, 12 of the timestamps option.
+	TLSRecordBytes: 22, PacketHeaderBytes: 52, IdleWritesPerSecond: 1.0/3 + 1.0/30,
+	FanoutMillis: 30, FanoutMemoryMB: 256,
 	// "h_" + a 13-character holder id, and its count.
 	LimitScopes: 3, HolderBytes: 17, LimitHeartbeat: time.Minute,
 }
@@ -133,12 +145,15 @@ type ListenerEstimate struct {
 	Tiers             Tiers
 	Prices            Prices
 	Lambda, Container TierCost
+	// ContainerNLB: the container tier behind a Network Load Balancer.
+	ContainerNLB TierCost
 	// PerThousandIdle is each tier's monthly cost per 1,000 idle
 	// listeners at the load's size (its total / listeners * 1,000).
-	LambdaPerThousand, ContainerPerThousand float64
+	LambdaPerThousand, ContainerPerThousand, ContainerNLBPerThousand float64
 	// Crossover is the listeners from which the container tier costs less
 	// (with the load's signals and sessions); 0 when it always does.
-	Crossover float64
+	// CrossoverNLB: the same behind the NLB.
+	Crossover, CrossoverNLB float64
 }
 
 const hoursPerMonth = secondsPerMonth / 3600.0
@@ -215,14 +230,62 @@ func ALBLCUs(l ListenerLoad, t Tiers) (lcu float64, dimension string) {
 	return lcu, dimension
 }
 
-// ContainerTier is the cost of l on the container tier.
+// NLBLCUs is the Network Load Balancer's capacity units at the load (TCP
+// passed through): the largest of its dimensions. Its processed bytes
+// count the TLS records and the TCP/IP headers both ways (the tasks end
+// TLS), several times what the streams write.
+func NLBLCUs(l ListenerLoad, t Tiers) (lcu float64, dimension string) {
+	newConn := l.SignalsPerSecond
+	if l.Session > 0 {
+		newConn += l.Listeners / l.Session.Seconds()
+	}
+	perWrite := t.TLSRecordBytes + 2*t.PacketHeaderBytes
+	idle := t.IdleBytesPerSecond + t.IdleWritesPerSecond*perWrite
+	gbPerHour := (l.Listeners*idle + l.SignalsPerSecond*(t.SignalBytes+perWrite)) * 3600 / 1e9
+	dims := []struct {
+		name string
+		v    float64
+	}{
+		{"new connections", newConn / NLBLCU.NewConnectionsPerSecond},
+		{"active connections", l.Listeners / NLBLCU.ActiveConnections},
+		{"processed bytes", gbPerHour / NLBLCU.ProcessedGBPerHour},
+	}
+	for _, d := range dims {
+		if d.v > lcu {
+			lcu, dimension = d.v, d.name
+		}
+	}
+	return lcu, dimension
+}
+
+// ContainerTier is the cost of l on the container tier behind an
+// Application Load Balancer (StreamLoadBalancerType alb).
 func ContainerTier(l ListenerLoad, t Tiers, pr Prices) TierCost {
-	c := TierCost{Name: "container", Items: map[string]float64{}}
+	return containerTier(l, t, pr, false)
+}
+
+// ContainerTierNLB is the cost of l on the container tier behind a
+// Network Load Balancer (StreamLoadBalancerType nlb).
+func ContainerTierNLB(l ListenerLoad, t Tiers, pr Prices) TierCost {
+	return containerTier(l, t, pr, true)
+}
+
+func containerTier(l ListenerLoad, t Tiers, pr Prices, nlb bool) TierCost {
+	c := TierCost{Name: "container (ALB)", Items: map[string]float64{}}
 	tasks := t.Tasks(l.Listeners)
 	c.Items["Fargate tasks"] = tasks * (t.TaskVCPU*pr.FargateVCPUHour + t.TaskMemoryGB*pr.FargateGBHour) * hoursPerMonth
 	lcu, dim := ALBLCUs(l, t)
-	c.Items["ALB hours"] = pr.ALBHour * hoursPerMonth
-	c.Items["ALB LCUs"] = lcu * pr.ALBLCUHour * hoursPerMonth
+	lbName, lcuName, targetsMax := "ALB", "LCU", t.ALBTargetsMax
+	if nlb {
+		c.Name = "container (NLB)"
+		lcu, dim = NLBLCUs(l, t)
+		lbName, lcuName, targetsMax = "NLB", "NLCU", t.NLBTargetsMax
+		c.Items["load balancer hours"] = pr.NLBHour * hoursPerMonth
+		c.Items["load balancer capacity units"] = lcu * pr.NLCUHour * hoursPerMonth
+	} else {
+		c.Items["load balancer hours"] = pr.ALBHour * hoursPerMonth
+		c.Items["load balancer capacity units"] = lcu * pr.ALBLCUHour * hoursPerMonth
+	}
 	// A task polls fast while a signal came within TaskHotFor (signals
 	// spread evenly over the tasks, arriving at random: the share of time
 	// hot is 1-e^(-rate*HotFor)), at TaskPoll otherwise.
@@ -253,10 +316,10 @@ func ContainerTier(l ListenerLoad, t Tiers, pr Prices) TierCost {
 	c.Items["DynamoDB limits"] = limitsCost(opens, tasks, t, pr)
 	sd, sl := signalCost(l, t, pr, 1)
 	c.Items["signals (DynamoDB, fan-out)"] = sd + sl
-	maxTasks := math.Min(t.MaxTasks, t.ALBTargetsMax)
+	maxTasks := math.Min(t.MaxTasks, targetsMax)
 	c.Ceiling = maxTasks * t.StreamsPerTask
-	c.Bound = fmt.Sprintf("%.0f tasks (the service's maximum; an ALB fronts at most %.0f) x %.0f streams per task", maxTasks, t.ALBTargetsMax, t.StreamsPerTask)
-	c.Detail = fmt.Sprintf("%.0f tasks of %.2g vCPU / %.2g GB; ALB %.1f LCU (by %s)", tasks, t.TaskVCPU, t.TaskMemoryGB, lcu, dim)
+	c.Bound = fmt.Sprintf("%.0f tasks (the service's maximum; an %s fronts at most %.0f) x %.0f streams per task", maxTasks, lbName, targetsMax, t.StreamsPerTask)
+	c.Detail = fmt.Sprintf("%.0f tasks of %.2g vCPU / %.2g GB; %s %.1f %s (by %s)", tasks, t.TaskVCPU, t.TaskMemoryGB, lbName, lcu, lcuName, dim)
 	c.Refusals = "tasks at their limit answer new streams 503 until the service scales out (minutes); the API is not involved"
 	for _, v := range c.Items {
 		c.Total += v
@@ -266,12 +329,15 @@ func ContainerTier(l ListenerLoad, t Tiers, pr Prices) TierCost {
 
 // ModelListeners estimates both tiers for l.
 func ModelListeners(l ListenerLoad, t Tiers, pr Prices) ListenerEstimate {
-	e := ListenerEstimate{Load: l, Tiers: t, Prices: pr, Lambda: LambdaTier(l, t, pr), Container: ContainerTier(l, t, pr)}
+	e := ListenerEstimate{Load: l, Tiers: t, Prices: pr, Lambda: LambdaTier(l, t, pr), Container: ContainerTier(l, t, pr),
+		ContainerNLB: ContainerTierNLB(l, t, pr)}
 	if l.Listeners > 0 {
 		e.LambdaPerThousand = e.Lambda.Total / l.Listeners * 1000
 		e.ContainerPerThousand = e.Container.Total / l.Listeners * 1000
+		e.ContainerNLBPerThousand = e.ContainerNLB.Total / l.Listeners * 1000
 	}
-	e.Crossover = Crossover(l, t, pr)
+	e.Crossover = crossover(l, t, pr, ContainerTier)
+	e.CrossoverNLB = crossover(l, t, pr, ContainerTierNLB)
 	return e
 }
 
@@ -282,10 +348,14 @@ func ModelListeners(l ListenerLoad, t Tiers, pr Prices) ListenerEstimate {
 // its minimum tasks): the first listener count where the container is
 // cheaper is found by bisection over whole listeners.
 func Crossover(l ListenerLoad, t Tiers, pr Prices) float64 {
+	return crossover(l, t, pr, ContainerTier)
+}
+
+func crossover(l ListenerLoad, t Tiers, pr Prices, container func(ListenerLoad, Tiers, Prices) TierCost) float64 {
 	cheaper := func(n float64) bool {
 		m := l
 		m.Listeners = n
-		return ContainerTier(m, t, pr).Total <= LambdaTier(m, t, pr).Total
+		return container(m, t, pr).Total <= LambdaTier(m, t, pr).Total
 	}
 	if cheaper(0) {
 		return 0
@@ -317,15 +387,15 @@ func (e ListenerEstimate) Print(w io.Writer) {
 	}
 	fmt.Fprintf(w, "Listeners: %.0f open streams, %.1f signals/s, %s\n\n", l.Listeners, l.SignalsPerSecond, session)
 	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "MONTHLY (USD)\tLAMBDA TIER\tCONTAINER TIER\t")
-	for _, k := range []string{"Lambda duration", "Lambda requests", "Fargate tasks", "ALB hours", "ALB LCUs", "DynamoDB polls", "DynamoDB registrations", "DynamoDB limits", "signals (DynamoDB, fan-out)"} {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t\n", k, money(e.Lambda.Items, k), money(e.Container.Items, k))
+	fmt.Fprintln(tw, "MONTHLY (USD)\tLAMBDA TIER\tCONTAINER, ALB\tCONTAINER, NLB\t")
+	for _, k := range []string{"Lambda duration", "Lambda requests", "Fargate tasks", "load balancer hours", "load balancer capacity units", "DynamoDB polls", "DynamoDB registrations", "DynamoDB limits", "signals (DynamoDB, fan-out)"} {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t\n", k, money(e.Lambda.Items, k), money(e.Container.Items, k), money(e.ContainerNLB.Items, k))
 	}
-	fmt.Fprintf(tw, "total\t%.2f\t%.2f\t\n", e.Lambda.Total, e.Container.Total)
-	fmt.Fprintf(tw, "per 1,000 listeners\t%.2f\t%.2f\t\n", e.LambdaPerThousand, e.ContainerPerThousand)
+	fmt.Fprintf(tw, "total\t%.2f\t%.2f\t%.2f\t\n", e.Lambda.Total, e.Container.Total, e.ContainerNLB.Total)
+	fmt.Fprintf(tw, "per 1,000 listeners\t%.2f\t%.2f\t%.2f\t\n", e.LambdaPerThousand, e.ContainerPerThousand, e.ContainerNLBPerThousand)
 	tw.Flush()
 	fmt.Fprintln(w)
-	for _, c := range []TierCost{e.Lambda, e.Container} {
+	for _, c := range []TierCost{e.Lambda, e.Container, e.ContainerNLB} {
 		fmt.Fprintf(w, "%s tier: %s\n", c.Name, c.Detail)
 		over := ""
 		if l.Listeners > c.Ceiling {
@@ -333,20 +403,28 @@ func (e ListenerEstimate) Print(w io.Writer) {
 		}
 		fmt.Fprintf(w, "  ceiling: %.0f listeners (%s)%s\n", c.Ceiling, c.Bound, over)
 	}
-	switch {
-	case e.Crossover == 0:
-		fmt.Fprintln(w, "\nCrossover: the container tier costs less at any number of listeners")
-	case math.IsInf(e.Crossover, 1):
-		fmt.Fprintln(w, "\nCrossover: none (the Lambda tier costs less at any number of listeners)")
-	default:
-		fmt.Fprintf(w, "\nCrossover: the container tier costs less from %.0f listeners (with these signals and sessions)\n", e.Crossover)
+	fmt.Fprintln(w)
+	for _, x := range []struct {
+		lb string
+		n  float64
+	}{{"ALB", e.Crossover}, {"NLB", e.CrossoverNLB}} {
+		switch {
+		case x.n == 0:
+			fmt.Fprintf(w, "Crossover (%s): the container tier costs less at any number of listeners\n", x.lb)
+		case math.IsInf(x.n, 1):
+			fmt.Fprintf(w, "Crossover (%s): none (the Lambda tier costs less at any number of listeners)\n", x.lb)
+		default:
+			fmt.Fprintf(w, "Crossover (%s): the container tier costs less from %.0f listeners (with these signals and sessions)\n", x.lb, x.n)
+		}
 	}
 	p := e.Prices
 	fmt.Fprintf(w, "\nPrices (on-demand, us-east-1, checked 2026-11-28): Lambda arm64 $%.10g/GB-s + $%.2f/M requests; DynamoDB $%.3f/M writes, $%.3f/M reads;\n"+
-		"Fargate Linux/ARM $%.5f/vCPU-h + $%.5f/GB-h; ALB $%.4f/h + $%.3f/LCU-h (an LCU: %.0f new connections/s, %.0f active connections/min, %.0f GB/h, %.0f rule evaluations/s); a month of %.0f h\n",
+		"Fargate Linux/ARM $%.5f/vCPU-h + $%.5f/GB-h; ALB $%.4f/h + $%.3f/LCU-h (an LCU: %.0f new connections/s, %.0f active connections/min, %.0f GB/h, %.0f rule evaluations/s);\n"+
+		"NLB $%.4f/h + $%.3f/NLCU-h (a TCP NLCU: %.0f new connections/s, %.0f active connections, %.0f GB/h counting TLS records and TCP/IP headers both ways); a month of %.0f h\n",
 		p.LambdaGBSecond, p.LambdaRequestMillion, p.DynamoWriteMillion, p.DynamoReadMillion,
 		p.FargateVCPUHour, p.FargateGBHour, p.ALBHour, p.ALBLCUHour,
-		ALBLCU.NewConnectionsPerSecond, ALBLCU.ActiveConnectionsPerMinute, ALBLCU.ProcessedGBPerHour, ALBLCU.RuleEvaluationsPerSecond, hoursPerMonth)
+		ALBLCU.NewConnectionsPerSecond, ALBLCU.ActiveConnectionsPerMinute, ALBLCU.ProcessedGBPerHour, ALBLCU.RuleEvaluationsPerSecond,
+		p.NLBHour, p.NLCUHour, NLBLCU.NewConnectionsPerSecond, NLBLCU.ActiveConnections, NLBLCU.ProcessedGBPerHour, hoursPerMonth)
 	t := e.Tiers
 	fmt.Fprintf(w, "Assumed: Lambda %.0f MB, an invocation every %s per listener, inbox poll %s per listener; task %.2g vCPU / %.2g GB holding %.0f streams (scripts/streambench), %.0f-%.0f tasks, inbox poll per task %s idle, %s for %s after a signal, lease %s;\n"+
 		"limits: %.0f scopes per stream (one write each to open and end it, two in the open's transaction), a heartbeat per holding process every %s, the listeners of one installation\n",

@@ -20,6 +20,9 @@ type Prices struct {
 	// Application Load Balancer, per hour and per LCU-hour (an LCU is the
 	// largest of its dimensions, ALBLCU).
 	ALBHour, ALBLCUHour float64
+	// Network Load Balancer, per hour and per NLCU-hour (the largest of
+	// its dimensions, NLBLCU: TCP listeners).
+	NLBHour, NLCUHour float64
 }
 
 // ALBLCU is what one Application Load Balancer capacity unit covers for
@@ -30,6 +33,15 @@ var ALBLCU = struct {
 	ProcessedGBPerHour         float64
 	RuleEvaluationsPerSecond   float64
 }{25, 3000, 1, 1000}
+
+// NLBLCU is what one Network Load Balancer capacity unit covers for an
+// hour on a TCP listener (TLS listeners: 50 new connections/s and 3,000
+// active; the container tier's NLB passes TCP through, the tasks end TLS).
+var NLBLCU = struct {
+	NewConnectionsPerSecond float64
+	ActiveConnections       float64
+	ProcessedGBPerHour      float64
+}{800, 100000, 1}
 
 // OnDemand are the prices the model uses.
 var OnDemand = Prices{
@@ -47,6 +59,8 @@ var OnDemand = Prices{
 	FargateGBHour:   0.00356,
 	ALBHour:         0.0225,
 	ALBLCUHour:      0.008,
+	NLBHour:         0.0225,
+	NLCUHour:        0.006,
 }
 
 // Assumptions are what the replay cannot measure: how long things take on
