@@ -214,6 +214,8 @@ func (e *endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		needs = lambdaAuthz(r, body)
 	case "iam":
 		needs = iamAuthz(r, body, e.role)
+	case "ssm":
+		needs = ssmAuthz(r, body)
 	}
 	e.rec.request(Request{Function: e.fn.LogicalID, Service: svc, Operation: operation(svc, r, needs)})
 	for _, a := range needs {
