@@ -45,6 +45,15 @@ func main() {
 		params[k] = val
 		return nil
 	})
+	secure := map[string]string{}
+	flag.Func("secure-string", "an SSM SecureString parameter Name=Value put before any function starts, e.g. /bot-platform/oidc-client-secret=... (docs/signin.md); repeatable. Or, the stack running, aws ssm put-parameter with aws-local/operator.env", func(v string) error {
+		k, val, ok := strings.Cut(v, "=")
+		if !ok || !strings.HasPrefix(k, "/") {
+			return fmt.Errorf("want /Name=Value")
+		}
+		secure[k] = val
+		return nil
+	})
 	streamTier := flag.String("stream-tier", os.Getenv("AWS_LOCAL_STREAM_TIER"), "the stack's StreamTier: lambda (default) or container, its tasks as long-running processes behind a load balancer's stand-in (docs/deploy.md \"Stream tiers\"; AWS_LOCAL_STREAM_TIER)")
 	streamTasks := flag.Int("stream-tasks", awslocal.DefaultStreamTasks, "with -stream-tier container: how many tasks")
 	checkCalls := flag.String("check-calls", "", "check the calls an aws-calls.json recorded against the roles of the --check-roles templates, then exit (1 when one is refused): no stack runs")
@@ -73,7 +82,7 @@ func main() {
 	err = awslocal.Run(ctx, awslocal.Options{Addr: *addr, DataDir: *dataDir, Root: *root, Template: *template,
 		DynamoEndpoint: *ddb, S3Endpoint: *s3, SQSEndpoint: *sqsEndpoint, FunctionOutput: out, CheckRoles: checkRoles,
 		AccountConcurrency: *accountConcurrency, Parameters: params,
-		StreamTier: *streamTier, StreamTasks: *streamTasks})
+		StreamTier: *streamTier, StreamTasks: *streamTasks, SecureStrings: secure})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "aws-local:", err)
 		os.Exit(1)
