@@ -66,6 +66,11 @@ async function main() {
   await waitHttp(api + '/', (r) => r.status === 200, 'the platform', ready)
   await waitHttp(api + '/', () => fs.existsSync(path.join(dataDir, 'setup-link')), 'the setup link', ready)
   const setupLink = fs.readFileSync(path.join(dataDir, 'setup-link'), 'utf8').trim()
+  // On aws-local the inbox's stream is the stack's too, at its ChatStreamUrl
+  // (the stream function's URL, another loopback origin).
+  const streamOrigin = AWS_LOCAL
+    ? new URL(JSON.parse(fs.readFileSync(path.join(dataDir, 'aws-local', 'outputs.json'), 'utf8')).ChatStreamUrl).origin
+    : api
   console.log(`platform ${api}, provider ${issuer}, screenshots in ${SHOTS}`)
 
   const browser = FIREFOX
@@ -74,19 +79,21 @@ async function main() {
   console.log(`browser: ${await browser.version()}`)
   const problems = []
   const page = await browser.newPage()
-  page.setDefaultTimeout(WAIT)
-  page.setDefaultNavigationTimeout(WAIT)
+  if (AWS_LOCAL) {
+    page.setDefaultTimeout(WAIT)
+    page.setDefaultNavigationTimeout(WAIT)
+  }
   run.page = page
   page.on('console', (m) => {
     // A 401 (no session yet) logs a failed resource load: expected.
     if (m.type() === 'error' && !/Failed to load resource/.test(m.text())) problems.push(`console: ${m.text()}`)
   })
   page.on('pageerror', (e) => problems.push(`page error: ${e.message}`))
-  // Nothing leaves the machine: the platform and the provider only.
+  // Nothing leaves the machine: the platform (its stream host) and the provider only.
   const callbacks = []
   page.on('request', (r) => {
     const u = r.url()
-    if (!u.startsWith(api) && !u.startsWith(issuer) && !u.startsWith('data:')) problems.push(`external request: ${u}`)
+    if (!u.startsWith(api) && !u.startsWith(issuer) && !u.startsWith(streamOrigin + '/') && !u.startsWith('data:')) problems.push(`external request: ${u}`)
     if (u.startsWith(api + '/auth/oidc/callback')) callbacks.push(u)
   })
   const shot = async (name) => page.screenshot({ path: path.join(SHOTS, `${name}.png`), fullPage: true })
