@@ -15,7 +15,7 @@ run:
 aws-local:
 	go run ./functions/aws-local --addr $(ADDR)
 
-test: vet unit infra conformance conformance-aws conformance-aws-container cli-e2e deploy-e2e deploy-e2e-aws llm-e2e console-e2e webchat-e2e inbox-e2e signin-e2e webchat-e2e-aws webchat-e2e-aws-container metrics-e2e health-e2e assistant-e2e assistant-e2e-aws assistant-console-e2e backup-e2e transfer-aws conformance-aws-nlb
+test: vet unit infra conformance conformance-aws conformance-aws-container cli-e2e deploy-e2e deploy-e2e-aws llm-e2e console-e2e webchat-e2e inbox-e2e signin-e2e webchat-e2e-aws webchat-e2e-aws-container metrics-e2e health-e2e assistant-e2e assistant-e2e-aws assistant-console-e2e backup-e2e transfer-aws conformance-aws-nlb signin-e2e-aws
 
 vet:
 	go vet ./...
@@ -202,6 +202,14 @@ inbox-e2e:
 # (scripts/signin/e2e.sh, docs/signin.md).
 signin-e2e:
 	bash scripts/signin/e2e.sh
+
+# The same in Chromium and Firefox against the AWS build
+# (./functions/aws-local): single sign-on by the stack's parameters with the
+# client secret in SSM, the callback ApiUrl/auth/oidc/callback answered by
+# the admin function; screenshots in .build/signin-e2e-aws.
+.PHONY: signin-e2e-aws
+signin-e2e-aws:
+	AWS_LOCAL=1 bash scripts/signin/e2e.sh
 
 # The assistant bot the platform ships (docs/assistant.md): rebuild its
 # bundle shared/assistant/bot.cjs (embedded in the binary) from

@@ -45,6 +45,15 @@ func main() {
 		params[k] = val
 		return nil
 	})
+	secure := map[string]string{}
+	flag.Func("secure-string", "an SSM SecureString parameter Name=Value put before any function starts, e.g. /bot-platform/oidc-client-secret=... (docs/signin.md); repeatable. Or, the stack running, aws ssm put-parameter with aws-local/operator.env", func(v string) error {
+		k, val, ok := strings.Cut(v, "=")
+		if !ok || !strings.HasPrefix(k, "/") {
+			return fmt.Errorf("want /Name=Value")
+		}
+		secure[k] = val
+		return nil
+	})
 	streamTier := flag.String("stream-tier", os.Getenv("AWS_LOCAL_STREAM_TIER"), "the stack's StreamTier: lambda (default) or container, its tasks as long-running processes behind a load balancer's stand-in (docs/deploy.md \"Stream tiers\"; AWS_LOCAL_STREAM_TIER)")
 	streamTasks := flag.Int("stream-tasks", awslocal.DefaultStreamTasks, "with -stream-tier container: how many tasks")
 	streamLB := flag.String("stream-load-balancer", os.Getenv("AWS_LOCAL_STREAM_LB"), "with -stream-tier container: the stack's StreamLoadBalancerType, alb (default) or nlb: TCP passed through with proxy protocol v2 to tasks that end TLS with a test certificate, <data-dir>/aws-local/stream-tls.pem (AWS_LOCAL_STREAM_LB)")
@@ -78,7 +87,7 @@ func main() {
 	err = awslocal.Run(ctx, awslocal.Options{Addr: *addr, DataDir: *dataDir, Root: *root, Template: *template,
 		DynamoEndpoint: *ddb, S3Endpoint: *s3, SQSEndpoint: *sqsEndpoint, FunctionOutput: out, CheckRoles: checkRoles,
 		AccountConcurrency: *accountConcurrency, Parameters: params,
-		StreamTier: *streamTier, StreamTasks: *streamTasks, StreamLoadBalancer: *streamLB})
+		StreamTier: *streamTier, StreamTasks: *streamTasks, StreamLoadBalancer: *streamLB, SecureStrings: secure})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "aws-local:", err)
 		os.Exit(1)

@@ -20,6 +20,13 @@ const HERE = path.dirname(fileURLToPath(import.meta.url))
 const puppeteer = createRequire(path.join(HERE, '../console/package.json'))('puppeteer-core')
 const { PLATFORM_BIN, OIDC_PROVIDER_BIN, WORK, SHOTS, CHROME } = process.env
 const FIREFOX = process.env.BROWSER === 'firefox'
+// AWS_LOCAL=1 (make signin-e2e-aws): PLATFORM_BIN is ./functions/aws-local,
+// the AWS build: single sign-on configured by the stack's parameters, the
+// client secret an SSM SecureString, the callback ApiUrl/auth/oidc/callback
+// answered by the admin function behind the HTTP API's stand-in.
+const AWS_LOCAL = process.env.AWS_LOCAL === '1'
+// Lambda cold starts on a shared machine: longer waits on aws-local.
+const WAIT = AWS_LOCAL ? 60000 : 15000
 const run = browserRun('signin-e2e', { shots: SHOTS, work: WORK, logs: ['platform.log'] })
 const step = run.step
 
@@ -45,12 +52,25 @@ async function main() {
   start(OIDC_PROVIDER_BIN, [], { PORT: String(opPort), REDIRECT_URI: `${api}/auth/oidc/callback` }, path.join(WORK, 'provider.log'))
   await waitHttp(issuer + '.well-known/openid-configuration', (r) => r.status === 200, 'the OpenID provider')
   const dataDir = path.join(WORK, 'data')
-  start(PLATFORM_BIN, ['--addr', `127.0.0.1:${port}`, '--data-dir', dataDir, '--oidc-issuer', issuer, '--oidc-client-id', 'web', '--oidc-name', 'Zitadel example'],
-    // hitl: the inbox's stream, which the console opens in a workspace.
-    { PLATFORM_OIDC_CLIENT_SECRET: 'secret', PLATFORM_BUILTINS: 'hitl' }, path.join(WORK, 'platform.log'))
-  await waitHttp(api + '/', (r) => r.status === 200, 'the platform')
-  await waitHttp(api + '/', () => fs.existsSync(path.join(dataDir, 'setup-link')), 'the setup link')
+  if (AWS_LOCAL) {
+    start(PLATFORM_BIN, ['--addr', `127.0.0.1:${port}`, '--data-dir', dataDir,
+      '--parameter', `OidcIssuer=${issuer}`, '--parameter', 'OidcClientId=web', '--parameter', 'OidcName=Zitadel example',
+      '--secure-string', '/bot-platform/oidc-client-secret=secret'], {}, path.join(WORK, 'platform.log'))
+  } else {
+    start(PLATFORM_BIN, ['--addr', `127.0.0.1:${port}`, '--data-dir', dataDir, '--oidc-issuer', issuer, '--oidc-client-id', 'web', '--oidc-name', 'Zitadel example'],
+      // hitl: the inbox's stream, which the console opens in a workspace.
+      { PLATFORM_OIDC_CLIENT_SECRET: 'secret', PLATFORM_BUILTINS: 'hitl' }, path.join(WORK, 'platform.log'))
+  }
+  // aws-local builds its functions first.
+  const ready = AWS_LOCAL ? 600000 : 30000
+  await waitHttp(api + '/', (r) => r.status === 200, 'the platform', ready)
+  await waitHttp(api + '/', () => fs.existsSync(path.join(dataDir, 'setup-link')), 'the setup link', ready)
   const setupLink = fs.readFileSync(path.join(dataDir, 'setup-link'), 'utf8').trim()
+  // On aws-local the inbox's stream is the stack's too, at its ChatStreamUrl
+  // (the stream function's URL, another loopback origin).
+  const streamOrigin = AWS_LOCAL
+    ? new URL(JSON.parse(fs.readFileSync(path.join(dataDir, 'aws-local', 'outputs.json'), 'utf8')).ChatStreamUrl).origin
+    : api
   console.log(`platform ${api}, provider ${issuer}, screenshots in ${SHOTS}`)
 
   const browser = FIREFOX
@@ -59,22 +79,26 @@ async function main() {
   console.log(`browser: ${await browser.version()}`)
   const problems = []
   const page = await browser.newPage()
+  if (AWS_LOCAL) {
+    page.setDefaultTimeout(WAIT)
+    page.setDefaultNavigationTimeout(WAIT)
+  }
   run.page = page
   page.on('console', (m) => {
     // A 401 (no session yet) logs a failed resource load: expected.
     if (m.type() === 'error' && !/Failed to load resource/.test(m.text())) problems.push(`console: ${m.text()}`)
   })
   page.on('pageerror', (e) => problems.push(`page error: ${e.message}`))
-  // Nothing leaves the machine: the platform and the provider only.
+  // Nothing leaves the machine: the platform (its stream host) and the provider only.
   const callbacks = []
   page.on('request', (r) => {
     const u = r.url()
-    if (!u.startsWith(api) && !u.startsWith(issuer) && !u.startsWith('data:')) problems.push(`external request: ${u}`)
+    if (!u.startsWith(api) && !u.startsWith(issuer) && !u.startsWith(streamOrigin + '/') && !u.startsWith('data:')) problems.push(`external request: ${u}`)
     if (u.startsWith(api + '/auth/oidc/callback')) callbacks.push(u)
   })
   const shot = async (name) => page.screenshot({ path: path.join(SHOTS, `${name}.png`), fullPage: true })
   const texts = (sel) => page.$$eval(sel, (els) => els.map((e) => e.innerText)).catch(() => [])
-  const waitText = async (sel, re, ms = 15000) => {
+  const waitText = async (sel, re, ms = WAIT) => {
     const deadline = Date.now() + ms
     for (;;) {
       const ts = await texts(sel)
@@ -94,7 +118,7 @@ async function main() {
   }
   // The provider's own login page (the example's username form).
   const providerLogin = async () => {
-    await page.waitForSelector('#username', { timeout: 15000 })
+    await page.waitForSelector('#username', { timeout: WAIT })
     if (!page.url().startsWith(issuer)) throw new Error(`not at the provider: ${page.url()}`)
     await type('#username', 'test-user@127.0.0.1')
     await type('#password', 'verysecure')

@@ -12,6 +12,9 @@
 # scripts/console/e2e.sh). BROWSERS=chromium runs one browser. Screenshots
 # go to SHOTS (default .build/signin-e2e).
 #
+# AWS_LOCAL=1 runs it against the AWS build (./functions/aws-local)
+# instead (make signin-e2e-aws; screenshots in .build/signin-e2e-aws).
+#
 # Usage: scripts/signin/e2e.sh
 set -euo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -26,4 +29,13 @@ browsers_build
 echo "==> building scripts/oidcprovider (the zitadel/oidc example provider)" >&2
 (cd "$ROOT/scripts/oidcprovider" && go build -o "$WORK/oidcprovider" .)
 export OIDC_PROVIDER_BIN="$WORK/oidcprovider"
-browsers_run "$HERE/e2e.mjs" "${SHOTS:-$ROOT/.build/signin-e2e}"
+shots="$ROOT/.build/signin-e2e"
+if [[ "${AWS_LOCAL:-}" == 1 ]]; then
+  # The AWS build (make signin-e2e-aws): the admin function behind the
+  # HTTP API's stand-in, the client secret in SSM's.
+  echo "==> building ./functions/aws-local" >&2
+  (cd "$ROOT" && go build -o "$WORK/aws-local" ./functions/aws-local)
+  export PLATFORM_BIN="$WORK/aws-local" AWS_LOCAL_ROOT="$ROOT" AWS_LOCAL
+  shots="$ROOT/.build/signin-e2e-aws"
+fi
+browsers_run "$HERE/e2e.mjs" "${SHOTS:-$shots}"

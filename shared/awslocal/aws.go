@@ -216,6 +216,8 @@ func (e *endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		needs = iamAuthz(r, body, e.role)
 	case "secretsmanager":
 		needs = secretsAuthz(r, body)
+	case "ssm":
+		needs = ssmAuthz(r, body)
 	}
 	e.rec.request(Request{Function: e.fn.LogicalID, Service: svc, Operation: operation(svc, r, needs)})
 	for _, a := range needs {

@@ -1,87 +1,93 @@
 package awslocal_test
 
 import (
-	"bytes"
-	"encoding/json"
-	"io"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"gopkg.in/yaml.v3"
+
+	"github.com/botforge/platform/shared/apitest"
 	"github.com/botforge/platform/shared/awslocal"
-	"github.com/botforge/platform/shared/signin"
+	"github.com/botforge/platform/shared/signintest"
 )
 
-// TestSignInOnTheStack: people's sign-in through the AWS-shaped stack's
-// HTTP API and its admin function (docs/signin.md): the setup link
-// accepted once, the session cookie through API Gateway's payload (its
-// cookies field both ways), CSRF refused, sign-out, password sign-in.
-func TestSignInOnTheStack(t *testing.T) {
-	dir := t.TempDir()
-	s := startStackWith(t, awslocal.Options{DataDir: dir})
-	b, err := os.ReadFile(filepath.Join(dir, "setup-link"))
+// TestSignInFlowsOnTheStack: people's sign-in flows (shared/signintest,
+// the table shared/signin's TestSignInFlows runs against the local build)
+// against the AWS build: through the HTTP API's stand-in (cookies in its
+// payload both ways, the client address its sourceIp) into the admin
+// function, single sign-on configured by the stack's parameters with the
+// client secret read from SSM, a session ended by the admin function
+// checked in the tables function.
+func TestSignInFlowsOnTheStack(t *testing.T) { signintest.Run(t, stackStart) }
+
+// stackStart starts a stack configured as a flow asks, as an operator
+// would deploy it: single sign-on by the OidcIssuer, OidcClientId and
+// OidcName parameters and the SSM SecureString
+// /<stack>/oidc-client-secret (no secret in the function's environment);
+// sign-in settings (throttles, public URL) in the admin function's
+// environment (a template with them set).
+func stackStart(t *testing.T, su signintest.Setup) *signintest.Platform {
+	t.Helper()
+	o := awslocal.Options{DataDir: t.TempDir()}
+	if len(su.Env) > 0 {
+		o.Template = withFunctionEnv(t, "AdminFunction", su.Env)
+	}
+	if c := su.OIDC; c != nil {
+		o.Parameters = map[string]string{"OidcIssuer": c.Issuer, "OidcClientId": c.ClientID, "OidcName": c.Name}
+		o.SecureStrings = map[string]string{"/" + awslocal.StackName + "/oidc-client-secret": c.ClientSecret}
+	}
+	s := startStackWith(t, o)
+	// The stack's setup link is on its API's URL (scripts/first-account.sh's).
+	if b, err := os.ReadFile(filepath.Join(o.DataDir, "setup-link")); err != nil || !strings.HasPrefix(string(b), s.URL+"/#/setup/") {
+		t.Fatalf("setup link %q (%v) not on %s", b, err, s.URL)
+	}
+	// The tables function: another process than the admin function's.
+	return &signintest.Platform{Env: &apitest.Env{T: t, URL: s.URL, DataDir: o.DataDir, AdminToken: strings.TrimSpace(s.token)}, Other: "/v1/tables"}
+}
+
+// withFunctionEnv writes a copy of template.yaml with variables set in one
+// function's environment.
+func withFunctionEnv(t *testing.T, function string, vars map[string]string) string {
+	t.Helper()
+	raw, err := os.ReadFile("../../template.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
-	link := string(b)
-	if !strings.HasPrefix(link, s.URL+"/#/setup/") {
-		t.Fatalf("setup link %q", link)
+	var doc yaml.Node
+	if err := yaml.Unmarshal(raw, &doc); err != nil {
+		t.Fatal(err)
 	}
-	tok := strings.TrimPrefix(link, s.URL+"/#/setup/")
-	do := func(method, path string, hdr map[string]string, body any, want int) (*http.Response, map[string]any) {
-		t.Helper()
-		var rd io.Reader
-		if body != nil {
-			j, _ := json.Marshal(body)
-			rd = bytes.NewReader(j)
-		}
-		req, _ := http.NewRequest(method, s.URL+path, rd)
-		if body != nil {
-			req.Header.Set("Content-Type", "application/json")
-		}
-		for k, v := range hdr {
-			req.Header.Set(k, v)
-		}
-		res, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer res.Body.Close()
-		raw, _ := io.ReadAll(res.Body)
-		var out map[string]any
-		_ = json.Unmarshal(raw, &out)
-		if res.StatusCode != want {
-			t.Fatalf("%s %s: %d (want %d) %s", method, path, res.StatusCode, want, raw)
-		}
-		return res, out
-	}
-	cookieOf := func(res *http.Response) string {
-		t.Helper()
-		for _, c := range res.Cookies() {
-			if c.Name == signin.CookieName && c.Secure && c.HttpOnly && c.Path == "/" {
-				return c.Value
+	get := func(n *yaml.Node, key string) *yaml.Node {
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			if n.Content[i].Value == key {
+				return n.Content[i+1]
 			}
 		}
-		t.Fatalf("no session cookie: %q", res.Header.Values("Set-Cookie"))
-		return ""
+		t.Fatalf("no %s", key)
+		return nil
 	}
-	res, out := do("POST", "/auth/links/"+tok, nil, map[string]any{"password": "stack password 1"}, 200)
-	sess := map[string]string{"Cookie": signin.CookieName + "=" + cookieOf(res), signin.CSRFHeader: out["csrfToken"].(string)}
-	do("POST", "/auth/links/"+tok, nil, map[string]any{"password": "stack password 2"}, 404)
-	_, me := do("GET", "/v1/admin/account/me", sess, nil, 200)
-	if me["account"].(map[string]any)["email"] != "admin@localhost" {
-		t.Fatalf("me: %v", me)
+	env := get(get(get(get(get(doc.Content[0], "Resources"), function), "Properties"), "Environment"), "Variables")
+	for k, v := range vars {
+		val := &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: v}
+		set := false
+		for i := 0; i+1 < len(env.Content); i += 2 {
+			if env.Content[i].Value == k {
+				env.Content[i+1], set = val, true
+			}
+		}
+		if !set {
+			env.Content = append(env.Content, &yaml.Node{Kind: yaml.ScalarNode, Value: k}, val)
+		}
 	}
-	do("GET", "/v1/admin/account/me", map[string]string{"Cookie": sess["Cookie"]}, nil, 403)
-	do("POST", "/auth/signout", sess, nil, 200)
-	do("GET", "/v1/admin/account/me", sess, nil, 401)
-	do("POST", "/auth/password", nil, map[string]any{"email": "admin@localhost", "password": "wrong password"}, 401)
-	res, out = do("POST", "/auth/password", nil, map[string]any{"email": "admin@localhost", "password": "stack password 1"}, 200)
-	sess = map[string]string{"Cookie": signin.CookieName + "=" + cookieOf(res), signin.CSRFHeader: out["csrfToken"].(string)}
-	_, l := do("GET", "/v1/admin/account/sessions", sess, nil, 200)
-	if n := len(l["sessions"].([]any)); n != 1 {
-		t.Fatalf("sessions: %v", l)
+	out, err := yaml.Marshal(&doc)
+	if err != nil {
+		t.Fatal(err)
 	}
+	path := filepath.Join(t.TempDir(), "template.yaml")
+	if err := os.WriteFile(path, out, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }

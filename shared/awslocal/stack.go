@@ -106,6 +106,10 @@ type Options struct {
 	// default; nlb: TCP passed through with proxy protocol v2 to tasks
 	// that end TLS with a test certificate, nlb.go).
 	StreamLoadBalancer string
+	// SecureStrings are SSM SecureString parameters by name, put before
+	// any function starts (ssm.go), as an operator puts
+	// /<stack>/oidc-client-secret before deploying.
+	SecureStrings map[string]string
 }
 
 // AdminEmail is the email of the stack's first account, as `make run`'s.
@@ -480,6 +484,12 @@ func Open(ctx context.Context, o Options, ln net.Listener) (*Stack, error) {
 	lambdaH := stackInvoke{s: s, next: s.code}
 	s.secrets = &secretsManager{}
 	services := map[string]http.Handler{"dynamodb": ddb, "s3": s3h, "scheduler": sched, "logs": s.logs, "lambda": lambdaH, "iam": s.code, "secretsmanager": s.secrets}
+	// SSM: the stack's SecureString parameters (ssm.go).
+	ssmParams, err := openSSM(filepath.Join(o.DataDir, "aws-local", "ssm.json"), o.SecureStrings)
+	if err != nil {
+		return nil, fmt.Errorf("SSM: %w", err)
+	}
+	services["ssm"] = ssmParams
 	// The operator's endpoint serves SQS too; the functions' do not (none
 	// calls it: only their mappings send, checked in failure.go).
 	opServices := map[string]http.Handler{"sqs": s.sqs}
@@ -544,6 +554,7 @@ func Open(ctx context.Context, o Options, ln net.Listener) (*Stack, error) {
 			// Every service at the function's own endpoint.
 			"DYNAMODB_ENDPOINT=" + awsURL, "S3_ENDPOINT=" + awsURL, "SCHEDULER_ENDPOINT=" + awsURL,
 			"LOGS_ENDPOINT=" + awsURL, "LAMBDA_ENDPOINT=" + awsURL, "IAM_ENDPOINT=" + awsURL,
+			"AWS_ENDPOINT_URL_SSM=" + awsURL, // the SDK's own variable (ssm.go)
 		}
 		keys := make([]string, 0, len(f.Env))
 		for k := range f.Env {

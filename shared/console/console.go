@@ -91,8 +91,18 @@ func load() map[string]*asset {
 // Routes returns the console's patterns (net/http.ServeMux syntax) and
 // their handler: exactly "/" and the asset prefix, so that every other path
 // keeps the API's own answers.
-func Routes() map[string]http.Handler {
-	h := http.HandlerFunc(serve)
+//
+// connect are more origins the page may call: the stack's stream host
+// (PLATFORM_CHAT_STREAM_URL's origin) where the policy's wildcards do not
+// name it (make aws-local's loopback function URL, http://127.0.0.1:<port>).
+func Routes(connect ...string) map[string]http.Handler {
+	csp := ContentSecurityPolicy
+	for _, o := range connect {
+		if o != "" && !strings.ContainsAny(o, " ;,'") {
+			csp = strings.Replace(csp, "connect-src 'self'", "connect-src 'self' "+o, 1)
+		}
+	}
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { serve(w, r, csp) })
 	return map[string]http.Handler{
 		"GET /{$}":                         h,
 		"GET " + AssetPrefix + "{path...}": h,
@@ -113,7 +123,7 @@ func Sizes() (raw, gzipped int) {
 	return raw, gzipped
 }
 
-func serve(w http.ResponseWriter, r *http.Request) {
+func serve(w http.ResponseWriter, r *http.Request, csp string) {
 	name := "index.html"
 	if r.URL.Path != "/" {
 		name = strings.TrimPrefix(r.URL.Path, AssetPrefix)
@@ -129,7 +139,7 @@ func serve(w http.ResponseWriter, r *http.Request) {
 	}
 	h := w.Header()
 	h.Set("Content-Type", a.contentType)
-	h.Set("Content-Security-Policy", ContentSecurityPolicy)
+	h.Set("Content-Security-Policy", csp)
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("Referrer-Policy", "no-referrer")
 	h.Set("X-Frame-Options", "DENY")

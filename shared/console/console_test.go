@@ -149,3 +149,19 @@ func TestVendoredChecksums(t *testing.T) {
 		t.Errorf("SHA256SUMS lists %d files, want 3", n)
 	}
 }
+
+// TestCSPNamesTheStreamHost: the stack's stream host (aws-local's loopback
+// function URL, which the wildcards do not cover) is in connect-src, on
+// the page and its assets; a value that would add a directive is not.
+func TestCSPNamesTheStreamHost(t *testing.T) {
+	mux := http.NewServeMux()
+	for p, h := range Routes("http://127.0.0.1:45223", "https://x; script-src *") {
+		mux.Handle(p, h)
+	}
+	for _, path := range []string{"/", "/console/app.js"} {
+		csp := get(t, mux, path, nil).Header.Get("Content-Security-Policy")
+		if !strings.Contains(csp, "connect-src 'self' http://127.0.0.1:45223 https://*.amazonaws.com") || strings.Contains(csp, "script-src *") {
+			t.Errorf("%s: CSP %q", path, csp)
+		}
+	}
+}

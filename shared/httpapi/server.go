@@ -13,6 +13,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"path"
 	"slices"
 	"strings"
@@ -145,7 +146,7 @@ func New(cfg Config, areas ...Area) http.Handler {
 			mux.HandleFunc("GET /v1/admin/plugins/{id}/assets/{name}", s.servePluginAsset)
 			// The web console: "/" and its assets, no token (the page
 			// signs in and calls the API like any client; docs/console.md).
-			for pattern, h := range console.Routes() {
+			for pattern, h := range console.Routes(streamOrigin(cfg.ChatStreamURL)) {
 				mux.Handle(pattern, h)
 			}
 			for pattern, h := range s.signinRawRoutes() { // signin.go
@@ -356,4 +357,14 @@ func (s *server) readBody(w http.ResponseWriter, r *http.Request, op string, lim
 		return nil, err
 	}
 	return raw, nil
+}
+
+// streamOrigin is the origin of the stream host's URL (the console's CSP
+// names it: the inbox's stream), "" without one.
+func streamOrigin(u string) string {
+	p, err := url.Parse(u)
+	if err != nil || p.Host == "" || (p.Scheme != "http" && p.Scheme != "https") {
+		return ""
+	}
+	return p.Scheme + "://" + p.Host
 }

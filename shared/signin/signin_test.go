@@ -4,373 +4,53 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"runtime"
-	"sort"
 	"strings"
 	"testing"
-	"time"
-
-	"github.com/pquerna/otp/totp"
 
 	"github.com/botforge/platform/shared/apitest"
 	"github.com/botforge/platform/shared/signin"
+	"github.com/botforge/platform/shared/signintest"
 )
 
-// The sign-in through the public HTTP API: the local platform in-process
-// (apitest), its first account's setup link, invitations, sessions.
+// The sign-in through the public HTTP API of the local platform
+// in-process (apitest): the flows of shared/signintest, the same table
+// shared/awslocal's TestSignInFlowsOnTheStack runs against the AWS build.
 
-type env struct {
-	*apitest.Env
-	ws string
-}
-
-func newEnv(t *testing.T) *env {
-	t.Setenv("PLATFORM_BUILTINS", "none")
-	e := apitest.New(t)
-	r := e.Check(e.Do(apitest.Req{Method: "POST", Path: "/v1/admin/workspaces", Token: e.AdminToken, Body: map[string]any{"name": "Acme"}}), 200, "createWorkspace")
-	return &env{Env: e, ws: r.Str("id")}
-}
-
-// session is a browser's: its cookie and CSRF token.
-type session struct{ cookie, csrf string }
-
-func (s session) headers(extra ...string) map[string]string {
-	h := map[string]string{"Cookie": signin.CookieName + "=" + s.cookie, signin.CSRFHeader: s.csrf}
-	for i := 0; i+1 < len(extra); i += 2 {
-		if extra[i+1] == "" {
-			delete(h, extra[i])
-		} else {
-			h[extra[i]] = extra[i+1]
-		}
-	}
-	return h
-}
-
-// sessionOf reads the session cookie a response set, checking its
-// attributes.
-func sessionOf(t *testing.T, r apitest.Response) session {
+// localStart starts the local platform configured as a flow asks, through
+// its environment (the variables `make run` reads).
+func localStart(t *testing.T, s signintest.Setup) *signintest.Platform {
 	t.Helper()
-	res := http.Response{Header: r.Header}
-	for _, c := range res.Cookies() {
-		if c.Name != signin.CookieName {
-			continue
-		}
-		if !c.Secure || !c.HttpOnly || c.SameSite != http.SameSiteLaxMode || c.Path != "/" || c.Domain != "" {
-			t.Fatalf("session cookie attributes: %q", r.Header.Values("Set-Cookie"))
-		}
-		if len(c.Value) < 22 { // >= 128 bits in base64url
-			t.Fatalf("session value too short: %d chars", len(c.Value))
-		}
-		return session{cookie: c.Value, csrf: r.Str("csrfToken")}
+	t.Setenv("PLATFORM_BUILTINS", "none")
+	for k, v := range s.Env {
+		t.Setenv(k, v)
 	}
-	t.Fatalf("no session cookie set: status %d %s", r.Status, r.Raw)
-	return session{}
+	if o := s.OIDC; o != nil {
+		t.Setenv(signin.EnvOIDCIssuer, o.Issuer)
+		t.Setenv(signin.EnvOIDCClientID, o.ClientID)
+		t.Setenv(signin.EnvOIDCClientSecret, o.ClientSecret)
+		t.Setenv(signin.EnvOIDCName, o.Name)
+	}
+	// One process serves everything: "another process" is this one.
+	return &signintest.Platform{Env: apitest.New(t), Other: "/v1/tables"}
 }
 
-func (e *env) setupAdmin(t *testing.T, pw string) session {
+func TestSignInFlows(t *testing.T) { signintest.Run(t, localStart) }
+
+// setupSession accepts the first account's setup link with pw: the
+// session it opens.
+func setupSession(t *testing.T, e *apitest.Env, pw string) (cookie, csrf string) {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join(e.DataDir, "setup-link"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	tok := linkToken(t, string(b), "/#/setup/")
-	info := e.Check(e.Do(apitest.Req{Method: "GET", Path: "/auth/links/" + tok}), 200, "")
-	if info.Str("kind") != "setup" || info.Str("email") != "admin@localhost" {
-		t.Fatalf("setup link: %s", info.Raw)
-	}
-	r := e.Check(e.Do(apitest.Req{Method: "POST", Path: "/auth/links/" + tok, Body: map[string]any{"password": pw}}), 200, "")
-	// The setup link works once.
-	e.Check(e.Do(apitest.Req{Method: "POST", Path: "/auth/links/" + tok, Body: map[string]any{"password": pw}}), 404, "")
-	return sessionOf(t, r)
-}
-
-func linkToken(t *testing.T, url, marker string) string {
-	t.Helper()
-	i := strings.Index(url, marker)
-	if i < 0 {
-		t.Fatalf("link %q has no %s", url, marker)
-	}
-	return strings.TrimSpace(url[i+len(marker):])
-}
-
-func (e *env) signIn(email, pw, code string) apitest.Response {
-	body := map[string]any{"email": email, "password": pw}
-	if code != "" {
-		body["code"] = code
-	}
-	return e.Do(apitest.Req{Method: "POST", Path: "/auth/password", Body: body})
-}
-
-func (e *env) me(s session, extra ...string) apitest.Response {
-	return e.Do(apitest.Req{Method: "GET", Path: "/v1/admin/account/me", Headers: s.headers(extra...)})
-}
-
-func TestPasswordSessionAndCSRF(t *testing.T) {
-	e := newEnv(t)
-	first := e.setupAdmin(t, "correct horse battery")
-	if r := e.me(first); r.Status != 200 || r.Str("account.email") != "admin@localhost" {
-		t.Fatalf("me with the setup's session: %d %s", r.Status, r.Raw)
-	}
-	if r := e.signIn("admin@localhost", "wrong password", ""); r.Status != 401 || r.Str("message") != "wrong email or password" {
-		t.Fatalf("wrong password: %d %s", r.Status, r.Raw)
-	}
-	if r := e.signIn("nobody@example.com", "whatever1", ""); r.Status != 401 || r.Str("message") != "wrong email or password" {
-		t.Fatalf("unknown email: %d %s", r.Status, r.Raw)
-	}
-	// Another site's page cannot sign the browser in (login CSRF).
-	if r := e.Do(apitest.Req{Method: "POST", Path: "/auth/password", Headers: map[string]string{"Sec-Fetch-Site": "cross-site"},
-		Body: map[string]any{"email": "admin@localhost", "password": "correct horse battery"}}); r.Status != 403 {
-		t.Fatalf("cross-site sign-in: %d %s", r.Status, r.Raw)
-	}
-	r := e.signIn("ADMIN@localhost ", "correct horse battery", "")
-	e.Check(r, 200, "")
-	s := sessionOf(t, r)
-	if s.cookie == first.cookie {
-		t.Fatal("a sign-in must open a new session")
-	}
-	// A cookie-authenticated call works with its CSRF token, from this
-	// origin; it is refused without it, with another session's, from
-	// another origin or site.
-	e.Check(e.me(s), 200, "")
-	e.Check(e.me(s, "Origin", e.URL, "Sec-Fetch-Site", "same-origin"), 200, "")
-	for name, extra := range map[string][]string{
-		"no CSRF header":   {signin.CSRFHeader, ""},
-		"wrong CSRF token": {signin.CSRFHeader, first.csrf},
-		"foreign origin":   {"Origin", "https://evil.example"},
-		"cross-site":       {"Sec-Fetch-Site", "cross-site"},
-		"same-site, other": {"Sec-Fetch-Site", "same-site"},
-	} {
-		if r := e.me(s, extra...); r.Status != 403 {
-			t.Errorf("%s: status %d, want 403: %s", name, r.Status, r.Raw)
+	_, tok, _ := strings.Cut(string(b), "/#/setup/")
+	r := e.Check(e.Do(apitest.Req{Method: "POST", Path: "/auth/links/" + strings.TrimSpace(tok), Body: map[string]any{"password": pw}}), 200, "")
+	for _, c := range (&http.Response{Header: r.Header}).Cookies() {
+		if c.Name == signin.CookieName {
+			return c.Value, r.Str("csrfToken")
 		}
 	}
-	// A write through the cookie: a bot created in the workspace.
-	h := s.headers("x-workspace-id", e.ws)
-	e.Check(e.Do(apitest.Req{Method: "POST", Path: "/v1/admin/bots", Headers: h, Body: map[string]any{"name": "by-session"}}), 200, "createBot")
-	// GET /auth/session gives the console a fresh CSRF token.
-	gs := e.Check(e.Do(apitest.Req{Method: "GET", Path: "/auth/session", Headers: map[string]string{"Cookie": signin.CookieName + "=" + s.cookie}}), 200, "")
-	if gs.Str("email") != "admin@localhost" || gs.Str("csrfToken") == "" {
-		t.Fatalf("session: %s", gs.Raw)
-	}
-	s.csrf = gs.Str("csrfToken")
-	e.Check(e.me(s), 200, "")
-	// Without a session (no cookie, or an unknown one) it answers that,
-	// not an error: the console asks at every load.
-	for name, h := range map[string]map[string]string{"no cookie": nil, "unknown": {"Cookie": signin.CookieName + "=nope"}} {
-		if r := e.Check(e.Do(apitest.Req{Method: "GET", Path: "/auth/session", Headers: h}), 200, ""); strings.TrimSpace(string(r.Raw)) != `{"signedIn":false}` {
-			t.Fatalf("%s: %s", name, r.Raw)
-		}
-	}
-	// My sessions: both listed, the current one marked; one revoked.
-	l := e.Check(e.Do(apitest.Req{Method: "GET", Path: "/v1/admin/account/sessions", Headers: s.headers()}), 200, "")
-	if n := len(l.List("sessions")); n != 2 {
-		t.Fatalf("sessions: %s", l.Raw)
-	}
-	var other string
-	for _, x := range l.List("sessions") {
-		m := x.(map[string]any)
-		if m["current"] != true {
-			other = m["id"].(string)
-		}
-	}
-	e.Check(e.Do(apitest.Req{Method: "DELETE", Path: "/v1/admin/account/sessions/" + other, Headers: s.headers()}), 200, "")
-	if r := e.me(first); r.Status != 401 {
-		t.Fatalf("revoked session still works: %d", r.Status)
-	}
-	// Sign-out ends the session.
-	e.Check(e.Do(apitest.Req{Method: "POST", Path: "/auth/signout", Headers: s.headers()}), 200, "")
-	if r := e.me(s); r.Status != 401 {
-		t.Fatalf("signed-out session still works: %d", r.Status)
-	}
-	// Audit: sign-ins, the failure and the session ends are recorded.
-	a := e.Check(e.Do(apitest.Req{Method: "GET", Path: "/v1/admin/workspaces/" + e.ws + "/audit-records", Token: e.AdminToken, Headers: map[string]string{"x-workspace-id": e.ws}}), 200, "getAuditRecords")
-	var seen []string
-	for _, x := range a.List("records") {
-		v, _ := x.(map[string]any)["value"].(string)
-		seen = append(seen, strings.SplitN(v, ":", 2)[0])
-	}
-	for _, want := range []string{"SIGN_IN", "SIGN_IN_FAILED", "SESSION_END"} {
-		if !strings.Contains(strings.Join(seen, ","), want) {
-			t.Errorf("audit records lack %s: %v", want, seen)
-		}
-	}
-}
-
-func TestInvitationAcceptedOnceAndSessionsEnd(t *testing.T) {
-	e := newEnv(t)
-	admin := e.setupAdmin(t, "admin password 1")
-	h := admin.headers("x-workspace-id", e.ws)
-	r := e.Check(e.Do(apitest.Req{Method: "POST", Path: "/v1/admin/workspace-invitations", Headers: h, Body: map[string]any{"email": "dev@example.com", "role": "developer"}}), 200, "")
-	url := r.Str("invitation.url")
-	memberID := r.Str("member.id")
-	if !strings.HasPrefix(url, e.URL+"/#/invite/") || memberID == "" {
-		t.Fatalf("invitation: %s", r.Raw)
-	}
-	tok := linkToken(t, url, "/#/invite/")
-	pending := e.Check(e.Do(apitest.Req{Method: "GET", Path: "/v1/admin/workspace-invitations", Headers: h}), 200, "")
-	if len(pending.List("invitations")) != 1 {
-		t.Fatalf("pending: %s", pending.Raw)
-	}
-	info := e.Check(e.Do(apitest.Req{Method: "GET", Path: "/auth/links/" + tok}), 200, "")
-	if info.Str("kind") != "invitation" || info.Str("workspaceName") != "Acme" || info.Str("role") != "developer" {
-		t.Fatalf("invitation info: %s", info.Raw)
-	}
-	e.Check(e.Do(apitest.Req{Method: "POST", Path: "/auth/links/" + tok, Body: map[string]any{"password": "short"}}), 400, "")
-	dev := sessionOf(t, e.Check(e.Do(apitest.Req{Method: "POST", Path: "/auth/links/" + tok, Body: map[string]any{"password": "dev password 1"}}), 200, ""))
-	// Accepted once: the link is spent, and no longer pending.
-	e.Check(e.Do(apitest.Req{Method: "POST", Path: "/auth/links/" + tok, Body: map[string]any{"password": "dev password 2"}}), 404, "")
-	e.Check(e.Do(apitest.Req{Method: "GET", Path: "/auth/links/" + tok}), 404, "")
-	if p := e.Check(e.Do(apitest.Req{Method: "GET", Path: "/v1/admin/workspace-invitations", Headers: h}), 200, ""); len(p.List("invitations")) != 0 {
-		t.Fatalf("still pending: %s", p.Raw)
-	}
-	e.Check(e.Do(apitest.Req{Method: "GET", Path: "/v1/admin/bots", Headers: dev.headers("x-workspace-id", e.ws)}), 200, "listBots")
-
-	// A password change ends every session of the account.
-	dev2 := sessionOf(t, e.Check(e.signIn("dev@example.com", "dev password 1", ""), 200, ""))
-	e.Check(e.Do(apitest.Req{Method: "PUT", Path: "/v1/admin/account/password", Headers: dev2.headers(), Body: map[string]any{"currentPassword": "wrong one!", "newPassword": "dev password 2"}}), 403, "")
-	e.Check(e.Do(apitest.Req{Method: "PUT", Path: "/v1/admin/account/password", Headers: dev2.headers(), Body: map[string]any{"currentPassword": "dev password 1", "newPassword": "dev password 2"}}), 200, "")
-	for _, s := range []session{dev, dev2} {
-		if r := e.me(s); r.Status != 401 {
-			t.Fatalf("session after password change: %d", r.Status)
-		}
-	}
-	e.Check(e.signIn("dev@example.com", "dev password 1", ""), 401, "")
-	dev3 := sessionOf(t, e.Check(e.signIn("dev@example.com", "dev password 2", ""), 200, ""))
-
-	// An administrator ends a member's sessions.
-	e.Check(e.me(dev3), 200, "")
-	e.Check(e.Do(apitest.Req{Method: "POST", Path: "/v1/admin/workspace-members/" + memberID + "/sessions/end", Headers: h}), 200, "")
-	if r := e.me(dev3); r.Status != 401 {
-		t.Fatalf("session after an administrator ended it: %d", r.Status)
-	}
-	// Removing the member ends its sessions.
-	dev4 := sessionOf(t, e.Check(e.signIn("dev@example.com", "dev password 2", ""), 200, ""))
-	e.Check(e.me(dev4), 200, "")
-	e.Check(e.Do(apitest.Req{Method: "DELETE", Path: "/v1/admin/workspace-members/" + memberID, Headers: h}), 200, "deleteWorkspaceMember")
-	if r := e.me(dev4); r.Status != 401 {
-		t.Fatalf("session after member removal: %d", r.Status)
-	}
-	// The plain createWorkspaceMember (reference answer) leaves a pending invitation.
-	e.Check(e.Do(apitest.Req{Method: "POST", Path: "/v1/admin/workspace-members", Token: e.AdminToken, Headers: map[string]string{"x-workspace-id": e.ws}, Body: map[string]any{"email": "viewer@example.com", "role": "viewer"}}), 200, "createWorkspaceMember")
-	p := e.Check(e.Do(apitest.Req{Method: "GET", Path: "/v1/admin/workspace-invitations", Headers: h}), 200, "")
-	if len(p.List("invitations")) != 1 {
-		t.Fatalf("pending after createWorkspaceMember: %s", p.Raw)
-	}
-}
-
-func TestTOTPSingleUseAndRecoveryCodes(t *testing.T) {
-	e := newEnv(t)
-	s := e.setupAdmin(t, "admin password 1")
-	st := e.Check(e.Do(apitest.Req{Method: "POST", Path: "/v1/admin/account/totp", Headers: s.headers()}), 200, "")
-	secret := st.Str("secret")
-	if secret == "" || !strings.HasPrefix(st.Str("otpauthUrl"), "otpauth://totp/") {
-		t.Fatalf("totp setup: %s", st.Raw)
-	}
-	e.Check(e.Do(apitest.Req{Method: "POST", Path: "/v1/admin/account/totp/enable", Headers: s.headers(), Body: map[string]any{"code": "000000"}}), 400, "")
-	now := time.Now()
-	code, _ := totp.GenerateCode(secret, now.Add(-30*time.Second)) // the previous step: the current one stays for sign-in
-	en := e.Check(e.Do(apitest.Req{Method: "POST", Path: "/v1/admin/account/totp/enable", Headers: s.headers(), Body: map[string]any{"code": code}}), 200, "")
-	codes := en.List("recoveryCodes")
-	if len(codes) != 10 {
-		t.Fatalf("recovery codes: %s", en.Raw)
-	}
-	// The password alone no longer opens a session.
-	r := e.Check(e.signIn("admin@localhost", "admin password 1", ""), 200, "")
-	if r.Body["totpRequired"] != true || len(r.Header.Values("Set-Cookie")) != 0 {
-		t.Fatalf("sign-in without code: %s %v", r.Raw, r.Header.Values("Set-Cookie"))
-	}
-	e.Check(e.signIn("admin@localhost", "admin password 1", "123456"), 401, "")
-	cur, _ := totp.GenerateCode(secret, time.Now())
-	sessionOf(t, e.Check(e.signIn("admin@localhost", "admin password 1", cur), 200, ""))
-	// The same code again (or an earlier one) is refused: single use.
-	e.Check(e.signIn("admin@localhost", "admin password 1", cur), 401, "")
-	e.Check(e.signIn("admin@localhost", "admin password 1", code), 401, "")
-	// A recovery code works once.
-	rc := codes[3].(string)
-	sessionOf(t, e.Check(e.signIn("admin@localhost", "admin password 1", rc), 200, ""))
-	e.Check(e.signIn("admin@localhost", "admin password 1", rc), 401, "")
-	st2 := e.Check(e.Do(apitest.Req{Method: "GET", Path: "/v1/admin/account/signin", Headers: s.headers()}), 200, "")
-	if st2.Body["totpEnabled"] != true || st2.Body["recoveryCodesLeft"] != float64(9) || st2.Body["hasPassword"] != true {
-		t.Fatalf("status: %s", st2.Raw)
-	}
-}
-
-func TestSignInThrottled(t *testing.T) {
-	t.Setenv(signin.EnvPerAccount, "3")
-	t.Setenv(signin.EnvPerAddress, "5")
-	e := newEnv(t)
-	e.setupAdmin(t, "admin password 1")
-	for i := 0; i < 3; i++ {
-		e.Check(e.signIn("admin@localhost", "wrong password", ""), 401, "")
-	}
-	// The account's attempts are spent: even the right password waits.
-	if r := e.signIn("admin@localhost", "admin password 1", ""); r.Status != 429 || !strings.Contains(r.Str("message"), "this account") {
-		t.Fatalf("4th attempt: %d %s", r.Status, r.Raw)
-	}
-	// Another account from the same address: the address's limit (5).
-	e.Check(e.signIn("other@example.com", "wrong password", ""), 401, "")
-	e.Check(e.signIn("third@example.com", "wrong password", ""), 401, "")
-	if r := e.signIn("fourth@example.com", "wrong password", ""); r.Status != 429 || !strings.Contains(r.Str("message"), "this address") {
-		t.Fatalf("address limit: %d %s", r.Status, r.Raw)
-	}
-}
-
-// TestUnknownEmailTiming: a sign-in with an unknown email takes the time
-// of one with a wrong password (median difference under 10%).
-func TestUnknownEmailTiming(t *testing.T) {
-	t.Setenv(signin.EnvPerAccount, "1000")
-	t.Setenv(signin.EnvPerAddress, "1000")
-	e := newEnv(t)
-	e.setupAdmin(t, "admin password 1")
-	timed := func(email string) time.Duration {
-		// The platform runs in this process: each attempt starts on a
-		// collected heap, so neither pays for the other's garbage
-		// (argon2id allocates 19 MiB a hash).
-		runtime.GC()
-		start := time.Now()
-		r := e.signIn(email, "wrong password", "")
-		d := time.Since(start)
-		if r.Status != 401 || r.Str("message") != "wrong email or password" {
-			t.Fatalf("%s: %d %s", email, r.Status, r.Raw)
-		}
-		return d
-	}
-	timed("admin@localhost") // warm-up
-	timed("nobody@example.com")
-	// The machine is shared (other builds and tests run): one
-	// measurement can be off by its neighbours' load, so up to three are
-	// made, and one under 10% passes. A real difference (no dummy hash:
-	// the unknown email answers in a fraction of the time) fails all.
-	const rounds = 50
-	var diffs []float64
-	for try := 0; try < 3; try++ {
-		var known, unknown []time.Duration
-		// Alternated, each first in turn.
-		for i := 0; i < rounds; i++ {
-			if i%2 == 0 {
-				known = append(known, timed("admin@localhost"))
-				unknown = append(unknown, timed("nobody@example.com"))
-			} else {
-				unknown = append(unknown, timed("nobody@example.com"))
-				known = append(known, timed("admin@localhost"))
-			}
-		}
-		mk, mu := median(known), median(unknown)
-		diff := float64(mk-mu) / float64(mk)
-		if diff < 0 {
-			diff = -diff
-		}
-		t.Logf("try %d: median wrong password %v, unknown email %v, difference %.1f%%", try+1, mk, mu, diff*100)
-		if diff < 0.10 {
-			return
-		}
-		diffs = append(diffs, diff*100)
-	}
-	t.Fatalf("unknown email vs wrong password medians apart by %.1f%% in every try (want < 10%%)", diffs)
-}
-
-func median(ds []time.Duration) time.Duration {
-	s := append([]time.Duration(nil), ds...)
-	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
-	return s[len(s)/2]
+	t.Fatalf("no session cookie: %s", r.Raw)
+	return "", ""
 }

@@ -1,7 +1,12 @@
-package signin_test
+package signintest
+
+// Single sign-on against a real OpenID provider that no one here wrote:
+// the zitadel/oidc example provider (scripts/oidcprovider, its own
+// module), built and run on loopback by the test.
 
 import (
 	"bufio"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -18,9 +23,25 @@ import (
 	"github.com/botforge/platform/shared/signin"
 )
 
-// Single sign-on against a real OpenID provider that no one here wrote:
-// the zitadel/oidc example provider (scripts/oidcprovider, its own
-// module), built and run on loopback by the test.
+// providerDir is scripts/oidcprovider, found up from the working
+// directory (a package's test runs in its own directory).
+func providerDir() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		p := filepath.Join(dir, "scripts", "oidcprovider")
+		if _, err := os.Stat(filepath.Join(p, "go.mod")); err == nil {
+			return p, nil
+		}
+		up := filepath.Dir(dir)
+		if up == dir {
+			return "", fmt.Errorf("no scripts/oidcprovider above the working directory")
+		}
+		dir = up
+	}
+}
 
 var (
 	providerOnce sync.Once
@@ -38,7 +59,10 @@ func buildProvider(t *testing.T) string {
 		}
 		providerBin = filepath.Join(dir, "oidcprovider")
 		cmd := exec.Command("go", "build", "-o", providerBin, ".")
-		cmd.Dir = filepath.Join("..", "..", "scripts", "oidcprovider")
+		cmd.Dir, providerErr = providerDir()
+		if providerErr != nil {
+			return
+		}
 		if out, err := cmd.CombinedOutput(); err != nil {
 			providerErr = err
 			providerBin = string(out)
@@ -186,14 +210,13 @@ func body(res *http.Response) string {
 	return string(b)
 }
 
-func TestOIDCSignIn(t *testing.T) {
+// OIDCSignIn: single sign-on against the real provider: PKCE S256, state
+// and nonce sent; an unlinked identity refused; the setup link links it;
+// sign-in; a replayed answer, a wrong state, a foreign iss and a callback
+// without the browser's flow cookie refused.
+func OIDCSignIn(t *testing.T, start Start) {
 	port := freePort(t)
-	issuer := "http://127.0.0.1:" + port + "/"
-	t.Setenv(signin.EnvOIDCIssuer, issuer)
-	t.Setenv(signin.EnvOIDCClientID, "web")
-	t.Setenv(signin.EnvOIDCClientSecret, "secret")
-	t.Setenv(signin.EnvOIDCName, "Zitadel example")
-	e := newEnv(t)
+	e := newEnv(t, start, Setup{OIDC: &OIDC{Issuer: "http://127.0.0.1:" + port + "/", ClientID: "web", ClientSecret: "secret", Name: "Zitadel example"}})
 	startProvider(t, port, e.URL+signin.CallbackPath)
 
 	cfg := e.Check(e.Do(apitest.Req{Method: "GET", Path: "/auth/config"}), 200, "")
@@ -208,11 +231,7 @@ func TestOIDCSignIn(t *testing.T) {
 	}
 
 	// The first account's setup link links the identity.
-	setup, err := os.ReadFile(filepath.Join(e.DataDir, "setup-link"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	tok := linkToken(t, string(setup), "/#/setup/")
+	tok := e.setupToken(t)
 	b = newBrowser(t)
 	cb = b.providerLogin(e.URL+"/auth/oidc/start?link="+url.QueryEscape(tok), "test-user@127.0.0.1")
 	res := b.do("GET", cb, nil)
@@ -268,26 +287,27 @@ func TestOIDCSignIn(t *testing.T) {
 	}
 }
 
-// TestOIDCForeignIssuerAndProxy: a provider whose discovery names another
-// issuer than the configured one is refused; a console reached at another
-// host than PLATFORM_PUBLIC_URL says so.
-func TestOIDCForeignIssuerAndProxy(t *testing.T) {
+// OIDCForeignIssuer: a provider whose discovery names another issuer than
+// the configured one is refused.
+func OIDCForeignIssuer(t *testing.T, start Start) {
 	port := freePort(t)
 	// The same provider, configured under another issuer name.
-	t.Setenv(signin.EnvOIDCIssuer, "http://localhost:"+port+"/")
-	t.Setenv(signin.EnvOIDCClientID, "web")
-	t.Setenv(signin.EnvOIDCClientSecret, "secret")
-	e := newEnv(t)
+	e := newEnv(t, start, Setup{OIDC: &OIDC{Issuer: "http://localhost:" + port + "/", ClientID: "web", ClientSecret: "secret", Name: "Zitadel example"}})
 	startProvider(t, port, e.URL+signin.CallbackPath)
 	b := newBrowser(t)
 	res := b.do("GET", e.URL+"/auth/oidc/start", nil)
 	if txt := body(res); res.StatusCode != 502 || !strings.Contains(txt, "did not match the issuer") {
 		t.Fatalf("foreign issuer: %d %s", res.StatusCode, txt)
 	}
+}
 
-	t.Setenv(signin.EnvPublicURL, "https://console.example.com")
-	e2 := newEnv(t)
-	res = newBrowser(t).do("GET", e2.URL+"/auth/oidc/start", nil)
+// OIDCPublicURLMismatch: a console reached at another host than
+// PLATFORM_PUBLIC_URL says so, with both URLs.
+func OIDCPublicURLMismatch(t *testing.T, start Start) {
+	port := freePort(t)
+	e := newEnv(t, start, Setup{Env: map[string]string{signin.EnvPublicURL: "https://console.example.com"},
+		OIDC: &OIDC{Issuer: "http://127.0.0.1:" + port + "/", ClientID: "web", ClientSecret: "secret", Name: "Zitadel example"}})
+	res := newBrowser(t).do("GET", e.URL+"/auth/oidc/start", nil)
 	if txt := body(res); res.StatusCode != 400 || !strings.Contains(txt, "PLATFORM_PUBLIC_URL is https://console.example.com") {
 		t.Fatalf("wrong public URL: %d %s", res.StatusCode, txt)
 	}
