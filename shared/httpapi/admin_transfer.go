@@ -18,10 +18,10 @@ import (
 // with their ids through the store. Administrators only: it writes records
 // no other operation can (given ids, past dates).
 func (s *server) transferRoutes() []route {
-	return []route{
+	return append([]route{
 		{pattern: "POST /v1/admin/transfer/import", op: "importArchiveEntries", scope: scopeWorkspace, role: platform.RoleAdministrator,
 			ownBody: true, maxBody: maxImportBody, handle: s.importArchiveEntries},
-	}
+	}, s.transferJobRoutes()...) // transfer_jobs.go: the console's export and import
 }
 
 // filesTransferRoutes: the import of files' records and the completion of
