@@ -203,6 +203,13 @@ func (s *server) importOne(c *call, bots map[string]*call, e importEntry, dry bo
 	if isNotFound(err) {
 		if dry {
 			o.Outcome, o.Message = outCreated, "would be created with its bot"
+			if e.Kind == "rows" { // counted row by row, as when its bot exists
+				var r struct {
+					Rows []json.RawMessage `json:"rows"`
+				}
+				json.Unmarshal(e.Data, &r)
+				o.Created = len(r.Rows)
+			}
 			return nil
 		}
 	}

@@ -326,7 +326,9 @@ func (j *Jobs) Run(c Caller, id string, dryRun, remap bool, passphrase string) (
 	j.mu.Unlock()
 	cl := j.client(c)
 	go func() {
-		rep, err := Import{Client: cl, Workspace: c.Workspace, In: job.file, Passphrase: passphrase, DryRun: dryRun, Remap: remap,
+		// Chunks of 256 KiB (the CLI sends 4 MiB): the bar moves a chunk at a
+		// time, and a call on loopback costs little.
+		rep, err := Import{Client: cl, Workspace: c.Workspace, In: job.file, Passphrase: passphrase, DryRun: dryRun, Remap: remap, ChunkBytes: 256 << 10,
 			Progress: func(p Progress) {
 				j.update(job, func(job *Job) { job.Entries, job.Bytes = p.Entries, p.Bytes })
 			}}.Run(context.Background())
