@@ -3,11 +3,14 @@ package transfer_test
 import (
 	"io"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/botforge/platform/shared/apitest"
+	"github.com/botforge/platform/shared/signin"
 )
 
 // waitJob polls a console job until it leaves "running" (the state the
@@ -112,5 +115,42 @@ func TestConsoleJobs(t *testing.T) {
 	}
 	if r := b.Do(apitest.Req{Method: "POST", Path: "/v1/admin/transfer/exports", Token: dev, Body: map[string]any{"botId": bot}, Headers: h}); r.Status != 201 {
 		t.Fatalf("a developer's export: %d %s", r.Status, r.Raw)
+	}
+
+	// A browser's session (its cookie and CSRF token, no bearer token):
+	// the job's calls carry them, and the export is done.
+	link, err := os.ReadFile(filepath.Join(a.DataDir, "setup-link"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, tok, _ := strings.Cut(strings.TrimSpace(string(link)), "#/setup/")
+	sr := a.Do(apitest.Req{Method: "POST", Path: "/auth/links/" + tok, Body: map[string]any{"password": "a long enough password 1"}})
+	var cookie string
+	for _, ck := range (&http.Response{Header: sr.Header}).Cookies() {
+		if ck.Name == signin.CookieName {
+			cookie = ck.Value
+		}
+	}
+	if sr.Status != 200 || cookie == "" {
+		t.Fatalf("sign-in: %d %s", sr.Status, sr.Raw)
+	}
+	sess := map[string]string{"Cookie": signin.CookieName + "=" + cookie, signin.CSRFHeader: sr.Str("csrfToken"), "x-workspace-id": a.ws}
+	ex := a.Do(apitest.Req{Method: "POST", Path: "/v1/admin/transfer/exports", Body: map[string]any{"botId": bot}, Headers: sess})
+	if ex.Status != 201 {
+		t.Fatalf("a session's export: %d %s", ex.Status, ex.Raw)
+	}
+	deadline := time.Now().Add(120 * time.Second)
+	for {
+		g := a.Do(apitest.Req{Method: "GET", Path: "/v1/admin/transfer/jobs/" + ex.Str("job.id"), Headers: sess})
+		if st := g.Str("job.status"); st != "running" {
+			if st != "done" || g.Body["job"].(map[string]any)["records"].(float64) < float64(sc.rows) {
+				t.Fatalf("a session's export: %s", g.Raw)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("a session's export still running after 120 s")
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }
