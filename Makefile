@@ -1,5 +1,5 @@
 # The two commands of README.md: `make run` and `make test`.
-.PHONY: run aws-local test vet unit conformance conformance-aws conformance-aws-container cli-e2e deploy-e2e deploy-e2e-aws llm-e2e console-e2e console-vendor webchat-e2e webchat-e2e-aws webchat-e2e-aws-container conformance-aws-nlb webchat-vendor signin-e2e metrics-e2e health-e2e health-vendor backup-e2e build infra lambda cfn-lint capacity stream-image export-bench transfer-aws
+.PHONY: run aws-local test vet unit conformance conformance-aws conformance-aws-container cli-e2e deploy-e2e deploy-e2e-aws llm-e2e console-e2e console-vendor webchat-e2e webchat-e2e-aws webchat-e2e-aws-container conformance-aws-nlb webchat-vendor signin-e2e metrics-e2e health-e2e health-vendor backup-e2e build infra lambda cfn-lint capacity stream-image export-bench transfer-aws transfer-console-e2e
 
 # Where `make run` listens: loopback only unless told otherwise
 # (make run ADDR=:8080 listens on every interface).
@@ -15,7 +15,7 @@ run:
 aws-local:
 	go run ./functions/aws-local --addr $(ADDR)
 
-test: vet unit infra conformance conformance-aws conformance-aws-container cli-e2e deploy-e2e deploy-e2e-aws llm-e2e console-e2e webchat-e2e inbox-e2e signin-e2e webchat-e2e-aws webchat-e2e-aws-container metrics-e2e health-e2e assistant-e2e assistant-e2e-aws assistant-console-e2e backup-e2e transfer-aws conformance-aws-nlb signin-e2e-aws
+test: vet unit infra conformance conformance-aws conformance-aws-container cli-e2e deploy-e2e deploy-e2e-aws llm-e2e console-e2e webchat-e2e inbox-e2e signin-e2e webchat-e2e-aws webchat-e2e-aws-container metrics-e2e health-e2e assistant-e2e assistant-e2e-aws assistant-console-e2e backup-e2e transfer-aws conformance-aws-nlb signin-e2e-aws transfer-console-e2e
 
 vet:
 	go vet ./...
@@ -248,6 +248,13 @@ assistant-console-e2e:
 # .build/backup-e2e; docs/backup.md).
 backup-e2e:
 	bash scripts/backup/e2e.sh
+
+# The console's export and import (transfer.js) in headless Chromium, then
+# Firefox: a bot exported from one local platform and imported into another
+# (scripts/transfer/e2e.sh; screenshots in .build/transfer-console-e2e;
+# docs/export-import.md).
+transfer-console-e2e:
+	bash scripts/transfer/e2e.sh
 
 # Export of 1,000, 10,000 and 100,000 table rows by the real binary: peak
 # RSS (flat) and throughput in rows/s and MB/s (docs/export-import.md).

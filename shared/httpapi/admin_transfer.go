@@ -18,10 +18,10 @@ import (
 // with their ids through the store. Administrators only: it writes records
 // no other operation can (given ids, past dates).
 func (s *server) transferRoutes() []route {
-	return []route{
+	return append([]route{
 		{pattern: "POST /v1/admin/transfer/import", op: "importArchiveEntries", scope: scopeWorkspace, role: platform.RoleAdministrator,
 			ownBody: true, maxBody: maxImportBody, handle: s.importArchiveEntries},
-	}
+	}, s.transferJobRoutes()...) // transfer_jobs.go: the console's export and import
 }
 
 // filesTransferRoutes: the import of files' records and the completion of
@@ -203,6 +203,13 @@ func (s *server) importOne(c *call, bots map[string]*call, e importEntry, dry bo
 	if isNotFound(err) {
 		if dry {
 			o.Outcome, o.Message = outCreated, "would be created with its bot"
+			if e.Kind == "rows" { // counted row by row, as when its bot exists
+				var r struct {
+					Rows []json.RawMessage `json:"rows"`
+				}
+				json.Unmarshal(e.Data, &r)
+				o.Created = len(r.Rows)
+			}
 			return nil
 		}
 	}

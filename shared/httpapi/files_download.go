@@ -36,6 +36,9 @@ func (s *server) rawRoutes(a Area) []rawRoute {
 	if a == AreaFiles {
 		return s.filesRawRoutes()
 	}
+	if a == AreaAdmin {
+		return s.transferRawRoutes() // transfer_jobs.go
+	}
 	return nil
 }
 

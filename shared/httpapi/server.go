@@ -29,6 +29,7 @@ import (
 	"github.com/botforge/platform/shared/openapi"
 	"github.com/botforge/platform/shared/platform"
 	"github.com/botforge/platform/shared/signin"
+	"github.com/botforge/platform/shared/transfer"
 )
 
 // Config is what the handlers need.
@@ -98,6 +99,9 @@ type Config struct {
 	// Backups are the local platform's backups (backups.go); nil: none
 	// kept here (AWS).
 	Backups platform.Backups
+	// Transfers runs the console's exports and imports (transfer_jobs.go);
+	// nil: not here (AWS: the CLI does them).
+	Transfers *transfer.Jobs
 	// ClientIP finds each request's client address, the one every
 	// per-address limit counts (zero: the socket's peer, no proxy trusted).
 	ClientIP clientip.Resolver

@@ -49,6 +49,7 @@ import (
 	"github.com/botforge/platform/shared/signin"
 	"github.com/botforge/platform/shared/tablemigrate"
 	"github.com/botforge/platform/shared/tracing"
+	"github.com/botforge/platform/shared/transfer"
 	"github.com/botforge/platform/shared/tunnel"
 	"github.com/botforge/platform/shared/worker"
 )
@@ -437,6 +438,7 @@ func open(ctx context.Context, dataDir, baseURL string, log *slog.Logger, reserv
 		ClientIP:      trusted,
 		Series:        series,
 		Backups:       backups,
+		Transfers:     &transfer.Jobs{Dir: filepath.Join(dataDir, "transfers"), APIURL: func() string { return *p.apiURL.Load() }}, // the console's export/import
 		Sweeper:       sweeper,
 		Store:         p.Store,
 		PagingKey:     key,

@@ -21,6 +21,10 @@ type Client struct {
 	URL   string
 	Token string
 	HTTP  *http.Client
+	// Header, when set, is sent instead of the bearer token: the
+	// credentials of a console's request (a session cookie with its CSRF
+	// token, or its Authorization), for a job run on its behalf (jobs.go).
+	Header http.Header
 }
 
 // APIError is an API's error answer.
@@ -80,7 +84,13 @@ func (c *Client) do(ctx context.Context, h headers, method, path string, body, o
 		if err != nil {
 			return err
 		}
-		req.Header.Set("Authorization", "Bearer "+c.Token)
+		if c.Header != nil {
+			for k, v := range c.Header {
+				req.Header[k] = v
+			}
+		} else {
+			req.Header.Set("Authorization", "Bearer "+c.Token)
+		}
 		if raw != nil {
 			req.Header.Set("Content-Type", "application/json")
 		}

@@ -38,15 +38,18 @@ type Progress struct {
 	Entries int64
 	Bytes   int64
 	Unit    string
+	// Records counts records (a table's rows one by one, files' contents
+	// not) since this run started: the console's bar (jobs.go).
+	Records int64
 }
 
 // Report is what a finished export did.
 type Report struct {
-	Entries int64
-	Bytes   int64
-	Resumed bool
+	Entries int64 `json:"entries"`
+	Bytes   int64 `json:"bytes"`
+	Resumed bool  `json:"resumed"`
 	// Notes: what the source does not expose and what was left out.
-	Notes []string
+	Notes []string `json:"notes"`
 }
 
 // chunk is the size of a file's contents per blob entry (before base64).
@@ -62,6 +65,7 @@ type exporter struct {
 	noted   map[string]bool
 	journal string
 	hdr     *archive.Header
+	records int64
 }
 
 // ErrSourceChanged: a resumed export found the source's records in another
@@ -178,7 +182,7 @@ func (x *exporter) unit(ctx context.Context, key string, fn func(cursor string) 
 			return err
 		}
 		if x.Progress != nil {
-			x.Progress(Progress{Entries: seq, Bytes: off, Unit: key})
+			x.Progress(Progress{Entries: seq, Bytes: off, Unit: key, Records: x.records})
 		}
 		if next == "" {
 			return nil
@@ -188,6 +192,9 @@ func (x *exporter) unit(ctx context.Context, key string, fn func(cursor string) 
 }
 
 func (x *exporter) add(kind, bot, id string, v any) error {
+	if kind != "rows" && kind != "blob" {
+		x.records++ // rows are counted by tablePage
+	}
 	raw, ok := v.(json.RawMessage)
 	if !ok {
 		var err error
@@ -534,6 +541,7 @@ func (x *exporter) tablePage(ctx context.Context, h headers, bot, name, cursor s
 	if err := x.add("rows", bot, name, map[string]any{"table": name, "rows": out.Rows}); err != nil {
 		return "", err
 	}
+	x.records += int64(len(out.Rows))
 	last := idOf(out.Rows[len(out.Rows)-1])
 	if len(out.Rows) < x.PageSize {
 		return "", nil

@@ -39,15 +39,15 @@ type Import struct {
 // ImportReport counts what became of the archive's entries (a rows entry
 // counts its rows), and lists the conflicts and what was skipped.
 type ImportReport struct {
-	Entries   int64
-	Created   int
-	Unchanged int
-	Conflicts int
-	Skipped   int
-	Failed    int
-	Resumed   bool
-	DryRun    bool
-	Messages  []string
+	Entries   int64    `json:"entries"`
+	Created   int      `json:"created"`
+	Unchanged int      `json:"unchanged"`
+	Conflicts int      `json:"conflicts"`
+	Skipped   int      `json:"skipped"`
+	Failed    int      `json:"failed"`
+	Resumed   bool     `json:"resumed"`
+	DryRun    bool     `json:"dryRun"`
+	Messages  []string `json:"messages"`
 }
 
 // outcome is the import operation's answer per entry.

@@ -10,6 +10,7 @@ import { Conversations, Conversation, Users, States, Tables, TableGrid, Files, L
 import { Health, BotMetrics } from './health.js'
 import { NewAssistant, AssistantSettings, AssistantLink } from './assistant.js'
 import { Backups } from './backups.js'
+import { Transfer } from './transfer.js'
 
 function parseRoute() {
   const parts = (location.hash.replace(/^#\/?/, '') || '').split('/').filter(Boolean).map(decodeURIComponent)
@@ -29,6 +30,7 @@ function Nav({ route, account, onSignOut }) {
       ${ws === 'w' && wsId && link(`/w/${wsId}/members`, 'Members')}
       ${ws === 'w' && wsId && link(`/w/${wsId}/assistant/new`, 'New assistant')}
       ${ws === 'w' && wsId && html`<${InboxLink} ws=${wsId} />`}
+      ${ws === 'w' && wsId && link(`/w/${wsId}/transfer`, 'Export/import')}
       ${link('/tokens', 'Tokens')}
       ${link('/account', 'Account')}
       ${link('/health', 'Health')}
@@ -38,7 +40,7 @@ function Nav({ route, account, onSignOut }) {
     ${inBot && html`<nav class="sub" data-test="bot-nav">
       ${link(base, 'Overview')} <${AssistantLink} ws=${wsId} bot=${botId} /> ${link(base + '/emulator', 'Emulator')} ${link(base + '/conversations', 'Conversations')}
       ${link(base + '/users', 'Users')} ${link(base + '/states', 'States')} ${link(base + '/tables', 'Tables')}
-      ${link(base + '/files', 'Files')} ${link(base + '/logs', 'Logs')} ${link(base + '/issues', 'Issues')} ${link(base + '/metrics', 'Metrics')}
+      ${link(base + '/files', 'Files')} ${link(base + '/logs', 'Logs')} ${link(base + '/issues', 'Issues')} ${link(base + '/metrics', 'Metrics')} ${link(base + '/transfer', 'Export')}
     </nav>`}
   </header>`
 }
@@ -53,6 +55,7 @@ function Page({ route, account, onSignedOut }) {
   if (b === 'members') return html`<${Members} ws=${ws} /><${Invitations} ws=${ws} />`
   if (b === 'inbox') return html`<${Inbox} ws=${ws} id=${bot} />`
   if (b === 'assistant') return html`<${NewAssistant} ws=${ws} />`
+  if (b === 'transfer') return html`<${Transfer} ws=${ws} />`
   if (b !== 'b' || !bot) return html`<${Workspace} ws=${ws} />`
   const p = { ws, bot }
   switch (section) {
@@ -66,6 +69,7 @@ function Page({ route, account, onSignedOut }) {
     case 'logs': return html`<${Logs} ...${p} />`
     case 'metrics': return html`<${BotMetrics} ...${p} />`
     case 'issues': return html`<${Issues} ...${p} />`
+    case 'transfer': return html`<${Transfer} ...${p} />`
     default: return html`<${BotPage} ...${p} />`
   }
 }

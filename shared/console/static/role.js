@@ -22,6 +22,8 @@ export const NEED = {
   'changing tables and rows': 'developer', // createTable, createTableRows, updateTableRows, deleteTableRows, duplicateTable, importTable
   'uploading and deleting files': 'developer', // upsertFile, deleteFile
   'creating and changing assistants': 'developer', // createBot, updateBot, createKnowledgeBase, upsertFile
+  'exporting bots and workspaces': 'developer', // startTransferExport
+  'importing archives': 'administrator', // uploadTransferArchive, runTransferImport
 }
 
 // The role is asked once per workspace and credentials (a sign-out and
