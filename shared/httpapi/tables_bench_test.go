@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"sort"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -332,4 +333,90 @@ func TestCreateTableRowsWriteCost(t *testing.T) {
 		}
 	}
 	f.checkIndex("costTable")
+}
+
+// BenchmarkIndexedFilterRounds compares selective finds through the column
+// index (an equality, a $in of 3 values, a range of 10 rows, in turns) on
+// a table of 100,000 rows with the same finds on a table of 50 rows, in
+// rounds that alternate the two tables (the machine may be shared): each
+// round logs both p50s, their ratio, and the items and calls each find
+// read. The tables are filled first (4 writers of 1000 rows).
+//
+//	go test ./shared/httpapi -run XXX -bench IndexedFilterRounds -benchtime 1x -v
+func BenchmarkIndexedFilterRounds(b *testing.B) {
+	large := 100000
+	if n, err := strconv.Atoi(os.Getenv("TABLES_BENCH_ROWS")); err == nil && n > 0 {
+		large = n
+	}
+	const finds, rounds = 300, 3
+	e := apitest.New(b)
+	f := &tablesFixture{fixture: &fixture{Env: e}}
+	f.ws = e.Check(e.Do(apitest.Req{Method: "POST", Path: "/v1/admin/workspaces", Token: e.AdminToken, Body: map[string]any{"name": "bench"}}), 200, "createWorkspace").Str("id")
+	f.bot = f.createBot(e.AdminToken, nil)
+	rec := watchTableUsage(e)
+	bodies := []map[string]any{
+		{"filter": map[string]any{"n": 17}},
+		{"filter": map[string]any{"n": map[string]any{"$in": []any{5, 17, 42}}}},
+		{"filter": map[string]any{"n": map[string]any{"$gte": 20, "$lt": 30}}},
+	}
+	fill := func(name string, size int) {
+		start := time.Now()
+		f.createTable(name, tableBenchSchema)
+		var wg sync.WaitGroup
+		next := make(chan int)
+		for range 4 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for at := range next {
+					r := f.tb(e.AdminToken, "POST", "/v1/tables/"+name+"/rows", map[string]any{"rows": tableBenchRows(at, min(1000, size-at))})
+					if r.Status != 200 {
+						b.Error(string(r.Raw))
+					}
+				}
+			}()
+		}
+		for at := 0; at < size; at += 1000 {
+			next <- at
+		}
+		close(next)
+		wg.Wait()
+		b.Logf("%d rows written in %v", size, time.Since(start).Round(time.Millisecond))
+	}
+	fill("smallRows", 50)
+	fill("largeRows", large)
+	// The two tables' finds alternate call by call, so that both see the
+	// same load of the machine.
+	type stat struct {
+		times        []time.Duration
+		items, calls float64
+	}
+	find := func(name string, i int, st *stat) {
+		body := bodies[i%len(bodies)]
+		t0 := time.Now()
+		r := f.tb(e.AdminToken, "POST", "/v1/tables/"+name+"/rows/find", body)
+		st.times = append(st.times, time.Since(t0))
+		if r.Status != 200 || len(r.List("rows")) == 0 {
+			b.Fatal(string(r.Raw))
+		}
+		u := rec.of("findTableRows")
+		st.items += float64(rowsRead(u)) / finds
+		st.calls += float64(u.Calls("")-u.Calls("GetItem")) / finds
+	}
+	p50 := func(st *stat) time.Duration {
+		sort.Slice(st.times, func(i, j int) bool { return st.times[i] < st.times[j] })
+		return st.times[len(st.times)/2]
+	}
+	for i := 0; i < b.N; i++ {
+		for r := 1; r <= rounds; r++ {
+			var small, big stat
+			for i := range finds {
+				find("smallRows", i, &small)
+				find("largeRows", i, &big)
+			}
+			sp, lp := p50(&small), p50(&big)
+			b.Logf("round %d: p50 %v at 50 rows (%.1f items, %.1f calls per find), %v at %d rows (%.1f items, %.1f calls): x%.2f",
+				r, sp, small.items, small.calls, lp, large, big.items, big.calls, float64(lp)/float64(sp))
+		}
+	}
 }
