@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -427,11 +428,20 @@ func onlyTxConflicts(tc *types.TransactionCanceledException) bool {
 }
 
 // InsertRows writes new rows (fresh ids from ReserveRowIDs) and counts
-// them, stale[i] telling whether rows[i] is stale, in transactions of up to
-// 99 items each with the table's count update: a row and, when keys is
-// not nil, its column index entries keys[i] go in the same transaction. A
-// table deleted or replaced meanwhile is a 404 and its rows are not
-// written.
+// them, stale[i] telling whether rows[i] is stale. keys[i], when keys is
+// not nil, are rows[i]'s column index entries.
+//
+// The entries are written first, by BatchWriteItem (25 a call, several
+// calls at once, a write unit each), then the rows with the table's count
+// update in transactions of up to 99 rows (rowsPerTx), as before the
+// index existed. An entry is only a pointer: a find reads the row it names
+// and evaluates it against the whole filter, skipping an id whose row is
+// not there. So every row that lands has its entries (the index misses no
+// row, even after a crash between the two steps), and an entry written for
+// a row that never landed (a crash, a failed transaction: its id is never
+// given again) costs a read, never a wrong answer. The counts stay exact:
+// they move in the rows' transactions. Entries of a table deleted or
+// replaced meanwhile (a 404) are deleted again.
 func (s *Store) InsertRows(ctx context.Context, rec TableRecord, rows []platform.TableRow, stale []bool, keys [][]platform.TableIndexKey) error {
 	items := make([]item, len(rows))
 	sizes := make([]int, len(rows))
@@ -442,26 +452,37 @@ func (s *Store) InsertRows(ctx context.Context, rec TableRecord, rows []platform
 			return err
 		}
 		items[i], sizes[i], counts[i] = it, len(getS(it, attrDoc))+64, 1
-		if keys != nil {
-			counts[i] += len(keys[i])
-			for _, k := range keys[i] {
-				sizes[i] += len(k.Key) + 64
+	}
+	chunks := txChunks(sizes, counts, rowsPerTx)
+	// The entries of each chunk's rows, written ahead of them: the writers
+	// go through the chunks in order, so chunk k's rows are written while
+	// later chunks' entries are.
+	var entries [][]item
+	if keys != nil {
+		entries = make([][]item, len(chunks))
+		for k, c := range chunks {
+			for i := c[0]; i < c[1]; i++ {
+				for _, ik := range keys[i] {
+					entries[k] = append(entries[k], key(tableIndexPK(rec.ID, ik.Col), indexSK(ik, rows[i].ID)))
+				}
 			}
 		}
 	}
-	for _, c := range txChunks(sizes, counts, rowsPerTx) {
+	ectx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	ready := s.writeAhead(ectx, entries)
+	written := 0 // chunks whose entries' outcome was taken
+	for k, c := range chunks {
+		if entries != nil {
+			if err := <-ready[k]; err != nil {
+				return err
+			}
+			written = k + 1
+		}
 		w := make([]types.TransactWriteItem, 0, c[1]-c[0]+1)
 		nStale := int64(0)
-		owner := make([]int, 0, cap(w)) // the row of each write
 		for i := c[0]; i < c[1]; i++ {
 			w = append(w, putNew(items[i]))
-			owner = append(owner, i)
-			if keys != nil {
-				for _, ix := range indexWrites(rec.ID, rows[i].ID, nil, keys[i]) {
-					w = append(w, ix)
-					owner = append(owner, i)
-				}
-			}
 			if stale[i] {
 				nStale++
 			}
@@ -472,13 +493,139 @@ func (s *Store) InsertRows(ctx context.Context, rec TableRecord, rows []platform
 			if i == last || i < 0 {
 				return platform.NotFound("table", rec.Name)
 			}
-			return fmt.Errorf("row %d already exists", rows[owner[i]].ID)
+			return fmt.Errorf("row %d already exists", rows[c[0]+i].ID)
 		})
+		if platform.TypeOf(err) == platform.ErrResourceNotFound && entries != nil {
+			// The table went: nothing reads its entries again, and those
+			// written after its purge would stay. Remove what was written
+			// (best effort), once the writers have stopped.
+			cancel()
+			for j := written; j < len(ready); j++ {
+				<-ready[j]
+			}
+			var all []item
+			for _, e := range entries {
+				all = append(all, e...)
+			}
+			_ = s.batchDeleteParallel(context.WithoutCancel(ctx), all)
+		}
 		if err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// writeAhead writes groups of independent items (each group by
+// BatchWriteItem, 25 items a call, entryWriters calls at once, the groups
+// in order) and returns a channel per group that gives its outcome once.
+func (s *Store) writeAhead(ctx context.Context, groups [][]item) []chan error {
+	ready := make([]chan error, len(groups))
+	type call struct {
+		group int
+		reqs  []types.WriteRequest
+	}
+	var calls []call
+	left := make([]int, len(groups))
+	for g, items := range groups {
+		ready[g] = make(chan error, 1)
+		if len(items) == 0 {
+			ready[g] <- nil
+			continue
+		}
+		for len(items) > 0 {
+			n := min(len(items), 25)
+			reqs := make([]types.WriteRequest, n)
+			for i := range n {
+				reqs[i] = types.WriteRequest{PutRequest: &types.PutRequest{Item: items[i]}}
+			}
+			calls, items = append(calls, call{g, reqs}), items[n:]
+			left[g]++
+		}
+	}
+	if len(calls) == 0 {
+		return ready
+	}
+	var mu sync.Mutex
+	errs := make([]error, len(groups))
+	next := make(chan call)
+	for range min(entryWriters, len(calls)) {
+		go func() {
+			for c := range next {
+				err := s.batchWrite(ctx, c.reqs)
+				mu.Lock()
+				errs[c.group] = errors.Join(errs[c.group], err)
+				left[c.group]--
+				if left[c.group] == 0 {
+					ready[c.group] <- errs[c.group]
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	go func() {
+		defer close(next)
+		for _, c := range calls {
+			select {
+			case next <- c:
+			case <-ctx.Done():
+				// The calls not started fail their groups.
+				mu.Lock()
+				errs[c.group] = errors.Join(errs[c.group], ctx.Err())
+				left[c.group]--
+				if left[c.group] == 0 {
+					ready[c.group] <- errs[c.group]
+				}
+				mu.Unlock()
+			}
+		}
+	}()
+	return ready
+}
+
+// entryWriters is how many BatchWriteItem calls of index entries run at
+// once (the entries are independent items: concurrent calls share the
+// embedded DynamoDB's fsyncs, and DynamoDB's partitions).
+const entryWriters = 16
+
+func (s *Store) batchDeleteParallel(ctx context.Context, keys []item) error {
+	reqs := make([]types.WriteRequest, 0, len(keys))
+	for _, k := range keys {
+		reqs = append(reqs, types.WriteRequest{DeleteRequest: &types.DeleteRequest{Key: k}})
+	}
+	return s.batchWriteParallel(ctx, reqs)
+}
+
+func (s *Store) batchWriteParallel(ctx context.Context, reqs []types.WriteRequest) error {
+	var groups [][]types.WriteRequest
+	for len(reqs) > 0 {
+		n := min(len(reqs), 25)
+		groups, reqs = append(groups, reqs[:n]), reqs[n:]
+	}
+	if len(groups) <= 1 {
+		for _, g := range groups {
+			return s.batchWrite(ctx, g)
+		}
+		return nil
+	}
+	errs := make([]error, len(groups))
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for range min(entryWriters, len(groups)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for g := range next {
+				errs[g] = s.batchWrite(ctx, groups[g])
+			}
+		}()
+	}
+	for g := range groups {
+		next <- g
+	}
+	close(next)
+	wg.Wait()
+	return errors.Join(errs...)
 }
 
 // DeleteRows deletes rows read at their versions (rows[i].Ver), and

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"sort"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -65,8 +66,9 @@ func (f *tablesFixture) fillBench(name string, n int) {
 // TestTablesDynamoDBCalls pins the DynamoDB calls of the Tables API: a
 // bot-scoped call pays 3 GetItem (token, bot, membership), a table by
 // name one more; 1000 new rows of 3 indexed columns are one UpdateItem
-// (their ids) and 42 TransactWriteItems (24 rows, their 72 index entries
-// and the table's counts each); a page of rows by id reads what it
+// (their ids), 122 BatchWriteItem of their 3,000 index entries (25 a call,
+// by chunk of rows) and 11 TransactWriteItems (99 rows and the table's
+// counts each); a page of rows by id reads what it
 // returns (plus at most 2 rows per row partition), whatever the table's
 // size, and so does an equality filter.
 func TestTablesDynamoDBCalls(t *testing.T) {
@@ -75,7 +77,7 @@ func TestTablesDynamoDBCalls(t *testing.T) {
 	f.createTable("callTable", tableBenchSchema)
 	f.rows("callTable", tableBenchRows(0, 1000)...)
 	u := rec.of("createTableRows")
-	if u.Calls("TransactWriteItems") != 42 || u.Calls("UpdateItem") != 1 || u.Calls("GetItem") != 5 || u.Calls("") != 48 {
+	if u.Calls("TransactWriteItems") != 11 || u.Calls("BatchWriteItem") != 122 || u.Calls("UpdateItem") != 1 || u.Calls("GetItem") != 5 || u.Calls("") != 139 {
 		t.Fatalf("createTableRows of 1000 rows: %s", u)
 	}
 	t.Logf("createTableRows (1000 rows): %s", u)
@@ -309,5 +311,112 @@ func BenchmarkFindTableRowsIndexed(b *testing.B) {
 	}
 	for _, size := range sizes {
 		b.Logf("selective find p50 at %d rows: %v (%.2f x the 1,000-row figure)", size, p50[size], float64(p50[size])/float64(max(p50[1000], 1)))
+	}
+}
+
+// TestCreateTableRowsWriteCost pins what 1,000 new rows of 3 indexed
+// columns cost in DynamoDB writes (as the embedded DynamoDB bills them):
+// the rows go with the table's counts in 11 transactions (2 write units a
+// row), their 3,000 index entries ahead of them by BatchWriteItem (1 unit
+// each). With the entries in the rows' transactions they were 42
+// transactions and 8,085 units. The index is still exactly the rows'.
+func TestCreateTableRowsWriteCost(t *testing.T) {
+	f := newTablesFixture(t)
+	rec := watchTableUsage(f.Env)
+	f.createTable("costTable", tableBenchSchema)
+	for range 2 {
+		f.rows("costTable", tableBenchRows(0, 1000)...)
+		u := rec.of("createTableRows")
+		t.Logf("createTableRows (1000 rows of 3 indexed columns): %s, %.0f write units", u, u.WriteUnits)
+		if u.Calls("TransactWriteItems") > 11 || u.WriteUnits > 5100 {
+			t.Fatalf("1000 rows: %d transactions, %.0f write units; want at most 11 and 5,100", u.Calls("TransactWriteItems"), u.WriteUnits)
+		}
+	}
+	f.checkIndex("costTable")
+}
+
+// BenchmarkIndexedFilterRounds compares selective finds through the column
+// index (an equality, a $in of 3 values, a range of 10 rows, in turns) on
+// a table of 100,000 rows with the same finds on a table of 50 rows, in
+// rounds that alternate the two tables (the machine may be shared): each
+// round logs both p50s, their ratio, and the items and calls each find
+// read. The tables are filled first (4 writers of 1000 rows).
+//
+//	go test ./shared/httpapi -run XXX -bench IndexedFilterRounds -benchtime 1x -v
+func BenchmarkIndexedFilterRounds(b *testing.B) {
+	large := 100000
+	if n, err := strconv.Atoi(os.Getenv("TABLES_BENCH_ROWS")); err == nil && n > 0 {
+		large = n
+	}
+	const finds, rounds = 300, 3
+	e := apitest.New(b)
+	f := &tablesFixture{fixture: &fixture{Env: e}}
+	f.ws = e.Check(e.Do(apitest.Req{Method: "POST", Path: "/v1/admin/workspaces", Token: e.AdminToken, Body: map[string]any{"name": "bench"}}), 200, "createWorkspace").Str("id")
+	f.bot = f.createBot(e.AdminToken, nil)
+	rec := watchTableUsage(e)
+	bodies := []map[string]any{
+		{"filter": map[string]any{"n": 17}},
+		{"filter": map[string]any{"n": map[string]any{"$in": []any{5, 17, 42}}}},
+		{"filter": map[string]any{"n": map[string]any{"$gte": 20, "$lt": 30}}},
+	}
+	fill := func(name string, size int) {
+		start := time.Now()
+		f.createTable(name, tableBenchSchema)
+		var wg sync.WaitGroup
+		next := make(chan int)
+		for range 4 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for at := range next {
+					r := f.tb(e.AdminToken, "POST", "/v1/tables/"+name+"/rows", map[string]any{"rows": tableBenchRows(at, min(1000, size-at))})
+					if r.Status != 200 {
+						b.Error(string(r.Raw))
+					}
+				}
+			}()
+		}
+		for at := 0; at < size; at += 1000 {
+			next <- at
+		}
+		close(next)
+		wg.Wait()
+		b.Logf("%d rows written in %v", size, time.Since(start).Round(time.Millisecond))
+	}
+	fill("smallRows", 50)
+	fill("largeRows", large)
+	// The two tables' finds alternate call by call, so that both see the
+	// same load of the machine.
+	type stat struct {
+		times        []time.Duration
+		items, calls float64
+	}
+	find := func(name string, i int, st *stat) {
+		body := bodies[i%len(bodies)]
+		t0 := time.Now()
+		r := f.tb(e.AdminToken, "POST", "/v1/tables/"+name+"/rows/find", body)
+		st.times = append(st.times, time.Since(t0))
+		if r.Status != 200 || len(r.List("rows")) == 0 {
+			b.Fatal(string(r.Raw))
+		}
+		u := rec.of("findTableRows")
+		st.items += float64(rowsRead(u)) / finds
+		st.calls += float64(u.Calls("")-u.Calls("GetItem")) / finds
+	}
+	p50 := func(st *stat) time.Duration {
+		sort.Slice(st.times, func(i, j int) bool { return st.times[i] < st.times[j] })
+		return st.times[len(st.times)/2]
+	}
+	for i := 0; i < b.N; i++ {
+		for r := 1; r <= rounds; r++ {
+			var small, big stat
+			for i := range finds {
+				find("smallRows", i, &small)
+				find("largeRows", i, &big)
+			}
+			sp, lp := p50(&small), p50(&big)
+			b.Logf("round %d: p50 %v at 50 rows (%.1f items, %.1f calls per find), %v at %d rows (%.1f items, %.1f calls): x%.2f",
+				r, sp, small.items, small.calls, lp, large, big.items, big.calls, float64(lp)/float64(sp))
+		}
 	}
 }
