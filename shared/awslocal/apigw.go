@@ -227,6 +227,11 @@ func eventPartsOf(r *http.Request, body []byte) eventParts {
 	}
 	p.headers["host"] = r.Host
 	p.headers["x-forwarded-proto"] = "http"
+	// As API Gateway and function URLs do: a request that names no X-Ray
+	// trace gets a root of its own (no parent, no sampling decision).
+	if p.headers["x-amzn-trace-id"] == "" {
+		p.headers["x-amzn-trace-id"] = fmt.Sprintf("Root=1-%08x-%s", time.Now().Unix(), randomHex(12))
+	}
 	// As API Gateway and function URLs do: the peer they saw is appended
 	// to what the client sent (shared/clientip reads the sourceIp, and
 	// this header only behind trusted proxies).

@@ -152,6 +152,8 @@ type Stack struct {
 	// fault, when set, fails a function's AWS calls (InjectFault).
 	faultMu sync.Mutex
 	fault   func(function, operation string) bool
+	// xray is the X-Ray daemon's stand-in (xraydaemon.go).
+	xray *xrayDaemon
 }
 
 // InjectFault makes the AWS calls of the stack's functions for which
@@ -442,6 +444,12 @@ func Open(ctx context.Context, o Options, ln net.Listener) (*Stack, error) {
 	s.code = lambdatest.NewHandler(&host{dir: filepath.Join(o.DataDir, "aws-local", "code"), log: log})
 	s.code.OnLogs(s.codeLogs)
 
+	// The X-Ray daemon of the functions' active tracing.
+	if s.xray, err = startXRayDaemon(); err != nil {
+		return nil, err
+	}
+	s.closers = append(s.closers, s.xray.close)
+
 	// The Lambda Runtime API of every instance of every function.
 	rtLn, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -533,6 +541,8 @@ func Open(ctx context.Context, o Options, ln net.Listener) (*Stack, error) {
 			// Every service at the function's own endpoint.
 			"DYNAMODB_ENDPOINT=" + awsURL, "S3_ENDPOINT=" + awsURL, "SCHEDULER_ENDPOINT=" + awsURL,
 			"LOGS_ENDPOINT=" + awsURL, "LAMBDA_ENDPOINT=" + awsURL, "IAM_ENDPOINT=" + awsURL,
+			// Active tracing's daemon, as Lambda names it (xraydaemon.go).
+			"AWS_XRAY_DAEMON_ADDRESS=" + s.xray.addr(), "AWS_XRAY_CONTEXT_MISSING=LOG_ERROR",
 		}
 		keys := make([]string, 0, len(f.Env))
 		for k := range f.Env {
