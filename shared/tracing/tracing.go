@@ -62,16 +62,18 @@ func setup() {
 		var exp sdktrace.SpanExporter
 		var err error
 		if addr, ok := exportToXRay(); ok {
-			exp, err = otlptrace.New(context.Background(), newUDPClient(addr))
+			if exp, err = otlptrace.New(context.Background(), newUDPClient(addr)); err == nil {
+				opts = append(opts, sdktrace.WithSpanProcessor(&invocationSpans{exp: exp}))
+			}
 		} else if os.Getenv("OTEL_EXPORTER_OTLP_ENDPOINT") != "" || os.Getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") != "" {
-			exp, err = otlptracehttp.New(context.Background())
+			if exp, err = otlptracehttp.New(context.Background()); err == nil {
+				opts = append(opts, sdktrace.WithBatcher(exp))
+			}
 		}
 		if err != nil {
 			slog.Error("tracing: the exporter", "err", err)
-		} else if exp != nil {
-			opts = append(opts, sdktrace.WithBatcher(exp))
-			exporting = true
 		}
+		exporting = err == nil && exp != nil
 		tp := sdktrace.NewTracerProvider(opts...)
 		shutdown, flush = tp.Shutdown, tp.ForceFlush
 		otel.SetTracerProvider(tp)

@@ -16,6 +16,7 @@ import (
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 	"google.golang.org/protobuf/proto"
 
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
 )
 
@@ -227,4 +228,51 @@ func exportToXRay() (string, bool) {
 	}
 	a := daemonAddress(os.Getenv("AWS_XRAY_DAEMON_ADDRESS"))
 	return a, a != ""
+}
+
+// invocationSpans is the span processor of the X-Ray outlet: the spans
+// ended during an invocation wait in memory, and Flush (the invocation's
+// end) exports them at once in the caller's goroutine, one datagram. A
+// batch processor would hand them to a goroutine of its own and wait for
+// it, which costs more than the datagram on a busy machine; and Lambda
+// freezes the process between invocations, so nothing may be left for
+// later. Spans piling up without a Flush (a long stream) are sent every
+// maxPending.
+type invocationSpans struct {
+	exp     sdktrace.SpanExporter
+	mu      sync.Mutex
+	pending []sdktrace.ReadOnlySpan
+}
+
+const maxPending = 512
+
+func (p *invocationSpans) OnStart(context.Context, sdktrace.ReadWriteSpan) {}
+
+func (p *invocationSpans) OnEnd(s sdktrace.ReadOnlySpan) {
+	if !s.SpanContext().IsSampled() {
+		return
+	}
+	p.mu.Lock()
+	p.pending = append(p.pending, s)
+	full := len(p.pending) >= maxPending
+	p.mu.Unlock()
+	if full {
+		_ = p.ForceFlush(context.Background())
+	}
+}
+
+func (p *invocationSpans) ForceFlush(ctx context.Context) error {
+	p.mu.Lock()
+	spans := p.pending
+	p.pending = nil
+	p.mu.Unlock()
+	if len(spans) == 0 {
+		return nil
+	}
+	return p.exp.ExportSpans(ctx, spans)
+}
+
+func (p *invocationSpans) Shutdown(ctx context.Context) error {
+	err := p.ForceFlush(ctx)
+	return errors.Join(err, p.exp.Shutdown(ctx))
 }
