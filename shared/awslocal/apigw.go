@@ -36,6 +36,8 @@ type apiGateway struct {
 	routes  []Route
 	invoke  func(ctx context.Context, fn *Function, payload []byte) invokeResult
 	timeout time.Duration
+	// throttle is the default route throttling (throttle.go), nil for none.
+	throttle *tokenBucket
 }
 
 func gatewayError(w http.ResponseWriter, status int, msg string) {
@@ -91,6 +93,10 @@ func (g *apiGateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	rt, proxy, ok := g.route(r.Method, r.URL.Path)
 	if !ok {
 		gatewayError(w, http.StatusNotFound, "Not Found")
+		return
+	}
+	if g.throttle != nil && !g.throttle.allow() {
+		gatewayError(w, http.StatusTooManyRequests, "Too Many Requests")
 		return
 	}
 	body, err := io.ReadAll(io.LimitReader(r.Body, MaxRequestBody+1))

@@ -154,6 +154,8 @@ type Stack struct {
 	fault   func(function, operation string) bool
 	// xray is the X-Ray daemon's stand-in (xraydaemon.go).
 	xray *xrayDaemon
+	// throttle is the HTTP API's default route throttling (throttle.go).
+	throttle *tokenBucket
 }
 
 // InjectFault makes the AWS calls of the stack's functions for which
@@ -292,7 +294,7 @@ func Run(ctx context.Context, o Options) error {
 }
 
 func (s *Stack) handler() http.Handler {
-	return &apiGateway{routes: s.Template.Routes, invoke: func(ctx context.Context, fn *Function, payload []byte) invokeResult {
+	return &apiGateway{routes: s.Template.Routes, throttle: s.throttle, invoke: func(ctx context.Context, fn *Function, payload []byte) invokeResult {
 		return s.funcs[fn.LogicalID].invokeSync(ctx, payload)
 	}}
 }
@@ -356,6 +358,9 @@ func Open(ctx context.Context, o Options, ln net.Listener) (*Stack, error) {
 		return nil, err
 	}
 	s.Template = tpl
+	// The HTTP API's default route throttling (throttle.go): one bucket
+	// for every handler of the API.
+	s.throttle = tpl.apiThrottle()
 	s.accessKey, s.secretKey = sec.AccessKey, sec.SecretKey
 	s.stream = &streamLog{arn: tpl.StreamARN, table: tpl.TableName}
 	if len(tpl.Skipped) > 0 {
