@@ -517,9 +517,10 @@ func TestEnvironmentCoversRuntime(t *testing.T) {
 	}
 	// Variables read outside shared/runtime by the code it runs: the stack
 	// may set them (the console's dashboard link, docs/metrics.md; the
-	// stream tasks' edge behind the NLB, functions/chatstream-service).
+	// stream tasks' edge behind the NLB, functions/chatstream-service;
+	// where the spans go).
 	readElsewhere := map[string]bool{}
-	for _, f := range []string{"../shared/httpapi/metrics.go", "../shared/streamedge/streamedge.go"} {
+	for _, f := range []string{"../shared/httpapi/metrics.go", "../shared/streamedge/streamedge.go", "../shared/tracing/xray.go"} {
 		b, err := os.ReadFile(f)
 		if err != nil {
 			t.Fatal(err)

@@ -352,3 +352,24 @@ func (s *builder) alarms() {
 	})
 	_ = target
 }
+
+// traceParameters are where the functions' spans go (docs/metrics.md
+// "Tracing"), set on every function: to the X-Ray daemon Lambda runs for
+// active tracing, which needs no permission beyond the roles' tracing
+// policy (xray:PutTraceSegments).
+func (s *builder) traceParameters() {
+	s.trace = map[string]awscdk.CfnParameter{
+		"PLATFORM_TRACE_EXPORT": awscdk.NewCfnParameter(s.stack, jsii.String("TraceExport"), &awscdk.CfnParameterProps{
+			Type: jsii.String("String"), Default: jsii.String("xray"), AllowedValues: jsii.Strings("xray", "none"),
+			Description: jsii.String("Where the functions send their spans: xray, to X-Ray through the daemon Lambda runs beside " +
+				"each traced function (OTLP over UDP; enable CloudWatch Transaction Search once per account), or none " +
+				"(PLATFORM_TRACE_EXPORT)."),
+		}),
+		"PLATFORM_TRACE_SAMPLE_RATIO": awscdk.NewCfnParameter(s.stack, jsii.String("TraceSampleRatio"), &awscdk.CfnParameterProps{
+			Type: jsii.String("String"), Default: jsii.String("1"), AllowedPattern: jsii.String(`^(0(\.[0-9]+)?|1(\.0+)?)$`),
+			ConstraintDescription: jsii.String("a number from 0 to 1"),
+			Description: jsii.String("Share of requests whose spans are recorded, decided by trace id so that every function " +
+				"of a request agrees (PLATFORM_TRACE_SAMPLE_RATIO)."),
+		}),
+	}
+}

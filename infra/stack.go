@@ -136,6 +136,7 @@ type builder struct {
 	embeddings        map[string]awscdk.CfnParameter // by environment variable
 	signin            map[string]awscdk.CfnParameter // by environment variable (docs/signin.md)
 	llm               map[string]awscdk.CfnParameter // by environment variable
+	trace             map[string]awscdk.CfnParameter // by environment variable (operations.go)
 	table             awsdynamodb.Table
 	bucket            awss3.Bucket
 	bucketName        *string // the bucket's name as an expression free of references to it
@@ -233,6 +234,7 @@ func (s *builder) parameters() {
 			Description:           jsii.String(q.description + " Refused with 403 QuotaExceeded (docs/account.md, " + q.env + ")."),
 		})
 	}
+	s.traceParameters()
 	s.llm = map[string]awscdk.CfnParameter{}
 	for _, l := range llmParameters {
 		s.llm[l.env] = awscdk.NewCfnParameter(s.stack, jsii.String(l.name), &awscdk.CfnParameterProps{
@@ -686,6 +688,9 @@ func (s *builder) functions(lambdaDir string) {
 			env[k] = p.ValueAsString()
 		}
 		for k, p := range s.llm { // every function: the bots' LLM provider
+			env[k] = p.ValueAsString()
+		}
+		for k, p := range s.trace { // every function: where its spans go
 			env[k] = p.ValueAsString()
 		}
 		for k, v := range s.environment(f.ID) {

@@ -36,6 +36,8 @@ type apiGateway struct {
 	routes  []Route
 	invoke  func(ctx context.Context, fn *Function, payload []byte) invokeResult
 	timeout time.Duration
+	// throttle is the default route throttling (throttle.go), nil for none.
+	throttle *tokenBucket
 }
 
 func gatewayError(w http.ResponseWriter, status int, msg string) {
@@ -91,6 +93,10 @@ func (g *apiGateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	rt, proxy, ok := g.route(r.Method, r.URL.Path)
 	if !ok {
 		gatewayError(w, http.StatusNotFound, "Not Found")
+		return
+	}
+	if g.throttle != nil && !g.throttle.allow() {
+		gatewayError(w, http.StatusTooManyRequests, "Too Many Requests")
 		return
 	}
 	body, err := io.ReadAll(io.LimitReader(r.Body, MaxRequestBody+1))
@@ -227,6 +233,11 @@ func eventPartsOf(r *http.Request, body []byte) eventParts {
 	}
 	p.headers["host"] = r.Host
 	p.headers["x-forwarded-proto"] = "http"
+	// As API Gateway and function URLs do: a request that names no X-Ray
+	// trace gets a root of its own (no parent, no sampling decision).
+	if p.headers["x-amzn-trace-id"] == "" {
+		p.headers["x-amzn-trace-id"] = fmt.Sprintf("Root=1-%08x-%s", time.Now().Unix(), randomHex(12))
+	}
 	// As API Gateway and function URLs do: the peer they saw is appended
 	// to what the client sent (shared/clientip reads the sourceIp, and
 	// this header only behind trusted proxies).

@@ -166,6 +166,10 @@ type Stack struct {
 	// fault, when set, fails a function's AWS calls (InjectFault).
 	faultMu sync.Mutex
 	fault   func(function, operation string) bool
+	// xray is the X-Ray daemon's stand-in (xraydaemon.go).
+	xray *xrayDaemon
+	// throttle is the HTTP API's default route throttling (throttle.go).
+	throttle *tokenBucket
 }
 
 // InjectFault makes the AWS calls of the stack's functions for which
@@ -304,7 +308,7 @@ func Run(ctx context.Context, o Options) error {
 }
 
 func (s *Stack) handler() http.Handler {
-	return &apiGateway{routes: s.Template.Routes, invoke: func(ctx context.Context, fn *Function, payload []byte) invokeResult {
+	return &apiGateway{routes: s.Template.Routes, throttle: s.throttle, invoke: func(ctx context.Context, fn *Function, payload []byte) invokeResult {
 		return s.funcs[fn.LogicalID].invokeSync(ctx, payload)
 	}}
 }
@@ -368,6 +372,9 @@ func Open(ctx context.Context, o Options, ln net.Listener) (*Stack, error) {
 		return nil, err
 	}
 	s.Template = tpl
+	// The HTTP API's default route throttling (throttle.go): one bucket
+	// for every handler of the API.
+	s.throttle = tpl.apiThrottle()
 	s.accessKey, s.secretKey = sec.AccessKey, sec.SecretKey
 	s.stream = &streamLog{arn: tpl.StreamARN, table: tpl.TableName}
 	if len(tpl.Skipped) > 0 {
@@ -455,6 +462,12 @@ func Open(ctx context.Context, o Options, ln net.Listener) (*Stack, error) {
 	s.closers = append(s.closers, s.logs.Close)
 	s.code = lambdatest.NewHandler(&host{dir: filepath.Join(o.DataDir, "aws-local", "code"), log: log})
 	s.code.OnLogs(s.codeLogs)
+
+	// The X-Ray daemon of the functions' active tracing.
+	if s.xray, err = startXRayDaemon(); err != nil {
+		return nil, err
+	}
+	s.closers = append(s.closers, s.xray.close)
 
 	// The Lambda Runtime API of every instance of every function.
 	rtLn, err := net.Listen("tcp", "127.0.0.1:0")
@@ -555,6 +568,8 @@ func Open(ctx context.Context, o Options, ln net.Listener) (*Stack, error) {
 			"DYNAMODB_ENDPOINT=" + awsURL, "S3_ENDPOINT=" + awsURL, "SCHEDULER_ENDPOINT=" + awsURL,
 			"LOGS_ENDPOINT=" + awsURL, "LAMBDA_ENDPOINT=" + awsURL, "IAM_ENDPOINT=" + awsURL,
 			"AWS_ENDPOINT_URL_SSM=" + awsURL, // the SDK's own variable (ssm.go)
+			// Active tracing's daemon, as Lambda names it (xraydaemon.go).
+			"AWS_XRAY_DAEMON_ADDRESS=" + s.xray.addr(), "AWS_XRAY_CONTEXT_MISSING=LOG_ERROR",
 		}
 		keys := make([]string, 0, len(f.Env))
 		for k := range f.Env {

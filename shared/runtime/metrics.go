@@ -9,6 +9,7 @@ import (
 	"github.com/aws/aws-lambda-go/lambda"
 
 	"github.com/botforge/platform/shared/metrics"
+	"github.com/botforge/platform/shared/tracing"
 )
 
 // The AWS outlet of the platform's metrics (docs/metrics.md): every
@@ -38,6 +39,9 @@ func (m *metricsHandler) begin() {
 
 func (m *metricsHandler) end() {
 	_ = metrics.FlushEMF(os.Stdout, map[string]string{"function": m.function})
+	// The invocation's spans, before Lambda may freeze the process: one
+	// datagram to the X-Ray daemon (shared/tracing), no round trip.
+	_ = tracing.Flush(context.Background())
 }
 
 // Invoke runs one invocation.

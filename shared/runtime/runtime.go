@@ -168,6 +168,8 @@ func AWSConfig(ctx context.Context) (aws.Config, error) {
 // platform's stand-in) without a network hop.
 func DynamoClient(cfg aws.Config, env Env, handler http.Handler) *dynamodb.Client {
 	return dynamodb.NewFromConfig(cfg, dynamo.CountUsage, dynamo.MapStorageFull, func(o *dynamodb.Options) {
+		// Each call a span of the request's trace (shared/tracing).
+		o.APIOptions = append(o.APIOptions, tracing.AWSCalls)
 		switch {
 		case handler != nil:
 			o.BaseEndpoint = aws.String("http://dynamodb.local")

@@ -4,8 +4,8 @@
 // into the dispatcher's call to the bot or integration (both headers
 // again), and onto every log line written with the request's context
 // (LogHandler). Locally the spans go to an OTLP endpoint when
-// OTEL_EXPORTER_OTLP_ENDPOINT is set; on AWS the ids are X-Ray's
-// (docs/metrics.md, "Tracing").
+// OTEL_EXPORTER_OTLP_ENDPOINT is set; on AWS to Lambda's X-Ray daemon
+// (xray.go), with X-Ray's ids (docs/metrics.md, "Tracing").
 package tracing
 
 import (
@@ -13,12 +13,16 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 
 	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
 )
@@ -31,23 +35,47 @@ var (
 	tracer   trace.Tracer
 	prop     propagation.TextMapPropagator
 	shutdown = func(context.Context) error { return nil }
+	flush    = func(context.Context) error { return nil }
+	// exporting: the spans go somewhere (Flush has work to do).
+	exporting bool
 )
 
-// setup installs the tracer provider: spans always sampled (ids on every
-// request), exported over OTLP/HTTP when OTEL_EXPORTER_OTLP_ENDPOINT (or
-// OTEL_EXPORTER_OTLP_TRACES_ENDPOINT) is set.
+// setup installs the tracer provider. Ids are X-Ray's (xrayIDs); a trace
+// is recorded or not by its id (TraceIDRatioBased, EnvTraceSampleRatio,
+// default all), so that every function of a request decides alike
+// whatever flag a caller sent. The spans go to the X-Ray daemon when
+// EnvTraceExport is xray (on AWS), else over OTLP/HTTP when
+// OTEL_EXPORTER_OTLP_ENDPOINT (or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT) is
+// set, else nowhere (the ids are still carried and logged).
 func setup() {
 	once.Do(func() {
-		opts := []sdktrace.TracerProviderOption{sdktrace.WithSampler(sdktrace.ParentBased(sdktrace.AlwaysSample()))}
-		if os.Getenv("OTEL_EXPORTER_OTLP_ENDPOINT") != "" || os.Getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") != "" {
-			if exp, err := otlptracehttp.New(context.Background()); err == nil {
+		ratio := 1.0
+		if v, err := strconv.ParseFloat(os.Getenv(EnvTraceSampleRatio), 64); err == nil && v >= 0 && v <= 1 {
+			ratio = v
+		}
+		byID := sdktrace.TraceIDRatioBased(ratio)
+		opts := []sdktrace.TracerProviderOption{
+			sdktrace.WithIDGenerator(xrayIDs{}),
+			sdktrace.WithSampler(sdktrace.ParentBased(byID, sdktrace.WithRemoteParentNotSampled(byID))),
+			sdktrace.WithResource(serviceResource()),
+		}
+		var exp sdktrace.SpanExporter
+		var err error
+		if addr, ok := exportToXRay(); ok {
+			if exp, err = otlptrace.New(context.Background(), newUDPClient(addr)); err == nil {
+				opts = append(opts, sdktrace.WithSpanProcessor(&invocationSpans{exp: exp}))
+			}
+		} else if os.Getenv("OTEL_EXPORTER_OTLP_ENDPOINT") != "" || os.Getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") != "" {
+			if exp, err = otlptracehttp.New(context.Background()); err == nil {
 				opts = append(opts, sdktrace.WithBatcher(exp))
-			} else {
-				slog.Error("tracing: the OTLP exporter", "err", err)
 			}
 		}
+		if err != nil {
+			slog.Error("tracing: the exporter", "err", err)
+		}
+		exporting = err == nil && exp != nil
 		tp := sdktrace.NewTracerProvider(opts...)
-		shutdown = tp.Shutdown
+		shutdown, flush = tp.Shutdown, tp.ForceFlush
 		otel.SetTracerProvider(tp)
 		// X-Ray's header first: a W3C traceparent, when both are sent, wins.
 		prop = propagation.NewCompositeTextMapPropagator(XRay{}, propagation.TraceContext{})
@@ -56,8 +84,29 @@ func setup() {
 	})
 }
 
+// serviceResource names the process in its spans: the Lambda function, or
+// the platform.
+func serviceResource() *resource.Resource {
+	if fn := os.Getenv("AWS_LAMBDA_FUNCTION_NAME"); fn != "" {
+		return resource.NewSchemaless(attribute.String("service.name", fn), attribute.String("cloud.provider", "aws"),
+			attribute.String("cloud.platform", "aws_lambda"), attribute.String("faas.name", fn))
+	}
+	return resource.NewSchemaless(attribute.String("service.name", "botforge-platform"))
+}
+
 // Shutdown flushes the spans not yet exported.
 func Shutdown(ctx context.Context) error { setup(); return shutdown(ctx) }
+
+// Flush exports the spans ended so far: a Lambda function calls it at the
+// end of each invocation, before the runtime may freeze the process. With
+// no exporter it costs nothing.
+func Flush(ctx context.Context) error {
+	setup()
+	if !exporting {
+		return nil
+	}
+	return flush(ctx)
+}
 
 // StartRequest starts the span of an incoming request, a child of the
 // trace its headers name, or the root of a new one.
@@ -178,13 +227,14 @@ func (XRay) Extract(ctx context.Context, c propagation.TextMapCarrier) context.C
 		return ctx
 	}
 	cfg := trace.SpanContextConfig{TraceID: tid, Remote: true}
-	if sid, err := trace.SpanIDFromHex(parent); err == nil {
-		cfg.SpanID = sid
-	} else {
-		// A root without a parent (a Lambda's own header): a span id of
-		// the trace's own making keeps the context valid.
-		copy(cfg.SpanID[:], tid[8:])
+	sid, err := trace.SpanIDFromHex(parent)
+	if err != nil {
+		// A root without a parent (API Gateway's header): the span
+		// started next is the trace's root, with this trace id
+		// (xrayIDs), rather than the child of a span that never was.
+		return context.WithValue(ctx, rootKey{}, tid)
 	}
+	cfg.SpanID = sid
 	if sampled {
 		cfg.TraceFlags = trace.FlagsSampled
 	}
