@@ -4,7 +4,9 @@
 # a fresh local platform with the conformance suite's SDK bot that makes
 # the hitl plugin's calls (scripts/conformance/fixtures/hitl-bot.js) and
 # an end user on the Chat API: a waiting session appears live, assign,
-# reply with text and an image, close; no console error.
+# reply with text and an image, close; no console error. Then
+# inbox-nostream-e2e.mjs: a platform without hitl (PLATFORM_BUILTINS=chat),
+# where the console polls quietly instead of opening a stream.
 #
 # Fails (never skips) when Chromium or Firefox is missing (as e2e.sh).
 # Screenshots go to SHOTS (default .build/inbox-e2e).
@@ -22,3 +24,5 @@ unset BP_TOKEN BP_API_URL BP_WORKSPACE_ID BP_BOT_ID BP_INTEGRATION_ID
 browsers_install_deps
 browsers_build
 browsers_run "$HERE/inbox-e2e.mjs" "${SHOTS:-$ROOT/.build/inbox-e2e}"
+# A platform without the hitl integration: no stream, a quiet poll.
+browsers_run "$HERE/inbox-nostream-e2e.mjs" "${SHOTS:-$ROOT/.build/inbox-e2e}/nostream"

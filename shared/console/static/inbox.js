@@ -19,6 +19,11 @@ import { html, useState, useEffect, useRef, ErrorBox, Empty, go, fmtTime } from 
 // pollMs is the fallback poll's period (localStorage 'inbox.pollMs' sets
 // another: the inbox e2e makes it very long to see the stream alone).
 const pollMs = () => Number(localStorage.getItem('inbox.pollMs')) || 30000
+// noStreamPollMs is the poll's period when the platform serves no inbox
+// stream (the ticket's answer says served: false: PLATFORM_BUILTINS
+// without hitl); localStorage 'inbox.noStreamPollMs' sets another.
+const noStreamPollMs = () => Number(localStorage.getItem('inbox.noStreamPollMs')) || 5000
+const periodOf = (ws) => (streams.get(ws)?.none ? noStreamPollMs() : pollMs())
 const base = (ws) => `/v1/admin/workspaces/${encodeURIComponent(ws)}/hitl/sessions`
 
 const TABS = [
@@ -36,7 +41,7 @@ const streams = new Map()
 function subscribe(ws, fn) {
   let st = streams.get(ws)
   if (!st) {
-    st = { listeners: new Set(), es: null, timer: null, delay: 1000, up: false }
+    st = { listeners: new Set(), es: null, timer: null, delay: 1000, up: false, none: false }
     streams.set(ws, st)
     openStream(ws, st)
   }
@@ -80,7 +85,7 @@ addEventListener('pagehide', () => {
   }
 })
 addEventListener('pageshow', (e) => {
-  if (e.persisted) for (const [ws, st] of streams) openStream(ws, st)
+  if (e.persisted) for (const [ws, st] of streams) if (!st.none) openStream(ws, st)
 })
 
 async function openStream(ws, st) {
@@ -93,6 +98,13 @@ async function openStream(ws, st) {
     return retryStream(ws, st)
   }
   if (streams.get(ws) !== st) return
+  if (t.served === false) {
+    // No inbox stream on this platform: poll quietly (no EventSource
+    // that would be refused and retried, a page error in Firefox).
+    st.none = true
+    emit(st, null)
+    return
+  }
   const es = new EventSource(new URL(t.url, location.href).href)
   st.es = es
   es.addEventListener('inbox', (e) => {
@@ -151,13 +163,18 @@ function useLive(ws, load, deps, match) {
         run()
       }
     }
+    const schedule = () => {
+      clearTimeout(timer)
+      if (!stop) timer = setTimeout(tick, periodOf(ws))
+    }
     const tick = async () => {
       if (!document.hidden) await run()
-      if (!stop) timer = setTimeout(tick, pollMs())
+      schedule()
     }
     tick()
     const off = subscribe(ws, (ev) => {
       if (!ev || !match || match(ev)) run()
+      if (!ev) schedule() // opened, dropped or not served: the period may change
     })
     return () => {
       stop = true
@@ -167,11 +184,17 @@ function useLive(ws, load, deps, match) {
   }, deps)
 }
 
-// useStreamUp tells whether the workspace's inbox stream is open.
-function useStreamUp(ws) {
-  const [up, setUp] = useState(false)
-  useEffect(() => subscribe(ws, () => setUp(!!streams.get(ws)?.up)), [ws])
-  return up
+// useStream tells whether the workspace's inbox stream is open (up), or
+// not served by the platform at all (none).
+function useStream(ws) {
+  const [st, setSt] = useState({ up: false, none: false })
+  useEffect(() => {
+    const read = () => setSt({ up: !!streams.get(ws)?.up, none: !!streams.get(ws)?.none })
+    const off = subscribe(ws, read)
+    read() // the stream may have opened (or said none) before this listener came
+    return off
+  }, [ws])
+  return st
 }
 
 // InboxLink is the Nav's link with the unread count of the workspace's
@@ -199,7 +222,7 @@ export function Inbox({ ws, id }) {
   const [error, setError] = useState(null)
   const [perm, setPerm] = useState(typeof Notification === 'undefined' ? 'unsupported' : Notification.permission)
   const known = useRef(null) // waiting session ids seen (null: first load)
-  const up = useStreamUp(ws)
+  const { up, none } = useStream(ws)
 
   useLive(ws, async (live) => {
     try {
@@ -221,7 +244,7 @@ export function Inbox({ ws, id }) {
   const counts = list?.meta?.counts || {}
   const askPerm = async () => setPerm(await Notification.requestPermission())
 
-  return html`<h1>Inbox <small>humans in the loop</small> ${up ? html`<small class="muted" data-test="inbox-live" title="updates arrive as they happen">● live</small>` : html`<small class="muted" data-test="inbox-polling" title="the live stream is not open: the inbox is read every ${Math.round(pollMs() / 1000)} s">○ polling</small>`}</h1>
+  return html`<h1>Inbox <small>humans in the loop</small> ${up ? html`<small class="muted" data-test="inbox-live" title="updates arrive as they happen">● live</small>` : none ? html`<small class="muted" data-test="inbox-nostream" title="this platform serves no live inbox stream (the hitl integration is not among PLATFORM_BUILTINS)">○ polling every ${Math.round(noStreamPollMs() / 1000)} s</small>` : html`<small class="muted" data-test="inbox-polling" title="the live stream is not open: the inbox is read every ${Math.round(pollMs() / 1000)} s">○ polling</small>`}</h1>
     <${ErrorBox} error=${error} />
     <div class="inbox">
       <aside class="sessions" data-test="sessions">
