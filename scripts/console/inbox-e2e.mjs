@@ -199,6 +199,31 @@ async function main() {
     await waitText('[data-test=sessions]', /Help wanted/)
     await shot('04-closed')
   })
+  await step('a viewer (below the agent role) reads, and sees why answering is off', async () => {
+    await admin('POST', '/v1/admin/workspace-members', { email: 'viewer@example.com', role: 'viewer' }, wsh)
+    const viewerToken = fs.readFileSync(path.join(dataDir, 'account-tokens', 'viewer@example.com'), 'utf8').trim()
+    await say('human please') // a new waiting session
+    await page.evaluate(() => [...document.querySelectorAll('header.top button')].find((b) => /Sign out/.test(b.textContent)).click())
+    await type('#token', viewerToken)
+    await page.click('form[data-test=signin] button')
+    await waitText('main.page h1', /Workspaces/)
+    await page.evaluate((h) => (location.hash = h), `#/w/${ws}/inbox`)
+    await page.click('[data-test=tab-waiting]')
+    await waitText('[data-test=session]', /Help wanted/)
+    await page.click('[data-test=session]')
+    await waitText('[data-test=transcript]', /human please/)
+    await waitText('[data-test=refused]', /Your role in this workspace is viewer: answering in the inbox \(reply, assign, notes, close\) needs developer or above\./)
+    for (const sel of ['[data-test=assign-me]', '[data-test=close]', '[data-test=reply] input:not([type=file])', '[data-test=attach]', '[data-test=note] input']) {
+      if (!(await page.$eval(sel, (e) => e.disabled))) throw new Error(`the viewer can use ${sel}`)
+    }
+    await shot('05-viewer')
+    // The API still refuses it (403, the API's error shape).
+    const { sessions } = await (await fetch(`${api}/v1/admin/workspaces/${ws}/hitl/sessions?status=waiting`, { headers: { authorization: `Bearer ${viewerToken}` } })).json()
+    const s = sessions[0]
+    const r = await fetch(`${api}/v1/admin/workspaces/${ws}/hitl/sessions/${s.botId}/${s.id}/messages`, { method: 'POST', headers: { authorization: `Bearer ${viewerToken}`, 'content-type': 'application/json' }, body: JSON.stringify({ type: 'text', payload: { text: 'no' } }) })
+    const body = await r.json()
+    if (r.status !== 403 || !body.type) throw new Error(`a viewer's reply: ${r.status} ${JSON.stringify(body)}`)
+  })
   await browser.close()
   if (problems.length) {
     run.failures++
