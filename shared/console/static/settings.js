@@ -118,13 +118,14 @@ export function BotKeys({ ws, bot }) {
 }
 
 // IntegrationSwitch turns an installed integration on or off (updateBot:
-// developer); onChanged reloads the bot.
+// developer; only enabled is sent: the configuration stays); onChanged
+// reloads the bot.
 export function IntegrationSwitch({ ws, bot, id, i, onChanged }) {
   const r = useRole(ws)
   const act = useAction()
   const off = !r.may('changing integrations')
   const flip = () => act.run(async () => {
-    await call('PUT', `/v1/admin/bots/${bot}`, { ws, body: { integrations: { [id]: { enabled: !i.enabled, configuration: i.configuration || {} } } } })
+    await call('PUT', `/v1/admin/bots/${bot}`, { ws, body: { integrations: { [id]: { enabled: !i.enabled } } } })
     onChanged()
   })
   return html`<button class="link" data-test="integration-switch" disabled=${act.busy || off} title=${off ? r.why('changing integrations') : ''} onClick=${flip}>${i.enabled ? 'Disable' : 'Enable'}</button>${act.error && html`<div class="why">${act.error.message}</div>`}`
