@@ -13,6 +13,7 @@ import (
 	"io/fs"
 	"mime"
 	"net/http"
+	"net/url"
 	"path"
 	"strings"
 )
@@ -91,8 +92,19 @@ func load() map[string]*asset {
 // Routes returns the console's patterns (net/http.ServeMux syntax) and
 // their handler: exactly "/" and the asset prefix, so that every other path
 // keeps the API's own answers.
-func Routes() map[string]http.Handler {
-	h := http.HandlerFunc(serve)
+func Routes() map[string]http.Handler { return RoutesWith("") }
+
+// RoutesWith is Routes whose Content-Security-Policy also lets the page
+// connect to streamURL's origin (the platform's PLATFORM_CHAT_STREAM_URL,
+// where the inbox's live stream is served: docs/hitl.md) when it is given
+// and is another origin: aws-local's function URL and load balancer
+// stand-ins are http://127.0.0.1:<port>, which the wildcards do not cover.
+func RoutesWith(streamURL string) map[string]http.Handler {
+	csp := ContentSecurityPolicy
+	if u, err := url.Parse(streamURL); err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != "" {
+		csp = strings.Replace(csp, "connect-src 'self' ", "connect-src 'self' "+u.Scheme+"://"+u.Host+" ", 1)
+	}
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { serve(w, r, csp) })
 	return map[string]http.Handler{
 		"GET /{$}":                         h,
 		"GET " + AssetPrefix + "{path...}": h,
@@ -113,7 +125,7 @@ func Sizes() (raw, gzipped int) {
 	return raw, gzipped
 }
 
-func serve(w http.ResponseWriter, r *http.Request) {
+func serve(w http.ResponseWriter, r *http.Request, csp string) {
 	name := "index.html"
 	if r.URL.Path != "/" {
 		name = strings.TrimPrefix(r.URL.Path, AssetPrefix)
@@ -129,7 +141,7 @@ func serve(w http.ResponseWriter, r *http.Request) {
 	}
 	h := w.Header()
 	h.Set("Content-Type", a.contentType)
-	h.Set("Content-Security-Policy", ContentSecurityPolicy)
+	h.Set("Content-Security-Policy", csp)
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("Referrer-Policy", "no-referrer")
 	h.Set("X-Frame-Options", "DENY")

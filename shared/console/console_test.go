@@ -149,3 +149,22 @@ func TestVendoredChecksums(t *testing.T) {
 		t.Errorf("SHA256SUMS lists %d files, want 3", n)
 	}
 }
+
+// TestCSPNamesTheStreamHost: with the platform's stream host given
+// (PLATFORM_CHAT_STREAM_URL), the console's CSP lets the page connect to
+// its origin (aws-local's stand-ins are http://127.0.0.1:<port>); without
+// one it is the fixed policy.
+func TestCSPNamesTheStreamHost(t *testing.T) {
+	for _, tc := range []struct{ stream, want string }{
+		{"", ContentSecurityPolicy},
+		{"not a url", ContentSecurityPolicy},
+		{"http://127.0.0.1:9000/", strings.Replace(ContentSecurityPolicy, "connect-src 'self' ", "connect-src 'self' http://127.0.0.1:9000 ", 1)},
+		{"https://abc.lambda-url.eu-west-1.on.aws", strings.Replace(ContentSecurityPolicy, "connect-src 'self' ", "connect-src 'self' https://abc.lambda-url.eu-west-1.on.aws ", 1)},
+	} {
+		rec := httptest.NewRecorder()
+		RoutesWith(tc.stream)["GET /{$}"].ServeHTTP(rec, httptest.NewRequest("GET", "/", nil))
+		if got := rec.Header().Get("Content-Security-Policy"); got != tc.want {
+			t.Errorf("stream %q: CSP %q, want %q", tc.stream, got, tc.want)
+		}
+	}
+}

@@ -145,7 +145,7 @@ func New(cfg Config, areas ...Area) http.Handler {
 			mux.HandleFunc("GET /v1/admin/plugins/{id}/assets/{name}", s.servePluginAsset)
 			// The web console: "/" and its assets, no token (the page
 			// signs in and calls the API like any client; docs/console.md).
-			for pattern, h := range console.Routes() {
+			for pattern, h := range console.RoutesWith(s.ChatStreamURL) { // the inbox stream's host may be another origin
 				mux.Handle(pattern, h)
 			}
 			for pattern, h := range s.signinRawRoutes() { // signin.go
