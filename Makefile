@@ -15,7 +15,7 @@ run:
 aws-local:
 	go run ./functions/aws-local --addr $(ADDR)
 
-test: vet unit infra conformance conformance-aws conformance-aws-container cli-e2e deploy-e2e deploy-e2e-aws llm-e2e console-e2e webchat-e2e inbox-e2e signin-e2e webchat-e2e-aws webchat-e2e-aws-container metrics-e2e health-e2e assistant-e2e assistant-e2e-aws assistant-console-e2e backup-e2e transfer-aws conformance-aws-nlb signin-e2e-aws transfer-console-e2e
+test: vet unit infra conformance conformance-aws conformance-aws-container cli-e2e deploy-e2e deploy-e2e-aws llm-e2e console-e2e webchat-e2e inbox-e2e signin-e2e webchat-e2e-aws webchat-e2e-aws-container metrics-e2e health-e2e assistant-e2e assistant-e2e-aws assistant-console-e2e backup-e2e transfer-aws conformance-aws-nlb signin-e2e-aws transfer-console-e2e inbox-e2e-aws
 
 vet:
 	go vet ./...
@@ -195,6 +195,12 @@ build-ChatFanoutFunction:
 .PHONY: inbox-e2e
 inbox-e2e:
 	bash scripts/console/inbox-e2e.sh
+
+# The inbox in Chromium and Firefox against the AWS build (aws-local): the
+# stream from the streaming function's URL (scripts/console/inbox-e2e.sh).
+.PHONY: inbox-e2e-aws
+inbox-e2e-aws:
+	AWS_LOCAL=1 bash scripts/console/inbox-e2e.sh
 
 # People's sign-in in Chromium and Firefox against a real OpenID provider
 # (the zitadel/oidc example, built from its module) on loopback:

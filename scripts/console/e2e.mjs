@@ -381,6 +381,23 @@ async function main() {
     await route(`/w/${ws}/b/${bot}/files`)
     await waitText('[data-test=refused]', /viewer: uploading and deleting files needs developer or above/)
     if (!(await disabled('form[data-test=upload] button'))) throw new Error('the viewer can press Upload')
+    // The workspace's settings (administrator; deleting: owner) and billing (billing).
+    await route(`/w/${ws}`)
+    await waitText('[data-test=refused]', /viewer: changing workspace settings needs administrator or above/)
+    await waitText('[data-test=refused]', /viewer: seeing and changing billing needs billing or above/)
+    for (const sel of ['form[data-test=workspace-settings] button', '[data-test=delete-workspace]', 'form[data-test=ai-spend] button']) {
+      if (!(await disabled(sel))) throw new Error(`the viewer can press ${sel}`)
+    }
+    // The bot's API keys (developer: not even listed) and its integrations' switch.
+    await route(`/w/${ws}/b/${bot}`)
+    await waitText('[data-test=refused]', /viewer: managing bot API keys needs developer or above/)
+    if (!(await disabled('form[data-test=create-bak] button'))) throw new Error('the viewer can press Create key')
+    if (await page.$('[data-test=baks]')) throw new Error('the viewer is shown the bot API keys')
+    for (const b of await page.$$('[data-test=integration-switch]')) if (!(await b.evaluate((e) => e.disabled))) throw new Error('the viewer can switch an integration')
+    // The emulator (createConversation, createMessage need developer).
+    await route(`/w/${ws}/b/${bot}/emulator`)
+    await waitText('[data-test=refused]', /viewer: talking to the bot in the emulator needs developer or above/)
+    if (!(await disabled('form[data-test=composer] button'))) throw new Error('the viewer can press Send in the emulator')
     // The console only spares the refusal: the API still answers 403 with the API's error shape.
     const r = await fetch(`${api}/v1/admin/bots`, { method: 'POST', headers: { Authorization: `Bearer ${viewerToken}`, 'x-workspace-id': ws, 'Content-Type': 'application/json' }, body: JSON.stringify({ name: 'not allowed' }) })
     const body = await r.json()
@@ -394,6 +411,12 @@ async function main() {
     await waitText('table.list', /echo-bot/)
     if (await page.$('[data-test=refused]')) throw new Error('the administrator is shown a refusal')
     if (await disabled('form[data-test=create-bot] button')) throw new Error('Create bot is off for the administrator')
+    // ... and may use the new ones: a bot API key is created and shown once.
+    await route(`/w/${ws}/b/${bot}`)
+    await page.waitForSelector('form[data-test=create-bak] button:not([disabled])')
+    await page.click('form[data-test=create-bak] button')
+    await waitText('[data-test=bak-value]', /bp_bak_/)
+    if (await page.$('[data-test=refused]')) throw new Error('the administrator is shown a refusal on the bot page')
   })
   await step('phone-sized screen', async () => {
     await viewport({ width: 390, height: 844, isMobile: true, hasTouch: true })

@@ -55,10 +55,43 @@ var TicketTTL = 60 * time.Second
 // member account until exp: the stream host is another origin than the
 // console on AWS, where the console's session cookie is not sent, and
 // EventSource sends no Authorization header. key is the platform's secret
-// (PLATFORM_PAGING_KEY); the ticket is bound to workspace and member.
-func Ticket(key []byte, ws, account string, exp time.Time) string {
-	body := "hitl1|" + ws + "|" + account + "|" + strconv.FormatInt(exp.Unix(), 10)
+// (PLATFORM_PAGING_KEY); the ticket is bound to workspace and member, and
+// to the credential that asked for it (cred: CredSession or CredToken
+// with its id), so that an open stream ends with that credential (the
+// session ended, the token revoked: the stream host checks it every
+// StreamCheckEvery).
+func Ticket(key []byte, ws, account, cred string, exp time.Time) string {
+	body := "hitl2|" + ws + "|" + account + "|" + cred + "|" + strconv.FormatInt(exp.Unix(), 10)
 	return base64.RawURLEncoding.EncodeToString([]byte(body)) + "." + base64.RawURLEncoding.EncodeToString(sign(key, body))
+}
+
+// A ticket's credential: "s:<session id>" (a browser's sign-in session)
+// or "p:<token id>" (a personal access token).
+const (
+	CredSession = "s:"
+	CredToken   = "p:"
+)
+
+// StreamCheckEvery is how often an open inbox stream checks that its
+// member is still one and its credential still valid (docs/hitl.md: the
+// bound within which a removed member's or an ended session's stream is
+// cut).
+var StreamCheckEvery = 15 * time.Second
+
+// The inbox streams' limits, counted across the platform (the store's
+// shared limits, as the Chat API's streams): a member's open streams in
+// one workspace (a console tab holds one per workspace it shows), and a
+// workspace's. On the lambda tier each stream is an invocation of the
+// streaming function.
+var (
+	MaxStreamsPerMember    = 10
+	MaxStreamsPerWorkspace = 200
+)
+
+// Claims are what a valid ticket names.
+type Claims struct {
+	Account string
+	Cred    string // CredSession or CredToken and the id
 }
 
 func sign(key []byte, body string) []byte {
@@ -68,26 +101,26 @@ func sign(key []byte, body string) []byte {
 	return m.Sum(nil)
 }
 
-// CheckTicket answers the member a ticket names for workspace ws: an
-// unreadable, forged or expired ticket is Unauthorized, another
-// workspace's is Forbidden.
-func CheckTicket(key []byte, ticket, ws string, now time.Time) (account string, err error) {
+// CheckTicket answers the member and credential a ticket names for
+// workspace ws: an unreadable, forged or expired ticket is Unauthorized,
+// another workspace's is Forbidden.
+func CheckTicket(key []byte, ticket, ws string, now time.Time) (Claims, error) {
 	enc, mac, ok := strings.Cut(ticket, ".")
 	body, err1 := base64.RawURLEncoding.DecodeString(enc)
 	sig, err2 := base64.RawURLEncoding.DecodeString(mac)
 	if ticket == "" || !ok || err1 != nil || err2 != nil || !hmac.Equal(sig, sign(key, string(body))) {
-		return "", platform.Errorf(platform.ErrUnauthorized, "query parameter \"ticket\": a valid stream ticket is required (POST /v1/admin/workspaces/{id}/hitl/stream-ticket)")
+		return Claims{}, platform.Errorf(platform.ErrUnauthorized, "query parameter \"ticket\": a valid stream ticket is required (POST /v1/admin/workspaces/{id}/hitl/stream-ticket)")
 	}
 	parts := strings.Split(string(body), "|")
-	if len(parts) != 4 || parts[0] != "hitl1" {
-		return "", platform.Errorf(platform.ErrUnauthorized, "query parameter \"ticket\": not a stream ticket")
+	if len(parts) != 5 || parts[0] != "hitl2" {
+		return Claims{}, platform.Errorf(platform.ErrUnauthorized, "query parameter \"ticket\": not a stream ticket")
 	}
-	exp, perr := strconv.ParseInt(parts[3], 10, 64)
+	exp, perr := strconv.ParseInt(parts[4], 10, 64)
 	if perr != nil || now.Unix() > exp {
-		return "", platform.Errorf(platform.ErrUnauthorized, "query parameter \"ticket\": the stream ticket has expired (it opens a stream within %s of its issue): ask for another", TicketTTL)
+		return Claims{}, platform.Errorf(platform.ErrUnauthorized, "query parameter \"ticket\": the stream ticket has expired (it opens a stream within %s of its issue): ask for another", TicketTTL)
 	}
 	if parts[1] != ws {
-		return "", platform.Forbidden("the stream ticket is for another workspace")
+		return Claims{}, platform.Forbidden("the stream ticket is for another workspace")
 	}
-	return parts[2], nil
+	return Claims{Account: parts[2], Cred: parts[3]}, nil
 }

@@ -146,7 +146,10 @@ func (s *server) listHitlSessions(c *call, _ *hitlCall) (any, error) {
 		}
 		out = append(out, sessionView(h, c.principal.AccountID))
 	}
-	return map[string]any{"sessions": out, "meta": map[string]any{"counts": counts, "unread": unread, "accountId": c.principal.AccountID}}, nil
+	return map[string]any{"sessions": out, "meta": map[string]any{"counts": counts, "unread": unread, "accountId": c.principal.AccountID,
+		// The least role that answers here (PLATFORM_HITL_AGENT_ROLE): the
+		// console turns reply, assign, note and close off below it.
+		"agentRole": hitl.AgentRole()}}, nil
 }
 
 // getHitlSession answers the session, its notes and its transcript (the

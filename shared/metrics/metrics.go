@@ -104,7 +104,7 @@ var (
 	OutboxAge = gauge("platform_outbox_oldest_age_seconds",
 		"Age of the oldest outbox entry this dispatcher found due and has not delivered yet (being delivered, or waiting for a retry); 0 when none.", "Seconds")
 	OpenStreams = gauge("platform_open_streams",
-		"End users' streams open on this process (Chat API listen streams: sse, websocket).", "Count", "transport")
+		"Streams open on this process: end users' Chat API listen streams (sse, websocket) and the console's inbox streams (inbox).", "Count", "transport")
 	LLMCalls = counter("platform_llm_calls_total",
 		"Calls to the LLM provider, by model and result (ok, error).", "Count", "model", "result")
 	LLMTokens = counter("platform_llm_tokens_total",

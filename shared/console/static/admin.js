@@ -3,6 +3,7 @@
 import { call, all } from './api.js'
 import { html, useState, useEffect, useLoad, Loaded, ErrorBox, Empty, useAction, Json, Status, fmtTime, go } from './ui.js'
 import { useRole, Refused } from './role.js'
+import { WorkspaceSettings, Billing, BotKeys, IntegrationSwitch } from './settings.js'
 
 const ROLES = ['viewer', 'billing', 'developer', 'manager', 'administrator', 'owner']
 
@@ -57,7 +58,8 @@ export function Workspace({ ws }) {
       ? html`<${Empty}>No bot in this workspace: create one above, or deploy one with the CLI (<code>bp deploy --createNewBot</code>).</${Empty}>`
       : html`<table class="list"><thead><tr><th>Name</th><th>Id</th><th>Deployed</th><th>Updated</th></tr></thead><tbody>
           ${bots.map((b) => html`<tr><td><a href=${`#/w/${ws}/b/${b.id}`}>${b.name || '(unnamed)'}</a></td><td><code>${b.id}</code></td><td>${fmtTime(b.deployedAt) || '—'}</td><td>${fmtTime(b.updatedAt)}</td></tr>`)}
-        </tbody></table>`}</${Loaded}>`
+        </tbody></table>`}</${Loaded}>
+    <${WorkspaceSettings} ws=${ws} /><${Billing} ws=${ws} />`
 }
 
 export function Members({ ws }) {
@@ -193,6 +195,7 @@ function BotVersions({ ws, bot }) {
 
 export function BotPage({ ws, bot }) {
   const st = useLoad(() => call('GET', `/v1/admin/bots/${bot}`, { ws }).then((r) => r.bot), [ws, bot])
+  const r = useRole(ws)
   return html`<${Loaded} st=${st}>${(b) => html`
     <h1>${b.name || 'Bot'} <small><code>${b.id}</code></small></h1>
     <dl class="facts">
@@ -206,9 +209,10 @@ export function BotPage({ ws, bot }) {
     <h2>Integrations</h2>
     ${Object.keys(b.integrations || {}).length === 0
       ? html`<${Empty}>No integration installed. The emulator needs none: it talks on the platform's built-in channel.</${Empty}>`
-      : html`<table class="list" data-test="integrations"><thead><tr><th>Alias / name</th><th>Version</th><th>Enabled</th><th>Status</th><th>Reason</th></tr></thead><tbody>
-        ${Object.entries(b.integrations).map(([k, i]) => html`<tr><td>${i.name}${i.alias && i.alias !== i.name ? ` (${i.alias})` : ''}<br/><code class="muted">${k}</code></td><td>${i.version}</td><td>${String(i.enabled)}</td><td><${Status} value=${i.status} /></td><td>${i.statusReason || ''}</td></tr>`)}
-      </tbody></table>`}
+      : html`<table class="list" data-test="integrations"><thead><tr><th>Alias / name</th><th>Version</th><th>Enabled</th><th>Status</th><th>Reason</th><th></th></tr></thead><tbody>
+        ${Object.entries(b.integrations).map(([k, i]) => html`<tr><td>${i.name}${i.alias && i.alias !== i.name ? ` (${i.alias})` : ''}<br/><code class="muted">${k}</code></td><td>${i.version}</td><td>${String(i.enabled)}</td><td><${Status} value=${i.status} /></td><td>${i.statusReason || ''}</td><td><${IntegrationSwitch} ws=${ws} bot=${bot} id=${k} i=${i} onChanged=${st.reload} /></td></tr>`)}
+      </tbody></table>
+      <${Refused} r=${r} action="changing integrations" />`}
     <h2>Recurring events</h2>
     ${Object.keys(b.recurringEvents || {}).length === 0 ? html`<${Empty}>No recurring event.</${Empty}>`
       : html`<table class="list"><thead><tr><th>Name</th><th>Schedule</th><th>Type</th><th>Failures</th></tr></thead><tbody>
@@ -219,6 +223,7 @@ export function BotPage({ ws, bot }) {
       ? html`<p data-test="deployed">Code deployed ${fmtTime(b.deployedAt)} (the platform runs it when the bot has no url).</p>`
       : html`<${Empty}>No code deployed. Deploy with the official CLI: <code>bp deploy --botId ${b.id}</code>, or set an endpoint above for a bot running elsewhere.</${Empty}>`}
     <${BotVersions} ws=${ws} bot=${bot} />
+    <${BotKeys} ws=${ws} bot=${bot} />
     <details><summary>Definition (JSON)</summary><${Json} value=${b} /></details>
   `}</${Loaded}>`
 }

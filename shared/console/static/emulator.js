@@ -11,6 +11,7 @@
 import { call, all } from './api.js'
 import { html, useState, useEffect, useRef, ErrorBox, Empty, Status, fmtTime } from './ui.js'
 import { turns as assistantTurns, Turn } from './assistant.js'
+import { useRole, Refused } from './role.js'
 
 const ALIAS = 'emulator'
 const POLL_MS = 1000
@@ -34,6 +35,8 @@ export function Emulator({ ws, bot }) {
   const [busy, setBusy] = useState(false)
   const scroller = useRef(null)
   const opts = { bot, alias: ALIAS }
+  const r = useRole(ws)
+  const off = !r.may('talking to the bot in the emulator')
 
   const start = async () => {
     setBusy(true)
@@ -141,7 +144,7 @@ export function Emulator({ ws, bot }) {
   return html`<h1>Emulator</h1>
     <p class="muted">You talk to the bot as a user on the platform's built-in channel <code>emulator</code>; no integration is needed.
       ${conv && html` Conversation <a href=${`#/w/${ws}/b/${bot}/conversations/${conv.id}`}><code>${conv.id}</code></a>.`}
-      <button class="link" onClick=${start} disabled=${busy} data-test="new-conversation">New conversation</button></p>
+      <button class="link" onClick=${start} disabled=${busy || off} data-test="new-conversation">New conversation</button></p>
     <div class="emulator">
       <section class="chat">
         <div class="messages" ref=${scroller} data-test="messages">
@@ -159,9 +162,10 @@ export function Emulator({ ws, bot }) {
           })}
         </div>
         <form class="row composer" onSubmit=${send} data-test="composer">
-          <input placeholder="Message" value=${text} onInput=${(e) => setText(e.target.value)} aria-label="Message" />
-          <button disabled=${busy}>Send</button>
+          <input placeholder="Message" value=${text} onInput=${(e) => setText(e.target.value)} aria-label="Message" disabled=${off} />
+          <button disabled=${busy || off}>Send</button>
         </form>
+        <${Refused} r=${r} action="talking to the bot in the emulator" />
         <${ErrorBox} error=${error} />
         ${failed.length > 0 && html`<div class="error" data-test="failed-events">${failed.length === 1 ? 'An event' : `${failed.length} events`} failed: the bot did not handle ${failed.length === 1 ? 'it' : 'them'}. Last reason: ${failed.at(-1).failureReason || 'none given'}</div>`}
       </section>

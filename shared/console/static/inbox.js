@@ -15,10 +15,16 @@
 // lost signal or a stream that cannot open.
 import { call } from './api.js'
 import { html, useState, useEffect, useRef, ErrorBox, Empty, go, fmtTime } from './ui.js'
+import { useRole, atLeast } from './role.js'
 
 // pollMs is the fallback poll's period (localStorage 'inbox.pollMs' sets
 // another: the inbox e2e makes it very long to see the stream alone).
 const pollMs = () => Number(localStorage.getItem('inbox.pollMs')) || 30000
+// noStreamPollMs is the poll's period when the platform serves no inbox
+// stream (the ticket's answer says served: false: PLATFORM_BUILTINS
+// without hitl); localStorage 'inbox.noStreamPollMs' sets another.
+const noStreamPollMs = () => Number(localStorage.getItem('inbox.noStreamPollMs')) || 5000
+const periodOf = (ws) => (streams.get(ws)?.none ? noStreamPollMs() : pollMs())
 const base = (ws) => `/v1/admin/workspaces/${encodeURIComponent(ws)}/hitl/sessions`
 
 const TABS = [
@@ -36,7 +42,7 @@ const streams = new Map()
 function subscribe(ws, fn) {
   let st = streams.get(ws)
   if (!st) {
-    st = { listeners: new Set(), es: null, timer: null, delay: 1000, up: false }
+    st = { listeners: new Set(), es: null, timer: null, delay: 1000, up: false, none: false }
     streams.set(ws, st)
     openStream(ws, st)
   }
@@ -80,7 +86,7 @@ addEventListener('pagehide', () => {
   }
 })
 addEventListener('pageshow', (e) => {
-  if (e.persisted) for (const [ws, st] of streams) openStream(ws, st)
+  if (e.persisted) for (const [ws, st] of streams) if (!st.none) openStream(ws, st)
 })
 
 async function openStream(ws, st) {
@@ -93,6 +99,13 @@ async function openStream(ws, st) {
     return retryStream(ws, st)
   }
   if (streams.get(ws) !== st) return
+  if (t.served === false) {
+    // No inbox stream on this platform: poll quietly (no EventSource
+    // that would be refused and retried, a page error in Firefox).
+    st.none = true
+    emit(st, null)
+    return
+  }
   const es = new EventSource(new URL(t.url, location.href).href)
   st.es = es
   es.addEventListener('inbox', (e) => {
@@ -151,13 +164,18 @@ function useLive(ws, load, deps, match) {
         run()
       }
     }
+    const schedule = () => {
+      clearTimeout(timer)
+      if (!stop) timer = setTimeout(tick, periodOf(ws))
+    }
     const tick = async () => {
       if (!document.hidden) await run()
-      if (!stop) timer = setTimeout(tick, pollMs())
+      schedule()
     }
     tick()
     const off = subscribe(ws, (ev) => {
       if (!ev || !match || match(ev)) run()
+      if (!ev) schedule() // opened, dropped or not served: the period may change
     })
     return () => {
       stop = true
@@ -167,11 +185,17 @@ function useLive(ws, load, deps, match) {
   }, deps)
 }
 
-// useStreamUp tells whether the workspace's inbox stream is open.
-function useStreamUp(ws) {
-  const [up, setUp] = useState(false)
-  useEffect(() => subscribe(ws, () => setUp(!!streams.get(ws)?.up)), [ws])
-  return up
+// useStream tells whether the workspace's inbox stream is open (up), or
+// not served by the platform at all (none).
+function useStream(ws) {
+  const [st, setSt] = useState({ up: false, none: false })
+  useEffect(() => {
+    const read = () => setSt({ up: !!streams.get(ws)?.up, none: !!streams.get(ws)?.none })
+    const off = subscribe(ws, read)
+    read() // the stream may have opened (or said none) before this listener came
+    return off
+  }, [ws])
+  return st
 }
 
 // InboxLink is the Nav's link with the unread count of the workspace's
@@ -199,7 +223,7 @@ export function Inbox({ ws, id }) {
   const [error, setError] = useState(null)
   const [perm, setPerm] = useState(typeof Notification === 'undefined' ? 'unsupported' : Notification.permission)
   const known = useRef(null) // waiting session ids seen (null: first load)
-  const up = useStreamUp(ws)
+  const { up, none } = useStream(ws)
 
   useLive(ws, async (live) => {
     try {
@@ -221,7 +245,7 @@ export function Inbox({ ws, id }) {
   const counts = list?.meta?.counts || {}
   const askPerm = async () => setPerm(await Notification.requestPermission())
 
-  return html`<h1>Inbox <small>humans in the loop</small> ${up ? html`<small class="muted" data-test="inbox-live" title="updates arrive as they happen">● live</small>` : html`<small class="muted" data-test="inbox-polling" title="the live stream is not open: the inbox is read every ${Math.round(pollMs() / 1000)} s">○ polling</small>`}</h1>
+  return html`<h1>Inbox <small>humans in the loop</small> ${up ? html`<small class="muted" data-test="inbox-live" title="updates arrive as they happen">● live</small>` : none ? html`<small class="muted" data-test="inbox-nostream" title="this platform serves no live inbox stream (the hitl integration is not among PLATFORM_BUILTINS)">○ polling every ${Math.round(noStreamPollMs() / 1000)} s</small>` : html`<small class="muted" data-test="inbox-polling" title="the live stream is not open: the inbox is read every ${Math.round(pollMs() / 1000)} s">○ polling</small>`}</h1>
     <${ErrorBox} error=${error} />
     <div class="inbox">
       <aside class="sessions" data-test="sessions">
@@ -238,18 +262,18 @@ export function Inbox({ ws, id }) {
         </ul>`}
       </aside>
       <section class="session-view">
-        ${id ? current ? html`<${Session} ws=${ws} s=${current} me=${list.meta?.accountId} key=${id} />` : list && html`<${Empty}>This session is not among the workspace's latest.</${Empty}>` : html`<${Empty}>Choose a session.</${Empty}>`}
+        ${id ? current ? html`<${Session} ws=${ws} s=${current} me=${list.meta?.accountId} agentRole=${list.meta?.agentRole} key=${id} />` : list && html`<${Empty}>This session is not among the workspace's latest.</${Empty}>` : html`<${Empty}>Choose a session.</${Empty}>`}
       </section>
     </div>`
 }
 
-function Members({ ws, onPick }) {
+function Members({ ws, onPick, disabled }) {
   const [members, setMembers] = useState([])
   useEffect(() => {
     call('GET', '/v1/admin/workspace-members', { ws }).then((r) => setMembers(r.members || []), () => setMembers([]))
   }, [ws])
   if (members.length < 2) return null
-  return html`<select data-test="assign-to" onChange=${(e) => e.target.value && onPick(e.target.value)}>
+  return html`<select data-test="assign-to" disabled=${disabled} onChange=${(e) => e.target.value && onPick(e.target.value)}>
     <option value="">Assign to…</option>
     ${members.filter((m) => m.role !== 'viewer').map((m) => html`<option value=${m.userId}>${m.email}</option>`)}
   </select>`
@@ -285,7 +309,7 @@ async function upload(bot, f) {
   throw new Error('the upload did not complete')
 }
 
-function Session({ ws, s, me }) {
+function Session({ ws, s, me, agentRole }) {
   const path = `${base(ws)}/${encodeURIComponent(s.botId)}/${encodeURIComponent(s.id)}`
   const [data, setData] = useState(null)
   const [error, setError] = useState(null)
@@ -358,14 +382,21 @@ function Session({ ws, s, me }) {
 
   const ss = data?.session || s
   const closed = ss.status === 'closed'
+  // Answering (assign, reply, note, close) needs the installation's agent
+  // role (PLATFORM_HITL_AGENT_ROLE, from the list's meta); below it the
+  // controls are off and say why (the API refuses them 403 anyway).
+  const r = useRole(ws)
+  const need = agentRole || 'developer'
+  const off = !atLeast(r.role, need)
+  const why = `Your role in this workspace is ${r.role}: answering in the inbox (reply, assign, notes, close) needs ${need} or above.`
   return html`<div data-test="session-view">
     <h2 data-test="session-title">${ss.title || 'Untitled'} <span class=${'status s-hitl-' + ss.status} data-test="session-status">${ss.status}</span></h2>
     ${ss.description && html`<p class="muted">${ss.description}</p>`}
     <p class="row">
       <span class="muted">${ss.userName || ss.userId} · bot <code>${ss.botId}</code>${ss.assigneeEmail ? html` · assigned to <strong data-test="assignee">${ss.assigneeEmail}</strong>` : ''}</span>
-      ${!closed && html`${ss.assigneeId !== me && html`<button class="secondary" disabled=${busy} data-test="assign-me" onClick=${() => act(() => call('POST', path + '/assign', { body: {} }))}>Assign to me</button>`}
-        <${Members} ws=${ws} onPick=${(accountId) => act(() => call('POST', path + '/assign', { body: { accountId } }))} />
-        <button class="danger secondary" disabled=${busy} data-test="close" onClick=${() => confirm('Close the session? The bot takes the conversation back.') && act(() => call('POST', path + '/close'))}>Close</button>`}
+      ${!closed && html`${ss.assigneeId !== me && html`<button class="secondary" disabled=${busy || off} data-test="assign-me" onClick=${() => act(() => call('POST', path + '/assign', { body: {} }))}>Assign to me</button>`}
+        <${Members} ws=${ws} disabled=${off} onPick=${(accountId) => act(() => call('POST', path + '/assign', { body: { accountId } }))} />
+        <button class="danger secondary" disabled=${busy || off} data-test="close" onClick=${() => confirm('Close the session? The bot takes the conversation back.') && act(() => call('POST', path + '/close'))}>Close</button>`}
     </p>
     <${ErrorBox} error=${error} />
     <div class="messages" ref=${scroller} data-test="transcript">
@@ -375,17 +406,18 @@ function Session({ ws, s, me }) {
       </div>`)}
     </div>
     ${closed ? html`<p class="notice" data-test="closed-notice">This session is closed${ss.closedBy === 'bot' ? ' by the bot (the user ended it, or no agent took it in time)' : ''}: the bot answers the user again.</p>` : html`<form class="row composer" onSubmit=${send} data-test="reply">
-      <input placeholder="Reply to the user…" value=${text} onInput=${(e) => setText(e.target.value)} disabled=${busy} />
-      <button type="submit" disabled=${busy || !text.trim()}>Send</button>
-      <label class="inline"><span class="link">Attach</span><input type="file" ref=${fileRef} data-test="attach" onChange=${attach} disabled=${busy} /></label>
+      <input placeholder="Reply to the user…" value=${text} onInput=${(e) => setText(e.target.value)} disabled=${busy || off} />
+      <button type="submit" disabled=${busy || off || !text.trim()}>Send</button>
+      <label class="inline"><span class="link">Attach</span><input type="file" ref=${fileRef} data-test="attach" onChange=${attach} disabled=${busy || off} /></label>
     </form>`}
+    ${off && html`<p class="muted refused" data-test="refused">${why}</p>`}
     <h2>Internal notes <small class="muted">agents only</small></h2>
     <ul class="notes" data-test="notes">
       ${(ss.notes || []).map((n) => html`<li key=${n.id}><span>${n.text}</span> <span class="muted">— ${n.authorEmail || n.authorId}, ${fmtTime(n.createdAt)}</span></li>`)}
     </ul>
     <form class="row" onSubmit=${addNote} data-test="note">
-      <input placeholder="A note for the other agents…" value=${note} onInput=${(e) => setNote(e.target.value)} disabled=${busy} />
-      <button type="submit" class="secondary" disabled=${busy || !note.trim()}>Add note</button>
+      <input placeholder="A note for the other agents…" value=${note} onInput=${(e) => setNote(e.target.value)} disabled=${busy || off} />
+      <button type="submit" class="secondary" disabled=${busy || off || !note.trim()}>Add note</button>
     </form>
   </div>`
 }

@@ -24,6 +24,15 @@ export const NEED = {
   'creating and changing assistants': 'developer', // createBot, updateBot, createKnowledgeBase, upsertFile
   'exporting bots and workspaces': 'developer', // startTransferExport
   'importing archives': 'administrator', // uploadTransferArchive, runTransferImport
+  'changing workspace settings': 'administrator', // updateWorkspace
+  'deleting the workspace': 'owner', // deleteWorkspace
+  'seeing and changing billing': 'billing', // listWorkspaceInvoices, getUpcomingInvoice, changeAISpendQuota
+  'managing bot API keys': 'developer', // listBotApiKeys, createBotApiKey, deleteBotApiKey
+  'changing integrations': 'developer', // updateBot
+  'talking to the bot in the emulator': 'developer', // createConversation, createMessage
+  // The installation's PLATFORM_HITL_AGENT_ROLE (default developer):
+  // inbox.js takes the installation's own from the agent API's list.
+  'answering in the inbox': 'developer', // assignHitlSession, replyHitlSession, noteHitlSession, closeHitlSession
 }
 
 // The role is asked once per workspace and credentials (a sign-out and
@@ -41,6 +50,10 @@ function myRole(ws) {
   return cache.get(key)
 }
 
+// atLeast tells whether role ranks at least need (an unknown role: yes,
+// the API decides).
+export const atLeast = (role, need) => !role || !need || (RANK[role] || 0) >= (RANK[need] || 0)
+
 // useRole answers {known (asked and answered), role, me (the member's id), may(action), why(action)}
 // for a workspace. While
 // the role is unknown every action is allowed: the API still refuses.
@@ -48,7 +61,7 @@ export function useRole(ws) {
   const st = useLoad(() => (ws ? myRole(ws) : Promise.resolve({})), [ws])
   const role = st.data?.role || ''
   const me = st.data?.id || ''
-  const may = (action) => !role || !NEED[action] || (RANK[role] || 0) >= RANK[NEED[action]]
+  const may = (action) => atLeast(role, NEED[action])
   const why = (action) => `Your role in this workspace is ${role}: ${action} needs ${NEED[action]} or above.`
   return { known: st.data !== undefined, role, me, may, why }
 }
