@@ -235,10 +235,13 @@ func (d *Dispatcher) takeHinted() (shards []string, sweep bool) {
 
 // Run delivers until ctx ends, for a process that writes every entry it
 // delivers (the local platform): the shards named by WakeShards as soon as
-// they are; every interval, a sweep if an entry it left waiting (a retry,
-// a scheduled entry) has come due, or FullSweep has passed since the last
-// one. It starts with a sweep of every shard, due or not, so that it
-// knows when what was pending comes due.
+// they are, each in a goroutine of its own (up to Workers at once), so that
+// a conversation waiting on a slow bot never holds back another's; every
+// interval, a sweep if an entry it left waiting (a retry, a scheduled
+// entry) has come due, or FullSweep has passed since the last one. It
+// starts with a sweep of every shard, due or not, so that it knows when
+// what was pending comes due. It returns once the shards under way are
+// done.
 func (d *Dispatcher) Run(ctx context.Context, interval time.Duration) {
 	d.init()
 	t := time.NewTicker(interval)
@@ -246,20 +249,22 @@ func (d *Dispatcher) Run(ctx context.Context, interval time.Duration) {
 	if _, err := d.runAll(ctx); err != nil && ctx.Err() == nil {
 		d.Log.Error("dispatch: the first pass failed", "err", err)
 	}
+	w := &shardWorkers{d: d, ctx: ctx, sem: make(chan struct{}, d.Workers), active: map[string]bool{}}
+	defer w.wg.Wait()
 	lastSweep := time.Now()
 	tick := false
 	for {
 		shards, asked := d.takeHinted()
-		var err error
-		switch {
-		case asked || tick && (d.cameDue(d.now()) || time.Since(lastSweep) >= FullSweep):
-			_, err = d.RunOnce(ctx, shards...)
+		if asked || tick && (d.cameDue(d.now()) || time.Since(lastSweep) >= FullSweep) {
+			due, err := d.Store.DueShards(ctx, d.now(), sweepPerBucket)
+			if err != nil && ctx.Err() == nil {
+				d.Log.Error("dispatch: a sweep failed", "err", err)
+			}
+			shards = append(shards, due...)
 			lastSweep = time.Now()
-		case len(shards) > 0:
-			_, err = d.RunShards(ctx, shards)
 		}
-		if err != nil && ctx.Err() == nil {
-			d.Log.Error("dispatch: a pass failed", "err", err)
+		for _, sh := range shards {
+			w.work(sh)
 		}
 		tick = false
 		select {
@@ -270,6 +275,48 @@ func (d *Dispatcher) Run(ctx context.Context, interval time.Duration) {
 			tick = true
 		}
 	}
+}
+
+// shardWorkers are Run's goroutines, one per shard being worked: a shard
+// named again while it is worked is read again when its pass ends (what
+// the commit that named it wrote may have come after the pass's read).
+type shardWorkers struct {
+	d      *Dispatcher
+	ctx    context.Context
+	sem    chan struct{} // bounds the shards worked at once
+	wg     sync.WaitGroup
+	mu     sync.Mutex
+	active map[string]bool // shard -> named again while worked
+}
+
+func (w *shardWorkers) work(sh string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if _, ok := w.active[sh]; ok {
+		w.active[sh] = true
+		return
+	}
+	w.active[sh] = false
+	w.wg.Add(1)
+	go func() {
+		defer w.wg.Done()
+		w.sem <- struct{}{}
+		defer func() { <-w.sem }()
+		for {
+			if _, err := w.d.runShard(w.ctx, sh); err != nil && w.ctx.Err() == nil {
+				w.d.Log.Error("dispatch: a pass failed", "shard", sh, "err", err)
+			}
+			w.mu.Lock()
+			if w.active[sh] && w.ctx.Err() == nil {
+				w.active[sh] = false
+				w.mu.Unlock()
+				continue
+			}
+			delete(w.active, sh)
+			w.mu.Unlock()
+			return
+		}
+	}()
 }
 
 // runAll works every shard with an entry, due or not.
@@ -435,6 +482,10 @@ type outcome struct {
 	skip  bool   // nothing to deliver (canceled event, no integration)
 	// ignored: the bot is not subscribed to the event (bot.subscriptions).
 	ignored bool
+	// observe records the attempt (its log lines, a bot issue): deliver
+	// runs it while it records the outcome, two durable writes (two
+	// fsyncs) at once instead of one after the other, and waits for both.
+	observe func()
 }
 
 // subscribed applies bot.subscriptions: null events (the default) mean
@@ -503,6 +554,14 @@ func (d *Dispatcher) deliver(ctx context.Context, dl platform.Delivery) (finishe
 		}
 	default:
 		out = outcome{final: true, why: fmt.Sprintf("unknown delivery kind %q", dl.Kind)}
+	}
+	if out.observe != nil {
+		observed := make(chan struct{})
+		go func() {
+			defer close(observed)
+			out.observe()
+		}()
+		defer func() { <-observed }()
 	}
 	first, attempts := d.retryPolicy()
 	retry := !out.ok && !out.final && !out.skip && !out.ignored && dl.Attempts+1 < attempts
@@ -681,10 +740,11 @@ func (d *Dispatcher) sendEvent(ctx context.Context, dl platform.Delivery) outcom
 	if !left {
 		return outcome{final: true, why: "the bot's quota of invocations this month is reached (QuotaExceeded)"}
 	}
-	res := delivery.Send(ctx, d.Client, req)
-	// The invocation is counted while the delivery is observed (its log
-	// line): two independent durable writes, each waiting for its fsync,
-	// on the path of whatever the conversation delivers next.
+	// The invocation is counted while the bot works (every attempt
+	// counts, answered or not): its durable write is then off the path of
+	// whatever the conversation delivers next. It is durable before the
+	// entry can be removed (a crash never loses the count of a delivery
+	// whose entry is gone).
 	counted := make(chan struct{})
 	go func() {
 		defer close(counted)
@@ -696,9 +756,13 @@ func (d *Dispatcher) sendEvent(ctx context.Context, dl platform.Delivery) outcom
 			log.WarnContext(ctx, "invocation not counted", "bot", bot.ID, "err", err)
 		}
 	}()
-	d.observe(ctx, delivery.Result{Kind: "event", BotID: bot.ID, WorkspaceID: bot.WorkspaceID, EventID: ev.ID, EventType: ev.Type, URL: bot.URL}, res)
+	res := delivery.Send(ctx, d.Client, req)
 	<-counted
-	return judge(res)
+	out := judge(res)
+	out.observe = func() {
+		d.observe(ctx, delivery.Result{Kind: "event", BotID: bot.ID, WorkspaceID: bot.WorkspaceID, EventID: ev.ID, EventType: ev.Type, URL: bot.URL}, res)
+	}
+	return out
 }
 
 // expireState emits the state_expired event of a state that ran out and
@@ -819,8 +883,11 @@ func (d *Dispatcher) sendOutgoing(ctx context.Context, dl platform.Delivery) out
 		return outcome{final: true, why: err.Error()}
 	}
 	res := delivery.Send(ctx, d.Client, req)
-	d.observe(ctx, delivery.Result{Kind: "message_created", BotID: bot.ID, WorkspaceID: bot.WorkspaceID, IntegrationID: integ.ID, Name: inst.Alias, URL: integ.URL}, res)
-	return judge(res)
+	out := judge(res)
+	out.observe = func() {
+		d.observe(ctx, delivery.Result{Kind: "message_created", BotID: bot.ID, WorkspaceID: bot.WorkspaceID, IntegrationID: integ.ID, Name: inst.Alias, URL: integ.URL}, res)
+	}
+	return out
 }
 
 // sendBuiltin hands a bot's message to a built-in integration in-process,

@@ -32,8 +32,10 @@
 // Reads see committed data through Pebble snapshots (a Query's index
 // entries and items come from the same snapshot). Pebble makes a batch
 // visible once it is in the memtable, possibly before its fsync finished; a
-// read therefore waits for the writes that were in flight when it started
-// (inflight), so nothing not yet durable is ever answered.
+// read therefore waits for the writes in flight that it may have seen
+// (inflight): those begun before it ended whose keys fall on the keys or
+// ranges it read, so nothing not yet durable is ever answered, and a read
+// does not wait for other items' fsyncs.
 //
 // # Expressions
 //

@@ -12,7 +12,10 @@ import (
 
 // handler is one operation: its function and how it takes the server lock.
 type handler struct {
-	fn    func(s *Server, body []byte) response
+	fn func(s *Server, body []byte) response
+	// read is a read of items that says what it read (the keys and
+	// ranges), so that it waits only for the writes in flight there.
+	read  func(s *Server, body []byte, rs *readSet) response
 	write bool // refused when the disk is full
 	table bool // changes table definitions: runs alone
 }
@@ -23,17 +26,20 @@ func init() {
 	op := func(f func(*Server, []byte) (any, error)) func(*Server, []byte) response {
 		return func(s *Server, body []byte) response { return toResponse(f(s, body)) }
 	}
+	rop := func(f func(*Server, []byte, *readSet) (any, error)) func(*Server, []byte, *readSet) response {
+		return func(s *Server, body []byte, rs *readSet) response { return toResponse(f(s, body, rs)) }
+	}
 	handlers = map[string]handler{
-		"GetItem":            {fn: op((*Server).getItem)},
+		"GetItem":            {read: rop((*Server).getItem)},
 		"PutItem":            {fn: op((*Server).putItem), write: true},
 		"UpdateItem":         {fn: op((*Server).updateItem), write: true},
 		"DeleteItem":         {fn: op((*Server).deleteItem), write: true},
-		"BatchGetItem":       {fn: op((*Server).batchGetItem)},
+		"BatchGetItem":       {read: rop((*Server).batchGetItem)},
 		"BatchWriteItem":     {fn: op((*Server).batchWriteItem), write: true},
-		"TransactGetItems":   {fn: op((*Server).transactGetItems)},
+		"TransactGetItems":   {read: rop((*Server).transactGetItems)},
 		"TransactWriteItems": {fn: op((*Server).transactWriteItems), write: true},
-		"Query":              {fn: op((*Server).query)},
-		"Scan":               {fn: op((*Server).scan)},
+		"Query":              {read: rop((*Server).query)},
+		"Scan":               {read: rop((*Server).scan)},
 		"CreateTable":        {fn: op((*Server).createTable), write: true, table: true},
 		"UpdateTable":        {fn: op((*Server).updateTable), write: true, table: true},
 		"DeleteTable":        {fn: op((*Server).deleteTable), table: true},
@@ -264,7 +270,7 @@ type getItemInput struct {
 	legacyParams
 }
 
-func (s *Server) getItem(body []byte) (any, error) {
+func (s *Server) getItem(body []byte, rs *readSet) (any, error) {
 	var in getItemInput
 	if err := decode(body, &in); err != nil {
 		return nil, err
@@ -277,6 +283,7 @@ func (s *Server) getItem(body []byte) (any, error) {
 	if err != nil {
 		return nil, err
 	}
+	rs.point(dk)
 	it, err := read(s.db, dk)
 	if err != nil {
 		return nil, err
@@ -561,7 +568,7 @@ type keysAndAttributes struct {
 	legacyParams
 }
 
-func (s *Server) batchGetItem(body []byte) (any, error) {
+func (s *Server) batchGetItem(body []byte, rs *readSet) (any, error) {
 	var in struct {
 		RequestItems           map[string]keysAndAttributes
 		ReturnConsumedCapacity string
@@ -610,6 +617,7 @@ func (s *Server) batchGetItem(body []byte) (any, error) {
 				return nil, invalid("Provided list of item keys contains duplicates")
 			}
 			seen[string(dk)] = true
+			rs.point(dk)
 			it, err := read(snap, dk)
 			if err != nil {
 				return nil, err
@@ -877,7 +885,7 @@ func (s *Server) transactWriteItems(body []byte) (any, error) {
 	return s.answer(json.RawMessage("{}"), cc, true, true), nil
 }
 
-func (s *Server) transactGetItems(body []byte) (any, error) {
+func (s *Server) transactGetItems(body []byte, rs *readSet) (any, error) {
 	var in struct {
 		TransactItems []struct {
 			Get *getItemInput
@@ -910,6 +918,7 @@ func (s *Server) transactGetItems(body []byte) (any, error) {
 			return nil, invalid("Transaction request cannot include multiple operations on one item")
 		}
 		seen[string(dk)] = true
+		rs.point(dk)
 		it, err := read(snap, dk)
 		if err != nil {
 			return nil, err

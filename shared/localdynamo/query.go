@@ -47,7 +47,7 @@ type page struct {
 	part         string          // the partition key queried, as text
 }
 
-func (s *Server) query(body []byte) (any, error) {
+func (s *Server) query(body []byte, rs *readSet) (any, error) {
 	var in readInput
 	if err := decode(body, &in); err != nil {
 		return nil, err
@@ -57,10 +57,10 @@ func (s *Server) query(body []byte) (any, error) {
 		return nil, err
 	}
 	p.op = "Query"
-	return s.run(p, in)
+	return s.run(p, in, rs)
 }
 
-func (s *Server) scan(body []byte) (any, error) {
+func (s *Server) scan(body []byte, rs *readSet) (any, error) {
 	var in readInput
 	if err := decode(body, &in); err != nil {
 		return nil, err
@@ -70,7 +70,7 @@ func (s *Server) scan(body []byte) (any, error) {
 		return nil, err
 	}
 	p.op, p.part = "Scan", "(scan)"
-	return s.run(p, in)
+	return s.run(p, in, rs)
 }
 
 // preparePage validates a Query or Scan and computes its key range.
@@ -275,11 +275,12 @@ func (e errorString) Error() string { return string(e) }
 
 // run walks the page's range: items are read (and counted against Limit
 // and the 1 MB page size) before the filter applies, as in DynamoDB.
-func (s *Server) run(p *page, in readInput) (any, error) {
+func (s *Server) run(p *page, in readInput, rs *readSet) (any, error) {
 	c, err := s.newCharge(in.ReturnConsumedCapacity)
 	if err != nil {
 		return nil, err
 	}
+	rs.span(p.lower, p.upper)
 	snap := s.db.NewSnapshot()
 	defer snap.Close()
 	iter, err := snap.NewIter(&pebble.IterOptions{LowerBound: p.lower, UpperBound: p.upper})
@@ -312,6 +313,7 @@ func (s *Server) run(p *page, in readInput) (any, error) {
 			// before that hold the item's data key).
 			v := iter.Value()
 			if len(v) > 0 && v[0] == prefixData {
+				rs.point(v)
 				full, err := read(snap, v)
 				if err != nil || full == nil {
 					continue

@@ -1,6 +1,7 @@
 package localdynamo
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -58,6 +59,9 @@ type Options struct {
 
 	// freeSpace replaces the file system's free-space probe (tests).
 	freeSpace func() (uint64, error)
+	// beforeSync, when set, runs before every fsync of a store file named
+	// (tests hold a write in flight with it).
+	beforeSync func(name string)
 }
 
 // Server is a durable DynamoDB JSON-API endpoint (an http.Handler) over an
@@ -156,7 +160,7 @@ func (s *Server) open() error {
 	cache := pebble.NewCache(s.opts.CacheBytes)
 	defer cache.Unref()
 	opts := &pebble.Options{
-		FS:           newPrivateFS(),
+		FS:           privateFS{FS: vfs.Default, beforeSync: s.opts.beforeSync},
 		Cache:        cache,
 		MemTableSize: 16 << 20,
 		Logger:       pebbleLogger{s.log},
@@ -256,7 +260,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	target := r.Header.Get("X-Amz-Target")
 	op, found := strings.CutPrefix(target, targetPrefix)
 	h := handlers[op]
-	if !found || h.fn == nil {
+	if !found || h.fn == nil && h.read == nil {
 		errorResponse(http.StatusBadRequest, "UnknownOperationException",
 			fmt.Sprintf("unknown or unsupported operation %q", target)).write(w)
 		return
@@ -305,13 +309,21 @@ func (s *Server) serve(op string, body []byte) (res response) {
 		}
 	}
 	// A read must not answer from a write that is not yet durable: it waits
-	// for the writes that were in flight when it started.
+	// for the writes in flight that it may have seen, those that began
+	// before it ended and write where it read (not for every write in
+	// flight: a read of one item does not wait for another's fsync).
 	if h.write {
 		return h.fn(s, body)
 	}
-	mark := s.durable.mark()
-	res = h.fn(s, body)
-	s.durable.wait(mark)
+	if h.read == nil {
+		mark := s.durable.mark()
+		res = h.fn(s, body)
+		s.durable.wait(mark, nil)
+		return res
+	}
+	rs := &readSet{}
+	res = h.read(s, body, rs)
+	s.durable.wait(s.durable.mark(), rs)
 	return res
 }
 
@@ -364,7 +376,7 @@ func (s *Server) lockItems(keys ...[]byte) func() {
 
 // commit makes a batch durable (fsynced; concurrent commits share fsyncs).
 func (s *Server) commit(b *pebble.Batch, dead int64) error {
-	t := s.durable.begin()
+	t := s.durable.begin(writeSetOf(b))
 	err := b.Commit(pebble.Sync)
 	s.durable.end(t)
 	if err != nil {
@@ -377,22 +389,23 @@ func (s *Server) commit(b *pebble.Batch, dead int64) error {
 }
 
 // inflight tracks writes between the start of their commit and the end of
-// their fsync; a read waits for those that started before it.
+// their fsync (Pebble makes a batch visible before its fsync), with the
+// keys each writes; a read waits for those it may have seen.
 type inflight struct {
 	mu      sync.Mutex
 	cond    *sync.Cond
 	next    uint64
-	pending map[uint64]struct{}
+	pending map[uint64]*writeSet
 }
 
-func (f *inflight) begin() uint64 {
+func (f *inflight) begin(ws *writeSet) uint64 {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.next++
 	if f.pending == nil {
-		f.pending = map[uint64]struct{}{}
+		f.pending = map[uint64]*writeSet{}
 	}
-	f.pending[f.next] = struct{}{}
+	f.pending[f.next] = ws
 	return f.next
 }
 
@@ -409,13 +422,15 @@ func (f *inflight) mark() uint64 {
 	return f.next
 }
 
-func (f *inflight) wait(mark uint64) {
+// wait returns once no write that began by mark and touches rs (any,
+// with rs nil) is in flight.
+func (f *inflight) wait(mark uint64, rs *readSet) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for {
 		blocked := false
-		for t := range f.pending {
-			if t <= mark {
+		for t, ws := range f.pending {
+			if t <= mark && (rs == nil || ws.touches(rs)) {
 				blocked = true
 				break
 			}
@@ -425,6 +440,81 @@ func (f *inflight) wait(mark uint64) {
 		}
 		f.cond.Wait()
 	}
+}
+
+// writeSet is what a batch writes: its keys, and the ranges it deletes.
+type writeSet struct {
+	keys   [][]byte // sorted
+	ranges [][2][]byte
+}
+
+// writeSetOf lists what b writes (nil when it cannot be read: such a
+// write is waited for by every read).
+func writeSetOf(b *pebble.Batch) *writeSet {
+	ws := &writeSet{}
+	r := b.Reader()
+	for {
+		kind, k, v, ok, err := r.Next()
+		if err != nil {
+			return nil
+		}
+		if !ok {
+			break
+		}
+		switch kind {
+		case pebble.InternalKeyKindSet, pebble.InternalKeyKindDelete, pebble.InternalKeyKindSingleDelete, pebble.InternalKeyKindMerge:
+			ws.keys = append(ws.keys, bytes.Clone(k))
+		case pebble.InternalKeyKindRangeDelete:
+			ws.ranges = append(ws.ranges, [2][]byte{bytes.Clone(k), bytes.Clone(v)})
+		default:
+			return nil
+		}
+	}
+	slices.SortFunc(ws.keys, bytes.Compare)
+	return ws
+}
+
+// touches tells whether the write may change what rs read.
+func (ws *writeSet) touches(rs *readSet) bool {
+	if ws == nil {
+		return true
+	}
+	for _, k := range rs.points {
+		if _, found := slices.BinarySearchFunc(ws.keys, k, bytes.Compare); found {
+			return true
+		}
+		for _, r := range ws.ranges {
+			if bytes.Compare(k, r[0]) >= 0 && bytes.Compare(k, r[1]) < 0 {
+				return true
+			}
+		}
+	}
+	for _, sp := range rs.spans {
+		// The first key at or after the span's start, if before its end.
+		i, _ := slices.BinarySearchFunc(ws.keys, sp[0], bytes.Compare)
+		if i < len(ws.keys) && (sp[1] == nil || bytes.Compare(ws.keys[i], sp[1]) < 0) {
+			return true
+		}
+		for _, r := range ws.ranges {
+			if (sp[1] == nil || bytes.Compare(r[0], sp[1]) < 0) && bytes.Compare(sp[0], r[1]) < 0 {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// readSet is what a read read: item keys and key ranges ([lower, upper),
+// a nil upper bound open).
+type readSet struct {
+	points [][]byte
+	spans  [][2][]byte
+}
+
+func (rs *readSet) point(k []byte) { rs.points = append(rs.points, bytes.Clone(k)) }
+
+func (rs *readSet) span(lower, upper []byte) {
+	rs.spans = append(rs.spans, [2][]byte{bytes.Clone(lower), bytes.Clone(upper)})
 }
 
 // background deletes expired items and compacts away dead data.
