@@ -55,6 +55,7 @@ func Open(t testing.TB, dataDir string) *Env {
 	// last authcache.TTL does (TestTokenCheckIsCachedAndRevocationBounded
 	// turns the cache back on).
 	p.Store.TokenCache().SetTTL(-1)
+	p.Store.SetAuthzCacheTTL(-1) // and every call reads its bot and membership
 	srv := httptest.NewServer(p.Handler)
 	p.SetBaseURL(srv.URL) // deployed code's BP_API_URL
 	e := &Env{T: t, URL: srv.URL, DataDir: dataDir, Platform: p, srv: srv}

@@ -193,6 +193,7 @@ func (s *Store) DeleteAccount(ctx context.Context, id string) error {
 	changed := platform.Errorf(platform.ErrResourceLocked, "account %q changed concurrently, retry", id)
 	for _, m := range memberships {
 		ws := strings.TrimPrefix(getS(m, attrPK), "WS#")
+		defer s.forgetMember(ws, strings.TrimPrefix(getS(m, attrSK), skMember)) // authz_cache.go
 		role := getS(m, "role")
 		g := []write{
 			{types.TransactWriteItem{Delete: &types.Delete{

@@ -317,6 +317,7 @@ func (s *Store) purgeBotExtras(ctx context.Context, bot string) error {
 // workspace). Everything else a bot owns is keyed by the bot and moves
 // with it.
 func (s *Store) TransferBot(ctx context.Context, b BotRecord, to string) error {
+	defer s.forgetBot(b.ID) // authz_cache.go
 	from := b.WorkspaceID
 	keys, err := s.botKeyItems(ctx, b.ID)
 	if err != nil {

@@ -181,6 +181,7 @@ func (s *Store) ListBots(ctx context.Context, f BotFilter, p Page) ([]platform.B
 // a deleted bot cannot authenticate even before its cleanup: every
 // bot-scoped call reads the bot.
 func (s *Store) DeleteBot(ctx context.Context, workspaceID, id string) (platform.Bot, error) {
+	defer s.forgetBot(id) // authz_cache.go
 	var b BotRecord
 	for attempt := 0; ; attempt++ {
 		var err error
@@ -348,6 +349,7 @@ type BotEffects struct {
 // transaction; on a concurrent change the bot is read again and change
 // applied anew (so change must derive everything from the bot it gets).
 func (s *Store) UpdateBot(ctx context.Context, ws, id string, change func(*platform.Bot) (BotEffects, error)) (platform.Bot, error) {
+	defer s.forgetBot(id) // authz_cache.go
 	for attempt := 0; attempt < maxAttempts; attempt++ {
 		if attempt > 0 {
 			if err := pause(ctx, attempt); err != nil {
@@ -452,6 +454,7 @@ func (s *Store) touchBot(ctx context.Context, id string, fix func(*platform.Bot)
 // touchBotWith is touchBot whose fix may also name items to write in the
 // same transaction (an outbox entry, an operation record).
 func (s *Store) touchBotWith(ctx context.Context, id string, fix func(*platform.Bot) ([]types.TransactWriteItem, bool, error)) error {
+	defer s.forgetBot(id) // authz_cache.go
 	for attempt := 0; attempt < maxAttempts; attempt++ {
 		if attempt > 0 {
 			if err := pause(ctx, attempt); err != nil {

@@ -2,6 +2,8 @@ package dynamo
 
 import (
 	"context"
+	"encoding/json"
+	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -35,6 +37,109 @@ type eventDoc struct {
 	// there and processed once it is gone; the dispatcher writes the other
 	// outcomes (failed, ignored) before it removes the entry.
 	Delivery string `json:"_dlv,omitempty"`
+	// FromMessage marks a message_created event stored without a copy of
+	// its message: its payload ({"message": ...}) is the message record's,
+	// read with it (derivePayloads), and written into the event before the
+	// message changes or goes (keepMessagePayload). The event's item and
+	// its two list entries stay under 1 KB (docs/data-model.md, "Items per
+	// message").
+	FromMessage bool `json:"_fromMsg,omitempty"`
+}
+
+// noPayload: a payload stored as none (null once read back).
+func noPayload(p json.RawMessage) bool { return len(p) == 0 || string(p) == "null" }
+
+// messageEventID is the id of the message_created event of a user's
+// message: the message's own, so that the event is found from it.
+func messageEventID(messageID string) string {
+	return platform.PrefixEvent + strings.TrimPrefix(messageID, platform.PrefixMessage)
+}
+
+// derivePayloads fills the payload of message_created events stored
+// without their message (eventDoc.FromMessage) from the message records:
+// one GetItem, or one BatchGetItem per 100, strongly consistent; nothing
+// for other events. A message gone meanwhile (a racing deletion) leaves
+// the payload {"message": null}.
+func (s *Store) derivePayloads(ctx context.Context, bot string, docs []*eventDoc) error {
+	var keys []item
+	for _, d := range docs {
+		if d != nil && d.FromMessage && noPayload(d.Payload) {
+			keys = append(keys, key(msgPK(bot, d.MessageID), skMsg))
+		}
+	}
+	if len(keys) == 0 {
+		return nil
+	}
+	var got map[string]item
+	if len(keys) == 1 {
+		it, err := s.get(ctx, getS(keys[0], attrPK), skMsg)
+		if err != nil {
+			return err
+		}
+		got = map[string]item{}
+		if it != nil {
+			got[keyID(getS(keys[0], attrPK), skMsg)] = it
+		}
+	} else {
+		var err error
+		if got, err = s.getMany(ctx, keys); err != nil {
+			return err
+		}
+	}
+	for _, d := range docs {
+		if d == nil || !d.FromMessage || !noPayload(d.Payload) {
+			continue
+		}
+		var m *platform.Message
+		if it, ok := got[keyID(msgPK(bot, d.MessageID), skMsg)]; ok {
+			rec, _, err := msgFrom(it)
+			if err != nil {
+				return err
+			}
+			m = &rec.Message
+		}
+		p, err := json.Marshal(map[string]any{"message": m})
+		if err != nil {
+			return err
+		}
+		d.Payload = p
+	}
+	return nil
+}
+
+// keepMessagePayload is the write, for the transaction that changes or
+// deletes message m (read at version ver), that stores m as it is into
+// its message_created event when that event derives its payload from m
+// (one GetItem; no write when there is no such event, or it has its own).
+// The event is conditional on its version read.
+func (s *Store) keepMessagePayload(ctx context.Context, bot string, m platform.Message) ([]types.TransactWriteItem, error) {
+	if m.UserID == bot {
+		return nil, nil
+	}
+	id := messageEventID(m.ID)
+	it, err := s.get(ctx, eventPK(bot, id), skEvent)
+	if err != nil || it == nil {
+		return nil, err
+	}
+	d, ver, err := eventRecord(it)
+	if err != nil || !d.FromMessage || !noPayload(d.Payload) || d.MessageID != m.ID {
+		return nil, err
+	}
+	if d.Payload, err = json.Marshal(map[string]any{"message": m}); err != nil {
+		return nil, err
+	}
+	d.FromMessage = false
+	doc, err := marshalDoc(d)
+	if err != nil {
+		return nil, err
+	}
+	return []types.TransactWriteItem{{Update: &types.Update{
+		Key:                       key(eventPK(bot, id), skEvent),
+		UpdateExpression:          aws.String("SET #doc = :doc, #ver = :next"),
+		ConditionExpression:       aws.String("#ver = :ver"),
+		ExpressionAttributeNames:  map[string]string{"#doc": attrDoc, "#ver": attrVer},
+		ExpressionAttributeValues: item{":doc": str(doc), ":next": num(ver + 1), ":ver": num(ver)},
+	}}}, nil
 }
 
 func eventFrom(it item) (platform.Event, int64, error) {
@@ -163,7 +268,10 @@ func (s *Store) EmitEventWithinQuota(ctx context.Context, bot string, e platform
 // eventItem is the stored item of event e; dlv is the id of the outbox
 // entry delivering it ("" for none).
 func eventItem(bot string, e platform.Event, dlv string) (item, error) {
-	it, err := chatItem(eventPK(bot, e.ID), skEvent, eventDoc{Event: e, StoredWorkflow: e.WorkflowID, StoredScheduled: e.ScheduledFor, Delivery: dlv})
+	// A message_created event without a payload takes its message's
+	// (newEventWrites' caller, messageDeliveries, leaves it out).
+	fromMsg := e.Type == platform.EventMessageCreated && e.Payload == nil && e.MessageID != ""
+	it, err := chatItem(eventPK(bot, e.ID), skEvent, eventDoc{Event: e, StoredWorkflow: e.WorkflowID, StoredScheduled: e.ScheduledFor, Delivery: dlv, FromMessage: fromMsg})
 	if err != nil {
 		return nil, err
 	}
@@ -280,6 +388,9 @@ func (s *Store) createEventCounted(ctx context.Context, bot string, e platform.E
 // pending).
 func (s *Store) GetEvent(ctx context.Context, bot, id string) (platform.Event, error) {
 	d, _, err := s.getEvent(ctx, bot, id)
+	if err == nil {
+		err = s.derivePayloads(ctx, bot, []*eventDoc{&d})
+	}
 	return d.Event, err
 }
 
@@ -290,6 +401,9 @@ func (s *Store) ReadEvent(ctx context.Context, bot, id string) (platform.Event, 
 	d, _, err := s.getEvent(ctx, bot, id)
 	if err == nil {
 		err = s.deriveStatus(ctx, bot, []*eventDoc{&d})
+	}
+	if err == nil {
+		err = s.derivePayloads(ctx, bot, []*eventDoc{&d})
 	}
 	return d.Event, err
 }
@@ -336,7 +450,7 @@ func (s *Store) updateEvent(ctx context.Context, bot, id string, change func(*pl
 		if err := change(&e); err != nil {
 			return err
 		}
-		d, err := marshalDoc(eventDoc{Event: e, StoredWorkflow: e.WorkflowID, StoredScheduled: e.ScheduledFor, Delivery: rec.Delivery})
+		d, err := marshalDoc(eventDoc{Event: e, StoredWorkflow: e.WorkflowID, StoredScheduled: e.ScheduledFor, Delivery: rec.Delivery, FromMessage: rec.FromMessage})
 		if err != nil {
 			return err
 		}
@@ -403,6 +517,15 @@ func (s *Store) ListEvents(ctx context.Context, f EventFilter, p Page) ([]platfo
 			return nil, err
 		}
 		out := make([]*platform.Event, len(items))
+		var kept []*eventDoc
+		for _, d := range docs {
+			if d != nil && f.accepts(d.Event) {
+				kept = append(kept, d)
+			}
+		}
+		if err := s.derivePayloads(ctx, f.BotID, kept); err != nil {
+			return nil, err
+		}
 		for i, d := range docs {
 			if d != nil && f.accepts(d.Event) {
 				out[i] = &d.Event

@@ -215,13 +215,11 @@ func messageDeliveries(bot string, m platform.Message) ([]types.TransactWriteIte
 		w, err := outboxPut(d)
 		return []types.TransactWriteItem{w}, err
 	}
-	payload, err := json.Marshal(map[string]any{"message": m})
-	if err != nil {
-		return nil, err
-	}
+	// No payload: the event's is its message's, read with it
+	// (derivePayloads), so the event is not a second copy of the message.
 	e := platform.Event{
-		ID: platform.NewID(platform.PrefixEvent), CreatedAt: m.CreatedAt, Type: platform.EventMessageCreated,
-		Payload: payload, ConversationID: m.ConversationID, UserID: m.UserID, MessageID: m.ID,
+		ID: messageEventID(m.ID), CreatedAt: m.CreatedAt, Type: platform.EventMessageCreated,
+		ConversationID: m.ConversationID, UserID: m.UserID, MessageID: m.ID,
 		Status: platform.EventPending,
 	}
 	return newEventWrites(bot, e)
@@ -387,6 +385,11 @@ func (s *Store) UpdateMessage(ctx context.Context, bot, id string, tags map[stri
 		cp := key(cpk, msgCopySK(m))
 		cp[attrDoc], cp[attrObject] = str(d), str(id)
 		w = append(w, put(cp))
+		kept, err := s.keepMessagePayload(ctx, bot, rec.Message)
+		if err != nil {
+			return err
+		}
+		w = append(w, kept...)
 		for _, k := range sortedKeys(m.Tags) {
 			switch old, ok := rec.Tags[k]; {
 			case !ok:
@@ -447,11 +450,18 @@ func (s *Store) DeleteMessage(ctx context.Context, bot, id string) error {
 		for k := range m.Tags {
 			w = append(w, del(cpk, msgIdxSK(id, k)))
 		}
+		kept, err := s.keepMessagePayload(ctx, bot, m)
+		if err != nil {
+			return err
+		}
+		w = append(w, kept...)
 		err = s.txWrite(ctx, w)
-		switch failedAt(err) {
-		case 0:
+		switch i := failedAt(err); {
+		case i >= 0 && i == len(w)-len(kept) && len(kept) > 0:
+			return errRetry // the event changed since read
+		case i == 0:
 			return errRetry
-		case 1:
+		case i == 1:
 			return platform.NotFound("message", id)
 		}
 		return err

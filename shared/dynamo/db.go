@@ -63,6 +63,10 @@ type Store struct {
 	// is read once per TTL per process, not on every call.
 	tokens   *authcache.Cache[platform.Principal]
 	sessions *authcache.Cache[Session]
+	// bots and members remember the records a call authorizes with, as
+	// tokens are (authz_cache.go).
+	bots    *authcache.Cache[BotRecord]
+	members *authcache.Cache[platform.Member]
 }
 
 // OnOutbox sets the function called after each commit that queued a
@@ -109,7 +113,8 @@ func (s *Store) notifyOutbox() {
 // Its quotas are those of the environment (LimitsFromEnv; an invalid value
 // is refused by the processes that serve the API, at their start).
 func New(db *dynamodb.Client, table string) *Store {
-	s := &Store{db: db, table: table, tokens: authcache.New[platform.Principal](), sessions: authcache.New[Session]()}
+	s := &Store{db: db, table: table, tokens: authcache.New[platform.Principal](), sessions: authcache.New[Session](),
+		bots: authcache.New[BotRecord](), members: authcache.New[platform.Member]()}
 	if l, err := LimitsFromEnv(); err == nil {
 		s.SetLimits(l)
 	}

@@ -89,6 +89,7 @@ func (s *Store) RecheckBot(ctx context.Context, bot string) (gone bool, err erro
 	if _, err := s.GetBot(ctx, bot); platform.TypeOf(err) != platform.ErrResourceNotFound {
 		return false, err
 	}
+	s.forgetBot(bot) // authz_cache.go
 	_, err = s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:                 &s.table,
 		Key:                       key(deletionsPK, deletionSK(deletionBot, bot, bot)),

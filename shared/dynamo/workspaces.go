@@ -422,6 +422,7 @@ var errLastOwner = platform.Forbidden("the last owner of a workspace can be neit
 // one read (else the caller retries on fresh data), and the workspace's owner
 // counter moves in the same transaction, never below one.
 func (s *Store) SetMemberRole(ctx context.Context, m platform.Member, role platform.Role) (platform.Member, error) {
+	defer s.forgetMember(m.WorkspaceID, m.UserID) // authz_cache.go
 	if m.Role == role {
 		return m, nil
 	}
@@ -451,6 +452,7 @@ func (s *Store) SetMemberRole(ctx context.Context, m platform.Member, role platf
 
 // RemoveMember deletes a membership; removing an owner keeps at least one.
 func (s *Store) RemoveMember(ctx context.Context, m platform.Member) error {
+	defer s.forgetMember(m.WorkspaceID, m.UserID) // authz_cache.go
 	items := []types.TransactWriteItem{
 		{Delete: &types.Delete{
 			Key:                       key(workspacePK(m.WorkspaceID), skMember+m.UserID),

@@ -67,12 +67,14 @@ func TestChatDynamoDBCalls(t *testing.T) {
 		{"listMessages", apitest.Req{Method: "GET", Path: "/v1/chat/messages"}, 200, plus(calls{"GetItem": 1, "Query": 9})},
 		// The bot's events: a Query per key of its list (the unsharded one
 		// and 16 shards, merged).
-		{"listEvents", apitest.Req{Method: "GET", Path: "/v1/chat/events"}, 200, plus(calls{"Query": 17})},
+		// The page's message_created events read their messages: one BatchGetItem.
+		{"listEvents", apitest.Req{Method: "GET", Path: "/v1/chat/events"}, 200, plus(calls{"Query": 17, "BatchGetItem": 1})},
 		{"listParticipants", apitest.Req{Method: "GET", Path: "/v1/chat/conversations/" + conv + "/participants"}, 200, plus(calls{"Query": 2, "BatchGetItem": 1})},
 		{"listTagValues", apitest.Req{Method: "GET", Path: "/v1/chat/tags/t/values?type=conversation"}, 200, plus(calls{"Query": 1})},
 		{"updateConversation", apitest.Req{Method: "PUT", Path: "/v1/chat/conversations/" + conv, Body: map[string]any{"tags": map[string]string{"x": "y"}}}, 200, plus(calls{"GetItem": 1, "Query": 1, "TransactWriteItems": 1})},
 		{"updateUser", apitest.Req{Method: "PUT", Path: "/v1/chat/users/" + user, Body: map[string]any{"name": "n"}}, 200, plus(calls{"GetItem": 2, "TransactWriteItems": 1})},
-		{"updateMessage", apitest.Req{Method: "PUT", Path: "/v1/chat/messages/" + msg, Body: map[string]any{"tags": map[string]string{"x": "y"}}}, 200, plus(calls{"GetItem": 2, "TransactWriteItems": 1})},
+		// + the GetItem of its message_created event (kept before the message changes).
+		{"updateMessage", apitest.Req{Method: "PUT", Path: "/v1/chat/messages/" + msg, Body: map[string]any{"tags": map[string]string{"x": "y"}}}, 200, plus(calls{"GetItem": 3, "TransactWriteItems": 1})},
 		{"addParticipant", apitest.Req{Method: "POST", Path: "/v1/chat/conversations/" + conv + "/participants", Body: map[string]any{"userId": user}}, 200, plus(calls{"GetItem": 1, "BatchGetItem": 1, "TransactWriteItems": 1})},
 		{"setState", apitest.Req{Method: "POST", Path: "/v1/chat/states/conversation/" + conv + "/convState", Body: map[string]any{"payload": map[string]any{"a": 1}}}, 200, plus(calls{"GetItem": 2, "TransactWriteItems": 1})},
 		{"patchState", apitest.Req{Method: "PATCH", Path: "/v1/chat/states/conversation/" + conv + "/convState", Body: map[string]any{"payload": map[string]any{"b": 1}}}, 200, plus(calls{"GetItem": 2, "TransactWriteItems": 1})},
@@ -83,7 +85,8 @@ func TestChatDynamoDBCalls(t *testing.T) {
 		{"getOrCreateUser", apitest.Req{Method: "POST", Path: "/v1/chat/users/get-or-create", Body: map[string]any{"tags": map[string]string{"k": "1"}}}, 200, nil},
 		{"getOrCreateUser", apitest.Req{Method: "POST", Path: "/v1/chat/users/get-or-create", Body: map[string]any{"tags": map[string]string{"k": "1"}}}, 200, plus(calls{"GetItem": 2})},
 		{"getOrCreateMessage", apitest.Req{Method: "POST", Path: "/v1/chat/messages/get-or-create", Body: map[string]any{"conversationId": conv, "userId": user, "type": "text", "payload": map[string]any{}, "tags": map[string]string{"k": "1"}}}, 200, nil},
-		{"deleteMessage", apitest.Req{Method: "DELETE", Path: "/v1/chat/messages/" + msg}, 200, plus(calls{"GetItem": 2, "TransactWriteItems": 1})},
+		// + the GetItem of its message_created event (kept before the message changes).
+		{"deleteMessage", apitest.Req{Method: "DELETE", Path: "/v1/chat/messages/" + msg}, 200, plus(calls{"GetItem": 3, "TransactWriteItems": 1})},
 		{"removeParticipant", apitest.Req{Method: "DELETE", Path: "/v1/chat/conversations/" + conv + "/participants/" + user}, 200, plus(calls{"GetItem": 1, "TransactWriteItems": 1})},
 		{"deleteUser", apitest.Req{Method: "DELETE", Path: "/v1/chat/users/" + user}, 200, nil},
 		{"deleteConversation", apitest.Req{Method: "DELETE", Path: "/v1/chat/conversations/" + conv}, 200, nil},

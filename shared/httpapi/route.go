@@ -269,38 +269,74 @@ func (s *server) authorize(c *call, rt route) error {
 		if p.Kind == platform.PrincipalBot && id != p.BotID {
 			return platform.NotFound("bot", id)
 		}
-		bot, err := s.Store.GetBot(c.ctx, id)
-		if err != nil {
-			return err
+		read := s.Store.FreshBot
+		if cachedBotOps[rt.op] {
+			read = s.Store.CachedBot
 		}
-		c.bot, c.workspaceID = bot, bot.WorkspaceID
-		switch p.Kind {
-		case platform.PrincipalBot:
-			c.role = platform.RoleDeveloper
-			return checkRole(c.role, rt.role)
-		case platform.PrincipalIntegration:
-			// An integration acts for the bots that installed it, and only those.
-			if _, installed := bot.Install(p.IntegrationID); !installed {
-				return platform.NotFound("bot", id)
-			}
-			if err := checkActingInstall(c, bot.Bot, p.IntegrationID); err != nil {
-				return err
-			}
-			c.role = platform.RoleDeveloper
-			return checkRole(c.role, rt.role)
+		err := s.authorizeBot(c, rt, id, read)
+		if err != nil && cachedBotOps[rt.op] {
+			// A cached bot that refuses is read again: what grants (an
+			// installation, a move) is seen at once, only what takes
+			// away within authcache.TTL (dynamo/authz_cache.go).
+			err = s.authorizeBot(c, rt, id, s.Store.FreshBot)
 		}
-		return s.authorizeMember(c, bot.WorkspaceID, rt.role, func() error { return platform.NotFound("bot", id) })
+		return err
 	}
 	return fmt.Errorf("route %s: unknown scope", rt.pattern)
 }
 
+// cachedBotOps are the bot-scoped operations authorized with the bot as
+// this process read it in the last authcache.TTL (dynamo.Store.CachedBot):
+// the Chat operations a conversation's messages go through, which use
+// only the bot's id, workspace and installations. The others (actions,
+// states, integrations, files, tables, exports) read it on every call.
+var cachedBotOps = map[string]bool{
+	"createMessage": true, "getOrCreateMessage": true, "getMessage": true, "listMessages": true,
+	"updateMessage": true, "deleteMessage": true,
+	"createEvent": true, "getEvent": true, "listEvents": true,
+	"createUser": true, "getUser": true, "getOrCreateUser": true, "listUsers": true, "updateUser": true,
+	"getConversation": true, "getOrCreateConversation": true, "listConversations": true, "updateConversation": true,
+	"listParticipants": true, "addParticipant": true, "getParticipant": true,
+}
+
+// authorizeBot authorizes a bot-scoped call on bot id, read by read.
+func (s *server) authorizeBot(c *call, rt route, id string, read func(context.Context, string) (dynamo.BotRecord, error)) error {
+	p := c.principal
+	bot, err := read(c.ctx, id)
+	if err != nil {
+		return err
+	}
+	c.bot, c.workspaceID = bot, bot.WorkspaceID
+	switch p.Kind {
+	case platform.PrincipalBot:
+		c.role = platform.RoleDeveloper
+		return checkRole(c.role, rt.role)
+	case platform.PrincipalIntegration:
+		// An integration acts for the bots that installed it, and only those.
+		if _, installed := bot.Install(p.IntegrationID); !installed {
+			return platform.NotFound("bot", id)
+		}
+		if err := checkActingInstall(c, bot.Bot, p.IntegrationID); err != nil {
+			return err
+		}
+		c.role = platform.RoleDeveloper
+		return checkRole(c.role, rt.role)
+	}
+	return s.authorizeMember(c, bot.WorkspaceID, rt.role, func() error { return platform.NotFound("bot", id) })
+}
+
 // authorizeMember checks the calling account's membership and role; a
-// non-member gets notFound, as if the resource did not exist.
+// non-member gets notFound, as if the resource did not exist. The
+// membership is the one this process read in the last authcache.TTL
+// (dynamo.Store.CachedMember); one that refuses is read again.
 func (s *server) authorizeMember(c *call, ws string, need platform.Role, notFound func() error) error {
 	if !platform.HasPrefix(ws, platform.PrefixWorkspace) {
 		return notFound()
 	}
-	m, ok, err := s.Store.GetMember(c.ctx, ws, c.principal.AccountID)
+	m, ok, err := s.Store.CachedMember(c.ctx, ws, c.principal.AccountID)
+	if err == nil && (!ok || checkRole(m.Role, need) != nil) {
+		m, ok, err = s.Store.FreshMember(c.ctx, ws, c.principal.AccountID)
+	}
 	if err != nil {
 		return err
 	}
