@@ -57,10 +57,23 @@ browsers_install_deps() {
 # into it as PLATFORM_BIN.
 browsers_build() {
   WORK="$(mktemp -d "${TMPDIR:-/tmp}/$E2E_NAME.XXXXXX")"
-  trap 'rm -rf "$WORK"' EXIT
+  trap 'browsers_cleanup $?' EXIT
   echo "==> building ./functions/local" >&2
   (cd "$ROOT" && go build -o "$WORK/local" ./functions/local)
   export PLATFORM_BIN="$WORK/local" WORK
+}
+
+# browsers_cleanup removes WORK; after a failure it first keeps the run's
+# logs (the platform's, the bot's, per browser) in .build/<name>-logs, so
+# that a failure seen once in CI can be read afterwards.
+browsers_cleanup() {
+  if [[ "$1" != 0 && -d "$WORK" ]]; then
+    local keep="$ROOT/.build/$E2E_NAME-logs"
+    rm -rf "$keep" && mkdir -p "$keep"
+    (cd "$WORK" && find . -name '*.log' -exec cp --parents {} "$keep" \;) || true
+    echo "==> $E2E_NAME failed: its logs are in $keep" >&2
+  fi
+  rm -rf "$WORK"
 }
 
 # browsers_run MJS SHOTS runs MJS once per browser in BROWSERS, each with a
