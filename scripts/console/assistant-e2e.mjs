@@ -15,7 +15,7 @@
 import fs from 'node:fs'
 import http from 'node:http'
 import path from 'node:path'
-import { browserRun, freePort, sleep, start, waitHttp } from '../lib/e2e.mjs'
+import { browserRun, openBrowser, freePort, sleep, start, waitHttp } from '../lib/e2e.mjs'
 import { samplePDF } from '../assistant/lib.mjs'
 import puppeteer from 'puppeteer-core'
 
@@ -97,24 +97,7 @@ async function main() {
   for (const [k, v] of Object.entries(DOCS)) fs.writeFileSync(path.join(docDir, k), v)
   console.log(`platform ${A.api} (models: ${llmUrl}), platform without a model ${B.api}, screenshots in ${SHOTS}`)
 
-  const browser = FIREFOX
-    ? await puppeteer.launch({ browser: 'firefox', executablePath: process.env.FIREFOX || '/usr/bin/firefox-esr', headless: true, args: ['--width=1280', '--height=900'] })
-    : await puppeteer.launch({ executablePath: CHROME, headless: true, args: ['--no-sandbox', '--disable-dev-shm-usage', '--no-first-run', '--disable-gpu'] })
-  console.log(`browser: ${await browser.version()}`)
-  const problems = []
-  const page = await browser.newPage()
-  run.page = page
-  if (!FIREFOX) await page.setViewport({ width: 1280, height: 900 })
-  page.on('console', (m) => {
-    if (m.type() !== 'error') return
-    const where = m.location()?.url || ''
-    problems.push(`console: ${m.text()} (${where})`)
-  })
-  page.on('pageerror', (e) => problems.push(`page error: ${e.message}`))
-  page.on('request', (r) => {
-    const u = r.url()
-    if (!u.startsWith(A.api) && !u.startsWith(B.api) && !u.startsWith('data:') && !u.startsWith('blob:')) problems.push(`external request: ${u}`)
-  })
+  const { browser, page, problems } = await openBrowser(puppeteer, run, { firefox: FIREFOX, chrome: CHROME, where: true, allowed: [A.api, B.api] })
   const shot = (name) => page.screenshot({ path: path.join(SHOTS, `${name}.png`), fullPage: true })
   // Polled from here (page.waitForFunction builds a function in the page,
   // which the console's CSP refuses under Firefox's BiDi).

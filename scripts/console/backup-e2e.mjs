@@ -11,7 +11,7 @@
 // console's CSP, with no console error. Screenshots go to SHOTS.
 import fs from 'node:fs'
 import path from 'node:path'
-import { browserRun, freePort, sleep, start, waitHttp } from '../lib/e2e.mjs'
+import { browserRun, openBrowser, freePort, sleep, start, waitHttp } from '../lib/e2e.mjs'
 import puppeteer from 'puppeteer-core'
 
 const { PLATFORM_BIN, WORK, SHOTS, CHROME } = process.env
@@ -42,17 +42,7 @@ async function main() {
   const workspaces = async () => (await call('GET', '/v1/admin/workspaces')).workspaces.map((w) => w.name)
   await call('POST', '/v1/admin/workspaces', { name: 'before-backup' })
 
-  const browser = FIREFOX
-    ? await puppeteer.launch({ browser: 'firefox', executablePath: process.env.FIREFOX || '/usr/bin/firefox-esr', headless: true, args: ['--width=1280', '--height=900'] })
-    : await puppeteer.launch({ executablePath: CHROME, headless: true, args: ['--no-sandbox', '--disable-dev-shm-usage', '--no-first-run', '--disable-gpu'] })
-  console.log(`browser: ${await browser.version()}`)
-  const problems = []
-  const page = await browser.newPage()
-  run.page = page
-  if (!FIREFOX) await page.setViewport({ width: 1280, height: 900 })
-  page.on('console', (m) => { if (m.type() === 'error') problems.push(`console: ${m.text()}`) })
-  page.on('pageerror', (e) => problems.push(`page error: ${e.message}`))
-  page.on('request', (r) => { if (!r.url().startsWith(api) && !r.url().startsWith('data:') && !r.url().startsWith('blob:')) problems.push(`external request: ${r.url()}`) })
+  const { browser, page, problems } = await openBrowser(puppeteer, run, { firefox: FIREFOX, chrome: CHROME, allowed: [api] })
   const shot = (name) => page.screenshot({ path: path.join(SHOTS, `${name}.png`), fullPage: true })
   // Polled from here (page.waitForFunction builds a function in the page,
   // which the CSP refuses under Firefox's BiDi).

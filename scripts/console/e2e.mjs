@@ -12,7 +12,7 @@ import fs from 'node:fs'
 import http from 'node:http'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { browserRun, children, freePort, sleep, start, waitHttp } from '../lib/e2e.mjs'
+import { browserRun, openBrowser, children, freePort, sleep, start, waitHttp } from '../lib/e2e.mjs'
 import puppeteer from 'puppeteer-core'
 
 const HERE = path.dirname(fileURLToPath(import.meta.url))
@@ -63,36 +63,19 @@ async function main() {
   fs.mkdirSync(downloads, { recursive: true })
   // BROWSER=firefox (with FIREFOX=/path, default firefox-esr): the same run
   // in Firefox over WebDriver BiDi (e2e.sh runs both browsers).
-  const browser = FIREFOX
-    ? await puppeteer.launch({ browser: 'firefox', executablePath: process.env.FIREFOX || '/usr/bin/firefox-esr', headless: true, args: ['--width=1280', '--height=860'],
-      extraPrefsFirefox: { 'browser.download.dir': downloads, 'browser.download.folderList': 2, 'browser.download.useDownloadDir': true, 'browser.helperApps.neverAsk.saveToDisk': 'text/plain' } })
-    : await puppeteer.launch({
-      executablePath: CHROME,
-      headless: true,
-      args: ['--no-sandbox', '--disable-dev-shm-usage', '--no-first-run', '--disable-gpu'],
-    })
-  console.log(`browser: ${await browser.version()}`)
-  const problems = []
-  const page = await browser.newPage()
-  run.page = page
+  // A failed fetch logs a network error: expected in the error steps.
+  const { browser, page, problems } = await openBrowser(puppeteer, run, {
+    firefox: FIREFOX, chrome: CHROME, height: 860, allowed: [api], // nothing may leave the machine
+    ignore: /Failed to load resource|net::ERR_CONNECTION_REFUSED/,
+    extraPrefsFirefox: { 'browser.download.dir': downloads, 'browser.download.folderList': 2, 'browser.download.useDownloadDir': true, 'browser.helperApps.neverAsk.saveToDisk': 'text/plain' },
+  })
   // Firefox ESR's BiDi lacks part of viewport emulation: its window is
   // sized at launch, and the phone step is Chromium's.
   const viewport = (v) => (FIREFOX ? Promise.resolve() : page.setViewport(v))
-  await viewport({ width: 1280, height: 860 })
-  page.on('console', (m) => {
-    const t = m.text()
-    // A failed fetch logs a network error: expected in the error steps.
-    if (m.type() === 'error' && !/Failed to load resource|net::ERR_CONNECTION_REFUSED/.test(t)) problems.push(`console: ${t}`)
-  })
-  page.on('pageerror', (e) => problems.push(`page error: ${e.message}`))
   if (!FIREFOX) {
     const cdp = await page.createCDPSession()
     await cdp.send('Browser.setDownloadBehavior', { behavior: 'allow', downloadPath: downloads })
   }
-  // Nothing may leave the machine: every request is to the platform.
-  page.on('request', (r) => {
-    if (!r.url().startsWith(api) && !r.url().startsWith('blob:') && !r.url().startsWith('data:')) problems.push(`external request: ${r.url()}`)
-  })
 
   const shot = async (name) => page.screenshot({ path: path.join(SHOTS, `${name}.png`), fullPage: true })
   const text = (sel) => page.$eval(sel, (e) => e.innerText)

@@ -10,7 +10,7 @@
 import fs from 'node:fs'
 import http from 'node:http'
 import path from 'node:path'
-import { browserRun, children, freePort, sleep, start, waitHttp } from '../lib/e2e.mjs'
+import { browserRun, openBrowser, children, freePort, sleep, start, waitHttp } from '../lib/e2e.mjs'
 import puppeteer from 'puppeteer-core'
 
 const { PLATFORM_BIN, WORK, SHOTS, CHROME } = process.env
@@ -72,17 +72,7 @@ async function main() {
     for (let i = 0; i < 3; i++) await call('POST', '/v2/cognitive/generate-text', { messages: [{ role: 'user', content: 'hi' }] }, { 'x-bot-id': bot })
   })
 
-  const browser = FIREFOX
-    ? await puppeteer.launch({ browser: 'firefox', executablePath: process.env.FIREFOX || '/usr/bin/firefox-esr', headless: true, args: ['--width=1280', '--height=900'] })
-    : await puppeteer.launch({ executablePath: CHROME, headless: true, args: ['--no-sandbox', '--disable-dev-shm-usage', '--no-first-run', '--disable-gpu'] })
-  console.log(`browser: ${await browser.version()}`)
-  const problems = []
-  const page = await browser.newPage()
-  run.page = page
-  if (!FIREFOX) await page.setViewport({ width: 1280, height: 900 })
-  page.on('console', (m) => { if (m.type() === 'error') problems.push(`console: ${m.text()}`) })
-  page.on('pageerror', (e) => problems.push(`page error: ${e.message}`))
-  page.on('request', (r) => { if (!r.url().startsWith(api) && !r.url().startsWith('data:') && !r.url().startsWith('blob:')) problems.push(`external request: ${r.url()}`) })
+  const { browser, page, problems } = await openBrowser(puppeteer, run, { firefox: FIREFOX, chrome: CHROME, allowed: [api] })
   const shot = (name) => page.screenshot({ path: path.join(SHOTS, `${name}.png`), fullPage: true })
   // A chart's state, polled from here (page.waitForFunction builds a
   // function in the page, which the CSP refuses under Firefox's BiDi).

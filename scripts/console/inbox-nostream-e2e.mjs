@@ -6,7 +6,7 @@
 // SHOTS, CHROME, BROWSER as there).
 import fs from 'node:fs'
 import path from 'node:path'
-import { browserRun, sleep, freePort, start, waitHttp } from '../lib/e2e.mjs'
+import { browserRun, openBrowser, sleep, freePort, start, waitHttp } from '../lib/e2e.mjs'
 import puppeteer from 'puppeteer-core'
 
 const { PLATFORM_BIN, WORK, SHOTS, CHROME } = process.env
@@ -25,15 +25,8 @@ async function main() {
   const res = await fetch(api + '/v1/admin/workspaces', { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: '{"name":"No desk"}' })
   const { id: ws } = await res.json()
 
-  const browser = FIREFOX
-    ? await puppeteer.launch({ browser: 'firefox', executablePath: process.env.FIREFOX || '/usr/bin/firefox-esr', headless: true, args: ['--width=1280', '--height=860'] })
-    : await puppeteer.launch({ executablePath: CHROME, headless: true, args: ['--no-sandbox', '--disable-dev-shm-usage', '--no-first-run', '--disable-gpu'] })
-  console.log(`platform ${api} (PLATFORM_BUILTINS=chat), browser: ${await browser.version()}`)
-  const problems = []
-  const page = await browser.newPage()
-  run.page = page
-  page.on('console', (m) => m.type() === 'error' && problems.push(`console: ${m.text()}`))
-  page.on('pageerror', (e) => problems.push(`page error: ${e.message}`))
+  console.log(`platform ${api} (PLATFORM_BUILTINS=chat)`)
+  const { browser, page, problems } = await openBrowser(puppeteer, run, { firefox: FIREFOX, chrome: CHROME, height: 860, viewport: false })
   const lists = []
   const streams = []
   page.on('request', (r) => {

@@ -16,7 +16,7 @@
 import fs from 'node:fs'
 import http from 'node:http'
 import path from 'node:path'
-import { browserRun, freePort, sleep, start, waitHttp } from '../lib/e2e.mjs'
+import { browserRun, openBrowser, freePort, sleep, start, waitHttp } from '../lib/e2e.mjs'
 import puppeteer from 'puppeteer-core'
 
 const { PLATFORM_BIN, WORK, SHOTS, CHROME } = process.env
@@ -135,17 +135,7 @@ async function main() {
   const bot = await seed(a, wsA, await integration(a, wsA, sinkURL))
   console.log(`     seeded A: ${ROWS} rows, ${MESSAGES} messages, ${FILES} files in ${Date.now() - t0} ms`)
 
-  const browser = FIREFOX
-    ? await puppeteer.launch({ browser: 'firefox', executablePath: process.env.FIREFOX || '/usr/bin/firefox-esr', headless: true, args: ['--width=1280', '--height=900'] })
-    : await puppeteer.launch({ executablePath: CHROME, headless: true, args: ['--no-sandbox', '--disable-dev-shm-usage', '--no-first-run', '--disable-gpu'] })
-  console.log(`browser: ${await browser.version()}`)
-  const problems = []
-  const page = await browser.newPage()
-  run.page = page
-  if (!FIREFOX) await page.setViewport({ width: 1280, height: 900 })
-  page.on('console', (m) => { if (m.type() === 'error') problems.push(`console: ${m.text()}`) })
-  page.on('pageerror', (e) => problems.push(`page error: ${e.message}`))
-  page.on('request', (r) => { const u = r.url(); if (!u.startsWith(a.api) && !u.startsWith(b.api) && !u.startsWith('data:') && !u.startsWith('blob:')) problems.push(`external request: ${u}`) })
+  const { browser, page, problems } = await openBrowser(puppeteer, run, { firefox: FIREFOX, chrome: CHROME, allowed: [a.api, b.api] })
   const shot = (name) => page.screenshot({ path: path.join(SHOTS, `${name}.png`), fullPage: true })
   // Polled from here (page.waitForFunction builds a function in the page,
   // which the CSP refuses under Firefox's BiDi).

@@ -92,3 +92,34 @@ export function browserRun(name, { shots, work, logs = ['platform.log'] }) {
   }
   return run
 }
+
+// openBrowser launches headless Chromium (chrome: its path) or, with
+// firefox, Firefox ESR over WebDriver BiDi (FIREFOX=/path overrides
+// where), and opens one watched page: console errors (but those matching
+// ignore), page errors and, when allowed lists origins, any request to
+// another origin are pushed to problems, which the script checks at its
+// end. puppeteer is the caller's own (its package's node_modules). The
+// page is sized width x height: Firefox's window at launch (its BiDi
+// lacks viewport emulation), Chromium's viewport unless viewport is false.
+export async function openBrowser(puppeteer, run, { firefox, chrome, width = 1280, height = 900, viewport = true, extraPrefsFirefox, ignore, where = false, allowed }) {
+  const browser = firefox
+    ? await puppeteer.launch({ browser: 'firefox', executablePath: process.env.FIREFOX || '/usr/bin/firefox-esr', headless: true, args: [`--width=${width}`, `--height=${height}`], ...(extraPrefsFirefox ? { extraPrefsFirefox } : {}) })
+    : await puppeteer.launch({ executablePath: chrome, headless: true, args: ['--no-sandbox', '--disable-dev-shm-usage', '--no-first-run', '--disable-gpu'] })
+  console.log(`browser: ${await browser.version()}`)
+  const problems = []
+  const page = await browser.newPage()
+  run.page = page
+  if (!firefox && viewport) await page.setViewport({ width, height })
+  page.on('console', (m) => {
+    if (m.type() !== 'error' || (ignore && ignore.test(m.text()))) return
+    problems.push(`console: ${m.text()}` + (where ? ` (${m.location()?.url || ''})` : ''))
+  })
+  page.on('pageerror', (e) => problems.push(`page error: ${e.message}`))
+  if (allowed) {
+    page.on('request', (r) => {
+      const u = r.url()
+      if (![...allowed, 'data:', 'blob:'].some((a) => u.startsWith(a))) problems.push(`external request: ${u}`)
+    })
+  }
+  return { browser, page, problems }
+}

@@ -13,7 +13,7 @@ import fs from 'node:fs'
 import path from 'node:path'
 import { createRequire } from 'node:module'
 import { fileURLToPath } from 'node:url'
-import { browserRun, children, freePort, sleep, start, waitHttp } from '../lib/e2e.mjs'
+import { browserRun, openBrowser, children, freePort, sleep, start, waitHttp } from '../lib/e2e.mjs'
 
 const HERE = path.dirname(fileURLToPath(import.meta.url))
 // The console's browser driver (scripts/console/package.json).
@@ -73,22 +73,12 @@ async function main() {
     : api
   console.log(`platform ${api}, provider ${issuer}, screenshots in ${SHOTS}`)
 
-  const browser = FIREFOX
-    ? await puppeteer.launch({ browser: 'firefox', executablePath: process.env.FIREFOX || '/usr/bin/firefox-esr', headless: true, args: ['--width=1280', '--height=860'] })
-    : await puppeteer.launch({ executablePath: CHROME, headless: true, args: ['--no-sandbox', '--disable-dev-shm-usage', '--no-first-run', '--disable-gpu'] })
-  console.log(`browser: ${await browser.version()}`)
-  const problems = []
-  const page = await browser.newPage()
+  // A 401 (no session yet) logs a failed resource load: expected.
+  const { browser, page, problems } = await openBrowser(puppeteer, run, { firefox: FIREFOX, chrome: CHROME, height: 860, viewport: false, ignore: /Failed to load resource/ })
   if (AWS_LOCAL) {
     page.setDefaultTimeout(WAIT)
     page.setDefaultNavigationTimeout(WAIT)
   }
-  run.page = page
-  page.on('console', (m) => {
-    // A 401 (no session yet) logs a failed resource load: expected.
-    if (m.type() === 'error' && !/Failed to load resource/.test(m.text())) problems.push(`console: ${m.text()}`)
-  })
-  page.on('pageerror', (e) => problems.push(`page error: ${e.message}`))
   // Nothing leaves the machine: the platform (its stream host) and the provider only.
   const callbacks = []
   page.on('request', (r) => {
