@@ -126,7 +126,7 @@ type Dispatcher struct {
 
 	wake chan struct{}
 	once sync.Once
-	mu   sync.Mutex // guards MaxAttempts, FirstRetry, Now, nextDue and hinted once running
+	mu   sync.Mutex // guards MaxAttempts, FirstRetry, Now, nextDue, hinted and observing once running
 
 	nextDue time.Time
 	hinted  map[string]bool // shards named by WakeShards, not yet worked
@@ -134,6 +134,55 @@ type Dispatcher struct {
 	// dispatcher left waiting (retries, scheduled entries): Run sweeps
 	// when one has passed rather than every interval.
 	comingDue map[int64]bool
+
+	// observing counts the observers (log lines, bot issues) of finished
+	// deliveries still writing, under mu; observed is signalled when it
+	// falls to zero; observers bounds them (observeAside).
+	observing int
+	observed  *sync.Cond
+	observers chan struct{}
+}
+
+const maxObserving = 64
+
+// observeAside runs a finished delivery's observer (its log lines, a bot
+// issue) beside the recording of its outcome, and returns a channel closed
+// once it is done. Over an Exclusive store (the local platform) the
+// conversation's next delivery does not wait for it: the log line's own
+// fsync was one more on the reply's path (docs/runtime.md, "Round-trip
+// latency"); Run and RunShards wait for the observers still writing
+// before they return. Otherwise (an AWS invocation) each delivery waits
+// for its own, as before. A crash may lose the log lines of the
+// deliveries just finished, as it could before (they were written in
+// parallel with the entry's removal, never before it).
+func (d *Dispatcher) observeAside(observe func()) <-chan struct{} {
+	d.observers <- struct{}{}
+	d.mu.Lock()
+	d.observing++
+	d.mu.Unlock()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		defer func() {
+			<-d.observers
+			d.mu.Lock()
+			if d.observing--; d.observing == 0 {
+				d.observed.Broadcast()
+			}
+			d.mu.Unlock()
+		}()
+		observe()
+	}()
+	return done
+}
+
+// waitObserved returns once no delivery's observer is writing.
+func (d *Dispatcher) waitObserved() {
+	d.mu.Lock()
+	for d.observing > 0 {
+		d.observed.Wait()
+	}
+	d.mu.Unlock()
 }
 
 // FullSweep is how often Run sweeps even when no entry it knows of has
@@ -190,6 +239,8 @@ func (d *Dispatcher) init() {
 		if d.Workers == 0 {
 			d.Workers = Workers
 		}
+		d.observers = make(chan struct{}, maxObserving)
+		d.observed = sync.NewCond(&d.mu)
 	})
 }
 
@@ -249,6 +300,7 @@ func (d *Dispatcher) Run(ctx context.Context, interval time.Duration) {
 	if _, err := d.runAll(ctx); err != nil && ctx.Err() == nil {
 		d.Log.Error("dispatch: the first pass failed", "err", err)
 	}
+	defer d.waitObserved() // after the workers (deferred below) are done
 	w := &shardWorkers{d: d, ctx: ctx, sem: make(chan struct{}, d.Workers), active: map[string]bool{}}
 	defer w.wg.Wait()
 	lastSweep := time.Now()
@@ -403,6 +455,7 @@ func (d *Dispatcher) RunShards(ctx context.Context, shards []string) (int, error
 		}()
 	}
 	wg.Wait()
+	d.waitObserved()
 	return done, errors.Join(errs...)
 }
 
@@ -556,12 +609,10 @@ func (d *Dispatcher) deliver(ctx context.Context, dl platform.Delivery) (finishe
 		out = outcome{final: true, why: fmt.Sprintf("unknown delivery kind %q", dl.Kind)}
 	}
 	if out.observe != nil {
-		observed := make(chan struct{})
-		go func() {
-			defer close(observed)
-			out.observe()
-		}()
-		defer func() { <-observed }()
+		observed := d.observeAside(out.observe)
+		if !d.Exclusive {
+			defer func() { <-observed }()
+		}
 	}
 	first, attempts := d.retryPolicy()
 	retry := !out.ok && !out.final && !out.skip && !out.ignored && dl.Attempts+1 < attempts

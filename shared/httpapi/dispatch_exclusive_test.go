@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/botforge/platform/shared/delivery"
 	"github.com/botforge/platform/shared/localdynamo"
 )
 
@@ -126,6 +127,55 @@ func TestSlowConversationHoldsBackNoOther(t *testing.T) {
 	for !slices.Contains(texts(), "fast") {
 		if time.Now().After(deadline) {
 			t.Fatalf("another conversation's message waited for the slow one: the bot got %q", texts())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	free()
+}
+
+// TestNextDeliveryDoesNotWaitForTheLog: a finished delivery's observer
+// (its log line and its fsync, a bot issue, the hooks of OnDelivery) runs
+// beside the conversation's next delivery over the local store: while the
+// observer of a message's delivery is held, the next message of the same
+// conversation reaches the bot (before, each delivery waited for its log
+// line to be written: one fsync more on the reply's path).
+func TestNextDeliveryDoesNotWaitForTheLog(t *testing.T) {
+	release := make(chan struct{})
+	var once sync.Once
+	free := func() { once.Do(func() { close(release) }) }
+	defer free()
+	held := make(chan struct{}, 1)
+	f := newRuntimeFixture(t, func(r received) (int, string) { return 200, "{}" })
+	f.Platform.OnDelivery(func(_ context.Context, r delivery.Result) {
+		if r.Kind == "event" && r.EventType == "message_created" {
+			select {
+			case held <- struct{}{}: // the first one only
+				select {
+				case <-release:
+				case <-time.After(20 * time.Second):
+				}
+			default:
+			}
+		}
+	})
+	conv := f.as(true, "POST", "/v1/chat/conversations/get-or-create", map[string]any{"channel": "channel", "tags": map[string]string{}}, 200).Str("conversation.id")
+	user := f.as(true, "POST", "/v1/chat/users", map[string]any{"tags": map[string]string{}}, 201).Str("user.id")
+	send := func(text string) {
+		f.as(true, "POST", "/v1/chat/messages", map[string]any{"conversationId": conv, "userId": user, "type": "text",
+			"payload": map[string]any{"text": text}, "tags": map[string]string{}}, 201)
+	}
+	send("one")
+	select {
+	case <-held:
+	case <-time.After(15 * time.Second):
+		t.Fatal("the first delivery was not observed")
+	}
+	send("two")
+	// Within 5 s, while the first delivery's observer is still held.
+	deadline := time.Now().Add(5 * time.Second)
+	for len(f.bot.of("event_received", "message_created")) < 2 {
+		if time.Now().After(deadline) {
+			t.Fatalf("the conversation's next message waited for the previous delivery's log line: %d of 2 reached the bot", len(f.bot.of("event_received", "message_created")))
 		}
 		time.Sleep(10 * time.Millisecond)
 	}

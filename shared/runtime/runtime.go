@@ -20,7 +20,6 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/config"
-	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/cloudwatchlogs"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
@@ -172,10 +171,7 @@ func DynamoClient(cfg aws.Config, env Env, handler http.Handler) *dynamodb.Clien
 		o.APIOptions = append(o.APIOptions, tracing.AWSCalls)
 		switch {
 		case handler != nil:
-			o.BaseEndpoint = aws.String("http://dynamodb.local")
-			o.HTTPClient = &http.Client{Transport: InProcess(handler)}
-			o.Credentials = credentials.NewStaticCredentialsProvider("local", "local", "")
-			o.Region = "us-east-1"
+			embeddedDynamo(o, handler)
 		case env.DynamoEndpoint != "":
 			o.BaseEndpoint = aws.String(env.DynamoEndpoint)
 		}
