@@ -109,13 +109,22 @@ func countNew(bot, convID string) types.TransactWriteItem {
 	}}
 }
 
-// authorCheck requires the message's author to be a live user of the bot;
-// the bot itself (userId = bot id) writes outgoing messages and needs none.
-func authorCheck(bot, userID string) []types.TransactWriteItem {
+// checkAuthor requires the message's author to be a live user of the bot
+// (the bot itself, userId = bot id, writes outgoing messages and needs
+// none), with one strongly consistent GetItem before the message's
+// transaction rather than a condition check inside it: a condition check is
+// billed as a write, twice in a transaction (2 write units), the read is 1
+// read unit. Checked before rather than with the write, a deleteUser
+// committing between the two lets the message in, as if it had been written
+// just before the deletion: deleting a user leaves its messages (chat.md),
+// so the result is the one a message written first would leave, and a
+// message written after deleteUser answered is still refused.
+func (s *Store) checkAuthor(ctx context.Context, bot, userID string) error {
 	if userID == bot {
 		return nil
 	}
-	return []types.TransactWriteItem{liveCheck(userPK(bot, userID), skUser)}
+	_, err := s.getUser(ctx, bot, userID)
+	return err
 }
 
 // CreateMessage stores a new message and counts it in its conversation, in
@@ -166,9 +175,11 @@ func (s *Store) createMessage(ctx context.Context, bot string, m platform.Messag
 	if err != nil {
 		return err
 	}
+	if err := s.checkAuthor(ctx, bot, m.UserID); err != nil {
+		return err
+	}
 	counter := len(w)
 	w = append(w, countNew(bot, m.ConversationID))
-	w = append(w, authorCheck(bot, m.UserID)...)
 	if deliver {
 		rt, err := messageDeliveries(bot, m)
 		if err != nil {
@@ -255,8 +266,6 @@ func msgWriteError(err error, m platform.Message, counter int) error {
 		return err
 	case i == counter:
 		return platform.NotFound("conversation", m.ConversationID)
-	case i > counter:
-		return platform.NotFound("user", m.UserID)
 	}
 	return platform.Errorf(platform.ErrAlreadyExists, "message %q already exists", m.ID)
 }
@@ -601,9 +610,11 @@ func (s *Store) GetOrCreateMessage(ctx context.Context, l MessageLookup) (platfo
 			if w, err = msgWrites(bot, m); err != nil {
 				return err
 			}
+			if err := s.checkAuthor(ctx, bot, m.UserID); err != nil {
+				return err
+			}
 			counter = len(w)
 			w = append(w, countMessage(bot, convID, 1))
-			w = append(w, authorCheck(bot, m.UserID)...)
 		}
 		claim := len(w)
 		w = append(w, claimWrites(bot, "msg", hash, stale, convPK(bot, convID), m.ID)...)
