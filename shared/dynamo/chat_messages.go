@@ -30,6 +30,7 @@ const (
 type msgRecord struct {
 	platform.Message
 	ver int64
+	ev  bool // attrHasEvent
 }
 
 func msgFrom(it item) (msgRecord, bool, error) {
@@ -41,7 +42,15 @@ func msgFrom(it item) (msgRecord, bool, error) {
 		m.Tags = map[string]string{}
 	}
 	m.ver = getN(it, attrVer)
+	_, m.ev = it[attrHasEvent]
 	return m, true, nil
+}
+
+// markHasEvent marks the record and copy msgWrites made (w[0], w[1]) as a
+// message whose message_created event lists through its copy (attrHasEvent).
+func markHasEvent(w []types.TransactWriteItem) {
+	w[0].Put.Item[attrHasEvent] = num(1)
+	w[1].Put.Item[attrHasEvent] = num(1)
 }
 
 func msgCopySK(m platform.Message) string { return skMsgCopy + timeKey(m.CreatedAt, m.ID) }
@@ -186,6 +195,9 @@ func (s *Store) createMessage(ctx context.Context, bot string, m platform.Messag
 			return err
 		}
 		w = append(w, rt...)
+		if m.UserID != bot {
+			markHasEvent(w)
+		}
 	}
 	quota, err := s.messageUsage(ctx, bot, m, deliver)
 	if err != nil {
@@ -393,8 +405,11 @@ func (s *Store) UpdateMessage(ctx context.Context, bot, id string, tags map[stri
 		}
 		cp := key(cpk, msgCopySK(m))
 		cp[attrDoc], cp[attrObject] = str(d), str(id)
+		if rec.ev {
+			cp[attrHasEvent] = num(1)
+		}
 		w = append(w, put(cp))
-		kept, err := s.keepMessagePayload(ctx, bot, rec.Message)
+		kept, err := s.keepMessagePayload(ctx, bot, rec, false)
 		if err != nil {
 			return err
 		}
@@ -459,7 +474,7 @@ func (s *Store) DeleteMessage(ctx context.Context, bot, id string) error {
 		for k := range m.Tags {
 			w = append(w, del(cpk, msgIdxSK(id, k)))
 		}
-		kept, err := s.keepMessagePayload(ctx, bot, m)
+		kept, err := s.keepMessagePayload(ctx, bot, rec, true)
 		if err != nil {
 			return err
 		}
@@ -624,6 +639,9 @@ func (s *Store) GetOrCreateMessage(ctx context.Context, l MessageLookup) (platfo
 				return err
 			}
 			w = append(w, rt...)
+			if m.UserID != bot {
+				markHasEvent(w)
+			}
 		}
 		quotaAt := -1
 		if !ok {
