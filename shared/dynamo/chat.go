@@ -41,6 +41,11 @@ const (
 	attrValue    = "tv"   // the raw value of an index entry (listTagValues)
 	attrObject   = "oid"  // the record an index entry, participant or claim points at
 	attrConvID   = "cid"  // the conversation of a message
+	// attrHasEvent marks a message (its record and its copy in its
+	// conversation) whose message_created event lists in the
+	// conversation's events through the copy rather than an entry of its
+	// own (gsi2; docs/data-model.md, "Items per message").
+	attrHasEvent = "ev"
 )
 
 // Partition keys. Every chat key holds the bot id, so a record of another

@@ -3,6 +3,7 @@ package dynamo
 import (
 	"context"
 	"encoding/json"
+	"sort"
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -109,10 +110,14 @@ func (s *Store) derivePayloads(ctx context.Context, bot string, docs []*eventDoc
 
 // keepMessagePayload is the write, for the transaction that changes or
 // deletes message m (read at version ver), that stores m as it is into
-// its message_created event when that event derives its payload from m
-// (one GetItem; no write when there is no such event, or it has its own).
-// The event is conditional on its version read.
-func (s *Store) keepMessagePayload(ctx context.Context, bot string, m platform.Message) ([]types.TransactWriteItem, error) {
+// its message_created event when that event derives its payload from m,
+// and, when m is deleted and its event listed in its conversation through
+// m's copy (attrHasEvent), gives the event its own entry in the
+// conversation's events list (gsi2), the copy going (one GetItem; no
+// write when there is no such event, or nothing to change). The event is
+// conditional on its version read.
+func (s *Store) keepMessagePayload(ctx context.Context, bot string, rec msgRecord, deleting bool) ([]types.TransactWriteItem, error) {
+	m := rec.Message
 	if m.UserID == bot {
 		return nil, nil
 	}
@@ -122,23 +127,41 @@ func (s *Store) keepMessagePayload(ctx context.Context, bot string, m platform.M
 		return nil, err
 	}
 	d, ver, err := eventRecord(it)
-	if err != nil || !d.FromMessage || !noPayload(d.Payload) || d.MessageID != m.ID {
+	if err != nil || d.MessageID != m.ID {
 		return nil, err
 	}
-	if d.Payload, err = json.Marshal(map[string]any{"message": m}); err != nil {
-		return nil, err
+	_, listed := it[attrGSI2PK]
+	relist := deleting && rec.ev && !listed && d.ConversationID != ""
+	keep := d.FromMessage && noPayload(d.Payload)
+	if !keep && !relist {
+		return nil, nil
 	}
-	d.FromMessage = false
-	doc, err := marshalDoc(d)
-	if err != nil {
-		return nil, err
+	set := "SET #ver = :next"
+	names := map[string]string{"#ver": attrVer}
+	vals := item{":next": num(ver + 1), ":ver": num(ver)}
+	if keep {
+		if d.Payload, err = json.Marshal(map[string]any{"message": m}); err != nil {
+			return nil, err
+		}
+		d.FromMessage = false
+		doc, err := marshalDoc(d)
+		if err != nil {
+			return nil, err
+		}
+		set += ", #doc = :doc"
+		names["#doc"], vals[":doc"] = attrDoc, str(doc)
+	}
+	if relist {
+		set += ", #g2pk = :g2pk, #g2sk = :g2sk"
+		names["#g2pk"], names["#g2sk"] = attrGSI2PK, attrGSI2SK
+		vals[":g2pk"], vals[":g2sk"] = str(convEvents(bot, d.ConversationID)), str(timeKey(d.CreatedAt, d.ID))
 	}
 	return []types.TransactWriteItem{{Update: &types.Update{
 		Key:                       key(eventPK(bot, id), skEvent),
-		UpdateExpression:          aws.String("SET #doc = :doc, #ver = :next"),
+		UpdateExpression:          aws.String(set),
 		ConditionExpression:       aws.String("#ver = :ver"),
-		ExpressionAttributeNames:  map[string]string{"#doc": attrDoc, "#ver": attrVer},
-		ExpressionAttributeValues: item{":doc": str(doc), ":next": num(ver + 1), ":ver": num(ver)},
+		ExpressionAttributeNames:  names,
+		ExpressionAttributeValues: vals,
 	}}}, nil
 }
 
@@ -277,7 +300,10 @@ func eventItem(bot string, e platform.Event, dlv string) (item, error) {
 	}
 	it[attrTTL] = num(e.ExpiresAt().Unix())
 	it[attrGSI1PK], it[attrGSI1SK] = str(listShard(bot, listEvents, e.ID)), str(timeKey(e.CreatedAt, e.ID))
-	if e.ConversationID != "" {
+	// A user's message_created event lists in its conversation through its
+	// message's copy (attrHasEvent, listConvEvents): no entry of its own
+	// while the message is there (deleteMessage gives it one).
+	if e.ConversationID != "" && !fromMsg {
 		it[attrGSI2PK], it[attrGSI2SK] = str(convEvents(bot, e.ConversationID)), str(timeKey(e.CreatedAt, e.ID))
 	}
 	return it, nil
@@ -533,8 +559,121 @@ func (s *Store) ListEvents(ctx context.Context, f EventFilter, p Page) ([]platfo
 		}
 		return out, nil
 	}
+	if f.ConversationID != "" {
+		out, next, err := s.listConvEvents(ctx, f.BotID, f.ConversationID, positionOf(p), int(p.Limit), load)
+		return out, startOf(next), err
+	}
 	out, next, err := collect(ctx, s, sp, positionOf(p), int(p.Limit), 0, load)
 	return out, startOf(next), err
+}
+
+// copyEventKey is the position in the conversation's events list (gsi2's
+// sort key, <createdAt>#<event id>) of the message_created event of the
+// message whose copy has sort key sk (MSG#<createdAt>#<message id>), and
+// copySK the reverse: the two orders agree (the event's id is the
+// message's with the other prefix).
+func copyEventKey(sk string) string {
+	k := strings.TrimPrefix(sk, skMsgCopy)
+	return strings.Replace(k, "#"+platform.PrefixMessage, "#"+platform.PrefixEvent, 1)
+}
+
+func copySK(pos string) string {
+	if pos == "" {
+		return ""
+	}
+	return skMsgCopy + strings.Replace(pos, "#"+platform.PrefixEvent, "#"+platform.PrefixMessage, 1)
+}
+
+// listConvEvents lists a conversation's events, newest first: those with
+// an entry in its events list (gsi2) merged with the message_created
+// events of its users' messages, which have none while their message is
+// there and are listed through the message's copy in the conversation's
+// partition (attrHasEvent; their records read in one BatchGetItem). Both
+// are read after the same position; items are taken down to where a
+// source with more stopped (past it, that source's next could come first).
+func (s *Store) listConvEvents(ctx context.Context, bot, conv, after string, size int, load func([]item) ([]*platform.Event, error)) ([]platform.Event, string, error) {
+	entries := span{index: GSI2, pk: convEvents(bot, conv), desc: true}
+	copies := span{pk: convPK(bot, conv), lo: skMsgCopy, hi: skMsgCopy + "~", desc: true}
+	out := make([]platform.Event, 0, size)
+	var pos []string
+	cursor, batch, read := after, size+1, 0
+	for {
+		n := min(batch, maxBatch)
+		es, moreE, err := s.read(ctx, entries, cursor, n)
+		if err != nil {
+			return nil, "", err
+		}
+		cs, moreC, err := s.read(ctx, copies, copySK(cursor), n)
+		if err != nil {
+			return nil, "", err
+		}
+		read += len(es) + len(cs)
+		frontier := "" // items at or after it (in the list's order) are complete
+		if moreE && len(es) > 0 {
+			frontier = entries.sortKey(es[len(es)-1])
+		}
+		if moreC && len(cs) > 0 {
+			frontier = max(frontier, copyEventKey(getS(cs[len(cs)-1], attrSK)))
+		}
+		type at struct {
+			pos string
+			it  item // the event (an entry, projecting all), or nil: read by key
+			key item
+		}
+		var merged []at
+		for _, it := range es {
+			merged = append(merged, at{pos: entries.sortKey(it), it: it})
+		}
+		var keys []item
+		for _, it := range cs {
+			if _, ev := it[attrHasEvent]; !ev {
+				continue
+			}
+			k := key(eventPK(bot, messageEventID(getS(it, attrObject))), skEvent)
+			keys = append(keys, k)
+			merged = append(merged, at{pos: copyEventKey(getS(it, attrSK)), key: k})
+		}
+		sort.Slice(merged, func(i, j int) bool { return merged[i].pos > merged[j].pos })
+		for len(merged) > 0 && merged[len(merged)-1].pos < frontier {
+			merged = merged[:len(merged)-1]
+		}
+		got, err := s.getMany(ctx, keys)
+		if err != nil {
+			return nil, "", err
+		}
+		items := make([]item, len(merged))
+		for i, m := range merged {
+			items[i] = m.it
+			if m.key != nil {
+				items[i] = got[keyID(getS(m.key, attrPK), getS(m.key, attrSK))] // nil: gone (expired, deleted)
+			}
+		}
+		vals, err := load(items)
+		if err != nil {
+			return nil, "", err
+		}
+		for i, m := range merged {
+			cursor = m.pos
+			if vals[i] == nil {
+				continue
+			}
+			out, pos = append(out, *vals[i]), append(pos, m.pos)
+			if len(out) > size {
+				return out[:size], pos[size-1], nil
+			}
+		}
+		if !moreE && !moreC {
+			return out, "", nil
+		}
+		if frontier == "" || frontier == cursor {
+			return out, cursor, nil // no progress (cannot happen with batches of 2 or more)
+		}
+		cursor = frontier
+		if read >= maxPageReads {
+			return out, cursor, nil
+		}
+		batch = max(size+1-len(out), 2*batch)
+	}
 }
 
 // DeleteExpiredEvents deletes, among the bot's limit oldest events, those

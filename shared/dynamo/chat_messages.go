@@ -30,6 +30,7 @@ const (
 type msgRecord struct {
 	platform.Message
 	ver int64
+	ev  bool // attrHasEvent
 }
 
 func msgFrom(it item) (msgRecord, bool, error) {
@@ -41,7 +42,15 @@ func msgFrom(it item) (msgRecord, bool, error) {
 		m.Tags = map[string]string{}
 	}
 	m.ver = getN(it, attrVer)
+	_, m.ev = it[attrHasEvent]
 	return m, true, nil
+}
+
+// markHasEvent marks the record and copy msgWrites made (w[0], w[1]) as a
+// message whose message_created event lists through its copy (attrHasEvent).
+func markHasEvent(w []types.TransactWriteItem) {
+	w[0].Put.Item[attrHasEvent] = num(1)
+	w[1].Put.Item[attrHasEvent] = num(1)
 }
 
 func msgCopySK(m platform.Message) string { return skMsgCopy + timeKey(m.CreatedAt, m.ID) }
@@ -109,13 +118,22 @@ func countNew(bot, convID string) types.TransactWriteItem {
 	}}
 }
 
-// authorCheck requires the message's author to be a live user of the bot;
-// the bot itself (userId = bot id) writes outgoing messages and needs none.
-func authorCheck(bot, userID string) []types.TransactWriteItem {
+// checkAuthor requires the message's author to be a live user of the bot
+// (the bot itself, userId = bot id, writes outgoing messages and needs
+// none), with one strongly consistent GetItem before the message's
+// transaction rather than a condition check inside it: a condition check is
+// billed as a write, twice in a transaction (2 write units), the read is 1
+// read unit. Checked before rather than with the write, a deleteUser
+// committing between the two lets the message in, as if it had been written
+// just before the deletion: deleting a user leaves its messages (chat.md),
+// so the result is the one a message written first would leave, and a
+// message written after deleteUser answered is still refused.
+func (s *Store) checkAuthor(ctx context.Context, bot, userID string) error {
 	if userID == bot {
 		return nil
 	}
-	return []types.TransactWriteItem{liveCheck(userPK(bot, userID), skUser)}
+	_, err := s.getUser(ctx, bot, userID)
+	return err
 }
 
 // CreateMessage stores a new message and counts it in its conversation, in
@@ -166,15 +184,20 @@ func (s *Store) createMessage(ctx context.Context, bot string, m platform.Messag
 	if err != nil {
 		return err
 	}
+	if err := s.checkAuthor(ctx, bot, m.UserID); err != nil {
+		return err
+	}
 	counter := len(w)
 	w = append(w, countNew(bot, m.ConversationID))
-	w = append(w, authorCheck(bot, m.UserID)...)
 	if deliver {
 		rt, err := messageDeliveries(bot, m)
 		if err != nil {
 			return err
 		}
 		w = append(w, rt...)
+		if m.UserID != bot {
+			markHasEvent(w)
+		}
 	}
 	quota, err := s.messageUsage(ctx, bot, m, deliver)
 	if err != nil {
@@ -255,8 +278,6 @@ func msgWriteError(err error, m platform.Message, counter int) error {
 		return err
 	case i == counter:
 		return platform.NotFound("conversation", m.ConversationID)
-	case i > counter:
-		return platform.NotFound("user", m.UserID)
 	}
 	return platform.Errorf(platform.ErrAlreadyExists, "message %q already exists", m.ID)
 }
@@ -384,8 +405,11 @@ func (s *Store) UpdateMessage(ctx context.Context, bot, id string, tags map[stri
 		}
 		cp := key(cpk, msgCopySK(m))
 		cp[attrDoc], cp[attrObject] = str(d), str(id)
+		if rec.ev {
+			cp[attrHasEvent] = num(1)
+		}
 		w = append(w, put(cp))
-		kept, err := s.keepMessagePayload(ctx, bot, rec.Message)
+		kept, err := s.keepMessagePayload(ctx, bot, rec, false)
 		if err != nil {
 			return err
 		}
@@ -450,7 +474,7 @@ func (s *Store) DeleteMessage(ctx context.Context, bot, id string) error {
 		for k := range m.Tags {
 			w = append(w, del(cpk, msgIdxSK(id, k)))
 		}
-		kept, err := s.keepMessagePayload(ctx, bot, m)
+		kept, err := s.keepMessagePayload(ctx, bot, rec, true)
 		if err != nil {
 			return err
 		}
@@ -601,9 +625,11 @@ func (s *Store) GetOrCreateMessage(ctx context.Context, l MessageLookup) (platfo
 			if w, err = msgWrites(bot, m); err != nil {
 				return err
 			}
+			if err := s.checkAuthor(ctx, bot, m.UserID); err != nil {
+				return err
+			}
 			counter = len(w)
 			w = append(w, countMessage(bot, convID, 1))
-			w = append(w, authorCheck(bot, m.UserID)...)
 		}
 		claim := len(w)
 		w = append(w, claimWrites(bot, "msg", hash, stale, convPK(bot, convID), m.ID)...)
@@ -613,6 +639,9 @@ func (s *Store) GetOrCreateMessage(ctx context.Context, l MessageLookup) (platfo
 				return err
 			}
 			w = append(w, rt...)
+			if m.UserID != bot {
+				markHasEvent(w)
+			}
 		}
 		quotaAt := -1
 		if !ok {

@@ -103,7 +103,7 @@ func (s *Store) deleteOwner(ctx context.Context, kind deletionKind, bot, id stri
 // record and its deletion marker (idempotent: what is gone is skipped).
 func (s *Store) finishOwner(ctx context.Context, kind deletionKind, bot, id string) error {
 	_, _, pk, sk, twin := kind.owner(bot, id)
-	children, err := s.partition(ctx, pk, attrObject)
+	children, err := s.partition(ctx, pk, attrObject, attrHasEvent)
 	if err != nil {
 		return err
 	}
@@ -116,6 +116,11 @@ func (s *Store) finishOwner(ctx context.Context, kind deletionKind, bot, id stri
 		case hasPrefix(csk, skClaim):
 			claims = append(claims, it)
 		default:
+			if _, ev := it[attrHasEvent]; ev && hasPrefix(csk, skMsgCopy) {
+				// Its message_created event, listed through the copy
+				// (no entry in the conversation's events list).
+				keys = append(keys, key(eventPK(bot, messageEventID(getS(it, attrObject))), skEvent))
+			}
 			if k := twin(csk, getS(it, attrObject)); k != nil {
 				keys = append(keys, k)
 			}

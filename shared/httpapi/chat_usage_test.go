@@ -54,7 +54,7 @@ func TestChatDynamoDBCalls(t *testing.T) {
 		{"getState", apitest.Req{Method: "GET", Path: "/v1/chat/states/conversation/" + conv + "/convState"}, 200, plus(calls{"BatchGetItem": 1})},
 		{"createConversation", apitest.Req{Method: "POST", Path: "/v1/chat/conversations", Body: map[string]any{"channel": "c", "tags": map[string]string{"a": "b"}}}, 201, plus(calls{"GetItem": 1, "TransactWriteItems": 1})},
 		{"createUser", apitest.Req{Method: "POST", Path: "/v1/chat/users", Body: map[string]any{"tags": map[string]string{"a": "b"}}}, 201, plus(calls{"GetItem": 1, "TransactWriteItems": 1})},
-		{"createMessage", apitest.Req{Method: "POST", Path: "/v1/chat/messages", Body: map[string]any{"conversationId": conv, "userId": user, "type": "text", "payload": map[string]any{}, "tags": map[string]string{"a": "b"}}}, 201, plus(calls{"GetItem": 1, "TransactWriteItems": 1})},
+		{"createMessage", apitest.Req{Method: "POST", Path: "/v1/chat/messages", Body: map[string]any{"conversationId": conv, "userId": user, "type": "text", "payload": map[string]any{}, "tags": map[string]string{"a": "b"}}}, 201, plus(calls{"GetItem": 2, "TransactWriteItems": 1})},
 		{"createEvent", apitest.Req{Method: "POST", Path: "/v1/chat/events", Body: map[string]any{"type": "x", "payload": map[string]any{}, "conversationId": conv}}, 201, plus(calls{"GetItem": 1, "TransactWriteItems": 1})},
 		// The page's message counter items: one BatchGetItem.
 		{"listConversations", apitest.Req{Method: "GET", Path: "/v1/chat/conversations"}, 200, plus(calls{"Query": 1, "BatchGetItem": 1})},
@@ -69,6 +69,11 @@ func TestChatDynamoDBCalls(t *testing.T) {
 		// and 16 shards, merged).
 		// The page's message_created events read their messages: one BatchGetItem.
 		{"listEvents", apitest.Req{Method: "GET", Path: "/v1/chat/events"}, 200, plus(calls{"Query": 17, "BatchGetItem": 1})},
+		// A conversation's events: its list (gsi2) and its message copies,
+		// one Query each; the events the copies name (a user's messages'
+		// message_created events, no list entry of their own) and their
+		// messages, one BatchGetItem each.
+		{"listEvents", apitest.Req{Method: "GET", Path: "/v1/chat/events?conversationId=" + conv}, 200, plus(calls{"Query": 2, "BatchGetItem": 2})},
 		{"listParticipants", apitest.Req{Method: "GET", Path: "/v1/chat/conversations/" + conv + "/participants"}, 200, plus(calls{"Query": 2, "BatchGetItem": 1})},
 		{"listTagValues", apitest.Req{Method: "GET", Path: "/v1/chat/tags/t/values?type=conversation"}, 200, plus(calls{"Query": 1})},
 		{"updateConversation", apitest.Req{Method: "PUT", Path: "/v1/chat/conversations/" + conv, Body: map[string]any{"tags": map[string]string{"x": "y"}}}, 200, plus(calls{"GetItem": 1, "Query": 1, "TransactWriteItems": 1})},
