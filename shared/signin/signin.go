@@ -73,6 +73,13 @@ type OIDCConfig struct {
 	// Name is the provider's display name ("Sign in with <Name>");
 	// PLATFORM_OIDC_NAME, default "single sign-on".
 	Name string
+	// AllowedDomains: self sign-up (signup.go) of identities whose
+	// verified email is at one of these domains; none: off.
+	AllowedDomains []string
+	// Workspace (id or handle) that self-signed-up accounts join, with
+	// SignUpRole (default viewer).
+	Workspace  string
+	SignUpRole platform.Role
 }
 
 func (c Config) withDefaults() Config {
@@ -378,6 +385,9 @@ func FromEnv(get func(string) string) (Config, error) {
 	}
 	if c.OIDC.Issuer != "" && c.OIDC.ClientID == "" {
 		return c, fmt.Errorf("%s is set but %s is not", EnvOIDCIssuer, EnvOIDCClientID)
+	}
+	if err := signUpFromEnv(&c, get); err != nil {
+		return c, err
 	}
 	for _, d := range []struct {
 		env string

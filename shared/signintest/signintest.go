@@ -64,6 +64,7 @@ var Flows = []Flow{
 	{"OIDCSignIn", OIDCSignIn},
 	{"OIDCForeignIssuer", OIDCForeignIssuer},
 	{"OIDCPublicURLMismatch", OIDCPublicURLMismatch},
+	{"OIDCSelfSignUp", OIDCSelfSignUp},
 }
 
 // Run runs every flow against one build, each a subtest.
