@@ -187,6 +187,8 @@ var signinParameters = []struct{ name, env, description string }{
 	{"OidcAllowedDomains", "PLATFORM_OIDC_ALLOWED_DOMAINS", "Self sign-up: comma-separated email domains whose verified addresses get an account at their first single sign-on; empty: off (PLATFORM_OIDC_ALLOWED_DOMAINS)."},
 	{"OidcWorkspace", "PLATFORM_OIDC_WORKSPACE", "The workspace (id or handle) that self-signed-up accounts join; empty: none (PLATFORM_OIDC_WORKSPACE)."},
 	{"OidcSignUpRole", "PLATFORM_OIDC_SIGNUP_ROLE", "Their role there: viewer (empty), billing, developer, manager or administrator (PLATFORM_OIDC_SIGNUP_ROLE)."},
+	{"OidcRoleClaim", "PLATFORM_OIDC_ROLE_CLAIM", "A claim (e.g. groups) whose values set the role in OidcWorkspace at every single sign-on; empty: off (PLATFORM_OIDC_ROLE_CLAIM)."},
+	{"OidcRoleMap", "PLATFORM_OIDC_ROLE_MAP", "Its values' roles, e.g. bot-admins=administrator,bot-devs=developer; a sign-on mapping to none is refused (PLATFORM_OIDC_ROLE_MAP)."},
 }
 
 // llmKeyParameter is the SSM SecureString holding the LLM provider's key.

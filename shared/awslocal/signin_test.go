@@ -63,6 +63,8 @@ var signinStackParameters = map[string]string{
 	signin.EnvOIDCAllowedDomains: "OidcAllowedDomains",
 	signin.EnvOIDCWorkspace:      "OidcWorkspace",
 	signin.EnvOIDCSignUpRole:     "OidcSignUpRole",
+	signin.EnvOIDCRoleClaim:      "OidcRoleClaim",
+	signin.EnvOIDCRoleMap:        "OidcRoleMap",
 }
 
 // withFunctionEnv writes a copy of template.yaml with variables set in one

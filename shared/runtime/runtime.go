@@ -304,6 +304,10 @@ func SignInConfig(ctx context.Context) (signin.Config, error) {
 			return os.Getenv("PLATFORM_OIDC_WORKSPACE")
 		case signin.EnvOIDCSignUpRole:
 			return os.Getenv("PLATFORM_OIDC_SIGNUP_ROLE")
+		case signin.EnvOIDCRoleClaim:
+			return os.Getenv("PLATFORM_OIDC_ROLE_CLAIM")
+		case signin.EnvOIDCRoleMap:
+			return os.Getenv("PLATFORM_OIDC_ROLE_MAP")
 		}
 		return os.Getenv(k)
 	}

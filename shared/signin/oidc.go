@@ -190,10 +190,23 @@ func (s *Service) oidcCallback(w http.ResponseWriter, r *http.Request) {
 		fail(http.StatusUnauthorized, err.Error())
 		return
 	}
+	// The claim's role is checked before anything is written: a refused
+	// sign-in spends no link and creates no account.
+	role, err := s.claimRole(claims)
+	if err != nil {
+		fail(http.StatusForbidden, messageOf(err))
+		return
+	}
 	accountID, err := s.identityAccount(ctx, idt.Issuer, idt.Subject, claims, flow.LinkHash, addr)
 	if err != nil {
 		fail(http.StatusForbidden, messageOf(err))
 		return
+	}
+	if role != "" {
+		if err := s.applyRole(ctx, accountID, role, addr); err != nil {
+			fail(http.StatusForbidden, messageOf(err))
+			return
+		}
 	}
 	if _, err := s.NewSession(ctx, w, r, accountID, "oidc"); err != nil {
 		fail(http.StatusInternalServerError, err.Error())

@@ -80,6 +80,10 @@ type OIDCConfig struct {
 	// SignUpRole (default viewer).
 	Workspace  string
 	SignUpRole platform.Role
+	// RoleClaim's values set the role in Workspace at every single
+	// sign-on, by RoleMap (roleclaim.go); empty: off.
+	RoleClaim string
+	RoleMap   map[string]platform.Role
 }
 
 func (c Config) withDefaults() Config {
@@ -387,6 +391,9 @@ func FromEnv(get func(string) string) (Config, error) {
 		return c, fmt.Errorf("%s is set but %s is not", EnvOIDCIssuer, EnvOIDCClientID)
 	}
 	if err := signUpFromEnv(&c, get); err != nil {
+		return c, err
+	}
+	if err := roleClaimFromEnv(&c, get); err != nil {
 		return c, err
 	}
 	for _, d := range []struct {

@@ -66,7 +66,8 @@ func (s *Service) identityClaims(ctx context.Context, p *oidc.Provider, tok *oau
 	if err := idt.Claims(&claims); err != nil {
 		return nil, fmt.Errorf("the ID token's claims could not be read: %v", err)
 	}
-	need := len(s.cfg.OIDC.AllowedDomains) > 0 && (claims["email"] == nil || claims["email_verified"] == nil)
+	need := len(s.cfg.OIDC.AllowedDomains) > 0 && (claims["email"] == nil || claims["email_verified"] == nil) ||
+		s.cfg.OIDC.RoleClaim != "" && claims[s.cfg.OIDC.RoleClaim] == nil
 	if !need {
 		return claims, nil
 	}

@@ -65,6 +65,7 @@ var Flows = []Flow{
 	{"OIDCForeignIssuer", OIDCForeignIssuer},
 	{"OIDCPublicURLMismatch", OIDCPublicURLMismatch},
 	{"OIDCSelfSignUp", OIDCSelfSignUp},
+	{"OIDCRoleClaim", OIDCRoleClaim},
 }
 
 // Run runs every flow against one build, each a subtest.

@@ -113,3 +113,83 @@ func OIDCSelfSignUp(t *testing.T, start Start) {
 		t.Fatalf("no SIGN_UP audit record: %s", a.Raw)
 	}
 }
+
+// OIDCRoleClaim: with PLATFORM_OIDC_ROLE_CLAIM=groups and
+// PLATFORM_OIDC_ROLE_MAP, every single sign-on sets the member's role in
+// PLATFORM_OIDC_WORKSPACE from the claim (the highest mapped value wins),
+// undoing a change made meanwhile in the workspace and adding a missing
+// membership; a claim mapping to nothing (or absent) is refused before
+// anything is written: no account created, no invitation link spent.
+func OIDCRoleClaim(t *testing.T, start Start) {
+	port := freePort(t)
+	e := newEnv(t, start, Setup{
+		Env: map[string]string{signin.EnvOIDCAllowedDomains: "acme.test", signin.EnvOIDCWorkspace: "acme-roles",
+			signin.EnvOIDCRoleClaim: "groups", signin.EnvOIDCRoleMap: "bot-admins=administrator, bot-devs=developer"},
+		OIDC: &OIDC{Issuer: "http://127.0.0.1:" + port + "/", ClientID: "web", ClientSecret: "secret", Name: "Zitadel example"}})
+	e.Check(e.Do(apitest.Req{Method: "PUT", Path: "/v1/admin/workspaces/" + e.ws, Token: e.AdminToken, Body: map[string]any{"handle": "acme-roles"}}), 200, "updateWorkspace")
+	startProvider(t, port, e.URL+signin.CallbackPath,
+		ProviderUser{Username: "erin", Email: "erin@acme.test", EmailVerified: true, Groups: []string{"bot-devs", "bot-admins"}},
+		ProviderUser{Username: "frank", Email: "frank@acme.test", EmailVerified: true, Groups: []string{"staff", "bot-devs"}},
+		ProviderUser{Username: "gina", Email: "gina@acme.test", EmailVerified: true, Groups: []string{"marketing"}},
+		ProviderUser{Username: "hank", Email: "hank@acme.test", EmailVerified: true},
+		ProviderUser{Username: "ivy", Email: "ivy@other.test", EmailVerified: true, Groups: []string{"bot-admins"}})
+	ws := map[string]string{"x-workspace-id": e.ws}
+
+	// No mapped value: refused, no account.
+	e.ssoRefused(t, "gina", 403, `claim groups (marketing) holds none of the values this platform maps to a role (bot-admins, bot-devs)`)
+	e.ssoRefused(t, "hank", 403, `claim groups () holds none`)
+	for _, who := range []string{"gina@acme.test", "hank@acme.test"} {
+		if role := e.memberRole(t, who); role != "" {
+			t.Fatalf("refused %s is a member (%s)", who, role)
+		}
+	}
+	// The highest mapped value wins.
+	e.ssoSession(t, "erin", "erin@acme.test")
+	if role := e.memberRole(t, "erin@acme.test"); role != "administrator" {
+		t.Fatalf("erin: %q", role)
+	}
+	// An administrator's change in the workspace is undone at the next
+	// sign-in: the provider decides.
+	fs := e.ssoSession(t, "frank", "frank@acme.test")
+	if role := e.memberRole(t, "frank@acme.test"); role != "developer" {
+		t.Fatalf("frank: %q", role)
+	}
+	var frankID string
+	for _, m := range e.Check(e.Do(apitest.Req{Method: "GET", Path: "/v1/admin/workspace-members", Token: e.AdminToken, Headers: ws}), 200, "").List("members") {
+		if mm := m.(map[string]any); mm["email"] == "frank@acme.test" {
+			frankID = mm["id"].(string)
+		}
+	}
+	e.Check(e.Do(apitest.Req{Method: "PUT", Path: "/v1/admin/workspace-members/" + frankID, Token: e.AdminToken, Headers: ws, Body: map[string]any{"role": "viewer"}}), 200, "updateWorkspaceMember")
+	if role := e.memberRole(t, "frank@acme.test"); role != "viewer" {
+		t.Fatalf("frank after update: %q", role)
+	}
+	e.ssoSession(t, "frank", "frank@acme.test")
+	if role := e.memberRole(t, "frank@acme.test"); role != "developer" {
+		t.Fatalf("frank after signing in again: %q", role)
+	}
+	// A member removed from the workspace is added again by the claim.
+	e.Check(e.Do(apitest.Req{Method: "DELETE", Path: "/v1/admin/workspace-members/" + frankID, Token: e.AdminToken, Headers: ws}), 200, "deleteWorkspaceMember")
+	e.Check(e.me(fs), 401, "") // its sessions ended
+	e.ssoSession(t, "frank", "frank@acme.test")
+	if role := e.memberRole(t, "frank@acme.test"); role != "developer" {
+		t.Fatalf("frank after removal and sign-in: %q", role)
+	}
+	// An invitation accepted by single sign-on: the claim's role, not the
+	// invitation's; a refused claim does not spend the link.
+	inv := e.Check(e.Do(apitest.Req{Method: "POST", Path: "/v1/admin/workspace-invitations", Token: e.AdminToken, Headers: ws, Body: map[string]any{"email": "ivy@other.test", "role": "viewer"}}), 200, "")
+	tok := linkToken(t, inv.Str("invitation.url"), "/#/invite/")
+	b := newBrowser(t)
+	cb := b.providerLogin(e.URL+"/auth/oidc/start?link="+tok, "ivy")
+	if got := location(t, b.do("GET", cb, nil), ""); got != e.URL+"/#/" {
+		t.Fatalf("ivy: %s", got)
+	}
+	if role := e.memberRole(t, "ivy@other.test"); role != "administrator" {
+		t.Fatalf("ivy: %q", role)
+	}
+	// The changes are in the audit log.
+	a := e.Check(e.Do(apitest.Req{Method: "GET", Path: "/v1/admin/workspaces/" + e.ws + "/audit-records", Token: e.AdminToken, Headers: ws}), 200, "getAuditRecords")
+	if !strings.Contains(string(a.Raw), "ROLE_SET: role viewer -> developer from the groups claim") {
+		t.Fatalf("no ROLE_SET audit record: %s", a.Raw)
+	}
+}
