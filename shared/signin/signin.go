@@ -26,6 +26,7 @@ import (
 
 	"github.com/botforge/platform/shared/clientip"
 	"github.com/botforge/platform/shared/dynamo"
+	"github.com/botforge/platform/shared/mail"
 	"github.com/botforge/platform/shared/platform"
 )
 
@@ -63,6 +64,9 @@ type Config struct {
 	// address PerAddress (default 100).
 	AttemptWindow          time.Duration
 	PerAccount, PerAddress int64
+	// Mail sends invitation links (PLATFORM_SMTP_URL, shared/mail); nil:
+	// none is mailed.
+	Mail *mail.Sender
 }
 
 // OIDCConfig is one OpenID Connect provider.
@@ -394,6 +398,10 @@ func FromEnv(get func(string) string) (Config, error) {
 		return c, err
 	}
 	if err := roleClaimFromEnv(&c, get); err != nil {
+		return c, err
+	}
+	var err error
+	if c.Mail, err = mail.FromEnv(get); err != nil {
 		return c, err
 	}
 	for _, d := range []struct {

@@ -66,6 +66,7 @@ var Flows = []Flow{
 	{"OIDCPublicURLMismatch", OIDCPublicURLMismatch},
 	{"OIDCSelfSignUp", OIDCSelfSignUp},
 	{"OIDCRoleClaim", OIDCRoleClaim},
+	{"InvitationMailed", InvitationMailed},
 }
 
 // Run runs every flow against one build, each a subtest.
