@@ -184,6 +184,11 @@ var signinParameters = []struct{ name, env, description string }{
 	{"OidcIssuer", "PLATFORM_OIDC_ISSUER", "OpenID Connect issuer URL of the single sign-on provider; empty: no single sign-on (PLATFORM_OIDC_ISSUER). Its client secret: the SSM SecureString /<stack name>/oidc-client-secret."},
 	{"OidcClientId", "PLATFORM_OIDC_CLIENT_ID", "Client id registered at that provider (PLATFORM_OIDC_CLIENT_ID)."},
 	{"OidcName", "PLATFORM_OIDC_NAME", `The provider's display name on the sign-in page, "Sign in with <name>" (PLATFORM_OIDC_NAME).`},
+	{"OidcAllowedDomains", "PLATFORM_OIDC_ALLOWED_DOMAINS", "Self sign-up: comma-separated email domains whose verified addresses get an account at their first single sign-on; empty: off (PLATFORM_OIDC_ALLOWED_DOMAINS)."},
+	{"OidcWorkspace", "PLATFORM_OIDC_WORKSPACE", "The workspace (id or handle) that self-signed-up accounts join; empty: none (PLATFORM_OIDC_WORKSPACE)."},
+	{"OidcSignUpRole", "PLATFORM_OIDC_SIGNUP_ROLE", "Their role there: viewer (empty), billing, developer, manager or administrator (PLATFORM_OIDC_SIGNUP_ROLE)."},
+	{"OidcRoleClaim", "PLATFORM_OIDC_ROLE_CLAIM", "A claim (e.g. groups) whose values set the role in OidcWorkspace at every single sign-on; empty: off (PLATFORM_OIDC_ROLE_CLAIM)."},
+	{"OidcRoleMap", "PLATFORM_OIDC_ROLE_MAP", "Its values' roles, e.g. bot-admins=administrator,bot-devs=developer; a sign-on mapping to none is refused (PLATFORM_OIDC_ROLE_MAP)."},
 }
 
 // llmKeyParameter is the SSM SecureString holding the LLM provider's key.

@@ -42,11 +42,16 @@ func serve(ctx context.Context, env command.Env, args []string) error {
 	trusted := fs.String("trusted-proxies", "", "comma-separated CIDRs of the proxies in front of the platform whose X-Forwarded-For is believed; none: the client's address is the socket's peer ("+clientip.EnvTrustedProxies+")")
 	// People's sign-in (docs/signin.md).
 	signinFlags := map[string]*string{
-		signin.EnvPublicURL:        fs.String("public-url", "", "the console's public base URL; the OpenID callback is <public-url>/auth/oidc/callback ("+signin.EnvPublicURL+")"),
-		signin.EnvOIDCIssuer:       fs.String("oidc-issuer", "", "OpenID Connect issuer URL of the single sign-on provider ("+signin.EnvOIDCIssuer+")"),
-		signin.EnvOIDCClientID:     fs.String("oidc-client-id", "", "client id registered at that provider ("+signin.EnvOIDCClientID+")"),
-		signin.EnvOIDCClientSecret: fs.String("oidc-client-secret", "", "its client secret ("+signin.EnvOIDCClientSecret+"); prefer the variable, a flag shows in ps"),
-		signin.EnvOIDCName:         fs.String("oidc-name", "", "the provider's display name on the sign-in page, \"Sign in with <name>\" ("+signin.EnvOIDCName+")"),
+		signin.EnvPublicURL:          fs.String("public-url", "", "the console's public base URL; the OpenID callback is <public-url>/auth/oidc/callback ("+signin.EnvPublicURL+")"),
+		signin.EnvOIDCIssuer:         fs.String("oidc-issuer", "", "OpenID Connect issuer URL of the single sign-on provider ("+signin.EnvOIDCIssuer+")"),
+		signin.EnvOIDCClientID:       fs.String("oidc-client-id", "", "client id registered at that provider ("+signin.EnvOIDCClientID+")"),
+		signin.EnvOIDCClientSecret:   fs.String("oidc-client-secret", "", "its client secret ("+signin.EnvOIDCClientSecret+"); prefer the variable, a flag shows in ps"),
+		signin.EnvOIDCName:           fs.String("oidc-name", "", "the provider's display name on the sign-in page, \"Sign in with <name>\" ("+signin.EnvOIDCName+")"),
+		signin.EnvOIDCAllowedDomains: fs.String("oidc-allowed-domains", "", "comma-separated email domains whose verified addresses get an account at their first single sign-on (self sign-up; default none: off) ("+signin.EnvOIDCAllowedDomains+")"),
+		signin.EnvOIDCWorkspace:      fs.String("oidc-workspace", "", "the workspace (id or handle) that self-signed-up accounts join ("+signin.EnvOIDCWorkspace+")"),
+		signin.EnvOIDCSignUpRole:     fs.String("oidc-signup-role", "", "their role there: viewer (default), billing, developer, manager or administrator ("+signin.EnvOIDCSignUpRole+")"),
+		signin.EnvOIDCRoleClaim:      fs.String("oidc-role-claim", "", "a claim (e.g. groups) whose values set the role in --oidc-workspace at every single sign-on; default none: off ("+signin.EnvOIDCRoleClaim+")"),
+		signin.EnvOIDCRoleMap:        fs.String("oidc-role-map", "", "its values' roles, e.g. bot-admins=administrator,bot-devs=developer; a sign-on mapping to none is refused ("+signin.EnvOIDCRoleMap+")"),
 	}
 	metricsToken := fs.String("metrics-token", "", "bearer token that /metrics requires (then from any address); none: loopback callers only ("+metrics.EnvToken+"); prefer the variable, a flag shows in ps")
 	// Backups of the data directory (docs/backup.md).

@@ -169,12 +169,15 @@ async function main() {
     await page.click('form[data-test=signin-password] button')
     await signedIn()
   })
-  let inviteUrl
-  await step('invite a member: the link to copy, the invitation pending', async () => {
+  let inviteUrl, ws
+  await step('invite a member (a viewer): the link to copy, the invitation pending', async () => {
     const token = fs.readFileSync(path.join(dataDir, 'admin-token'), 'utf8').trim()
-    const ws = await (await fetch(api + '/v1/admin/workspaces', { method: 'POST', headers: { Authorization: `Bearer ${token}`, 'Content-Type': 'application/json' }, body: JSON.stringify({ name: 'Sign-in team' }) })).json()
+    ws = await (await fetch(api + '/v1/admin/workspaces', { method: 'POST', headers: { Authorization: `Bearer ${token}`, 'Content-Type': 'application/json' }, body: JSON.stringify({ name: 'Sign-in team' }) })).json()
     await page.goto(`${api}/#/w/${ws.id}/members`, { waitUntil: 'load' })
+    // The owner's nav offers "New assistant".
+    await waitText('header.top nav a', /New assistant/)
     await type('form[data-test=invite-link] input', 'dev@example.com')
+    await page.select('form[data-test=invite-link] select', 'viewer')
     await page.click('form[data-test=invite-link] button')
     await waitText('[data-test=invitation-link]', /\/#\/invite\//)
     inviteUrl = (await page.$eval('[data-test=invitation-link] code', (e) => e.innerText)).trim()
@@ -217,6 +220,12 @@ async function main() {
     await page.click('form[data-test=accept-link] button')
     await waitText('header.top .who', /dev@example\.com/)
     await shot('07-invitation-accepted')
+    // A viewer's nav has no "New assistant" (it cannot create a bot):
+    // checked once its role is known (the Bots page says why it cannot).
+    await page.goto(`${api}/#/w/${ws.id}`, { waitUntil: 'load' })
+    await waitText('[data-test=refused]', /viewer: creating bots needs developer/)
+    await waitText('header.top nav a', /Members/)
+    if ((await texts('header.top nav a')).some((t) => /New assistant/.test(t))) throw new Error('a viewer\'s nav shows "New assistant"')
     await signOut()
     await page.goto(inviteUrl, { waitUntil: 'load' })
     await waitText('[data-test=error]', /expired or was already used/)

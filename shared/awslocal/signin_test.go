@@ -10,6 +10,7 @@ import (
 
 	"github.com/botforge/platform/shared/apitest"
 	"github.com/botforge/platform/shared/awslocal"
+	"github.com/botforge/platform/shared/signin"
 	"github.com/botforge/platform/shared/signintest"
 )
 
@@ -30,12 +31,21 @@ func TestSignInFlowsOnTheStack(t *testing.T) { signintest.Run(t, stackStart) }
 // environment (a template with them set).
 func stackStart(t *testing.T, su signintest.Setup) *signintest.Platform {
 	t.Helper()
-	o := awslocal.Options{DataDir: t.TempDir()}
-	if len(su.Env) > 0 {
-		o.Template = withFunctionEnv(t, "AdminFunction", su.Env)
+	o := awslocal.Options{DataDir: t.TempDir(), Parameters: map[string]string{}}
+	// Settings the stack has parameters for are given as parameters.
+	env := map[string]string{}
+	for k, v := range su.Env {
+		if p, ok := signinStackParameters[k]; ok {
+			o.Parameters[p] = v
+		} else {
+			env[k] = v
+		}
+	}
+	if len(env) > 0 {
+		o.Template = withFunctionEnv(t, "AdminFunction", env)
 	}
 	if c := su.OIDC; c != nil {
-		o.Parameters = map[string]string{"OidcIssuer": c.Issuer, "OidcClientId": c.ClientID, "OidcName": c.Name}
+		o.Parameters["OidcIssuer"], o.Parameters["OidcClientId"], o.Parameters["OidcName"] = c.Issuer, c.ClientID, c.Name
 		o.SecureStrings = map[string]string{"/" + awslocal.StackName + "/oidc-client-secret": c.ClientSecret}
 	}
 	s := startStackWith(t, o)
@@ -45,6 +55,16 @@ func stackStart(t *testing.T, su signintest.Setup) *signintest.Platform {
 	}
 	// The tables function: another process than the admin function's.
 	return &signintest.Platform{Env: &apitest.Env{T: t, URL: s.URL, DataDir: o.DataDir, AdminToken: strings.TrimSpace(s.token)}, Other: "/v1/tables"}
+}
+
+// signinStackParameters are the sign-in settings the stack takes as
+// parameters (template.yaml, infra/stack.go), by their variable.
+var signinStackParameters = map[string]string{
+	signin.EnvOIDCAllowedDomains: "OidcAllowedDomains",
+	signin.EnvOIDCWorkspace:      "OidcWorkspace",
+	signin.EnvOIDCSignUpRole:     "OidcSignUpRole",
+	signin.EnvOIDCRoleClaim:      "OidcRoleClaim",
+	signin.EnvOIDCRoleMap:        "OidcRoleMap",
 }
 
 // withFunctionEnv writes a copy of template.yaml with variables set in one

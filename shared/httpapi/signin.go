@@ -170,7 +170,9 @@ func (s *server) renewWorkspaceInvitation(c *call) (any, error) {
 		if err != nil {
 			return nil, err
 		}
-		return map[string]any{"invitation": invitation{URL: url, ExpiresAt: exp}}, nil
+		inv := invitation{URL: url, ExpiresAt: exp}
+		s.mailInvitation(c, &inv, l.Email, platform.Role(l.Role), by)
+		return map[string]any{"invitation": inv}, nil
 	}
 	return nil, platform.NotFound("invitation", c.PathValue("id"))
 }
@@ -215,10 +217,24 @@ func (s *server) memberRemoved(c *call, m platform.Member) error {
 
 // invitation is createWorkspaceMember's answer with, for an account that
 // cannot sign in yet, its single-use invitation link (the inviter copies
-// it; no mail is sent).
+// it; it is also mailed when the operator configured SMTP: Mailed).
 type invitation struct {
 	URL       string `json:"url"`
 	ExpiresAt string `json:"expiresAt"`
+	Mailed    bool   `json:"mailed"`
+}
+
+// mailInvitation mails inv's link when mail is configured; a failure is
+// logged and leaves the invitation as it is (its link is answered).
+func (s *server) mailInvitation(c *call, inv *invitation, email string, role platform.Role, by string) {
+	if !s.signin.Mails() {
+		return
+	}
+	if err := s.signin.MailInvitation(c.ctx, email, inv.URL, inv.ExpiresAt, c.workspaceID, role, by); err != nil {
+		s.Logger.Error("invitation mail not sent: the link is still answered to the inviter", "workspace", c.workspaceID, "to", email, "err", err)
+		return
+	}
+	inv.Mailed = true
 }
 
 // invite creates the invitation link of a new member when its account has
@@ -239,7 +255,9 @@ func (s *server) invite(c *call, m platform.Member) (*invitation, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &invitation{URL: url, ExpiresAt: exp}, nil
+	inv := &invitation{URL: url, ExpiresAt: exp}
+	s.mailInvitation(c, inv, m.Email, m.Role, by)
+	return inv, nil
 }
 
 // auditSignIn records a sign-in event in the audit log of every workspace

@@ -294,6 +294,16 @@ func SignInConfig(ctx context.Context) (signin.Config, error) {
 			return os.Getenv("PLATFORM_OIDC_CLIENT_ID")
 		case signin.EnvOIDCName:
 			return os.Getenv("PLATFORM_OIDC_NAME")
+		case signin.EnvOIDCAllowedDomains:
+			return os.Getenv("PLATFORM_OIDC_ALLOWED_DOMAINS")
+		case signin.EnvOIDCWorkspace:
+			return os.Getenv("PLATFORM_OIDC_WORKSPACE")
+		case signin.EnvOIDCSignUpRole:
+			return os.Getenv("PLATFORM_OIDC_SIGNUP_ROLE")
+		case signin.EnvOIDCRoleClaim:
+			return os.Getenv("PLATFORM_OIDC_ROLE_CLAIM")
+		case signin.EnvOIDCRoleMap:
+			return os.Getenv("PLATFORM_OIDC_ROLE_MAP")
 		}
 		return os.Getenv(k)
 	}

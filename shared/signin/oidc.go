@@ -185,14 +185,28 @@ func (s *Service) oidcCallback(w http.ResponseWriter, r *http.Request) {
 		fail(http.StatusUnauthorized, "the ID token's nonce is not this sign-in's: refused")
 		return
 	}
-	var claims struct {
-		Email string `json:"email"`
+	claims, err := s.identityClaims(xctx, p, tok, idt)
+	if err != nil {
+		fail(http.StatusUnauthorized, err.Error())
+		return
 	}
-	_ = idt.Claims(&claims)
-	accountID, err := s.identityAccount(ctx, idt.Issuer, idt.Subject, claims.Email, flow.LinkHash)
+	// The claim's role is checked before anything is written: a refused
+	// sign-in spends no link and creates no account.
+	role, err := s.claimRole(claims)
 	if err != nil {
 		fail(http.StatusForbidden, messageOf(err))
 		return
+	}
+	accountID, err := s.identityAccount(ctx, idt.Issuer, idt.Subject, claims, flow.LinkHash, addr)
+	if err != nil {
+		fail(http.StatusForbidden, messageOf(err))
+		return
+	}
+	if role != "" {
+		if err := s.applyRole(ctx, accountID, role, addr); err != nil {
+			fail(http.StatusForbidden, messageOf(err))
+			return
+		}
 	}
 	if _, err := s.NewSession(ctx, w, r, accountID, "oidc"); err != nil {
 		fail(http.StatusInternalServerError, err.Error())
@@ -202,8 +216,10 @@ func (s *Service) oidcCallback(w http.ResponseWriter, r *http.Request) {
 }
 
 // identityAccount finds the account of (iss, sub), or links it to the
-// account of the setup or invitation link being accepted.
-func (s *Service) identityAccount(ctx context.Context, iss, sub, email, linkHash string) (string, error) {
+// account of the setup or invitation link being accepted, or creates its
+// account by self sign-up (signup.go).
+func (s *Service) identityAccount(ctx context.Context, iss, sub string, claims map[string]any, linkHash, address string) (string, error) {
+	email := claimString(claims, "email")
 	if linkHash != "" {
 		l, ok, err := s.store.ConsumeLink(ctx, linkHash)
 		if err != nil {
@@ -220,6 +236,9 @@ func (s *Service) identityAccount(ctx context.Context, iss, sub, email, linkHash
 	id, ok, err := s.store.IdentityAccount(ctx, iss, sub)
 	if err != nil {
 		return "", err
+	}
+	if !ok && len(s.cfg.OIDC.AllowedDomains) > 0 {
+		return s.signUp(ctx, iss, sub, claims, address)
 	}
 	if !ok {
 		return "", platform.Forbidden("no account here is linked to this %s identity: ask an administrator for an invitation and accept it with \"Sign in with %s\"", s.cfg.OIDC.Name, s.cfg.OIDC.Name)

@@ -26,6 +26,7 @@ import (
 
 	"github.com/botforge/platform/shared/clientip"
 	"github.com/botforge/platform/shared/dynamo"
+	"github.com/botforge/platform/shared/mail"
 	"github.com/botforge/platform/shared/platform"
 )
 
@@ -63,6 +64,9 @@ type Config struct {
 	// address PerAddress (default 100).
 	AttemptWindow          time.Duration
 	PerAccount, PerAddress int64
+	// Mail sends invitation links (PLATFORM_SMTP_URL, shared/mail); nil:
+	// none is mailed.
+	Mail *mail.Sender
 }
 
 // OIDCConfig is one OpenID Connect provider.
@@ -73,6 +77,17 @@ type OIDCConfig struct {
 	// Name is the provider's display name ("Sign in with <Name>");
 	// PLATFORM_OIDC_NAME, default "single sign-on".
 	Name string
+	// AllowedDomains: self sign-up (signup.go) of identities whose
+	// verified email is at one of these domains; none: off.
+	AllowedDomains []string
+	// Workspace (id or handle) that self-signed-up accounts join, with
+	// SignUpRole (default viewer).
+	Workspace  string
+	SignUpRole platform.Role
+	// RoleClaim's values set the role in Workspace at every single
+	// sign-on, by RoleMap (roleclaim.go); empty: off.
+	RoleClaim string
+	RoleMap   map[string]platform.Role
 }
 
 func (c Config) withDefaults() Config {
@@ -378,6 +393,16 @@ func FromEnv(get func(string) string) (Config, error) {
 	}
 	if c.OIDC.Issuer != "" && c.OIDC.ClientID == "" {
 		return c, fmt.Errorf("%s is set but %s is not", EnvOIDCIssuer, EnvOIDCClientID)
+	}
+	if err := signUpFromEnv(&c, get); err != nil {
+		return c, err
+	}
+	if err := roleClaimFromEnv(&c, get); err != nil {
+		return c, err
+	}
+	var err error
+	if c.Mail, err = mail.FromEnv(get); err != nil {
+		return c, err
 	}
 	for _, d := range []struct {
 		env string

@@ -6,6 +6,7 @@ package signintest
 
 import (
 	"bufio"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -84,12 +85,28 @@ func freePort(t *testing.T) string {
 	return strings.TrimPrefix(l.Addr().String(), "127.0.0.1:")
 }
 
+// ProviderUser is a user the provider adds to the example's (password
+// verysecure); Groups is its "groups" claim.
+type ProviderUser struct {
+	Username      string   `json:"username"`
+	Email         string   `json:"email"`
+	EmailVerified bool     `json:"emailVerified"`
+	Groups        []string `json:"groups,omitempty"`
+}
+
 // startProvider runs the provider on port with the platform's callback
 // registered, until the test ends.
-func startProvider(t *testing.T, port, redirect string) {
+func startProvider(t *testing.T, port, redirect string, users ...ProviderUser) {
 	t.Helper()
 	cmd := exec.Command(buildProvider(t))
 	cmd.Env = append(os.Environ(), "PORT="+port, "REDIRECT_URI="+redirect)
+	if len(users) > 0 {
+		b, err := json.Marshal(users)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cmd.Env = append(cmd.Env, "OIDC_USERS="+string(b))
+	}
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)

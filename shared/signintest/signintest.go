@@ -64,6 +64,9 @@ var Flows = []Flow{
 	{"OIDCSignIn", OIDCSignIn},
 	{"OIDCForeignIssuer", OIDCForeignIssuer},
 	{"OIDCPublicURLMismatch", OIDCPublicURLMismatch},
+	{"OIDCSelfSignUp", OIDCSelfSignUp},
+	{"OIDCRoleClaim", OIDCRoleClaim},
+	{"InvitationMailed", InvitationMailed},
 }
 
 // Run runs every flow against one build, each a subtest.

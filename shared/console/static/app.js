@@ -11,10 +11,18 @@ import { Health, BotMetrics } from './health.js'
 import { NewAssistant, AssistantSettings, AssistantLink } from './assistant.js'
 import { Backups } from './backups.js'
 import { Transfer } from './transfer.js'
+import { useRole } from './role.js'
 
 function parseRoute() {
   const parts = (location.hash.replace(/^#\/?/, '') || '').split('/').filter(Boolean).map(decodeURIComponent)
   return parts
+}
+
+// NewAssistantNavLink shows "New assistant" only to a role that may
+// create a bot (role.js), once the role is known.
+function NewAssistantNavLink({ ws, link }) {
+  const r = useRole(ws)
+  return r.known && r.may('creating and changing assistants') ? link(`/w/${ws}/assistant/new`, 'New assistant') : null
 }
 
 function Nav({ route, account, onSignOut }) {
@@ -28,7 +36,7 @@ function Nav({ route, account, onSignOut }) {
       ${link('/', 'Workspaces')}
       ${ws === 'w' && wsId && link(`/w/${wsId}`, 'Bots')}
       ${ws === 'w' && wsId && link(`/w/${wsId}/members`, 'Members')}
-      ${ws === 'w' && wsId && link(`/w/${wsId}/assistant/new`, 'New assistant')}
+      ${ws === 'w' && wsId && html`<${NewAssistantNavLink} ws=${wsId} link=${link} />`}
       ${ws === 'w' && wsId && html`<${InboxLink} ws=${wsId} />`}
       ${ws === 'w' && wsId && link(`/w/${wsId}/transfer`, 'Export/import')}
       ${link('/tokens', 'Tokens')}
