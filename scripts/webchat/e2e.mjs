@@ -108,7 +108,11 @@ async function main() {
     : await puppeteer.launch({ executablePath: CHROME, headless: true, args: ['--no-sandbox', '--disable-dev-shm-usage', '--no-first-run', '--disable-gpu'] })
   console.log(`browser: ${await browser.version()}; page ${pageUrl}`)
   page = await browser.newPage()
+  // Every console line of the page (the component logs its connection's
+  // states), kept with the platform's log when the run fails.
+  const consoleLog = fs.createWriteStream(path.join(WORK, 'browser-console.log'))
   page.on('console', (m) => {
+    consoleLog.write(`${new Date().toISOString()} ${m.type()} ${m.text()}\n`)
     if (m.type() === 'error') problems.push(`console: ${m.text()}`)
   })
   page.on('pageerror', (e) => problems.push(`page error: ${e.message}`))
@@ -147,16 +151,29 @@ async function main() {
       await sleep(100)
     }
   }
+  // The component renders its composer at once, disabled (the textarea's
+  // disabled attribute) until its /initialize stream has answered init:
+  // keys typed before are dropped (a Firefox run on the Lambda tier, whose
+  // stream function started cold under load, typed into it and waited
+  // for a reply to a message never sent). So: wait for the enabled
+  // composer, type, check the text is there, then send.
+  const composer = '.bpComposerInput:not([disabled])'
+  const say = async (text) => {
+    await page.waitForSelector(composer, { visible: true, timeout: 20000 })
+    await page.type(composer, text)
+    const got = await page.$eval('.bpComposerInput', (e) => e.value)
+    if (got !== text) throw new Error(`the composer holds ${JSON.stringify(got)} after typing ${JSON.stringify(text)}`)
+    await page.keyboard.press('Enter')
+  }
   const count = async (re) => ((await page.$eval('body', (b) => b.innerText).catch(() => '')).match(new RegExp(re.source, 'g')) || []).length
 
   await step('the hosted page shows the official component, connected', async () => {
     await page.goto(pageUrl, { waitUntil: 'load' })
-    await page.waitForSelector('.bpComposerInput', { timeout: 20000 })
+    await page.waitForSelector(composer, { visible: true, timeout: 20000 })
     await shot('01-page')
   })
   await step('a message typed, the bot\'s reply shown', async () => {
-    await page.type('.bpComposerInput', 'hello from the page')
-    await page.keyboard.press('Enter')
+    await say('hello from the page')
     await waitText(/echo: hello from the page/)
     await shot('02-reply')
   })
@@ -204,10 +221,6 @@ async function main() {
   // calls them (bot.js); showWebchat, while the composer is hidden, is
   // called as the bot's client.callAction calls it (the same request).
   if (alias !== 'webchat') throw new Error(`the installation's alias is ${alias}: bot.js calls webchat:<action>`)
-  const say = async (text) => {
-    await page.type('.bpComposerInput', text)
-    await page.keyboard.press('Enter')
-  }
   const action = async (name, input) => {
     const { conversations } = await call('GET', '/v1/chat/conversations', undefined, { 'x-bot-id': bot })
     if (conversations.length !== 1) throw new Error(`the bot has ${conversations.length} conversations, want 1`)
