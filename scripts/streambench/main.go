@@ -20,6 +20,13 @@
 // to one user's conversation, to that user's streams (through the table,
 // the fan-out and the process's one inbox).
 //
+// With -tls the service runs as behind the NLB (StreamLoadBalancerType
+// nlb): it ends TLS itself with a test certificate (shared/streamedge's
+// TestChain, ECDSA P-256) read from a Secrets Manager stand-in in this
+// process, and requires the proxy protocol v2 header, which every client
+// connection of the bench writes first, as the NLB does; each stream is a
+// TLS connection of its own (HTTP/1.1, no connection shared).
+//
 // The file-descriptor limit: each side holds one descriptor per stream;
 // Go raises its soft limit to the hard one at start, so a hard limit
 // above -listeners + 1,000 suffices (scripts/streambench/run.sh checks).
@@ -33,6 +40,8 @@ import (
 	"context"
 	"crypto/hmac"
 	"crypto/sha256"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/base64"
 	"encoding/json"
 	"flag"
@@ -58,6 +67,7 @@ import (
 	"github.com/botforge/platform/shared/chatrelay"
 	"github.com/botforge/platform/shared/localdynamo"
 	"github.com/botforge/platform/shared/runtime"
+	"github.com/botforge/platform/shared/streamedge"
 )
 
 var (
@@ -68,7 +78,15 @@ var (
 	poll      = flag.Duration("poll", 25*time.Millisecond, "the service's inbox poll while signals flow (PLATFORM_STREAM_POLL)")
 	pollIdle  = flag.Duration("poll-idle", 250*time.Millisecond, "the service's inbox poll while idle (PLATFORM_STREAM_POLL_IDLE)")
 	keep      = flag.Bool("keep", false, "keep the work directory")
+	useTLS    = flag.Bool("tls", false, "as behind the NLB: the service ends TLS (a test certificate from a Secrets Manager stand-in) and requires the proxy protocol v2 header, which every connection sends")
 )
+
+// svcClient makes the service's connections: plain, or with -tls the
+// proxy header then TLS trusting the test CA. keepAlive false: a
+// connection per request (the streams).
+var svcClient = func(keepAlive bool) *http.Client {
+	return &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: -1, DisableKeepAlives: !keepAlive}}
+}
 
 const secret = "streambench-key"
 
@@ -121,6 +139,9 @@ func main() {
 
 	// The service.
 	svc := &proc{name: "service", bin: build(root, work, "chatstream-service"), env: append(env, "PLATFORM_STREAM_POLL="+poll.String(), "PLATFORM_STREAM_POLL_IDLE="+pollIdle.String())}
+	if *useTLS {
+		svc.env = append(svc.env, nlbMode()...)
+	}
 	svc.start()
 	defer svc.stop()
 	base := svc.url + webhookPath
@@ -153,7 +174,7 @@ func main() {
 	for i := range got {
 		got[i] = make(chan receipt, *perUser**messages+1)
 	}
-	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: -1, DisableKeepAlives: true}}
+	client := svcClient(false)
 	var opened sync.WaitGroup
 	began := time.Now()
 	for n := 0; n < *listeners; n++ {
@@ -232,7 +253,11 @@ func main() {
 	_ = json.Unmarshal(get(svc.url+runtime.ServiceHealthPath), &after)
 
 	slices.Sort(lat)
-	fmt.Printf("stream service, %d listeners (%d users, %d per user, a conversation each), inbox poll %s (idle %s)\n", *listeners, users, *perUser, *poll, *pollIdle)
+	mode := "plain HTTP"
+	if *useTLS {
+		mode = "TLS and the proxy header (as behind the NLB)"
+	}
+	fmt.Printf("stream service, %d listeners (%d users, %d per user, a conversation each), inbox poll %s (idle %s), %s\n", *listeners, users, *perUser, *poll, *pollIdle, mode)
 	fmt.Printf("opened in %s; the process reports %d streams, %d registered topics (after the idle time: %d streams)\n", openedIn.Round(time.Millisecond), health.Streams, health.Topics, after.Streams)
 	fmt.Printf("service RSS: %d MiB before the streams, %d MiB with them (%.1f KiB per listener), %d MiB after %s idle\n",
 		rssBefore>>10, rssWith>>10, float64(rssWith-rssBefore)/float64(*listeners), rssIdle>>10, *idle)
@@ -298,6 +323,11 @@ func (p *proc) start(args ...string) {
 	addr := l.Addr().String()
 	l.Close()
 	p.url = "http://" + addr
+	get := http.Get
+	if p.name == "service" {
+		p.url = svcScheme() + addr
+		get = svcClient(true).Get
+	}
 	_, port, _ := net.SplitHostPort(addr)
 	if p.name == "local" {
 		args = append(args, "--addr", addr)
@@ -314,7 +344,7 @@ func (p *proc) start(args ...string) {
 		probe = p.url + "/v1/admin/account/me"
 	}
 	for begin := time.Now(); ; time.Sleep(20 * time.Millisecond) {
-		if res, err := http.Get(probe); err == nil {
+		if res, err := get(probe); err == nil {
 			res.Body.Close()
 			if p.name != "local" || fileExists(filepath.Join(p.dir, "admin-token")) {
 				return
@@ -358,7 +388,7 @@ func (p *proc) cpu() time.Duration {
 func fileExists(p string) bool { _, err := os.Stat(p); return err == nil }
 
 func get(url string) []byte {
-	res, err := http.Get(url)
+	res, err := svcClient(true).Get(url)
 	check(err)
 	defer res.Body.Close()
 	b, _ := io.ReadAll(res.Body)
@@ -388,7 +418,7 @@ func chatCall(base, method, path, key string, body any) map[string]any {
 		req, _ := http.NewRequest(method, base+path, bytes.NewReader(b))
 		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set("x-user-key", key)
-		res, err := http.DefaultClient.Do(req)
+		res, err := callClient.Do(req)
 		check(err)
 		raw, _ := io.ReadAll(res.Body)
 		res.Body.Close()
@@ -433,4 +463,46 @@ func check(err error) {
 	if err != nil {
 		panic(err)
 	}
+}
+
+// callClient makes the Chat API calls to the service (connections kept).
+var callClient = http.DefaultClient
+
+func svcScheme() string {
+	if *useTLS {
+		return "https://"
+	}
+	return "http://"
+}
+
+// nlbMode serves the test certificate from a Secrets Manager stand-in on
+// loopback, points svcClient at TLS with the proxy header, and answers the
+// service's environment for it.
+func nlbMode() []string {
+	chain, ca, err := streamedge.TestChain("127.0.0.1")
+	check(err)
+	const arn = "arn:aws:secretsmanager:us-east-1:123456789012:secret:streambench-tls-AbCdEf"
+	sm := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/x-amz-json-1.1")
+		_ = json.NewEncoder(w).Encode(map[string]any{"ARN": arn, "Name": "streambench-tls", "SecretString": string(chain), "VersionId": "v1"})
+	}))
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(ca)
+	svcClient = func(keepAlive bool) *http.Client {
+		return &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: -1, DisableKeepAlives: !keepAlive,
+			TLSClientConfig: &tls.Config{RootCAs: pool},
+			DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+				c, err := (&net.Dialer{}).DialContext(ctx, network, addr)
+				if err != nil {
+					return nil, err
+				}
+				if err := streamedge.SendHeader(c, c.LocalAddr(), c.RemoteAddr()); err != nil {
+					c.Close()
+					return nil, err
+				}
+				return c, nil
+			}}}
+	}
+	callClient = svcClient(true)
+	return []string{streamedge.EnvTLSSecret + "=" + arn, "AWS_ENDPOINT_URL_SECRETS_MANAGER=" + sm.URL, streamedge.EnvProxyProtocol + "=127.0.0.0/8"}
 }

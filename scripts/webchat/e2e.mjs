@@ -18,9 +18,14 @@
 // AWS_LOCAL_STREAM_TIER=container the load balancer's stand-in: checked
 // against aws-local's log), and the upload goes to another origin (the
 // function's S3 endpoint, answering CORS as the template's bucket rule
-// says).
+// says). AWS_LOCAL_STREAM_LB=nlb (make webchat-e2e-aws-nlb): the container
+// tier behind the NLB's stand-in, the page over https with aws-local's
+// test certificate, trusted for the run only (see NLB below).
+import crypto from 'node:crypto'
 import fs from 'node:fs'
+import https from 'node:https'
 import path from 'node:path'
+import { execFileSync } from 'node:child_process'
 import { createRequire } from 'node:module'
 import { fileURLToPath } from 'node:url'
 import { children, freePort, sleep, start, waitHttp } from '../lib/e2e.mjs'
@@ -32,6 +37,9 @@ const puppeteer = createRequire(path.join(ROOT, 'scripts/console/package.json'))
 const { PLATFORM_BIN, WORK, SHOTS, CHROME } = process.env
 const FIREFOX = process.env.BROWSER === 'firefox'
 const AWS_LOCAL = process.env.AWS_LOCAL === '1'
+// Behind the NLB's stand-in (make webchat-e2e-aws-nlb): the page is https,
+// the tasks' test certificate signed by aws-local's test CA.
+const NLB = AWS_LOCAL && process.env.AWS_LOCAL_STREAM_LB === 'nlb'
 
 let failures = 0
 let page = null
@@ -78,6 +86,48 @@ async function main() {
     if (!want || want.replace(/\/$/, '') !== origin) throw new Error(`stream tier ${tier}: ChatStreamUrl ${origin}, want ${want}`)
     console.log(`stream tier ${tier}: the page at ${origin}`)
   }
+  // Behind the NLB the browser trusts the test certificate as a user's
+  // would trust a private CA, for this run only: Chromium the server
+  // certificate's public key (--ignore-certificate-errors-spki-list, its
+  // SHA-256 in base64), Firefox the test CA in its profile's trust store
+  // (certutil, NSS's tool); Node's requests (the file's link, /users/me)
+  // the CA as their `ca`. No certificate error is ignored otherwise.
+  let tlsCA = null
+  const chromiumArgs = []
+  let firefoxProfile
+  if (NLB) {
+    if (!origin.startsWith('https://')) throw new Error(`behind the NLB ChatStreamUrl is ${origin}, want https`)
+    const awsDir = path.join(dataDir, 'aws-local')
+    tlsCA = fs.readFileSync(path.join(awsDir, 'stream-ca.pem'), 'utf8')
+    const leaf = new crypto.X509Certificate(fs.readFileSync(path.join(awsDir, 'stream-tls.pem')))
+    if (leaf.ca) throw new Error('the tasks\' certificate is a CA: a browser refuses it as a server\'s')
+    const spki = crypto.createHash('sha256').update(leaf.publicKey.export({ type: 'spki', format: 'der' })).digest('base64')
+    chromiumArgs.push(`--ignore-certificate-errors-spki-list=${spki}`)
+    if (FIREFOX) {
+      firefoxProfile = path.join(WORK, 'firefox-profile')
+      fs.mkdirSync(firefoxProfile, { recursive: true })
+      execFileSync('certutil', ['-N', '-d', `sql:${firefoxProfile}`, '--empty-password'])
+      execFileSync('certutil', ['-A', '-d', `sql:${firefoxProfile}`, '-n', 'aws-local test CA', '-t', 'C,,', '-i', path.join(awsDir, 'stream-ca.pem')])
+    }
+    console.log(`https: ${origin}, the test CA trusted (${FIREFOX ? 'the Firefox profile\'s trust store' : 'Chromium: the certificate\'s key ' + spki})`)
+  }
+  // fetchPage is fetch, with the test CA trusted for https (Node 20's
+  // fetch takes no CA of its own: node:https does).
+  const fetchPage = (u, init = {}) => {
+    if (!tlsCA || !u.startsWith('https://')) return fetch(u, init)
+    return new Promise((resolve, reject) => {
+      const req = https.request(u, { method: init.method || 'GET', headers: init.headers, ca: tlsCA }, (res) => {
+        const chunks = []
+        res.on('data', (c) => chunks.push(c))
+        res.on('end', () => {
+          const body = Buffer.concat(chunks).toString('utf8')
+          resolve({ ok: res.statusCode >= 200 && res.statusCode < 300, status: res.statusCode, text: async () => body })
+        })
+      })
+      req.on('error', reject)
+      req.end(init.body)
+    })
+  }
   const token = fs.readFileSync(path.join(dataDir, 'admin-token'), 'utf8').trim()
   const botPort = await freePort()
   const botUrl = `http://127.0.0.1:${botPort}`
@@ -104,11 +154,15 @@ async function main() {
   })
 
   const browser = FIREFOX
-    ? await puppeteer.launch({ browser: 'firefox', executablePath: process.env.FIREFOX || '/usr/bin/firefox-esr', headless: true, args: ['--width=1000', '--height=800'] })
-    : await puppeteer.launch({ executablePath: CHROME, headless: true, args: ['--no-sandbox', '--disable-dev-shm-usage', '--no-first-run', '--disable-gpu'] })
+    ? await puppeteer.launch({ browser: 'firefox', executablePath: process.env.FIREFOX || '/usr/bin/firefox-esr', headless: true, args: ['--width=1000', '--height=800'], userDataDir: firefoxProfile })
+    : await puppeteer.launch({ executablePath: CHROME, headless: true, args: ['--no-sandbox', '--disable-dev-shm-usage', '--no-first-run', '--disable-gpu', ...chromiumArgs] })
   console.log(`browser: ${await browser.version()}; page ${pageUrl}`)
   page = await browser.newPage()
+  // Every console line of the page (the component logs its connection's
+  // states), kept with the platform's log when the run fails.
+  const consoleLog = fs.createWriteStream(path.join(WORK, 'browser-console.log'))
   page.on('console', (m) => {
+    consoleLog.write(`${new Date().toISOString()} ${m.type()} ${m.text()}\n`)
     if (m.type() === 'error') problems.push(`console: ${m.text()}`)
   })
   page.on('pageerror', (e) => problems.push(`page error: ${e.message}`))
@@ -147,16 +201,29 @@ async function main() {
       await sleep(100)
     }
   }
+  // The component renders its composer at once, disabled (the textarea's
+  // disabled attribute) until its /initialize stream has answered init:
+  // keys typed before are dropped (a Firefox run on the Lambda tier, whose
+  // stream function started cold under load, typed into it and waited
+  // for a reply to a message never sent). So: wait for the enabled
+  // composer, type, check the text is there, then send.
+  const composer = '.bpComposerInput:not([disabled])'
+  const say = async (text) => {
+    await page.waitForSelector(composer, { visible: true, timeout: 20000 })
+    await page.type(composer, text)
+    const got = await page.$eval('.bpComposerInput', (e) => e.value)
+    if (got !== text) throw new Error(`the composer holds ${JSON.stringify(got)} after typing ${JSON.stringify(text)}`)
+    await page.keyboard.press('Enter')
+  }
   const count = async (re) => ((await page.$eval('body', (b) => b.innerText).catch(() => '')).match(new RegExp(re.source, 'g')) || []).length
 
   await step('the hosted page shows the official component, connected', async () => {
     await page.goto(pageUrl, { waitUntil: 'load' })
-    await page.waitForSelector('.bpComposerInput', { timeout: 20000 })
+    await page.waitForSelector(composer, { visible: true, timeout: 20000 })
     await shot('01-page')
   })
   await step('a message typed, the bot\'s reply shown', async () => {
-    await page.type('.bpComposerInput', 'hello from the page')
-    await page.keyboard.press('Enter')
+    await say('hello from the page')
     await waitText(/echo: hello from the page/)
     await shot('02-reply')
   })
@@ -181,7 +248,7 @@ async function main() {
     await waitText(/\bnotes\b/)
     // Its link (in the message) serves the bytes sent.
     const href = await page.$eval('a[href*="/files/"]', (a) => a.href)
-    const got = await (await fetch(href)).text()
+    const got = await (await fetchPage(href)).text()
     if (got !== 'a file from the browser\n') throw new Error(`the file's link ${href} answers ${JSON.stringify(got)}`)
     // The bot got it (its echo of a message without text).
     await waitText(/echo: undefined/)
@@ -204,10 +271,6 @@ async function main() {
   // calls them (bot.js); showWebchat, while the composer is hidden, is
   // called as the bot's client.callAction calls it (the same request).
   if (alias !== 'webchat') throw new Error(`the installation's alias is ${alias}: bot.js calls webchat:<action>`)
-  const say = async (text) => {
-    await page.type('.bpComposerInput', text)
-    await page.keyboard.press('Enter')
-  }
   const action = async (name, input) => {
     const { conversations } = await call('GET', '/v1/chat/conversations', undefined, { 'x-bot-id': bot })
     if (conversations.length !== 1) throw new Error(`the bot has ${conversations.length} conversations, want 1`)
@@ -266,7 +329,7 @@ async function main() {
     const stored = await page.evaluate(() => Object.keys(localStorage).filter((k) => k.endsWith('-client')).map((k) => localStorage.getItem(k)))
     const key = stored.map((v) => JSON.parse(v)?.state?.user?.userToken).find(Boolean)
     if (!key) throw new Error(`no user key in the component's storage: ${stored}`)
-    const r = await fetch(pageUrl.replace(/\/$/, '') + '/users/me', { method: 'PUT', headers: { 'x-user-key': key, 'content-type': 'application/json' }, body: JSON.stringify({ userData: { plan: 'gold', visits: 3 } }) })
+    const r = await fetchPage(pageUrl.replace(/\/$/, '') + '/users/me', { method: 'PUT', headers: { 'x-user-key': key, 'content-type': 'application/json' }, body: JSON.stringify({ userData: { plan: 'gold', visits: 3 } }) })
     if (!r.ok) throw new Error(`PUT /users/me: ${r.status} ${await r.text()}`)
     await say('webchat:getUserData')
     await waitText(/userData: \{"plan":"gold","visits":"3"\}/)

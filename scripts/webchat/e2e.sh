@@ -10,7 +10,11 @@
 # Screenshots go to SHOTS (default .build/webchat-e2e).
 #
 # AWS_LOCAL=1 runs it against the AWS build (./functions/aws-local) instead,
-# on the stream tier AWS_LOCAL_STREAM_TIER (lambda, container).
+# on the stream tier AWS_LOCAL_STREAM_TIER (lambda, container); with
+# AWS_LOCAL_STREAM_LB=nlb the container tier behind the NLB's stand-in, the
+# page over https with aws-local's test certificate, which the browsers
+# trust for the run (Firefox through its profile's trust store: certutil,
+# Debian's libnss3-tools).
 #
 # Usage: scripts/webchat/e2e.sh
 set -euo pipefail
@@ -21,6 +25,10 @@ E2E_NAME=webchat-e2e
 source "$ROOT/scripts/lib/browsers.sh"
 browsers_require_tools
 browsers_find
+if [[ "${AWS_LOCAL_STREAM_LB:-}" == nlb && " $BROWSERS " == *" firefox "* ]] && ! command -v certutil >/dev/null 2>&1; then
+  echo "$E2E_NAME: FAILED: no certutil to trust the test CA in Firefox's profile (install it: apt-get install libnss3-tools)" >&2
+  exit 1
+fi
 
 unset BP_TOKEN BP_API_URL BP_WORKSPACE_ID BP_BOT_ID BP_INTEGRATION_ID
 browsers_install_deps
@@ -36,5 +44,6 @@ if [[ "${AWS_LOCAL:-}" == 1 ]]; then
   (cd "$ROOT" && go build -o "$WORK/aws-local" ./functions/aws-local)
   export PLATFORM_BIN="$WORK/aws-local" AWS_LOCAL_ROOT="$ROOT" AWS_LOCAL
   shots="$ROOT/.build/webchat-e2e-aws-${AWS_LOCAL_STREAM_TIER:-lambda}"
+  if [[ "${AWS_LOCAL_STREAM_LB:-}" == nlb ]]; then shots="$shots-nlb"; fi
 fi
 browsers_run "$HERE/e2e.mjs" "${SHOTS:-$shots}"

@@ -3,6 +3,7 @@ package awslocal
 import (
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"encoding/pem"
 	"fmt"
@@ -27,9 +28,11 @@ import (
 // header with the client's address as the NLB does; the tasks end TLS with
 // a test certificate they read, as on AWS, from the Secrets Manager
 // secret StreamTlsSecretArn names (served below, checked against
-// StreamTaskRole). The certificate (a self-signed one for 127.0.0.1, kept
-// in <data-dir>/aws-local/stream-tls.pem) is what clients must trust:
-// NODE_EXTRA_CA_CERTS for Node, Stack.StreamCertificate for Go tests.
+// StreamTaskRole). The certificate (one for 127.0.0.1 signed by a test CA,
+// kept in <data-dir>/aws-local/stream-tls.pem) is what clients must trust:
+// its CA (stream-ca.pem) in NODE_EXTRA_CA_CERTS for Node, in a browser
+// profile's trust store (make webchat-e2e-aws-nlb), Stack.StreamCertificate
+// for Go tests.
 
 // StreamTLSSecretARN is the test certificate's secret, the stack's
 // StreamTlsSecretArn when StreamLoadBalancerType is nlb and none is given.
@@ -93,29 +96,38 @@ func secretsAuthz(r *http.Request, body []byte) []authz {
 	return []authz{{action: "secretsmanager:" + target[strings.LastIndex(target, ".")+1:], resource: in.SecretId}}
 }
 
-// streamTLS reads the test certificate from dir, or makes one there.
+// streamTLS reads the test certificate from dir, or makes one there: a
+// server certificate for 127.0.0.1 signed by a test CA (a browser refuses
+// a self-signed CA as a server's certificate), the CA alone in
+// StreamCAFile. Made again when it does not parse, has no CA or expires
+// within a day.
 func streamTLS(dir string) ([]byte, error) {
 	p := filepath.Join(dir, StreamTLSFile)
 	v, err := os.ReadFile(p)
-	if _, perr := tls.X509KeyPair(v, v); err != nil || perr != nil {
-		if v, err = streamedge.SelfSigned("127.0.0.1", "localhost"); err != nil {
+	ca := testCA(v)
+	if c, perr := tls.X509KeyPair(v, v); err != nil || perr != nil || ca == nil || c.Leaf == nil || time.Until(c.Leaf.NotAfter) < 24*time.Hour {
+		if v, ca, err = streamedge.TestChain("127.0.0.1", "localhost"); err != nil {
 			return nil, err
 		}
 		if err := os.WriteFile(p, v, 0o600); err != nil {
 			return nil, err
 		}
 	}
+	return v, os.WriteFile(filepath.Join(dir, StreamCAFile), ca, 0o644)
+}
+
+// testCA is the PEM of the CA certificates in v (nil when none).
+func testCA(v []byte) []byte {
 	var ca []byte
 	for rest := v; ; {
 		var b *pem.Block
 		if b, rest = pem.Decode(rest); b == nil {
-			break
+			return ca
 		}
-		if b.Type == "CERTIFICATE" {
+		if c, err := x509.ParseCertificate(b.Bytes); b.Type == "CERTIFICATE" && err == nil && c.IsCA {
 			ca = append(ca, pem.EncodeToMemory(b)...)
 		}
 	}
-	return v, os.WriteFile(filepath.Join(dir, StreamCAFile), ca, 0o644)
 }
 
 // passThrough is the NLB's stand-in: each accepted connection to the next

@@ -1,9 +1,15 @@
 package awslocal
 
 import (
+	"bytes"
+	"crypto/tls"
+	"crypto/x509"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/botforge/platform/shared/iampolicy"
+	"github.com/botforge/platform/shared/streamedge"
 )
 
 // TestNLBTemplate: StreamLoadBalancerType selects what the task is told
@@ -52,5 +58,49 @@ func TestNLBTemplate(t *testing.T) {
 				t.Errorf("%s: %s exists %v, want %v", lb, id, got, want)
 			}
 		}
+	}
+}
+
+// TestStreamTLSChain: the test certificate behind the NLB is a server
+// certificate (not a CA: Firefox refuses a CA as a server's certificate)
+// verified for 127.0.0.1 by the CA in stream-ca.pem alone; it is kept
+// across starts, and an older self-signed one is made again.
+func TestStreamTLSChain(t *testing.T) {
+	dir := t.TempDir()
+	old, err := streamedge.SelfSigned("127.0.0.1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, StreamTLSFile), old, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	v, err := streamTLS(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bytes.Equal(v, old) {
+		t.Fatal("the self-signed certificate was kept")
+	}
+	ca, err := os.ReadFile(filepath.Join(dir, StreamCAFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(ca) {
+		t.Fatal("stream-ca.pem does not parse")
+	}
+	c, err := tls.X509KeyPair(v, v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Leaf.IsCA {
+		t.Fatal("the server's certificate is a CA")
+	}
+	if _, err := c.Leaf.Verify(x509.VerifyOptions{DNSName: "127.0.0.1", Roots: pool}); err != nil {
+		t.Fatalf("stream-ca.pem does not verify the server's certificate: %v", err)
+	}
+	again, err := streamTLS(dir)
+	if err != nil || !bytes.Equal(again, v) {
+		t.Fatalf("a second start made another certificate (%v)", err)
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/botforge/platform/shared/awslocal"
+	"github.com/botforge/platform/shared/streamedge"
 )
 
 // TestStreamTierBehindNLB: the container tier behind the Network Load
@@ -149,5 +150,57 @@ func TestStreamTierBehindNLB(t *testing.T) {
 	}
 	if !seen {
 		t.Fatal("the message's signal did not reach the stream")
+	}
+}
+
+// TestStreamTierCertificateFromSSM: StreamTlsSecretArn naming an SSM
+// SecureString parameter (the operator's, put before the deploy) instead
+// of a Secrets Manager secret: the task reads the certificate with
+// ssm:GetParameter on that parameter's ARN (allowed by StreamTaskRole,
+// recorded), reads nothing from Secrets Manager, and serves that
+// certificate through the load balancer's stand-in.
+func TestStreamTierCertificateFromSSM(t *testing.T) {
+	cert, err := streamedge.SelfSigned("127.0.0.1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := "/" + awslocal.StackName + "/stream-tls"
+	param := "arn:aws:ssm:" + awslocal.Region + ":" + awslocal.Account + ":parameter" + name
+	s := startStackWith(t, awslocal.Options{StreamTier: "container", StreamLoadBalancer: "nlb", StreamTasks: 1,
+		Parameters: map[string]string{"StreamTlsSecretArn": param}, SecureStrings: map[string]string{name: string(cert)}})
+	u := s.Template.Outputs()["ChatStreamUrl"]
+	if !strings.HasPrefix(u, "https://127.0.0.1:") {
+		t.Fatalf("ChatStreamUrl %q", u)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(cert) {
+		t.Fatal("the certificate does not parse")
+	}
+	client := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}, Timeout: 60 * time.Second}
+	res, err := client.Get(u + "healthz")
+	if err != nil {
+		t.Fatalf("health through the load balancer with the parameter's certificate trusted: %v", err)
+	}
+	res.Body.Close()
+	if res.StatusCode != 200 {
+		t.Fatalf("health: %d", res.StatusCode)
+	}
+	reads := 0
+	for _, c := range s.Calls.Calls() {
+		if c.Function != "StreamService" {
+			continue
+		}
+		switch c.Action {
+		case "ssm:GetParameter":
+			if !c.Allowed || c.Resource != param {
+				t.Fatalf("the certificate's read: %+v", c)
+			}
+			reads++
+		case "secretsmanager:GetSecretValue":
+			t.Fatalf("the task read Secrets Manager: %+v", c)
+		}
+	}
+	if reads == 0 {
+		t.Fatal("no ssm:GetParameter of the certificate recorded")
 	}
 }

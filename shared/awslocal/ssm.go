@@ -69,12 +69,31 @@ func ssmARN(name string) string {
 	return "arn:aws:ssm:" + Region + ":" + Account + ":parameter/" + strings.TrimPrefix(name, "/")
 }
 
+// ssmName is the parameter's name in a call, which SSM takes as a name or
+// as the parameter's ARN (the stream tasks' StreamTlsSecretArn): a
+// hierarchical name's ARN drops its leading '/' (parameter/a/b is /a/b,
+// parameter/a is a).
+func ssmName(name string) string {
+	if !strings.HasPrefix(name, "arn:") {
+		return name
+	}
+	i := strings.Index(name, ":parameter/")
+	if i < 0 {
+		return name
+	}
+	n := name[i+len(":parameter/"):]
+	if strings.Contains(n, "/") {
+		n = "/" + n
+	}
+	return n
+}
+
 // ssmAuthz: the IAM action of an SSM call, on the parameter's ARN.
 func ssmAuthz(r *http.Request, body []byte) []authz {
 	op := strings.TrimPrefix(r.Header.Get("X-Amz-Target"), "AmazonSSM.")
 	var in struct{ Name string }
 	_ = json.Unmarshal(body, &in)
-	return []authz{{action: "ssm:" + op, resource: ssmARN(in.Name)}}
+	return []authz{{action: "ssm:" + op, resource: ssmARN(ssmName(in.Name))}}
 }
 
 func ssmError(w http.ResponseWriter, code, msg string) {
@@ -93,6 +112,7 @@ func (ps *ssmParameters) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		ssmError(w, "ValidationException", "a parameter name is required")
 		return
 	}
+	in.Name = ssmName(in.Name)
 	ps.mu.Lock()
 	defer ps.mu.Unlock()
 	p, ok := ps.p[in.Name]

@@ -126,8 +126,9 @@ func (s *Stack) startStreamTier(ctx context.Context, root, binDir string, tpl *T
 		env = append(env, "PORT="+port)
 		if nlb {
 			// The stand-in connects from loopback (on AWS: the VPC's
-			// ranges), and Secrets Manager is this stack's.
-			env = append(env, "AWS_ENDPOINT_URL_SECRETS_MANAGER="+awsURL)
+			// ranges), and Secrets Manager and SSM (the certificate's
+			// secret or SecureString parameter) are this stack's.
+			env = append(env, "AWS_ENDPOINT_URL_SECRETS_MANAGER="+awsURL, "AWS_ENDPOINT_URL_SSM="+awsURL)
 			for i, kv := range env {
 				if strings.HasPrefix(kv, "PLATFORM_PROXY_PROTOCOL=") {
 					env[i] = kv + ",127.0.0.0/8"

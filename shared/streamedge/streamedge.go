@@ -259,7 +259,9 @@ func SendLocalHeader(w io.Writer) error {
 }
 
 // SelfSigned is a certificate for hosts and its key, PEM, valid for a day
-// (aws-local's test certificate; tests).
+// (tests). It is its own CA, which Go and Node accept as a server's
+// certificate but Firefox does not (a CA used as an end entity): a browser
+// trusts TestChain's CA.
 func SelfSigned(hosts ...string) ([]byte, error) {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
@@ -290,4 +292,59 @@ func SelfSigned(hosts ...string) ([]byte, error) {
 	}
 	out := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
 	return append(out, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: kder})...), nil
+}
+
+// TestChain is a server certificate for hosts signed by a test CA made for
+// it, valid for a week: chain is the server's certificate, the CA's and
+// the server's key (PEM, what the tasks read), ca the CA's certificate
+// alone, what a client trusts (a browser's trust store, Node's
+// NODE_EXTRA_CA_CERTS). aws-local's test certificate behind the NLB.
+func TestChain(hosts ...string) (chain, ca []byte, err error) {
+	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, nil, err
+	}
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, nil, err
+	}
+	serial := func() *big.Int {
+		n, _ := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 62))
+		return n
+	}
+	from, to := time.Now().Add(-time.Hour), time.Now().Add(7*24*time.Hour)
+	caTpl := &x509.Certificate{SerialNumber: serial(), Subject: pkix.Name{CommonName: "aws-local test CA " + serial().String()},
+		NotBefore: from, NotAfter: to, KeyUsage: x509.KeyUsageCertSign | x509.KeyUsageCRLSign,
+		BasicConstraintsValid: true, IsCA: true, MaxPathLenZero: true}
+	caDER, err := x509.CreateCertificate(rand.Reader, caTpl, caTpl, &caKey.PublicKey, caKey)
+	if err != nil {
+		return nil, nil, err
+	}
+	caCert, err := x509.ParseCertificate(caDER)
+	if err != nil {
+		return nil, nil, err
+	}
+	tpl := &x509.Certificate{SerialNumber: serial(), Subject: pkix.Name{CommonName: hosts[0]},
+		NotBefore: from, NotAfter: to, KeyUsage: x509.KeyUsageDigitalSignature,
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}, BasicConstraintsValid: true}
+	for _, h := range hosts {
+		if ip := net.ParseIP(h); ip != nil {
+			tpl.IPAddresses = append(tpl.IPAddresses, ip)
+		} else {
+			tpl.DNSNames = append(tpl.DNSNames, h)
+		}
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tpl, caCert, &key.PublicKey, caKey)
+	if err != nil {
+		return nil, nil, err
+	}
+	kder, err := x509.MarshalPKCS8PrivateKey(key)
+	if err != nil {
+		return nil, nil, err
+	}
+	ca = pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER})
+	chain = pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
+	chain = append(chain, ca...)
+	chain = append(chain, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: kder})...)
+	return chain, ca, nil
 }
