@@ -30,6 +30,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-lambda-go/lambdaurl"
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
@@ -132,7 +133,17 @@ func newCloudOn(t *testing.T, timeout time.Duration, moto string) *cloud {
 	}
 	c := &cloud{t: t, f: f, table: runtime.FromEnv().Table, timeout: timeout}
 	c.tap = &tap{next: next}
-	c.db = runtime.DynamoClient(aws.Config{}, runtime.Env{}, c.tap)
+	if moto == "" {
+		c.db = runtime.DynamoClient(aws.Config{}, runtime.Env{}, c.tap)
+	} else {
+		// The AWS code path: the full, signed client over the network
+		// (the in-process client signs nothing, which only the embedded
+		// store accepts), through the tap to moto.
+		srv := httptest.NewServer(c.tap)
+		t.Cleanup(srv.Close)
+		cfg := aws.Config{Region: "us-east-1", Credentials: credentials.NewStaticCredentialsProvider("AKIDLOCALTEST", "local", "")}
+		c.db = runtime.DynamoClient(cfg, runtime.Env{DynamoEndpoint: srv.URL}, nil)
+	}
 	fanout := &chatrelay.Fanout{DB: c.db, Table: c.table}
 	if moto == "" {
 		c.tap.fanout = fanout
@@ -470,8 +481,7 @@ func TestFanoutSampleEvent(t *testing.T) {
 // the event source mapping would, until the test ends.
 func streamPump(t *testing.T, db *dynamodb.Client, moto, table string, fanout *chatrelay.Fanout) {
 	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	t.Cleanup(func() { cancel(); <-done })
+	t.Cleanup(cancel)
 	if _, err := db.UpdateTable(ctx, &dynamodb.UpdateTableInput{TableName: aws.String(table),
 		StreamSpecification: &types.StreamSpecification{StreamEnabled: aws.Bool(true), StreamViewType: types.StreamViewTypeKeysOnly}}); err != nil {
 		t.Fatal(err)
@@ -507,6 +517,10 @@ func streamPump(t *testing.T, db *dynamodb.Client, moto, table string, fanout *c
 	if err := call("GetShardIterator", map[string]any{"StreamArn": *desc.Table.LatestStreamArn, "ShardId": d.StreamDescription.Shards[0].ShardId, "ShardIteratorType": "LATEST"}, &it); err != nil {
 		t.Fatal(err)
 	}
+	// Waited for at the end only once it runs: a set-up that fails
+	// above must not wait for a pump that never started.
+	done := make(chan struct{})
+	t.Cleanup(func() { cancel(); <-done })
 	go func() {
 		defer close(done)
 		iter := it.ShardIterator

@@ -310,8 +310,11 @@ func (s *server) importOne(c *call, bots map[string]*call, e importEntry, dry bo
 		}
 		cur, err := s.Store.GetEvent(ctx, bot, ev.ID)
 		// CreateEvent stores it without delivering it: a past event does
-		// not run again.
-		return createOrCompare(o, dry, cur, err, e.Data, func() error { return s.Store.CreateEvent(ctx, bot, ev) })
+		// not run again. An existing event is compared without its
+		// status and failure reason: they move on their own (an event
+		// exported while pending is processed afterwards), and that is
+		// no conflict.
+		return createOrCompare(o, dry, cur, err, e.Data, func() error { return s.Store.CreateEvent(ctx, bot, ev) }, "status", "failureReason")
 	case "task":
 		var t platform.Task
 		if err := decodeInto(e, &t); err != nil {

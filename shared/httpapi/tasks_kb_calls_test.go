@@ -10,7 +10,9 @@ import (
 // of tasks, activities, audit records, knowledge bases and importMessages,
 // and of createMessage and createEvent with their usage counter (one more
 // item in the same transaction, no extra call). Every bot-scoped call pays
-// two GetItems (token, bot) and one for the membership.
+// two GetItems (token, bot) and one for the membership; a user's message,
+// created or imported, one more for its author (docs/data-model.md: a
+// read, not a condition check billed as two writes).
 func TestTasksKBAuditDynamoDBCalls(t *testing.T) {
 	f := newChatFixture(t)
 	rec := recordUsage(f.Env)
@@ -39,12 +41,12 @@ func TestTasksKBAuditDynamoDBCalls(t *testing.T) {
 		{"createKnowledgeBase", apitest.Req{Method: "POST", Path: "/v1/files/knowledge-bases", Headers: bot, Body: map[string]any{"name": "n"}}, calls{"GetItem": 4, "TransactWriteItems": 1}},
 		{"listKnowledgeBases", apitest.Req{Method: "GET", Path: "/v1/files/knowledge-bases", Headers: bot}, calls{"GetItem": 3, "Query": 1}},
 		{"updateKnowledgeBase", apitest.Req{Method: "PUT", Path: "/v1/files/knowledge-bases/" + kb, Headers: bot, Body: map[string]any{"name": "m"}}, calls{"GetItem": 5, "TransactWriteItems": 1}},
-		{"createMessage", apitest.Req{Method: "POST", Path: "/v1/chat/messages", Headers: bot, Body: map[string]any{"conversationId": conv, "userId": user, "type": "text", "payload": map[string]any{"text": "x"}, "tags": map[string]string{}}}, calls{"GetItem": 4, "TransactWriteItems": 1}},
+		{"createMessage", apitest.Req{Method: "POST", Path: "/v1/chat/messages", Headers: bot, Body: map[string]any{"conversationId": conv, "userId": user, "type": "text", "payload": map[string]any{"text": "x"}, "tags": map[string]string{}}}, calls{"GetItem": 5, "TransactWriteItems": 1}},
 		{"createEvent", apitest.Req{Method: "POST", Path: "/v1/chat/events", Headers: bot, Body: map[string]any{"type": "x", "payload": map[string]any{}}}, calls{"GetItem": 4, "TransactWriteItems": 1}},
 		// Two messages: the conversation and the user read once each, one
 		// created directly, one through the getOrCreate claim.
 		{"importMessages", apitest.Req{Method: "POST", Path: "/v1/chat/messages/import-messages", Headers: bot, Body: map[string]any{"messages": []map[string]any{
-			msg("a", map[string]string{}, []string{}), msg("b", map[string]string{"ext": "1"}, []string{"ext"})}}}, calls{"GetItem": 6, "Query": 2, "TransactWriteItems": 2}},
+			msg("a", map[string]string{}, []string{}), msg("b", map[string]string{"ext": "1"}, []string{"ext"})}}}, calls{"GetItem": 8, "Query": 2, "TransactWriteItems": 2}},
 		{"deleteTask", apitest.Req{Method: "DELETE", Path: "/v1/chat/tasks/" + task, Headers: bot}, calls{"GetItem": 5, "Query": 1, "BatchWriteItem": 1}},
 		{"deleteKnowledgeBase", apitest.Req{Method: "DELETE", Path: "/v1/files/knowledge-bases/" + kb, Headers: bot}, calls{"GetItem": 5, "Query": 1, "DeleteItem": 1}},
 	} {
