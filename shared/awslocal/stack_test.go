@@ -33,6 +33,17 @@ var built struct {
 	err  error
 }
 
+// TestMain removes the functions built for the package's tests when they
+// end: about 450 MB a run, which filled a developer's disk (113 runs'
+// worth) when left in the temporary directory.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if built.dir != "" {
+		os.RemoveAll(built.dir)
+	}
+	os.Exit(code)
+}
+
 // functions builds the functions once for every test of the package (a
 // template changed by a test names the same packages).
 func functions(t *testing.T) string {

@@ -208,7 +208,10 @@ func TestWorkerLifecycle(t *testing.T) {
 	})
 
 	d2 := newDeployedFixture(t, echoBundle("idle", ""), nil)
-	d2.Platform.Workers.Idle = 300 * time.Millisecond // before its first worker
+	// Before its first worker; longer than a cold worker's first call
+	// on a busy machine (idle counts from a call's start: at 300 ms the
+	// janitor stopped a worker in the middle of its call, 1 run in 30).
+	d2.Platform.Workers.Idle = 1500 * time.Millisecond
 	d2.say("one")
 	d2.waitReply(t, "idle (bp_bak_): one")
 	eventually(t, "the idle worker stops", func() bool { return len(d2.Platform.Workers.Running()) == 0 })

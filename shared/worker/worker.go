@@ -65,7 +65,10 @@ type Manager struct {
 	// APIURL is the platform's base URL as workers reach it (BP_API_URL).
 	APIURL func() string
 	// Node is the node executable ("": looked up on PATH at first use).
-	Node        string
+	Node string
+	// Idle: a worker not asked for since is stopped (default 10 min).
+	// It counts from the last call's start, so it must outlast the
+	// longest call (a bot's maxExecutionTime); Start bounds a start.
 	Idle, Start time.Duration
 	// QueueWait bounds how long a call waits for a free slot of a worker
 	// at its maxConcurrency (default 10 s); then it gets a retryable 503.
@@ -335,6 +338,14 @@ func (m *Manager) launch(p *proc, src platform.LogSource, prep prepare) {
 		p.url = u
 		m.mu.Unlock()
 	}
+	// Used from now: lastUsed was set when the start was asked for, and
+	// a start longer than Idle (node loading on a busy machine) would
+	// let the janitor stop the worker between ready and the caller's
+	// own update, leaving the caller the address of a dead process
+	// (TestWorkerLifecycle failed 3 times in 30 on it).
+	m.mu.Lock()
+	p.lastUsed = time.Now()
+	m.mu.Unlock()
 	close(p.ready)
 }
 
