@@ -212,6 +212,15 @@ func TestWorkerLifecycle(t *testing.T) {
 	// on a busy machine (idle counts from a call's start: at 300 ms the
 	// janitor stopped a worker in the middle of its call, 1 run in 30).
 	d2.Platform.Workers.Idle = 1500 * time.Millisecond
+	t.Cleanup(func() {
+		if !t.Failed() {
+			return
+		}
+		q := logsQuery("timeStart", iso(time.Now().Add(-time.Hour)), "timeEnd", iso(time.Now().Add(time.Minute)))
+		for _, m := range d2.logMessages(t, d2.AdminToken, "/v1/admin/bots/"+d2.botID+"/logs", q) {
+			t.Log("bot log:", m)
+		}
+	})
 	d2.say("one")
 	d2.waitReply(t, "idle (bp_bak_): one")
 	eventually(t, "the idle worker stops", func() bool { return len(d2.Platform.Workers.Running()) == 0 })

@@ -29,6 +29,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/botforge/platform/shared/platform"
@@ -79,6 +80,9 @@ type Manager struct {
 	closed  bool
 	stopJan chan struct{}
 	janOnce sync.Once
+	// launches numbers the workers started: each has a directory of its
+	// own (see launch).
+	launches atomic.Uint64
 }
 
 // ErrNoNode is why deployed code cannot run on a machine without Node.js.
@@ -261,7 +265,13 @@ func (m *Manager) launch(p *proc, src platform.LogSource, prep prepare) {
 	}
 	p.revoke = revoke
 	h := sha256.Sum256([]byte(p.version))
-	p.dir = filepath.Join(m.Dir, p.key+"-"+hex.EncodeToString(h[:6]))
+	// A directory of this start's own: a stopped worker of the same
+	// version removes its directory when it has exited, which may be
+	// after its successor started (an idle worker stopped, then asked
+	// for again); in a shared directory that removal took the new
+	// worker's files (TestWorkerLifecycle: "Cannot find module
+	// .../shim.cjs", 3 runs in 40).
+	p.dir = filepath.Join(m.Dir, p.key+"-"+hex.EncodeToString(h[:6])+"-"+strconv.FormatUint(m.launches.Add(1), 10))
 	if err := writeBundle(p.dir, code); err != nil {
 		close(p.exited)
 		m.release(p)
