@@ -566,16 +566,19 @@ func (s *Store) updateEvent(ctx context.Context, bot, id string, change func(*pl
 			return err
 		}
 		if rec.derived {
-			// Its first item (new; a racing write retries), listed
-			// through its message as before, the payload still the
-			// message's.
+			// Its first item (new), listed through its message as
+			// before, the payload still the message's; the message
+			// required there (gone, with its conversation: no item left
+			// behind). Either condition failing is retried: the event
+			// written meanwhile (deleteMessage, updateMessage) is
+			// changed, a message gone is a 404.
 			e.Payload = nil
 			it, err := storedEventItem(bot, eventDoc{Event: e, Delivery: rec.Delivery, FromMessage: true}, false)
 			if err != nil {
 				return err
 			}
-			_, err = s.db.PutItem(ctx, &dynamodb.PutItemInput{TableName: &s.table, Item: it, ConditionExpression: aws.String("attribute_not_exists(pk)")})
-			if isConditionFailed(err) {
+			err = s.txWrite(ctx, []types.TransactWriteItem{putNew(it), mustExist(msgPK(bot, e.MessageID), skMsg)})
+			if failedAt(err) >= 0 {
 				return errRetry
 			}
 			return err

@@ -20,7 +20,8 @@ import (
 // listed event equal to getEvent's; delivered events processed, a
 // delivery the bot refused failed with its reason, one the bot is still
 // handling pending; an updated message's event keeps the message as
-// created, a deleted message's is still there; the bot's own messages and
+// created, a deleted message's is still there (also one updated first,
+// and a failed one), listed once; the bot's own messages and
 // an imported one have none.
 func TestMessageEventsDerived(t *testing.T) {
 	release := make(chan struct{})
@@ -112,6 +113,10 @@ func TestMessageEventsDerived(t *testing.T) {
 	// Changed and deleted after delivery: the events stay as created.
 	f.as(false, "PUT", "/v1/chat/messages/"+msgs[0].msg, map[string]any{"payload": map[string]any{"text": "changed"}, "tags": map[string]string{}}, 200)
 	f.as(false, "DELETE", "/v1/chat/messages/"+msgs[1].msg, nil, 200)
+	// Updated, then deleted; failed, then deleted.
+	f.as(false, "PUT", "/v1/chat/messages/"+msgs[3].msg, map[string]any{"payload": map[string]any{"text": "changed"}, "tags": map[string]string{}}, 200)
+	f.as(false, "DELETE", "/v1/chat/messages/"+msgs[3].msg, nil, 200)
+	f.as(false, "DELETE", "/v1/chat/messages/"+msgs[2].msg, nil, 200)
 	// One the bot is still handling: pending.
 	held := send(conv(), u[0], "hold")
 	held.status = "pending"
@@ -197,6 +202,7 @@ func TestMessageEventsDerived(t *testing.T) {
 		{"&userId=" + u[1], func(e *expected) bool { return e.user == u[1] }},
 		{"&messageId=" + msgs[0].msg, func(e *expected) bool { return e.msg == msgs[0].msg }},
 		{"&messageId=" + msgs[1].msg, func(e *expected) bool { return e.msg == msgs[1].msg }},
+		{"&messageId=" + msgs[2].msg, func(e *expected) bool { return e.msg == msgs[2].msg }},
 		{"&status=processed", func(e *expected) bool { return e.status == "processed" }},
 		{"&status=failed", func(e *expected) bool { return e.status == "failed" }},
 		{"&status=pending", func(e *expected) bool { return e.status == "pending" }},
