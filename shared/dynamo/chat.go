@@ -44,7 +44,14 @@ const (
 	// attrHasEvent marks a message (its record and its copy in its
 	// conversation) whose message_created event lists in the
 	// conversation's events through the copy rather than an entry of its
-	// own (gsi2; docs/data-model.md, "Items per message").
+	// own (gsi2; docs/data-model.md, "Items per message"). A number (1):
+	// the event has an item of its own, listed in the bot's events list
+	// (gsi1). A string, the id of the outbox entry delivering it: the event
+	// has no item while the message is there (or one written when its
+	// delivery failed or its message changed, listed through the message
+	// all the same) and is derived from the message when read
+	// (messageEventDoc): the bot's events list merges the bot's messages
+	// list (listMergedEvents).
 	attrHasEvent = "ev"
 )
 

@@ -45,6 +45,43 @@ type eventDoc struct {
 	// its two list entries stay under 1 KB (docs/data-model.md, "Items per
 	// message").
 	FromMessage bool `json:"_fromMsg,omitempty"`
+	// derived: the event has no item; it was made from its message
+	// (messageEventDoc).
+	derived bool
+}
+
+// messageEventDoc is the message_created event of a user's message rec
+// whose event is derived from it (attrHasEvent holds its delivery): as
+// its creation would have stored it, pending (its status then derived from
+// the delivery), with the message as its payload.
+func messageEventDoc(rec msgRecord) (eventDoc, error) {
+	e := messageEvent(rec.Message)
+	p, err := json.Marshal(map[string]any{"message": rec.Message})
+	if err != nil {
+		return eventDoc{}, err
+	}
+	e.Payload = p
+	return eventDoc{Event: e, Delivery: rec.dlv, FromMessage: true, derived: true}, nil
+}
+
+// storedEventItem is the item of event d; listed: with its entries in the
+// bot's events list (gsi1) and its conversation's (gsi2), which an event
+// derived from its message has none of while the message is there (it is
+// listed through the message).
+func storedEventItem(bot string, d eventDoc, listed bool) (item, error) {
+	d.StoredWorkflow, d.StoredScheduled = d.WorkflowID, d.ScheduledFor
+	it, err := chatItem(eventPK(bot, d.ID), skEvent, d)
+	if err != nil {
+		return nil, err
+	}
+	it[attrTTL] = num(d.ExpiresAt().Unix())
+	if listed {
+		it[attrGSI1PK], it[attrGSI1SK] = str(listShard(bot, listEvents, d.ID)), str(timeKey(d.CreatedAt, d.ID))
+		if d.ConversationID != "" {
+			it[attrGSI2PK], it[attrGSI2SK] = str(convEvents(bot, d.ConversationID)), str(timeKey(d.CreatedAt, d.ID))
+		}
+	}
+	return it, nil
 }
 
 // noPayload: a payload stored as none (null once read back).
@@ -116,6 +153,11 @@ func (s *Store) derivePayloads(ctx context.Context, bot string, docs []*eventDoc
 // conversation's events list (gsi2), the copy going (one GetItem; no
 // write when there is no such event, or nothing to change). The event is
 // conditional on its version read.
+//
+// An event derived from m (no item: rec.dlv) gets its item, written as
+// created with m as its payload (new: a racing write of it retries the
+// transaction), listed in the bot's and the conversation's events lists
+// when m is deleted (no longer listed through m).
 func (s *Store) keepMessagePayload(ctx context.Context, bot string, rec msgRecord, deleting bool) ([]types.TransactWriteItem, error) {
 	m := rec.Message
 	if m.UserID == bot {
@@ -123,8 +165,23 @@ func (s *Store) keepMessagePayload(ctx context.Context, bot string, rec msgRecor
 	}
 	id := messageEventID(m.ID)
 	it, err := s.get(ctx, eventPK(bot, id), skEvent)
-	if err != nil || it == nil {
+	if err != nil {
 		return nil, err
+	}
+	if it == nil {
+		if rec.dlv == "" {
+			return nil, nil
+		}
+		d, err := messageEventDoc(rec)
+		if err != nil {
+			return nil, err
+		}
+		d.FromMessage = false
+		ev, err := storedEventItem(bot, d, deleting)
+		if err != nil {
+			return nil, err
+		}
+		return []types.TransactWriteItem{putNew(ev)}, nil
 	}
 	d, ver, err := eventRecord(it)
 	if err != nil || d.MessageID != m.ID {
@@ -132,8 +189,10 @@ func (s *Store) keepMessagePayload(ctx context.Context, bot string, rec msgRecor
 	}
 	_, listed := it[attrGSI2PK]
 	relist := deleting && rec.ev && !listed && d.ConversationID != ""
+	_, inBotList := it[attrGSI1PK]
+	relistBot := deleting && rec.dlv != "" && !inBotList
 	keep := d.FromMessage && noPayload(d.Payload)
-	if !keep && !relist {
+	if !keep && !relist && !relistBot {
 		return nil, nil
 	}
 	set := "SET #ver = :next"
@@ -155,6 +214,11 @@ func (s *Store) keepMessagePayload(ctx context.Context, bot string, rec msgRecor
 		set += ", #g2pk = :g2pk, #g2sk = :g2sk"
 		names["#g2pk"], names["#g2sk"] = attrGSI2PK, attrGSI2SK
 		vals[":g2pk"], vals[":g2sk"] = str(convEvents(bot, d.ConversationID)), str(timeKey(d.CreatedAt, d.ID))
+	}
+	if relistBot {
+		set += ", #g1pk = :g1pk, #g1sk = :g1sk"
+		names["#g1pk"], names["#g1sk"] = attrGSI1PK, attrGSI1SK
+		vals[":g1pk"], vals[":g1sk"] = str(listShard(bot, listEvents, d.ID)), str(timeKey(d.CreatedAt, d.ID))
 	}
 	return []types.TransactWriteItem{{Update: &types.Update{
 		Key:                       key(eventPK(bot, id), skEvent),
@@ -230,6 +294,10 @@ func (s *Store) deriveStatus(ctx context.Context, bot string, docs []*eventDoc) 
 			continue
 		}
 		it, ok := now[keyID(eventPK(bot, d.ID), skEvent)]
+		if !ok && d.derived {
+			d.Status = platform.EventProcessed // no item: its delivery wrote no other outcome
+			continue
+		}
 		if !ok {
 			continue // gone meanwhile (its conversation deleted)
 		}
@@ -442,10 +510,31 @@ func (s *Store) getEvent(ctx context.Context, bot, id string) (eventDoc, int64, 
 	if err != nil {
 		return eventDoc{}, 0, err
 	}
+	var (
+		d   eventDoc
+		ver int64
+	)
 	if it == nil {
-		return eventDoc{}, 0, platform.NotFound("event", id)
+		// A user's message_created event: derived from its message
+		// (one more GetItem).
+		rec, err := s.get(ctx, msgPK(bot, platform.PrefixMessage+strings.TrimPrefix(id, platform.PrefixEvent)), skMsg)
+		if err != nil {
+			return eventDoc{}, 0, err
+		}
+		if rec == nil {
+			return eventDoc{}, 0, platform.NotFound("event", id)
+		}
+		m, _, err := msgFrom(rec)
+		if err != nil {
+			return eventDoc{}, 0, err
+		}
+		if m.dlv == "" || m.UserID == bot {
+			return eventDoc{}, 0, platform.NotFound("event", id)
+		}
+		d, err = messageEventDoc(m)
+	} else {
+		d, ver, err = eventRecord(it)
 	}
-	d, ver, err := eventRecord(it)
 	if err == nil && d.Expired(platform.Clock()) {
 		return eventDoc{}, 0, platform.NotFound("event", id) // past its retention
 	}
@@ -474,6 +563,24 @@ func (s *Store) updateEvent(ctx context.Context, bot, id string, change func(*pl
 		}
 		e := rec.Event
 		if err := change(&e); err != nil {
+			return err
+		}
+		if rec.derived {
+			// Its first item (new), listed through its message as
+			// before, the payload still the message's; the message
+			// required there (gone, with its conversation: no item left
+			// behind). Either condition failing is retried: the event
+			// written meanwhile (deleteMessage, updateMessage) is
+			// changed, a message gone is a 404.
+			e.Payload = nil
+			it, err := storedEventItem(bot, eventDoc{Event: e, Delivery: rec.Delivery, FromMessage: true}, false)
+			if err != nil {
+				return err
+			}
+			err = s.txWrite(ctx, []types.TransactWriteItem{putNew(it), mustExist(msgPK(bot, e.MessageID), skMsg)})
+			if failedAt(err) >= 0 {
+				return errRetry
+			}
 			return err
 		}
 		d, err := marshalDoc(eventDoc{Event: e, StoredWorkflow: e.WorkflowID, StoredScheduled: e.ScheduledFor, Delivery: rec.Delivery, FromMessage: rec.FromMessage})
@@ -516,33 +623,23 @@ func (f EventFilter) accepts(e platform.Event) bool {
 }
 
 // ListEvents lists events, most recent first: a conversation's (GSI2) or the
-// bot's (GSI1); the other filters apply to the events read.
+// bot's (GSI1), merged with the message_created events of users' messages
+// listed through their messages (listMergedEvents); the other filters
+// apply to the events read.
 func (s *Store) ListEvents(ctx context.Context, f EventFilter, p Page) ([]platform.Event, map[string]string, error) {
-	sp := listSpan(GSI1, f.BotID, listEvents, true)
-	if f.ConversationID != "" {
-		sp = span{index: GSI2, pk: convEvents(f.BotID, f.ConversationID), desc: true}
-	}
 	now := platform.Clock()
-	// Each batch read: decoded, statuses derived (one or two
-	// BatchGetItem), then filtered (a status filter sees derived ones).
-	load := func(items []item) ([]*platform.Event, error) {
-		docs := make([]*eventDoc, len(items))
-		for i, it := range items {
-			if it == nil {
-				continue
-			}
-			d, _, err := eventRecord(it)
-			if err != nil {
-				return nil, err
-			}
-			if !d.Expired(now) { // expired: past its retention
-				docs[i] = &d
+	// Each batch read: statuses derived (one or two BatchGetItem), then
+	// filtered (a status filter sees derived ones), payloads derived.
+	load := func(docs []*eventDoc) ([]*platform.Event, error) {
+		for i, d := range docs {
+			if d != nil && d.Expired(now) { // expired: past its retention
+				docs[i] = nil
 			}
 		}
 		if err := s.deriveStatus(ctx, f.BotID, docs); err != nil {
 			return nil, err
 		}
-		out := make([]*platform.Event, len(items))
+		out := make([]*platform.Event, len(docs))
 		var kept []*eventDoc
 		for _, d := range docs {
 			if d != nil && f.accepts(d.Event) {
@@ -559,12 +656,59 @@ func (s *Store) ListEvents(ctx context.Context, f EventFilter, p Page) ([]platfo
 		}
 		return out, nil
 	}
-	if f.ConversationID != "" {
-		out, next, err := s.listConvEvents(ctx, f.BotID, f.ConversationID, positionOf(p), int(p.Limit), load)
+	// The events of users' messages are read through the messages, back
+	// to the retention's start (older ones are expired).
+	since := platform.FormatTime(now.Add(-platform.EventRetention))
+	var ml msgEvents
+	switch {
+	case f.ConversationID != "":
+		ml = msgEvents{
+			entries: span{index: GSI2, pk: convEvents(f.BotID, f.ConversationID), desc: true},
+			msgs:    span{pk: convPK(f.BotID, f.ConversationID), lo: skMsgCopy + since, hi: skMsgCopy + "~", desc: true},
+			pos:     copyEventKey, sk: copySK,
+		}
+	case (f.Type != "" && f.Type != platform.EventMessageCreated) || f.WorkflowID != "":
+		// None of the events listed through messages can pass.
+		sp := listSpan(GSI1, f.BotID, listEvents, true)
+		out, next, err := collect(ctx, s, sp, positionOf(p), int(p.Limit), 0, func(items []item) ([]*platform.Event, error) {
+			docs, err := eventDocs(items)
+			if err != nil {
+				return nil, err
+			}
+			return load(docs)
+		})
 		return out, startOf(next), err
+	default:
+		msgs := listSpan(GSI1, f.BotID, listMsgs, true)
+		msgs.lo = since
+		ml = msgEvents{
+			entries: listSpan(GSI1, f.BotID, listEvents, true), msgs: msgs,
+			pos: msgEventKey, sk: msgListSK, derivedOnly: true,
+		}
 	}
-	out, next, err := collect(ctx, s, sp, positionOf(p), int(p.Limit), 0, load)
+	ml.want = func(m platform.Message) bool {
+		return (f.ConversationID == "" || m.ConversationID == f.ConversationID) &&
+			(f.UserID == "" || m.UserID == f.UserID) &&
+			(f.MessageID == "" || m.ID == f.MessageID)
+	}
+	out, next, err := s.listMergedEvents(ctx, f.BotID, ml, positionOf(p), int(p.Limit), load)
 	return out, startOf(next), err
+}
+
+// eventDocs decodes stored events (nil stays nil).
+func eventDocs(items []item) ([]*eventDoc, error) {
+	docs := make([]*eventDoc, len(items))
+	for i, it := range items {
+		if it == nil {
+			continue
+		}
+		d, _, err := eventRecord(it)
+		if err != nil {
+			return nil, err
+		}
+		docs[i] = &d
+	}
+	return docs, nil
 }
 
 // copyEventKey is the position in the conversation's events list (gsi2's
@@ -573,27 +717,53 @@ func (s *Store) ListEvents(ctx context.Context, f EventFilter, p Page) ([]platfo
 // copySK the reverse: the two orders agree (the event's id is the
 // message's with the other prefix).
 func copyEventKey(sk string) string {
-	k := strings.TrimPrefix(sk, skMsgCopy)
-	return strings.Replace(k, "#"+platform.PrefixMessage, "#"+platform.PrefixEvent, 1)
+	return msgEventKey(strings.TrimPrefix(sk, skMsgCopy))
 }
 
 func copySK(pos string) string {
 	if pos == "" {
 		return ""
 	}
-	return skMsgCopy + strings.Replace(pos, "#"+platform.PrefixEvent, "#"+platform.PrefixMessage, 1)
+	return skMsgCopy + msgListSK(pos)
 }
 
-// listConvEvents lists a conversation's events, newest first: those with
-// an entry in its events list (gsi2) merged with the message_created
-// events of its users' messages, which have none while their message is
-// there and are listed through the message's copy in the conversation's
-// partition (attrHasEvent; their records read in one BatchGetItem). Both
-// are read after the same position; items are taken down to where a
-// source with more stopped (past it, that source's next could come first).
-func (s *Store) listConvEvents(ctx context.Context, bot, conv, after string, size int, load func([]item) ([]*platform.Event, error)) ([]platform.Event, string, error) {
-	entries := span{index: GSI2, pk: convEvents(bot, conv), desc: true}
-	copies := span{pk: convPK(bot, conv), lo: skMsgCopy, hi: skMsgCopy + "~", desc: true}
+// msgEventKey is the position in the bot's events list (gsi1's sort key,
+// <createdAt>#<event id>) of the message_created event of the message at
+// sk in the bot's messages list (<createdAt>#<message id>), and msgListSK
+// the reverse.
+func msgEventKey(sk string) string {
+	return strings.Replace(sk, "#"+platform.PrefixMessage, "#"+platform.PrefixEvent, 1)
+}
+
+func msgListSK(pos string) string {
+	return strings.Replace(pos, "#"+platform.PrefixEvent, "#"+platform.PrefixMessage, 1)
+}
+
+// msgEvents is a list of events merged with the events listed through
+// messages (listMergedEvents).
+type msgEvents struct {
+	entries span // the events with an entry of their own
+	msgs    span // the messages (their copies, or their records)
+	// pos: a message's position in the events list from its sort key in
+	// msgs; sk the reverse.
+	pos, sk func(string) string
+	// derivedOnly: only messages whose event is derived (attrHasEvent a
+	// string: the bot's list; the others' events have entries there).
+	derivedOnly bool
+	want        func(platform.Message) bool // nil: every message
+}
+
+// listMergedEvents lists events, newest first: those with an entry in
+// the list (ml.entries) merged with the message_created events of users'
+// messages listed through the messages (ml.msgs, marked attrHasEvent):
+// their items read by key in one BatchGetItem, an event with none derived
+// from its message (messageEventDoc). Both are read after the same
+// position; items are taken down to where a source with more stopped
+// (past it, that source's next could come first). An event listed by both
+// (an entry written while its message was there: an import) is taken
+// once.
+func (s *Store) listMergedEvents(ctx context.Context, bot string, ml msgEvents, after string, size int, load func([]*eventDoc) ([]*platform.Event, error)) ([]platform.Event, string, error) {
+	entries, msgs := ml.entries, ml.msgs
 	out := make([]platform.Event, 0, size)
 	var pos []string
 	cursor, batch, read := after, size+1, 0
@@ -603,37 +773,66 @@ func (s *Store) listConvEvents(ctx context.Context, bot, conv, after string, siz
 		if err != nil {
 			return nil, "", err
 		}
-		cs, moreC, err := s.read(ctx, copies, copySK(cursor), n)
+		ms, moreM, err := s.read(ctx, msgs, ml.sk(cursor), n)
 		if err != nil {
 			return nil, "", err
 		}
-		read += len(es) + len(cs)
+		read += len(es) + len(ms)
 		frontier := "" // items at or after it (in the list's order) are complete
 		if moreE && len(es) > 0 {
 			frontier = entries.sortKey(es[len(es)-1])
 		}
-		if moreC && len(cs) > 0 {
-			frontier = max(frontier, copyEventKey(getS(cs[len(cs)-1], attrSK)))
+		if moreM && len(ms) > 0 {
+			frontier = max(frontier, ml.pos(msgs.sortKey(ms[len(ms)-1])))
 		}
 		type at struct {
-			pos string
-			it  item // the event (an entry, projecting all), or nil: read by key
-			key item
+			pos   string
+			entry bool
+			doc   *eventDoc // an entry's event (projecting all), or the derived one
+			key   item      // the event's item, read by key
 		}
 		var merged []at
 		for _, it := range es {
-			merged = append(merged, at{pos: entries.sortKey(it), it: it})
+			d, _, err := eventRecord(it)
+			if err != nil {
+				return nil, "", err
+			}
+			merged = append(merged, at{pos: entries.sortKey(it), entry: true, doc: &d})
 		}
 		var keys []item
-		for _, it := range cs {
-			if _, ev := it[attrHasEvent]; !ev {
+		for _, it := range ms {
+			ev, marked := it[attrHasEvent]
+			if !marked {
 				continue
 			}
-			k := key(eventPK(bot, messageEventID(getS(it, attrObject))), skEvent)
-			keys = append(keys, k)
-			merged = append(merged, at{pos: copyEventKey(getS(it, attrSK)), key: k})
+			_, derived := ev.(*types.AttributeValueMemberS)
+			if ml.derivedOnly && !derived {
+				continue
+			}
+			rec, _, err := msgFrom(it)
+			if err != nil {
+				return nil, "", err
+			}
+			if ml.want != nil && !ml.want(rec.Message) {
+				continue
+			}
+			a := at{pos: ml.pos(msgs.sortKey(it)), key: key(eventPK(bot, messageEventID(rec.ID)), skEvent)}
+			if derived {
+				d, err := messageEventDoc(rec)
+				if err != nil {
+					return nil, "", err
+				}
+				a.doc = &d
+			}
+			keys = append(keys, a.key)
+			merged = append(merged, a)
 		}
-		sort.Slice(merged, func(i, j int) bool { return merged[i].pos > merged[j].pos })
+		sort.SliceStable(merged, func(i, j int) bool {
+			if merged[i].pos != merged[j].pos {
+				return merged[i].pos > merged[j].pos
+			}
+			return merged[i].entry && !merged[j].entry
+		})
 		for len(merged) > 0 && merged[len(merged)-1].pos < frontier {
 			merged = merged[:len(merged)-1]
 		}
@@ -641,18 +840,34 @@ func (s *Store) listConvEvents(ctx context.Context, bot, conv, after string, siz
 		if err != nil {
 			return nil, "", err
 		}
-		items := make([]item, len(merged))
+		var kept []at
 		for i, m := range merged {
-			items[i] = m.it
-			if m.key != nil {
-				items[i] = got[keyID(getS(m.key, attrPK), getS(m.key, attrSK))] // nil: gone (expired, deleted)
+			if i > 0 && m.pos == merged[i-1].pos {
+				continue // listed by its entry
 			}
+			if m.key != nil {
+				if it, ok := got[keyID(getS(m.key, attrPK), getS(m.key, attrSK))]; ok {
+					d, _, err := eventRecord(it) // its item: its status or payload written
+					if err != nil {
+						return nil, "", err
+					}
+					if m.doc != nil && d.FromMessage && noPayload(d.Payload) {
+						d.Payload = m.doc.Payload // its message's, read here already
+					}
+					m.doc = &d
+				}
+			}
+			kept = append(kept, m) // doc nil: gone (expired, deleted)
 		}
-		vals, err := load(items)
+		docs := make([]*eventDoc, len(kept))
+		for i, m := range kept {
+			docs[i] = m.doc
+		}
+		vals, err := load(docs)
 		if err != nil {
 			return nil, "", err
 		}
-		for i, m := range merged {
+		for i, m := range kept {
 			cursor = m.pos
 			if vals[i] == nil {
 				continue
@@ -662,7 +877,7 @@ func (s *Store) listConvEvents(ctx context.Context, bot, conv, after string, siz
 				return out[:size], pos[size-1], nil
 			}
 		}
-		if !moreE && !moreC {
+		if !moreE && !moreM {
 			return out, "", nil
 		}
 		if frontier == "" || frontier == cursor {

@@ -3,6 +3,7 @@ package dynamo_test
 import (
 	"context"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -10,6 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/botforge/platform/shared/apitest"
+	"github.com/botforge/platform/shared/dynamo"
 	"github.com/botforge/platform/shared/platform"
 )
 
@@ -47,6 +49,63 @@ func TestEventsCarryTheirTTL(t *testing.T) {
 		want := e.ExpiresAt().Unix()
 		if got, _ := strconv.ParseInt(ttl.Value, 10, 64); got != want || want < now.Add(platform.EventRetention).Unix() {
 			t.Fatalf("ttl %s, want %d", ttl.Value, want)
+		}
+	}
+}
+
+// TestDerivedEventRetention: a user's message_created event, derived from
+// its message (no item), stops being returned and listed at the same age
+// as an event stored with an item: EventRetention after its creation,
+// however long its message is kept.
+func TestDerivedEventRetention(t *testing.T) {
+	env := apitest.New(t)
+	s := env.Platform.Store
+	ctx := context.Background()
+	bot := platform.NewID(platform.PrefixBot)
+	now := time.Now().UTC().Truncate(time.Millisecond)
+	c := platform.Conversation{ID: platform.NewID(platform.PrefixConversation), CreatedAt: platform.FormatTime(now), UpdatedAt: platform.FormatTime(now), Channel: "c", Tags: map[string]string{}}
+	if err := s.CreateConversation(ctx, bot, c); err != nil {
+		t.Fatal(err)
+	}
+	u := platform.User{ID: platform.NewID(platform.PrefixUser), CreatedAt: c.CreatedAt, UpdatedAt: c.CreatedAt, Tags: map[string]string{}}
+	if err := s.CreateUser(ctx, bot, u); err != nil {
+		t.Fatal(err)
+	}
+	listed := func() map[string]bool {
+		evs, _, err := s.ListEvents(ctx, dynamo.EventFilter{BotID: bot}, dynamo.Page{Limit: 100})
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := map[string]bool{}
+		for _, e := range evs {
+			out[e.ID] = true
+		}
+		return out
+	}
+	for _, age := range []time.Duration{platform.EventRetention - time.Hour, platform.EventRetention + time.Hour} {
+		at := platform.FormatTime(now.Add(-age))
+		m := platform.Message{ID: platform.NewID(platform.PrefixMessage), CreatedAt: at, UpdatedAt: at, Type: "text", Payload: []byte(`{"text":"x"}`),
+			Direction: "incoming", UserID: u.ID, ConversationID: c.ID, Tags: map[string]string{}}
+		if err := s.CreateMessage(ctx, bot, m); err != nil {
+			t.Fatal(err)
+		}
+		derived := platform.PrefixEvent + strings.TrimPrefix(m.ID, platform.PrefixMessage)
+		stored := platform.Event{ID: platform.NewID(platform.PrefixEvent), CreatedAt: at, Type: "t", Status: platform.EventPending}
+		if err := s.CreateEvent(ctx, bot, stored); err != nil {
+			t.Fatal(err)
+		}
+		_, errD := s.ReadEvent(ctx, bot, derived)
+		_, errS := s.ReadEvent(ctx, bot, stored.ID)
+		expired := age > platform.EventRetention
+		if (errD != nil) != expired || (errS != nil) != expired {
+			t.Errorf("age %v: getEvent of the derived event: %v, of the stored one: %v; want both found: %v", age, errD, errS, !expired)
+		}
+		l := listed()
+		if l[derived] == expired || l[stored.ID] == expired {
+			t.Errorf("age %v: listed: derived %v, stored %v; want both %v", age, l[derived], l[stored.ID], !expired)
+		}
+		if _, err := s.MessageRecord(ctx, bot, m.ID); err != nil {
+			t.Errorf("age %v: the message: %v", age, err)
 		}
 	}
 }

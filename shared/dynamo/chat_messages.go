@@ -31,6 +31,9 @@ type msgRecord struct {
 	platform.Message
 	ver int64
 	ev  bool // attrHasEvent
+	// dlv: the outbox entry delivering its message_created event when the
+	// event is derived from the message (attrHasEvent a string).
+	dlv string
 }
 
 func msgFrom(it item) (msgRecord, bool, error) {
@@ -43,14 +46,24 @@ func msgFrom(it item) (msgRecord, bool, error) {
 	}
 	m.ver = getN(it, attrVer)
 	_, m.ev = it[attrHasEvent]
+	m.dlv = getS(it, attrHasEvent)
 	return m, true, nil
 }
 
 // markHasEvent marks the record and copy msgWrites made (w[0], w[1]) as a
-// message whose message_created event lists through its copy (attrHasEvent).
-func markHasEvent(w []types.TransactWriteItem) {
-	w[0].Put.Item[attrHasEvent] = num(1)
-	w[1].Put.Item[attrHasEvent] = num(1)
+// message whose message_created event is derived from it, delivered by
+// the outbox entry dlv (attrHasEvent).
+func markHasEvent(w []types.TransactWriteItem, dlv string) {
+	w[0].Put.Item[attrHasEvent] = str(dlv)
+	w[1].Put.Item[attrHasEvent] = str(dlv)
+}
+
+// hasEventAttr is the attrHasEvent value a rewritten copy of rec keeps.
+func (rec msgRecord) hasEventAttr() types.AttributeValue {
+	if rec.dlv != "" {
+		return str(rec.dlv)
+	}
+	return num(1)
 }
 
 func msgCopySK(m platform.Message) string { return skMsgCopy + timeKey(m.CreatedAt, m.ID) }
@@ -190,13 +203,13 @@ func (s *Store) createMessage(ctx context.Context, bot string, m platform.Messag
 	counter := len(w)
 	w = append(w, countNew(bot, m.ConversationID))
 	if deliver {
-		rt, err := messageDeliveries(bot, m)
+		rt, dlv, err := messageDeliveries(bot, m)
 		if err != nil {
 			return err
 		}
 		w = append(w, rt...)
-		if m.UserID != bot {
-			markHasEvent(w)
+		if dlv != "" {
+			markHasEvent(w, dlv)
 		}
 	}
 	quota, err := s.messageUsage(ctx, bot, m, deliver)
@@ -230,22 +243,29 @@ func (s *Store) createMessage(ctx context.Context, bot string, m platform.Messag
 // the message's transaction: an incoming message (a user's) becomes a
 // message_created event for the bot; an outgoing one (the bot's) goes to
 // the integration of its conversation. The bot's own messages never reach
-// the bot.
-func messageDeliveries(bot string, m platform.Message) ([]types.TransactWriteItem, error) {
+// the bot. A user's message_created event gets no item: it is derived
+// from the message when read (messageEventDoc); dlv is the id of the
+// outbox entry delivering it, which the caller marks the message with
+// (markHasEvent; "" for the bot's messages).
+func messageDeliveries(bot string, m platform.Message) (w []types.TransactWriteItem, dlv string, err error) {
 	if m.UserID == bot {
 		d := newDelivery(platform.DeliverOutgoing, bot, m.ConversationID, "")
 		d.MessageID = m.ID
 		w, err := outboxPut(d)
-		return []types.TransactWriteItem{w}, err
+		return []types.TransactWriteItem{w}, "", err
 	}
-	// No payload: the event's is its message's, read with it
-	// (derivePayloads), so the event is not a second copy of the message.
-	e := platform.Event{
+	d, dlv, err := eventDelivery(bot, messageEvent(m))
+	return []types.TransactWriteItem{d}, dlv, err
+}
+
+// messageEvent is the message_created event of a user's message m, as its
+// creation makes it (pending; no payload: the message's, read with it).
+func messageEvent(m platform.Message) platform.Event {
+	return platform.Event{
 		ID: messageEventID(m.ID), CreatedAt: m.CreatedAt, Type: platform.EventMessageCreated,
 		ConversationID: m.ConversationID, UserID: m.UserID, MessageID: m.ID,
 		Status: platform.EventPending,
 	}
-	return newEventWrites(bot, e)
 }
 
 // messageUsage is the count of a new message in the bot's usage, within
@@ -406,7 +426,7 @@ func (s *Store) UpdateMessage(ctx context.Context, bot, id string, tags map[stri
 		cp := key(cpk, msgCopySK(m))
 		cp[attrDoc], cp[attrObject] = str(d), str(id)
 		if rec.ev {
-			cp[attrHasEvent] = num(1)
+			cp[attrHasEvent] = rec.hasEventAttr()
 		}
 		w = append(w, put(cp))
 		kept, err := s.keepMessagePayload(ctx, bot, rec, false)
@@ -634,13 +654,13 @@ func (s *Store) GetOrCreateMessage(ctx context.Context, l MessageLookup) (platfo
 		claim := len(w)
 		w = append(w, claimWrites(bot, "msg", hash, stale, convPK(bot, convID), m.ID)...)
 		if !ok && !l.Import {
-			rt, err := messageDeliveries(bot, m)
+			rt, dlv, err := messageDeliveries(bot, m)
 			if err != nil {
 				return err
 			}
 			w = append(w, rt...)
-			if m.UserID != bot {
-				markHasEvent(w)
+			if dlv != "" {
+				markHasEvent(w, dlv)
 			}
 		}
 		quotaAt := -1

@@ -65,15 +65,22 @@ func TestChatDynamoDBCalls(t *testing.T) {
 		// one and 8 shards, merged); their conversations are checked live
 		// (one conversation here: one GetItem; more: one BatchGetItem).
 		{"listMessages", apitest.Req{Method: "GET", Path: "/v1/chat/messages"}, 200, plus(calls{"GetItem": 1, "Query": 9})},
-		// The bot's events: a Query per key of its list (the unsharded one
-		// and 16 shards, merged).
-		// The page's message_created events read their messages: one BatchGetItem.
-		{"listEvents", apitest.Req{Method: "GET", Path: "/v1/chat/events"}, 200, plus(calls{"Query": 17, "BatchGetItem": 1})},
+		// The bot's events: a Query per key of its events list (the
+		// unsharded one and 16 shards) and of its messages list (the
+		// unsharded one and 8 shards: a user's message_created event has
+		// no item of its own, derived from its message), merged: 26 per
+		// batch read (a page reads one batch unless filters skip items);
+		// the events the page's users' messages name (an item written when
+		// the delivery failed, as here, or the message changed), one
+		// BatchGetItem. (Before: 17 Queries, and one BatchGetItem of the
+		// messages for the payloads.)
+		{"listEvents", apitest.Req{Method: "GET", Path: "/v1/chat/events"}, 200, plus(calls{"Query": 26, "BatchGetItem": 1})},
 		// A conversation's events: its list (gsi2) and its message copies,
 		// one Query each; the events the copies name (a user's messages'
-		// message_created events, no list entry of their own) and their
-		// messages, one BatchGetItem each.
-		{"listEvents", apitest.Req{Method: "GET", Path: "/v1/chat/events?conversationId=" + conv}, 200, plus(calls{"Query": 2, "BatchGetItem": 2})},
+		// message_created events, no item nor list entry of their own
+		// unless written since), one BatchGetItem; the payload is the
+		// copy's (before: one BatchGetItem more, of the messages).
+		{"listEvents", apitest.Req{Method: "GET", Path: "/v1/chat/events?conversationId=" + conv}, 200, plus(calls{"Query": 2, "BatchGetItem": 1})},
 		{"listParticipants", apitest.Req{Method: "GET", Path: "/v1/chat/conversations/" + conv + "/participants"}, 200, plus(calls{"Query": 2, "BatchGetItem": 1})},
 		{"listTagValues", apitest.Req{Method: "GET", Path: "/v1/chat/tags/t/values?type=conversation"}, 200, plus(calls{"Query": 1})},
 		{"updateConversation", apitest.Req{Method: "PUT", Path: "/v1/chat/conversations/" + conv, Body: map[string]any{"tags": map[string]string{"x": "y"}}}, 200, plus(calls{"GetItem": 1, "Query": 1, "TransactWriteItems": 1})},
