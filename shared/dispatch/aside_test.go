@@ -15,15 +15,15 @@ import (
 // says when a removal is visible (as the embedded DynamoDB does for a
 // lane's write) and then holds the first removal, as a slow fsync would.
 type asideStore struct {
-	Store // the rest is never called
+	Store    // the rest is never called
 	mu       sync.Mutex
 	entries  []platform.Delivery
 	timedOut []string // workflow ids, in order
 	reads    []*writelane.Lane
 	hold     chan struct{}
 	holding  chan struct{} // closed once the first removal is held
-	finished chan string // ids whose FinishDelivery returned
-	visible  bool        // the store calls visible (false: another DynamoDB)
+	finished chan string   // ids whose FinishDelivery returned
+	visible  bool          // the store calls visible (false: another DynamoDB)
 }
 
 func (s *asideStore) PendingDeliveries(ctx context.Context, shard, after string, limit int) ([]platform.Delivery, []int64, error) {
