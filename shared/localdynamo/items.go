@@ -37,7 +37,7 @@ func init() {
 	}
 	handlers = map[string]handler{
 		"GetItem":            {read: rop((*Server).getItem)},
-		"PutItem":            {fn: op((*Server).putItem), aside: aop((*Server).putItemAside), write: true},
+		"PutItem":            {fn: op((*Server).putItem), write: true},
 		"UpdateItem":         {fn: op((*Server).updateItem), write: true},
 		"DeleteItem":         {fn: op((*Server).deleteItem), aside: aop((*Server).deleteItemAside), write: true},
 		"BatchGetItem":       {read: rop((*Server).batchGetItem)},
@@ -408,14 +408,12 @@ func compileWriteCondition(expr *string, in exprInput, more ...string) (*conditi
 	return cond, asInvalid(err)
 }
 
-func (s *Server) putItem(body []byte) (any, error) { return s.putItemAside(body, nil) }
-
-func (s *Server) putItemAside(body []byte, ax *aside) (any, error) {
+func (s *Server) putItem(body []byte) (any, error) {
 	var in putInput
 	if err := decode(body, &in); err != nil {
 		return nil, err
 	}
-	return s.replace("PutItem", in.ReturnValues, in.ReturnConsumedCapacity, ax, func() (*writeRequest, error) { return s.preparePut(in) })
+	return s.replace("PutItem", in.ReturnValues, in.ReturnConsumedCapacity, nil, func() (*writeRequest, error) { return s.preparePut(in) })
 }
 
 // replace runs a PutItem or DeleteItem and answers its ReturnValues (NONE

@@ -290,9 +290,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func (s *Server) serve(op string, body []byte) response { return s.serveIn(op, body, nil, nil) }
 
 // serveIn runs one operation of a lane (lane.go; nil for none): a write of
-// it with visible set calls visible once the write is visible (PutItem and
-// DeleteItem; other writes are answered as ever, visible not called), a
-// read of it does not wait for the lane's writes in flight.
+// it with visible set calls visible once the write is visible (DeleteItem
+// only, what the dispatcher needs; other writes are answered as ever,
+// visible not called), a read of it does not wait for the lane's writes in
+// flight.
 func (s *Server) serveIn(op string, body []byte, lane *writelane.Lane, visible func()) (res response) {
 	h := handlers[op]
 	if h.table {

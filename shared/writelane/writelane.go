@@ -6,13 +6,14 @@
 // The embedded store answers a write once it is durable, and a read waits
 // for the writes in flight where it reads, so that nothing not yet durable
 // is ever answered. A lane relaxes that for its own writes only: a write
-// made under Writing calls visible once every later read sees it (before
-// its fsync), and a read made under the same lane does not wait for the
-// fsyncs of the lane's writes (it still waits for everyone else's). The
-// caller takes on what that means after a crash: a write it went on
-// after may be lost, with everything written after it (the store's log is
-// ordered), never without it. The dispatcher uses it for the removal of a
-// delivered outbox entry only (docs/runtime.md, "Cut since (lat36)").
+// made under Writing calls visible once every later read sees it, before
+// its fsync (the embedded store does so for DeleteItem), and a read made
+// under the same lane does not wait for the fsyncs of the lane's writes
+// (it still waits for everyone else's). The caller takes on what that
+// means after a crash: such a write may be lost, and then so is everything
+// written after it (the store's log is ordered: nothing later is kept
+// without it). The dispatcher uses it for the removal of a delivered
+// outbox entry only (docs/runtime.md, "Cut since (lat36)").
 //
 // Elsewhere (DynamoDB, another emulator) the context values reach no
 // store: a write is simply answered once done, and visible is not called.
