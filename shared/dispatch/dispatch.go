@@ -44,6 +44,7 @@ import (
 	"github.com/botforge/platform/shared/metrics"
 	"github.com/botforge/platform/shared/platform"
 	"github.com/botforge/platform/shared/tracing"
+	"github.com/botforge/platform/shared/writelane"
 )
 
 // Store is what the dispatcher reads and records (dynamo.Store).
@@ -141,6 +142,10 @@ type Dispatcher struct {
 	observing int
 	observed  *sync.Cond
 	observers chan struct{}
+
+	// removing counts the removals of delivered entries still becoming
+	// durable (finishAside); Run waits for them before it returns.
+	removing sync.WaitGroup
 }
 
 const maxObserving = 64
@@ -300,7 +305,8 @@ func (d *Dispatcher) Run(ctx context.Context, interval time.Duration) {
 	if _, err := d.runAll(ctx); err != nil && ctx.Err() == nil {
 		d.Log.Error("dispatch: the first pass failed", "err", err)
 	}
-	defer d.waitObserved() // after the workers (deferred below) are done
+	defer d.removing.Wait() // after the workers (deferred below) are done
+	defer d.waitObserved()
 	w := &shardWorkers{d: d, ctx: ctx, sem: make(chan struct{}, d.Workers), active: map[string]bool{}}
 	defer w.wg.Wait()
 	lastSweep := time.Now()
@@ -354,8 +360,14 @@ func (w *shardWorkers) work(sh string) {
 		defer w.wg.Done()
 		w.sem <- struct{}{}
 		defer func() { <-w.sem }()
+		// The shard's worker is its only reader and writer (Exclusive): a
+		// lane of its own lets it go on past its removals' fsyncs.
+		var lane *writelane.Lane
+		if w.d.Exclusive {
+			lane = writelane.New()
+		}
 		for {
-			if _, err := w.d.runShard(w.ctx, sh); err != nil && w.ctx.Err() == nil {
+			if _, err := w.d.runShard(w.ctx, sh, lane); err != nil && w.ctx.Err() == nil {
 				w.d.Log.Error("dispatch: a pass failed", "shard", sh, "err", err)
 			}
 			w.mu.Lock()
@@ -445,7 +457,7 @@ func (d *Dispatcher) RunShards(ctx context.Context, shards []string) (int, error
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			n, err := d.runShard(ctx, sh)
+			n, err := d.runShard(ctx, sh, nil)
 			mu.Lock()
 			done += n
 			if err != nil {
@@ -463,11 +475,18 @@ func (d *Dispatcher) RunShards(ctx context.Context, shards []string) (int, error
 // conversation's (or a single one of none): one not yet due after a failed
 // attempt (a retry's backoff), or leased by another dispatcher, holds back
 // those after it; one scheduled for later (never attempted) does not.
-func (d *Dispatcher) runShard(ctx context.Context, shard string) (int, error) {
+// With a lane (Run's worker of the shard, Exclusive), a delivered entry's
+// removal goes on durably beside the next delivery (finishAside), and the
+// shard's reads do not wait for it.
+func (d *Dispatcher) runShard(ctx context.Context, shard string, lane *writelane.Lane) (int, error) {
 	done := 0
 	after := ""
+	readCtx := ctx
+	if lane != nil {
+		readCtx = writelane.Reading(ctx, lane)
+	}
 	for ctx.Err() == nil {
-		ds, leases, err := d.Store.PendingDeliveries(ctx, shard, after, batch)
+		ds, leases, err := d.Store.PendingDeliveries(readCtx, shard, after, batch)
 		if err != nil {
 			return done, err
 		}
@@ -488,7 +507,7 @@ func (d *Dispatcher) runShard(ctx context.Context, shard string) (int, error) {
 				continue // scheduled: the sweep finds it when due
 			}
 			notePending(dl, now)
-			finished, err := d.deliver(ctx, dl)
+			finished, err := d.deliver(ctx, dl, lane)
 			if finished {
 				forgetPending(dl.ID)
 			}
@@ -560,8 +579,10 @@ func subscribed(bot platform.Bot, typ string) bool {
 }
 
 // deliver makes one attempt at dl and records its outcome; finished is
-// false when it was put back for a retry (or is leased elsewhere).
-func (d *Dispatcher) deliver(ctx context.Context, dl platform.Delivery) (finished bool, err error) {
+// false when it was put back for a retry (or is leased elsewhere). With a
+// lane, the entry's removal is only visible when it returns
+// (finishAside).
+func (d *Dispatcher) deliver(ctx context.Context, dl platform.Delivery, lane *writelane.Lane) (finished bool, err error) {
 	// The trace of the request that queued it goes on into the call.
 	ctx, span := tracing.Start(tracing.WithParent(ctx, dl.Trace), "deliver "+dl.Kind, trace.SpanKindClient)
 	defer span.End()
@@ -645,7 +666,50 @@ func (d *Dispatcher) deliver(ctx context.Context, dl platform.Delivery) (finishe
 		}
 		return true, d.Store.FinishAndQueue(ctx, dl, *next)
 	}
+	if lane != nil {
+		return true, d.finishAside(ctx, dl, lane)
+	}
 	return true, d.Store.FinishDelivery(ctx, dl)
+}
+
+// finishAside removes a delivered entry and returns once the removal is
+// visible (the shard's next read will not see the entry), its fsync still
+// under way: the conversation's next delivery (the bot's reply, written
+// during this delivery) goes out meanwhile instead of after one more
+// fsync (docs/runtime.md, "Cut since (lat36)"). Only for Run's worker of
+// the shard over the embedded store (Exclusive): the shard's reads are
+// its own (writelane), and after a crash the store's ordered log keeps
+// this removal if it keeps anything written after it, so an entry whose
+// removal was lost is delivered again before those after it, in order,
+// with its id (at least once, as a crash during a delivery does). A store
+// that never says the write is visible (another DynamoDB) is waited for
+// whole, as FinishDelivery. An error before the removal is visible is
+// returned (the entry stays, the shard reads it again); one after it
+// (its fsync failed) is logged.
+func (d *Dispatcher) finishAside(ctx context.Context, dl platform.Delivery, lane *writelane.Lane) error {
+	visible := make(chan struct{})
+	var once sync.Once
+	shown := func() { once.Do(func() { close(visible) }) }
+	done := make(chan error, 1)
+	d.removing.Add(1)
+	go func() {
+		defer d.removing.Done()
+		err := d.Store.FinishDelivery(writelane.Writing(ctx, lane, shown), dl)
+		select {
+		case <-visible:
+			if err != nil {
+				d.Log.Error("dispatch: removing a delivered entry failed", "delivery", dl.ID, "err", err)
+			}
+		default:
+		}
+		done <- err
+	}()
+	select {
+	case <-visible:
+		return nil
+	case err := <-done:
+		return err
+	}
 }
 
 // register calls register() on an installation whose integration asked

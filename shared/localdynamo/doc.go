@@ -37,6 +37,11 @@
 // ranges it read, so nothing not yet durable is ever answered, and a read
 // does not wait for other items' fsyncs.
 //
+// The one exception is a lane's (shared/writelane, lane.go): a DeleteItem
+// of a lane says when it is visible, before its fsync, and the lane's own
+// reads do not wait for its writes in flight; the lane's caller
+// (the local dispatcher's worker of one outbox shard) goes on meanwhile.
+//
 // # Expressions
 //
 // Condition, filter, update and projection expressions are evaluated by

@@ -15,7 +15,10 @@ type handler struct {
 	fn func(s *Server, body []byte) response
 	// read is a read of items that says what it read (the keys and
 	// ranges), so that it waits only for the writes in flight there.
-	read  func(s *Server, body []byte, rs *readSet) response
+	read func(s *Server, body []byte, rs *readSet) response
+	// aside is fn for a write of a lane (lane.go): it calls the lane's
+	// visible once the write is visible, before its fsync ends.
+	aside func(s *Server, body []byte, ax *aside) response
 	write bool // refused when the disk is full
 	table bool // changes table definitions: runs alone
 }
@@ -29,11 +32,14 @@ func init() {
 	rop := func(f func(*Server, []byte, *readSet) (any, error)) func(*Server, []byte, *readSet) response {
 		return func(s *Server, body []byte, rs *readSet) response { return toResponse(f(s, body, rs)) }
 	}
+	aop := func(f func(*Server, []byte, *aside) (any, error)) func(*Server, []byte, *aside) response {
+		return func(s *Server, body []byte, ax *aside) response { return toResponse(f(s, body, ax)) }
+	}
 	handlers = map[string]handler{
 		"GetItem":            {read: rop((*Server).getItem)},
 		"PutItem":            {fn: op((*Server).putItem), write: true},
 		"UpdateItem":         {fn: op((*Server).updateItem), write: true},
-		"DeleteItem":         {fn: op((*Server).deleteItem), write: true},
+		"DeleteItem":         {fn: op((*Server).deleteItem), aside: aop((*Server).deleteItemAside), write: true},
 		"BatchGetItem":       {read: rop((*Server).batchGetItem)},
 		"BatchWriteItem":     {fn: op((*Server).batchWriteItem), write: true},
 		"TransactGetItems":   {read: rop((*Server).transactGetItems)},
@@ -198,6 +204,11 @@ func (w *writeRequest) apply(r pebble.Reader) error {
 // writeOne runs one single-item write (of operation op) durably, its units
 // charged to c.
 func (s *Server) writeOne(op string, w *writeRequest, c *charge) error {
+	return s.writeOneAside(op, w, c, nil)
+}
+
+// writeOneAside is writeOne for a write of a lane (ax; nil for none).
+func (s *Server) writeOneAside(op string, w *writeRequest, c *charge, ax *aside) error {
 	unlock := s.lockItems(w.dk)
 	defer unlock()
 	if err := w.apply(s.db); err != nil {
@@ -213,7 +224,7 @@ func (s *Server) writeOne(op string, w *writeRequest, c *charge) error {
 	if err != nil {
 		return err
 	}
-	if err := s.commit(b, dead); err != nil {
+	if err := s.commitAside(b, dead, ax); err != nil {
 		return err
 	}
 	w.t.chargeWrite(c, w.key, w.old, w.new, 1, false)
@@ -402,12 +413,12 @@ func (s *Server) putItem(body []byte) (any, error) {
 	if err := decode(body, &in); err != nil {
 		return nil, err
 	}
-	return s.replace("PutItem", in.ReturnValues, in.ReturnConsumedCapacity, func() (*writeRequest, error) { return s.preparePut(in) })
+	return s.replace("PutItem", in.ReturnValues, in.ReturnConsumedCapacity, nil, func() (*writeRequest, error) { return s.preparePut(in) })
 }
 
 // replace runs a PutItem or DeleteItem and answers its ReturnValues (NONE
 // or ALL_OLD) and ReturnConsumedCapacity.
-func (s *Server) replace(op, returnValues, returnCapacity string, prepare func() (*writeRequest, error)) (any, error) {
+func (s *Server) replace(op, returnValues, returnCapacity string, ax *aside, prepare func() (*writeRequest, error)) (any, error) {
 	if err := checkReturnValues(returnValues, "ALL_OLD"); err != nil {
 		return nil, err
 	}
@@ -419,7 +430,7 @@ func (s *Server) replace(op, returnValues, returnCapacity string, prepare func()
 	if err != nil {
 		return nil, err
 	}
-	if err := s.writeOne(op, w, c); err != nil {
+	if err := s.writeOneAside(op, w, c, ax); err != nil {
 		return nil, err
 	}
 	if returnValues == "ALL_OLD" && w.old != nil {
@@ -452,12 +463,14 @@ func (s *Server) prepareDelete(in deleteInput) (*writeRequest, error) {
 		change: func(item) (item, error) { return nil, nil }}, nil
 }
 
-func (s *Server) deleteItem(body []byte) (any, error) {
+func (s *Server) deleteItem(body []byte) (any, error) { return s.deleteItemAside(body, nil) }
+
+func (s *Server) deleteItemAside(body []byte, ax *aside) (any, error) {
 	var in deleteInput
 	if err := decode(body, &in); err != nil {
 		return nil, err
 	}
-	return s.replace("DeleteItem", in.ReturnValues, in.ReturnConsumedCapacity, func() (*writeRequest, error) { return s.prepareDelete(in) })
+	return s.replace("DeleteItem", in.ReturnValues, in.ReturnConsumedCapacity, ax, func() (*writeRequest, error) { return s.prepareDelete(in) })
 }
 
 type updateInput struct {

@@ -23,6 +23,7 @@ import (
 	"github.com/cockroachdb/pebble/vfs"
 
 	"github.com/botforge/platform/shared/fsutil"
+	"github.com/botforge/platform/shared/writelane"
 )
 
 const (
@@ -281,11 +282,19 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	c, _ := s.calls.LoadOrStore(op, new(atomic.Int64))
 	c.(*atomic.Int64).Add(1)
-	s.serve(op, body).write(w)
+	lane, visible := writelane.From(r.Context())
+	s.serveIn(op, body, lane, visible).write(w)
 }
 
 // serve runs one operation.
-func (s *Server) serve(op string, body []byte) (res response) {
+func (s *Server) serve(op string, body []byte) response { return s.serveIn(op, body, nil, nil) }
+
+// serveIn runs one operation of a lane (lane.go; nil for none): a write of
+// it with visible set calls visible once the write is visible (DeleteItem
+// only, what the dispatcher needs; other writes are answered as ever,
+// visible not called), a read of it does not wait for the lane's writes in
+// flight.
+func (s *Server) serveIn(op string, body []byte, lane *writelane.Lane, visible func()) (res response) {
 	h := handlers[op]
 	if h.table {
 		s.mu.Lock()
@@ -313,17 +322,20 @@ func (s *Server) serve(op string, body []byte) (res response) {
 	// before it ended and write where it read (not for every write in
 	// flight: a read of one item does not wait for another's fsync).
 	if h.write {
+		if lane != nil && visible != nil && h.aside != nil {
+			return h.aside(s, body, &aside{lane: lane, visible: visible})
+		}
 		return h.fn(s, body)
 	}
 	if h.read == nil {
 		mark := s.durable.mark()
 		res = h.fn(s, body)
-		s.durable.wait(mark, nil)
+		s.durable.wait(mark, nil, nil)
 		return res
 	}
 	rs := &readSet{}
 	res = h.read(s, body, rs)
-	s.durable.wait(s.durable.mark(), rs)
+	s.durable.wait(s.durable.mark(), rs, lane)
 	return res
 }
 
@@ -375,9 +387,24 @@ func (s *Server) lockItems(keys ...[]byte) func() {
 }
 
 // commit makes a batch durable (fsynced; concurrent commits share fsyncs).
-func (s *Server) commit(b *pebble.Batch, dead int64) error {
-	t := s.durable.begin(writeSetOf(b))
-	err := b.Commit(pebble.Sync)
+func (s *Server) commit(b *pebble.Batch, dead int64) error { return s.commitAside(b, dead, nil) }
+
+// commitAside is commit for a write of a lane (ax; nil for none): ax's
+// visible is called once the batch is visible to reads, its fsync still
+// under way; it returns once the batch is durable.
+func (s *Server) commitAside(b *pebble.Batch, dead int64, ax *aside) error {
+	var lane *writelane.Lane
+	if ax != nil {
+		lane = ax.lane
+	}
+	t := s.durable.begin(writeSetOf(b), lane)
+	var err error
+	if ax == nil {
+		err = b.Commit(pebble.Sync)
+	} else if err = s.db.ApplyNoSyncWait(b, pebble.Sync); err == nil {
+		ax.visible()
+		err = b.SyncWait()
+	}
 	s.durable.end(t)
 	if err != nil {
 		return err
@@ -395,17 +422,24 @@ type inflight struct {
 	mu      sync.Mutex
 	cond    *sync.Cond
 	next    uint64
-	pending map[uint64]*writeSet
+	pending map[uint64]pendingWrite
 }
 
-func (f *inflight) begin(ws *writeSet) uint64 {
+// pendingWrite is a write in flight: what it writes, and its lane (nil for
+// none).
+type pendingWrite struct {
+	ws   *writeSet
+	lane *writelane.Lane
+}
+
+func (f *inflight) begin(ws *writeSet, lane *writelane.Lane) uint64 {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.next++
 	if f.pending == nil {
-		f.pending = map[uint64]*writeSet{}
+		f.pending = map[uint64]pendingWrite{}
 	}
-	f.pending[f.next] = ws
+	f.pending[f.next] = pendingWrite{ws: ws, lane: lane}
 	return f.next
 }
 
@@ -423,14 +457,14 @@ func (f *inflight) mark() uint64 {
 }
 
 // wait returns once no write that began by mark and touches rs (any,
-// with rs nil) is in flight.
-func (f *inflight) wait(mark uint64, rs *readSet) {
+// with rs nil) is in flight, the writes of lane (when not nil) left out.
+func (f *inflight) wait(mark uint64, rs *readSet, lane *writelane.Lane) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for {
 		blocked := false
-		for t, ws := range f.pending {
-			if t <= mark && (rs == nil || ws.touches(rs)) {
+		for t, p := range f.pending {
+			if t <= mark && (lane == nil || p.lane != lane) && (rs == nil || p.ws.touches(rs)) {
 				blocked = true
 				break
 			}
