@@ -23,8 +23,9 @@ import (
 // month, usageShards items (USAGE#<bot> / P#<YYYY-MM>#<shard>) holding the
 // messages, events and invocations of the month, and one item
 // (USAGE#<bot> / TOTAL) holding the bytes of its files. Each moves by an
-// atomic ADD in the transaction of the write it counts (invocations: right
-// after the delivery); reads add the month's shards up (one Query).
+// atomic ADD in the transaction of the write it counts (invocations: by the
+// dispatcher during the call, or pre-paid by a user's message's own ADD:
+// platform.Delivery.Prepaid); reads add the month's shards up (one Query).
 //
 // Why shards: every message of a bot is counted, and transactions that
 // touch one item run one at a time; one counter item per bot made all of a
