@@ -237,3 +237,26 @@ func TestPrepaidInvocationAtTheQuota(t *testing.T) {
 		t.Fatalf("%d invocations counted, want %d (the refused one given back)", n, used+1)
 	}
 }
+
+// TestPrepaidInvocationGivenBackWithoutURL: a delivery that fails unsent
+// because its bot has no url any more counts nothing: its pre-paid
+// invocation is given back.
+func TestPrepaidInvocationGivenBackWithoutURL(t *testing.T) {
+	f := newPrepaidFixture(t)
+	conv := f.newConv()
+	f.send(conv, f.user, "block")
+	eventually(t, "held at the bot", func() bool { return f.atBot("block") == 1 })
+	queued := f.send(conv, f.user, "no url")
+	f.Check(f.updateBot(f.AdminToken, f.botID, map[string]any{"url": nil}), 200, "updateBot")
+	if n := f.invocations(); n != 2 {
+		t.Fatalf("%d invocations counted, want 2 (pre-paid)", n)
+	}
+	f.release()
+	f.drained(t, conv)
+	if ev := f.eventOf(queued); ev == nil || ev["status"] != "failed" || !strings.Contains(ev["failureReason"].(string), "no url") {
+		t.Fatalf("the delivery to a bot without url: %v", ev)
+	}
+	if n, calls := f.invocations(), len(f.bot.of("event_received", "")); n != int64(calls) || calls != 1 {
+		t.Fatalf("%d invocations counted, the bot was called %d times, want 1 and 1", n, calls)
+	}
+}
