@@ -102,8 +102,9 @@ func (c *writeCount) take() (items, entries, checks int) {
 // embedded DynamoDB's count of the same write (docs/data-model.md, "Items
 // per message"; before the author check became a read and the event's
 // conversation list entry went: 7 items, one a condition check, and 4
-// entries). The delivery's writes (the outbox entry's removal, the
-// invocation's count) are not counted here.
+// entries). Its usage count's ADD holds the bot's invocation too (the
+// delivery's, pre-paid: no item more). The delivery's write (the outbox
+// entry's removal) is not counted here.
 func TestUserMessageWritesOnMoto(t *testing.T) {
 	target, err := url.Parse(mototest.Start(t))
 	if err != nil {
