@@ -346,7 +346,13 @@ func (s *Store) SetEventStatus(ctx context.Context, bot, id, status string, fail
 // attempt used its invocation; it removes the entry when the attempt ends,
 // or, were none under way, fails it at once (its conversation is gone) and
 // gives the invocation back then (found by the next pass or sweep).
+//
+// Within a deleted bot's purge (purgingBot) the shard goes whole, as
+// before: the bot's usage goes with it, nothing is given back.
 func (s *Store) purgeOutboxShard(ctx context.Context, shard string) error {
+	if ctx.Value(botPurgeKey{}) != nil {
+		return s.purge(ctx, shard)
+	}
 	head := true
 	in := &dynamodb.QueryInput{
 		TableName:                 &s.table,
@@ -385,6 +391,13 @@ func (s *Store) purgeOutboxShard(ctx context.Context, shard string) error {
 		}
 		in.ExclusiveStartKey = out.LastEvaluatedKey
 	}
+}
+
+type botPurgeKey struct{}
+
+// purgingBot marks ctx as a deleted bot's purge (purgeBot).
+func purgingBot(ctx context.Context) context.Context {
+	return context.WithValue(ctx, botPurgeKey{}, true)
 }
 
 // purgeBotDeliveries deletes a deleted bot's outbox entries of no
