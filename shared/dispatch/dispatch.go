@@ -78,8 +78,9 @@ type Store interface {
 	SetInstallStatus(ctx context.Context, botID, alias, opID, status string, reason *string) error
 	FinishAndQueue(ctx context.Context, d, next platform.Delivery) error
 	TimeOutTask(ctx context.Context, bot, id, timeoutAt string, now time.Time) (bool, error)
-	// The bot's invocations quota and counter (docs/account.md).
-	InvocationsLeft(ctx context.Context, bot string) (bool, error)
+	// The bot's invocations quota and counter (docs/account.md); prepaid:
+	// the delivery's invocation is counted already (platform.Delivery.Prepaid).
+	InvocationsLeft(ctx context.Context, bot string, prepaid bool) (bool, error)
 	CountInvocation(ctx context.Context, bot string) error
 }
 
@@ -554,6 +555,10 @@ type outcome struct {
 	skip  bool   // nothing to deliver (canceled event, no integration)
 	// ignored: the bot is not subscribed to the event (bot.subscriptions).
 	ignored bool
+	// spent: a pre-paid invocation (platform.Delivery.Prepaid) is used:
+	// the attempt reached the bot (a call was made), or the bot is gone
+	// (its usage with it: nothing to give back).
+	spent bool
 	// observe records the attempt (its log lines, a bot issue): deliver
 	// runs it while it records the outcome, two durable writes (two
 	// fsyncs) at once instead of one after the other, and waits for both.
@@ -629,6 +634,10 @@ func (d *Dispatcher) deliver(ctx context.Context, dl platform.Delivery, lane *wr
 	default:
 		out = outcome{final: true, why: fmt.Sprintf("unknown delivery kind %q", dl.Kind)}
 	}
+	// A pre-paid invocation used stays used (the retry's write clears the
+	// entry's mark); one still unused is given back as the entry goes
+	// (Store.FinishDelivery).
+	dl.Prepaid = dl.Prepaid && !out.spent
 	if out.observe != nil {
 		observed := d.observeAside(out.observe)
 		if !d.Exclusive {
@@ -821,7 +830,7 @@ func (d *Dispatcher) sendEvent(ctx context.Context, dl platform.Delivery) outcom
 		}
 	}
 	bot, err := d.Store.BotByID(ctx, dl.BotID)
-	if o := failed(err, skipped); o != nil {
+	if o := failed(err, outcome{skip: true, spent: true}); o != nil {
 		return *o
 	}
 	if !subscribed(bot, ev.Type) {
@@ -848,7 +857,7 @@ func (d *Dispatcher) sendEvent(ctx context.Context, dl platform.Delivery) outcom
 		return outcome{final: true, why: err.Error()}
 	}
 	// The bot's invocations quota: past it, the event fails unsent.
-	left, err := d.Store.InvocationsLeft(ctx, bot.ID)
+	left, err := d.Store.InvocationsLeft(ctx, bot.ID, dl.Prepaid)
 	if err != nil {
 		return outcome{why: err.Error()}
 	}
@@ -859,21 +868,27 @@ func (d *Dispatcher) sendEvent(ctx context.Context, dl platform.Delivery) outcom
 	// counts, answered or not): its durable write is then off the path of
 	// whatever the conversation delivers next. It is durable before the
 	// entry can be removed (a crash never loses the count of a delivery
-	// whose entry is gone).
+	// whose entry is gone). A pre-paid delivery's (a user's message:
+	// counted by the message's own write) is not counted again.
 	counted := make(chan struct{})
-	go func() {
-		defer close(counted)
-		if err := d.Store.CountInvocation(ctx, bot.ID); err != nil {
-			log := d.Log
-			if log == nil {
-				log = slog.Default()
+	if dl.Prepaid {
+		close(counted)
+	} else {
+		go func() {
+			defer close(counted)
+			if err := d.Store.CountInvocation(ctx, bot.ID); err != nil {
+				log := d.Log
+				if log == nil {
+					log = slog.Default()
+				}
+				log.WarnContext(ctx, "invocation not counted", "bot", bot.ID, "err", err)
 			}
-			log.WarnContext(ctx, "invocation not counted", "bot", bot.ID, "err", err)
-		}
-	}()
+		}()
+	}
 	res := delivery.Send(ctx, d.Client, req)
 	<-counted
 	out := judge(res)
+	out.spent = true
 	out.observe = func() {
 		d.observe(ctx, delivery.Result{Kind: "event", BotID: bot.ID, WorkspaceID: bot.WorkspaceID, EventID: ev.ID, EventType: ev.Type, URL: bot.URL}, res)
 	}

@@ -66,6 +66,18 @@ func (rec msgRecord) hasEventAttr() types.AttributeValue {
 	return num(1)
 }
 
+// markPrepaid marks the outbox entry among a message's writes w as
+// pre-paid (platform.Delivery.Prepaid): its invocation is counted by the
+// message's own usage write (messageUsage), one write fewer per delivery
+// than the dispatcher's UpdateItem.
+func markPrepaid(w []types.TransactWriteItem) {
+	for _, x := range w {
+		if x.Put != nil && strings.HasPrefix(getS(x.Put.Item, attrPK), pkOutboxPrefix) {
+			x.Put.Item[attrPrepaid] = num(1)
+		}
+	}
+}
+
 func msgCopySK(m platform.Message) string { return skMsgCopy + timeKey(m.CreatedAt, m.ID) }
 
 func msgIdxSK(id, k string) string { return skMsgIdx + id + "#" + idxTag(k) }
@@ -212,7 +224,11 @@ func (s *Store) createMessage(ctx context.Context, bot string, m platform.Messag
 			markHasEvent(w, dlv)
 		}
 	}
-	quota, err := s.messageUsage(ctx, bot, m, deliver)
+	prepaid := deliver && m.UserID != bot && s.Prepays()
+	if prepaid {
+		markPrepaid(w)
+	}
+	quota, err := s.messageUsage(ctx, bot, m, deliver, prepaid)
 	if err != nil {
 		return err
 	}
@@ -269,11 +285,15 @@ func messageEvent(m platform.Message) platform.Event {
 }
 
 // messageUsage is the count of a new message in the bot's usage, within
-// its quota, with that of its message_created event when it has one.
-func (s *Store) messageUsage(ctx context.Context, bot string, m platform.Message, deliver bool) (types.TransactWriteItem, error) {
+// its quota, with that of its message_created event when it has one, and
+// with prepaid the bot's invocation that delivers it (markPrepaid).
+func (s *Store) messageUsage(ctx context.Context, bot string, m platform.Message, deliver, prepaid bool) (types.TransactWriteItem, error) {
 	who := UsageUserMessages
 	if m.UserID == bot {
 		who = UsageBotMessages
+	}
+	if prepaid {
+		return s.countUsage(ctx, bot, UsageMessages, 1, true, who, UsageEvents, UsageInvocations)
 	}
 	if deliver && m.UserID != bot {
 		return s.countUsage(ctx, bot, UsageMessages, 1, true, who, UsageEvents)
@@ -663,9 +683,13 @@ func (s *Store) GetOrCreateMessage(ctx context.Context, l MessageLookup) (platfo
 				markHasEvent(w, dlv)
 			}
 		}
+		prepaid := !ok && !l.Import && m.UserID != bot && s.Prepays()
+		if prepaid {
+			markPrepaid(w)
+		}
 		quotaAt := -1
 		if !ok {
-			quota, err := s.messageUsage(ctx, bot, m, !l.Import)
+			quota, err := s.messageUsage(ctx, bot, m, !l.Import, prepaid)
 			if err != nil {
 				return err
 			}

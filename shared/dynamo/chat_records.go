@@ -139,7 +139,7 @@ func (s *Store) finishOwner(ctx context.Context, kind deletionKind, bot, id stri
 			return err
 		}
 		// and its outbox shard.
-		if err := s.purge(ctx, convShard(bot, id)); err != nil {
+		if err := s.purgeOutboxShard(ctx, convShard(bot, id)); err != nil {
 			return err
 		}
 	}

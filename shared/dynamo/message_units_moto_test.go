@@ -103,8 +103,10 @@ func (c *writeCount) take() (items, entries, checks int) {
 // no item, derived from the message when read: before, 6 items and 3
 // entries, the event and its entry in the bot's events list; before the
 // author check became a read and the event's conversation list entry
-// went: 7 items, one a condition check, and 4 entries). The delivery's writes (the outbox entry's removal, the
-// invocation's count) are not counted here.
+// went: 7 items, one a condition check, and 4 entries). Its usage count's
+// ADD holds the bot's invocation too (the delivery's, pre-paid: no item
+// more). The delivery's write (the outbox entry's removal) is not counted
+// here.
 func TestUserMessageWritesOnMoto(t *testing.T) {
 	target, err := url.Parse(mototest.Start(t))
 	if err != nil {

@@ -43,6 +43,7 @@ const (
 	attrLease      = "lease"    // epoch ms until which a dispatcher holds the entry
 	attrDueAt      = "dueAt"    // epoch ms before which it must not go out
 	attrAttempts   = "attempts" // failed attempts so far
+	attrPrepaid    = "prepaid"  // the delivery's invocation is counted already (platform.Delivery.Prepaid)
 	// SweepBuckets is how many partitions the sweep index spreads over.
 	SweepBuckets = 64
 	sweepPrefix  = "OUTBOX#DUE#"
@@ -112,6 +113,9 @@ func outboxItem(d platform.Delivery) (item, error) {
 	if d.ConversationID == "" {
 		it[attrGSI2PK], it[attrGSI2SK] = str(botDeliveryList(d.BotID, d.ID)), str(d.ID)
 	}
+	if d.Prepaid {
+		it[attrPrepaid] = num(1)
+	}
 	return it, nil
 }
 
@@ -163,6 +167,7 @@ func entryDelivery(it item) (platform.Delivery, error) {
 		return d, err
 	}
 	d.Attempts = int(getN(it, attrAttempts))
+	_, d.Prepaid = it[attrPrepaid]
 	d.DueAt = platform.FormatTime(time.UnixMilli(getN(it, attrDueAt)))
 	return d, nil
 }
@@ -252,14 +257,21 @@ func (s *Store) RetryDelivery(ctx context.Context, d platform.Delivery, due time
 	if err != nil {
 		return err
 	}
-	_, err = s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+	in := &dynamodb.UpdateItemInput{
 		TableName:                 &s.table,
 		Key:                       key(Shard(d), d.ID),
 		UpdateExpression:          aws.String("SET #due = :due, #doc = :doc, #gsk = :gsk REMOVE #l ADD #a :one"),
 		ConditionExpression:       aws.String("attribute_exists(pk)"),
 		ExpressionAttributeNames:  map[string]string{"#due": attrDueAt, "#doc": attrDoc, "#l": attrLease, "#a": attrAttempts, "#gsk": attrGSI1SK},
 		ExpressionAttributeValues: item{":due": num(due.UnixMilli()), ":doc": str(string(b)), ":one": num(1), ":gsk": str(sweepSK(due.UnixMilli(), d.ID))},
-	})
+	}
+	if !d.Prepaid {
+		// The attempt used the pre-paid invocation (or there was none):
+		// the next ones are counted by the dispatcher, as they go out.
+		in.UpdateExpression = aws.String("SET #due = :due, #doc = :doc, #gsk = :gsk REMOVE #l, #pp ADD #a :one")
+		in.ExpressionAttributeNames["#pp"] = attrPrepaid
+	}
+	_, err = s.db.UpdateItem(ctx, in)
 	if isConditionFailed(err) {
 		return nil // removed meanwhile (its conversation deleted)
 	}
@@ -284,9 +296,34 @@ func (s *Store) FinishAndQueue(ctx context.Context, d, next platform.Delivery) e
 	return err
 }
 
-// FinishDelivery removes d from the outbox.
+// FinishDelivery removes d from the outbox. A delivery still Prepaid (no
+// attempt reached the bot: ignored, failed unsent, its message gone) gives
+// its pre-paid invocation back in the same transaction as the removal,
+// conditional on the entry being there: the refund is made once, by
+// whoever removes the entry, however often a crash has it delivered again
+// (the rare path: one transaction instead of a DeleteItem).
 func (s *Store) FinishDelivery(ctx context.Context, d platform.Delivery) error {
+	if d.Prepaid {
+		return s.removeRefunding(ctx, d)
+	}
 	_, err := s.db.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: &s.table, Key: key(Shard(d), d.ID)})
+	return err
+}
+
+// removeRefunding removes pre-paid entry d and gives its invocation back,
+// in one transaction; nothing when d is gone already (removed, and
+// refunded if it had to be, by whoever removed it).
+func (s *Store) removeRefunding(ctx context.Context, d platform.Delivery) error {
+	err := s.txWrite(ctx, []types.TransactWriteItem{
+		{Delete: &types.Delete{Key: key(Shard(d), d.ID), ConditionExpression: aws.String("attribute_exists(pk) AND attribute_exists(#pp)"),
+			ExpressionAttributeNames: map[string]string{"#pp": attrPrepaid}}},
+		invocationRefund(d),
+	})
+	if failedAt(err) == 0 {
+		// Gone, or its pre-paid invocation used meanwhile (not by this
+		// process: a lease ran out): remove it as it is.
+		_, err = s.db.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: &s.table, Key: key(Shard(d), d.ID)})
+	}
 	return err
 }
 
@@ -297,6 +334,70 @@ func (s *Store) SetEventStatus(ctx context.Context, bot, id, status string, fail
 		e.Status, e.FailureReason = status, failureReason
 		return nil
 	})
+}
+
+// purgeOutboxShard deletes an outbox shard's entries (a deleted
+// conversation's), giving back the invocations of those still pre-paid
+// (their messages never reached the bot), each in a transaction with its
+// entry's removal (removeRefunding): given back once, by whoever removes
+// the entry, the dispatcher or this. A pre-paid head of the shard is left
+// to the dispatcher: it may be at the bot now (a shard goes out in order,
+// so no other entry can be), and only the dispatcher knows whether that
+// attempt used its invocation; it removes the entry when the attempt ends,
+// or, were none under way, fails it at once (its conversation is gone) and
+// gives the invocation back then (found by the next pass or sweep).
+//
+// Within a deleted bot's purge (purgingBot) the shard goes whole, as
+// before: the bot's usage goes with it, nothing is given back.
+func (s *Store) purgeOutboxShard(ctx context.Context, shard string) error {
+	if ctx.Value(botPurgeKey{}) != nil {
+		return s.purge(ctx, shard)
+	}
+	head := true
+	in := &dynamodb.QueryInput{
+		TableName:                 &s.table,
+		KeyConditionExpression:    aws.String("pk = :pk"),
+		ExpressionAttributeValues: item{":pk": str(shard)},
+	}
+	for {
+		out, err := s.db.Query(ctx, in)
+		if err != nil {
+			return err
+		}
+		var keys []item
+		for _, it := range out.Items {
+			first := head
+			head = false
+			if _, pre := it[attrPrepaid]; pre {
+				if first {
+					continue
+				}
+				d, err := entryDelivery(it)
+				if err != nil {
+					return err
+				}
+				if err := s.removeRefunding(ctx, d); err != nil {
+					return err
+				}
+				continue
+			}
+			keys = append(keys, key(getS(it, attrPK), getS(it, attrSK)))
+		}
+		if err := s.batchDelete(ctx, keys); err != nil {
+			return err
+		}
+		if len(out.LastEvaluatedKey) == 0 {
+			return nil
+		}
+		in.ExclusiveStartKey = out.LastEvaluatedKey
+	}
+}
+
+type botPurgeKey struct{}
+
+// purgingBot marks ctx as a deleted bot's purge (purgeBot).
+func purgingBot(ctx context.Context) context.Context {
+	return context.WithValue(ctx, botPurgeKey{}, true)
 }
 
 // purgeBotDeliveries deletes a deleted bot's outbox entries of no

@@ -311,6 +311,7 @@ func (s *Store) eachInList(ctx context.Context, gsi1pk string, fn func(pks []str
 // tables and issues. The bot record is already gone, so no request adds to
 // what this deletes.
 func (s *Store) purgeBot(ctx context.Context, bot string, owners []string, objects ObjectDeleter, log *slog.Logger) error {
+	ctx = purgingBot(ctx) // its outbox goes whole: nothing given back (outbox.go)
 	for _, kind := range []deletionKind{deletionConversation, deletionUser} {
 		prefix, list := "CONV#"+bot+"#", botList(bot, listConvs)
 		if kind == deletionUser {

@@ -23,8 +23,9 @@ import (
 // month, usageShards items (USAGE#<bot> / P#<YYYY-MM>#<shard>) holding the
 // messages, events and invocations of the month, and one item
 // (USAGE#<bot> / TOTAL) holding the bytes of its files. Each moves by an
-// atomic ADD in the transaction of the write it counts (invocations: right
-// after the delivery); reads add the month's shards up (one Query).
+// atomic ADD in the transaction of the write it counts (invocations: by the
+// dispatcher during the call, or pre-paid by a user's message's own ADD:
+// platform.Delivery.Prepaid); reads add the month's shards up (one Query).
 //
 // Why shards: every message of a bot is counted, and transactions that
 // touch one item run one at a time; one counter item per bot made all of a
@@ -494,13 +495,42 @@ func (s *Store) CountInvocation(ctx context.Context, bot string) error {
 	return err
 }
 
+// invocationRefund gives back the invocation pre-paid for delivery d
+// (platform.Delivery.Prepaid), in the month that counted it: the month of
+// the entry's creation, which its message's write counted it in.
+func invocationRefund(d platform.Delivery) types.TransactWriteItem {
+	w := usageAdd(d.BotID, UsageInvocations, -1)
+	if t, err := time.Parse(platform.TimeFormat, d.CreatedAt); err == nil {
+		now, then := monthSK(platform.Clock()), monthSK(t)
+		if sk := getS(w.Update.Key, attrSK); now != then && strings.HasPrefix(sk, now) {
+			w.Update.Key[attrSK] = str(then + strings.TrimPrefix(sk, now))
+		}
+	}
+	return w
+}
+
+// Prepays tells whether the store counts a user's message's invocation in
+// the message's own usage write (platform.Delivery.Prepaid): only while no
+// invocations quota is enforced. Under one, the quota check before each
+// delivery needs the count of invocations made, which pre-paid deliveries
+// still queued would overstate: the dispatcher counts each attempt then,
+// as before.
+func (s *Store) Prepays() bool { return s.Limits().InvocationsPerMonth <= 0 }
+
 // InvocationsLeft tells whether a bot may be invoked once more this month.
-func (s *Store) InvocationsLeft(ctx context.Context, bot string) (bool, error) {
+// prepaid says the delivery's invocation is in the count already (a
+// pre-paid delivery's first attempt, reaching a quota set since its
+// message was written): it is then allowed as it would have been before
+// its count.
+func (s *Store) InvocationsLeft(ctx context.Context, bot string, prepaid bool) (bool, error) {
 	limit := s.Limits().InvocationsPerMonth
 	if limit <= 0 {
 		return true, nil
 	}
 	c, err := s.BotUsage(ctx, bot, platform.Clock())
+	if prepaid {
+		c.Invocations--
+	}
 	return c.Invocations < limit, err
 }
 

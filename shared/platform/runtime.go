@@ -87,6 +87,13 @@ type Delivery struct {
 	// EventType is the event's type when the delivery can rebuild the
 	// event without reading it (message_created: from its message).
 	EventType string `json:"eventType,omitempty"`
+	// Prepaid: the bot's invocation for this delivery is already counted,
+	// in the usage write of what queued it (a user's message: its
+	// message_created delivery); the first attempt that reaches the bot
+	// uses it, a delivery that ends with none gives it back as its entry
+	// is removed. Held by the outbox entry (an attribute of its own, not
+	// its document), so the attempt's retry write can clear it.
+	Prepaid bool `json:"-"`
 }
 
 // PrefixWorkflow starts workflow ids.
