@@ -59,6 +59,11 @@ type Store interface {
 	SetEventStatus(ctx context.Context, bot, id, status string, failureReason *string) error
 
 	BotByID(ctx context.Context, id string) (platform.Bot, error)
+	// CachedBotByID reads a bot as BotByID does, from a cache of at most
+	// authcache.TTL (the bound on how late another process's change of a
+	// bot is seen); FreshBotByID past it (eventBot).
+	CachedBotByID(ctx context.Context, id string) (platform.Bot, error)
+	FreshBotByID(ctx context.Context, id string) (platform.Bot, error)
 	IntegrationByID(ctx context.Context, id string) (platform.Integration, error)
 	GetEvent(ctx context.Context, bot, id string) (platform.Event, error)
 	// MessageRecord reads a message without checking its conversation:
@@ -756,7 +761,7 @@ func (d *Dispatcher) sendEvent(ctx context.Context, dl platform.Delivery) outcom
 			return outcome{skip: true}
 		}
 	}
-	bot, err := d.Store.BotByID(ctx, dl.BotID)
+	bot, err := d.eventBot(ctx, dl.BotID, ev.Type)
 	if o := failed(err, skipped); o != nil {
 		return *o
 	}
@@ -814,6 +819,20 @@ func (d *Dispatcher) sendEvent(ctx context.Context, dl platform.Delivery) outcom
 		d.observe(ctx, delivery.Result{Kind: "event", BotID: bot.ID, WorkspaceID: bot.WorkspaceID, EventID: ev.ID, EventType: ev.Type, URL: bot.URL}, res)
 	}
 	return out
+}
+
+// eventBot reads the bot an event goes to from the cache of bots (at most
+// authcache.TTL old: a new url, code or subscriptions made by another
+// process reach the dispatcher within that bound, this process's at once),
+// and again past the cache when the cached bot would not take the event
+// (not subscribed, or nowhere to send it), so a change that grants is
+// seen at once.
+func (d *Dispatcher) eventBot(ctx context.Context, id, typ string) (platform.Bot, error) {
+	bot, err := d.Store.CachedBotByID(ctx, id)
+	if err == nil && (!subscribed(bot, typ) || (bot.URL == "" && !bot.HasCode())) {
+		bot, err = d.Store.FreshBotByID(ctx, id)
+	}
+	return bot, err
 }
 
 // expireState emits the state_expired event of a state that ran out and
