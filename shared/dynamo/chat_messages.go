@@ -204,6 +204,7 @@ func (s *Store) createMessage(ctx context.Context, bot string, m platform.Messag
 		return err
 	}
 	w = append(w, quota)
+	ctx = guardedByConversation(ctx) // its counter's condition (usage.go)
 	err = s.txWrite(ctx, w)
 	if failedAt(err) == counter {
 		// No counter item: a conversation from before them (counted on
