@@ -72,6 +72,9 @@ type Store interface {
 	MessageRecord(ctx context.Context, bot, id string) (platform.Message, error)
 	GetUser(ctx context.Context, bot, id string) (platform.User, error)
 	GetConversation(ctx context.Context, bot, id string) (platform.Conversation, error)
+	// DeliveryConversation is GetConversation, and whether a message of
+	// it may have changed since createdAt (a carried message is then read).
+	DeliveryConversation(ctx context.Context, bot, id, createdAt string) (platform.Conversation, bool, error)
 	ExpiredState(ctx context.Context, k platform.StateKey, expiresAt string) (platform.State, bool, error)
 	EmitEvent(ctx context.Context, bot string, e platform.Event) error
 	TimeOutWorkflow(ctx context.Context, bot, id, timeoutAt string, now time.Time) (bool, error)
@@ -872,13 +875,29 @@ func (d *Dispatcher) expireState(ctx context.Context, dl platform.Delivery) outc
 // messagePayload is the payload of a message_created event as the bot
 // reads it: the message, its author and its conversation, as they are now.
 func (d *Dispatcher) messagePayload(ctx context.Context, dl platform.Delivery) (platform.Message, json.RawMessage, *outcome) {
-	m, err := d.Store.MessageRecord(ctx, dl.BotID, dl.MessageID)
-	if o := failed(err, outcome{final: true, why: "the message was deleted before it could be delivered"}); o != nil {
-		return m, nil, o
+	deleted := outcome{final: true, why: "the message was deleted before it could be delivered"}
+	// The message as its write carried it (dynamo/message_carry.go), read
+	// again when not carried, or when one of its conversation's messages
+	// changed since it was written.
+	var m platform.Message
+	carried := len(dl.Message) > 0 && json.Unmarshal(dl.Message, &m) == nil && m.ID == dl.MessageID
+	if carried && m.Tags == nil {
+		m.Tags = map[string]string{} // as the stored record reads
 	}
-	conv, err := d.Store.GetConversation(ctx, dl.BotID, m.ConversationID)
+	if !carried {
+		var err error
+		if m, err = d.Store.MessageRecord(ctx, dl.BotID, dl.MessageID); err != nil {
+			return m, nil, failed(err, deleted)
+		}
+	}
+	conv, changed, err := d.Store.DeliveryConversation(ctx, dl.BotID, m.ConversationID, m.CreatedAt)
 	if o := failed(err, outcome{final: true, why: "the conversation was deleted before the message could be delivered"}); o != nil {
 		return m, nil, o
+	}
+	if carried && changed {
+		if m, err = d.Store.MessageRecord(ctx, dl.BotID, dl.MessageID); err != nil {
+			return m, nil, failed(err, deleted)
+		}
 	}
 	user, err := d.Store.GetUser(ctx, dl.BotID, m.UserID)
 	if o := failed(err, outcome{final: true, why: "the message's user was deleted before the message could be delivered"}); o != nil {

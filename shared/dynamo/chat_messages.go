@@ -198,6 +198,9 @@ func (s *Store) createMessage(ctx context.Context, bot string, m platform.Messag
 		if m.UserID != bot {
 			markHasEvent(w)
 		}
+		if err := carryMessage(rt, m); err != nil { // message_carry.go
+			return err
+		}
 	}
 	quota, err := s.messageUsage(ctx, bot, m, deliver)
 	if err != nil {
@@ -428,6 +431,7 @@ func (s *Store) UpdateMessage(ctx context.Context, bot, id string, tags map[stri
 				w = append(w, del(cpk, msgIdxSK(id, k)))
 			}
 		}
+		w = append(w, msgChanged(bot, m.ConversationID)) // message_carry.go
 		err = s.txWrite(ctx, w)
 		switch i := failedAt(err); {
 		case i == 1:
@@ -475,6 +479,7 @@ func (s *Store) DeleteMessage(ctx context.Context, bot, id string) error {
 		for k := range m.Tags {
 			w = append(w, del(cpk, msgIdxSK(id, k)))
 		}
+		w = append(w, msgChanged(bot, m.ConversationID)) // message_carry.go
 		kept, err := s.keepMessagePayload(ctx, bot, rec, true)
 		if err != nil {
 			return err

@@ -87,6 +87,10 @@ type Delivery struct {
 	// EventType is the event's type when the delivery can rebuild the
 	// event without reading it (message_created: from its message).
 	EventType string `json:"eventType,omitempty"`
+	// Message: a user's message as its write stored it, carried by its
+	// message_created delivery when small, so the delivery need not read
+	// it again (unless a message of its conversation changed since).
+	Message json.RawMessage `json:"message,omitempty"`
 }
 
 // PrefixWorkflow starts workflow ids.
