@@ -880,9 +880,16 @@ func (d *Dispatcher) messagePayload(ctx context.Context, dl platform.Delivery) (
 	// again when not carried, or when one of its conversation's messages
 	// changed since it was written.
 	var m platform.Message
-	carried := len(dl.Message) > 0 && json.Unmarshal(dl.Message, &m) == nil && m.ID == dl.MessageID
-	if carried && m.Tags == nil {
-		m.Tags = map[string]string{} // as the stored record reads
+	carried := len(dl.Message) > 0 && json.Unmarshal(dl.Message, &m) == nil
+	if carried {
+		// What the entry left out (dynamo.carryMessage).
+		m.ID, m.ConversationID = dl.MessageID, dl.ConversationID
+		if m.UpdatedAt == "" {
+			m.UpdatedAt = m.CreatedAt
+		}
+		if m.Tags == nil {
+			m.Tags = map[string]string{} // as the stored record reads
+		}
 	}
 	if !carried {
 		var err error

@@ -27,10 +27,12 @@ import (
 // its messages was last updated or deleted (platform.Now of that write).
 const attrMsgChanged = "mchg"
 
-// carryMax is the largest message (its JSON) an outbox entry carries: the
-// entry and its sweep-index entry stay under 1 KB (a write unit each, per
-// KB), a larger message is read by its delivery.
-const carryMax = 400
+// carryMax bounds the size of an outbox entry carrying its message: the
+// entry and its sweep-index entry (100 bytes more) stay under 1 KB, a
+// write unit each, with room for the trace stamped at the write
+// (stampTrace, 80) and a lease (AWS, 64) besides; a message that does not
+// fit is read by its delivery.
+const carryMax = 1024 - 100 - 80 - 64
 
 // clockMargin covers the clocks of the processes that wrote a message and
 // changed one (on AWS, different functions): a change stamped less than
@@ -43,8 +45,23 @@ const clockMargin = time.Minute
 // carryMessage puts m in the outbox entry among w (the message's
 // delivery), when it is small enough.
 func carryMessage(w []types.TransactWriteItem, m platform.Message) error {
+	// Without what the delivery holds anyway (its messageId and
+	// conversationId) and an updatedAt equal to createdAt (a new
+	// message's): the dispatcher puts them back.
+	var fields map[string]json.RawMessage
 	doc, err := json.Marshal(m)
-	if err != nil || len(doc) > carryMax {
+	if err == nil {
+		err = json.Unmarshal(doc, &fields)
+	}
+	if err != nil {
+		return err
+	}
+	delete(fields, "id")
+	delete(fields, "conversationId")
+	if m.UpdatedAt == m.CreatedAt {
+		delete(fields, "updatedAt")
+	}
+	if doc, err = json.Marshal(fields); err != nil || len(doc) > carryMax {
 		return err
 	}
 	for _, t := range w {
@@ -63,9 +80,30 @@ func carryMessage(w []types.TransactWriteItem, m platform.Message) error {
 		if err != nil {
 			return err
 		}
+		if entrySize(t.Put.Item)-len(getS(t.Put.Item, attrDoc))+len(b) > carryMax {
+			return nil
+		}
 		t.Put.Item[attrDoc] = str(string(b))
 	}
 	return nil
+}
+
+// entrySize is an outbox entry's size as DynamoDB bills it (names and
+// values; its values are strings and numbers).
+func entrySize(it item) int {
+	n := 0
+	for k, v := range it {
+		n += len(k)
+		switch v := v.(type) {
+		case *types.AttributeValueMemberS:
+			n += len(v.Value)
+		case *types.AttributeValueMemberN:
+			n += len(v.Value)/2 + 1
+		default:
+			n += 64 // none such now: counted generously
+		}
+	}
+	return n
 }
 
 // msgChanged stamps a change of one of conv's messages on its counter item
