@@ -138,6 +138,20 @@ func TestUserMessageUnits(t *testing.T) {
 			t.Errorf("%s: %.2f write units per message: the invocation is counted apart from the message's usage write", k, w)
 		}
 	}
+	// Read units (rd36): the dispatcher's bot read cached, no re-read of
+	// the bot after the message's write, the message carried by its
+	// delivery.
+	if b.Read > 4 {
+		t.Errorf("a user message and its delivery read %.2f units; want at most 4", b.Read)
+	}
+	for k, r := range b.KeyReads {
+		switch {
+		case strings.HasPrefix(k, "table BOT#") && r > 0.5: // cached: once per authcache.TTL
+			t.Errorf("%s: %.2f read units per message: the bot is read per message", k, r)
+		case strings.HasPrefix(k, "table MSG#") && r > 0: // carried by its delivery
+			t.Errorf("%s: %.2f read units per message: the delivery reads the message", k, r)
+		}
+	}
 	for k, w := range b.KeyWrites {
 		switch {
 		case strings.HasPrefix(k, "table USER#") && w > 0: // the author is read, not condition-checked

@@ -60,6 +60,11 @@ type Store interface {
 	SetEventStatus(ctx context.Context, bot, id, status string, failureReason *string) error
 
 	BotByID(ctx context.Context, id string) (platform.Bot, error)
+	// CachedBotByID reads a bot as BotByID does, from a cache of at most
+	// authcache.TTL (the bound on how late another process's change of a
+	// bot is seen); FreshBotByID past it (eventBot).
+	CachedBotByID(ctx context.Context, id string) (platform.Bot, error)
+	FreshBotByID(ctx context.Context, id string) (platform.Bot, error)
 	IntegrationByID(ctx context.Context, id string) (platform.Integration, error)
 	GetEvent(ctx context.Context, bot, id string) (platform.Event, error)
 	// MessageRecord reads a message without checking its conversation:
@@ -68,6 +73,9 @@ type Store interface {
 	MessageRecord(ctx context.Context, bot, id string) (platform.Message, error)
 	GetUser(ctx context.Context, bot, id string) (platform.User, error)
 	GetConversation(ctx context.Context, bot, id string) (platform.Conversation, error)
+	// DeliveryConversation is GetConversation, and whether a message of
+	// it may have changed since createdAt (a carried message is then read).
+	DeliveryConversation(ctx context.Context, bot, id, createdAt string) (platform.Conversation, bool, error)
 	ExpiredState(ctx context.Context, k platform.StateKey, expiresAt string) (platform.State, bool, error)
 	EmitEvent(ctx context.Context, bot string, e platform.Event) error
 	TimeOutWorkflow(ctx context.Context, bot, id, timeoutAt string, now time.Time) (bool, error)
@@ -829,7 +837,7 @@ func (d *Dispatcher) sendEvent(ctx context.Context, dl platform.Delivery) outcom
 			return outcome{skip: true}
 		}
 	}
-	bot, err := d.Store.BotByID(ctx, dl.BotID)
+	bot, err := d.eventBot(ctx, dl.BotID, ev.Type)
 	if o := failed(err, outcome{skip: true, spent: true}); o != nil {
 		return *o
 	}
@@ -895,6 +903,20 @@ func (d *Dispatcher) sendEvent(ctx context.Context, dl platform.Delivery) outcom
 	return out
 }
 
+// eventBot reads the bot an event goes to from the cache of bots (at most
+// authcache.TTL old: a new url, code or subscriptions made by another
+// process reach the dispatcher within that bound, this process's at once),
+// and again past the cache when the cached bot would not take the event
+// (not subscribed, or nowhere to send it), so a change that grants is
+// seen at once.
+func (d *Dispatcher) eventBot(ctx context.Context, id, typ string) (platform.Bot, error) {
+	bot, err := d.Store.CachedBotByID(ctx, id)
+	if err == nil && (!subscribed(bot, typ) || (bot.URL == "" && !bot.HasCode())) {
+		bot, err = d.Store.FreshBotByID(ctx, id)
+	}
+	return bot, err
+}
+
 // expireState emits the state_expired event of a state that ran out and
 // was not renewed since (a renewal queued its own check). The event's id
 // comes from the delivery's, so a repeat after a crash emits nothing new.
@@ -932,13 +954,36 @@ func (d *Dispatcher) expireState(ctx context.Context, dl platform.Delivery) outc
 // messagePayload is the payload of a message_created event as the bot
 // reads it: the message, its author and its conversation, as they are now.
 func (d *Dispatcher) messagePayload(ctx context.Context, dl platform.Delivery) (platform.Message, json.RawMessage, *outcome) {
-	m, err := d.Store.MessageRecord(ctx, dl.BotID, dl.MessageID)
-	if o := failed(err, outcome{final: true, why: "the message was deleted before it could be delivered"}); o != nil {
-		return m, nil, o
+	deleted := outcome{final: true, why: "the message was deleted before it could be delivered"}
+	// The message as its write carried it (dynamo/message_carry.go), read
+	// again when not carried, or when one of its conversation's messages
+	// changed since it was written.
+	var m platform.Message
+	carried := len(dl.Message) > 0 && json.Unmarshal(dl.Message, &m) == nil
+	if carried {
+		// What the entry left out (dynamo.carryMessage).
+		m.ID, m.ConversationID = dl.MessageID, dl.ConversationID
+		if m.UpdatedAt == "" {
+			m.UpdatedAt = m.CreatedAt
+		}
+		if m.Tags == nil {
+			m.Tags = map[string]string{} // as the stored record reads
+		}
 	}
-	conv, err := d.Store.GetConversation(ctx, dl.BotID, m.ConversationID)
+	if !carried {
+		var err error
+		if m, err = d.Store.MessageRecord(ctx, dl.BotID, dl.MessageID); err != nil {
+			return m, nil, failed(err, deleted)
+		}
+	}
+	conv, changed, err := d.Store.DeliveryConversation(ctx, dl.BotID, m.ConversationID, m.CreatedAt)
 	if o := failed(err, outcome{final: true, why: "the conversation was deleted before the message could be delivered"}); o != nil {
 		return m, nil, o
+	}
+	if carried && changed {
+		if m, err = d.Store.MessageRecord(ctx, dl.BotID, dl.MessageID); err != nil {
+			return m, nil, failed(err, deleted)
+		}
 	}
 	user, err := d.Store.GetUser(ctx, dl.BotID, m.UserID)
 	if o := failed(err, outcome{final: true, why: "the message's user was deleted before the message could be delivered"}); o != nil {

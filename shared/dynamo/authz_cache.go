@@ -46,6 +46,26 @@ func (s *Store) FreshBot(ctx context.Context, id string) (BotRecord, error) {
 	return s.CachedBot(ctx, id)
 }
 
+// CachedBotByID is the dispatcher's read of a bot to deliver an event to
+// (its url, code and subscriptions), from the cache CachedBot fills: at one
+// busy bot's rate, a GetItem per delivery would take BOT#<bot> past a
+// key's 3,000 read units a second (docs/data-model.md, "Heat"). A change
+// made by another process (a new url or code, subscriptions, the bot
+// deleted) is seen within authcache.TTL; by this process at once (its
+// writes forget the bot). A cached bot that would refuse the delivery is
+// read again (FreshBotByID), so a change that grants is seen at once.
+func (s *Store) CachedBotByID(ctx context.Context, id string) (platform.Bot, error) {
+	b, err := s.CachedBot(ctx, id)
+	return b.Bot, err
+}
+
+// FreshBotByID is CachedBotByID past the cache (one GetItem), keeping what
+// it read.
+func (s *Store) FreshBotByID(ctx context.Context, id string) (platform.Bot, error) {
+	b, err := s.FreshBot(ctx, id)
+	return b.Bot, err
+}
+
 // CachedMember is GetMember for a call's authorization, remembered as
 // CachedBot is (a non-member is never kept).
 func (s *Store) CachedMember(ctx context.Context, ws, account string) (platform.Member, bool, error) {

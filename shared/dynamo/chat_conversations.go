@@ -19,6 +19,9 @@ const listConvs = "CONVS"
 type convRecord struct {
 	platform.Conversation
 	ver int64
+	// msgChanged: when a message of it was last updated or deleted
+	// (message_carry.go); "" never.
+	msgChanged string
 }
 
 func convFrom(it item) (convRecord, bool, error) {
@@ -147,6 +150,7 @@ func (s *Store) getConv(ctx context.Context, bot, id string) (convRecord, error)
 		err = platform.NotFound("conversation", id)
 	}
 	c.MessageCount += getN(counter, attrMsgs)
+	c.msgChanged = getS(counter, attrMsgChanged)
 	return c, err
 }
 

@@ -223,6 +223,9 @@ func (s *Store) createMessage(ctx context.Context, bot string, m platform.Messag
 		if dlv != "" {
 			markHasEvent(w, dlv)
 		}
+		if err := carryMessage(rt, m); err != nil { // message_carry.go
+			return err
+		}
 	}
 	prepaid := deliver && m.UserID != bot && s.Prepays()
 	if prepaid {
@@ -233,6 +236,7 @@ func (s *Store) createMessage(ctx context.Context, bot string, m platform.Messag
 		return err
 	}
 	w = append(w, quota)
+	ctx = guardedByConversation(ctx) // its counter's condition (usage.go)
 	err = s.txWrite(ctx, w)
 	if failedAt(err) == counter {
 		// No counter item: a conversation from before them (counted on
@@ -467,6 +471,7 @@ func (s *Store) UpdateMessage(ctx context.Context, bot, id string, tags map[stri
 				w = append(w, del(cpk, msgIdxSK(id, k)))
 			}
 		}
+		w = append(w, msgChanged(bot, m.ConversationID)) // message_carry.go
 		err = s.txWrite(ctx, w)
 		switch i := failedAt(err); {
 		case i == 1:
@@ -514,6 +519,7 @@ func (s *Store) DeleteMessage(ctx context.Context, bot, id string) error {
 		for k := range m.Tags {
 			w = append(w, del(cpk, msgIdxSK(id, k)))
 		}
+		w = append(w, msgChanged(bot, m.ConversationID)) // message_carry.go
 		kept, err := s.keepMessagePayload(ctx, bot, rec, true)
 		if err != nil {
 			return err

@@ -319,7 +319,18 @@ func (s *Store) purgeBot(ctx context.Context, bot string, owners []string, objec
 		}
 		err := s.eachInList(ctx, list, func(pks []string) error {
 			for _, pk := range pks {
-				if err := s.finishOwner(ctx, kind, bot, strings.TrimPrefix(pk, prefix)); err != nil {
+				id := strings.TrimPrefix(pk, prefix)
+				if kind == deletionConversation {
+					// Marked first, as deleteConversation does: a message
+					// racing the bot's deletion (written without re-reading
+					// its bot: guardedByConversation) commits before the
+					// mark, and the listing below finds all it wrote, or
+					// is refused by it.
+					if err := s.markDeleting(ctx, kind, bot, id, pk, skConv); err != nil && !errors.Is(err, errGone) {
+						return err
+					}
+				}
+				if err := s.finishOwner(ctx, kind, bot, id); err != nil {
 					return err
 				}
 			}

@@ -28,6 +28,35 @@ type Usage struct {
 	WriteUnits float64
 	ItemsRead  int
 	total      int
+	// guarded counts the write calls made under guardedByConversation.
+	guarded int
+}
+
+type guardedKey struct{}
+
+// guardedByConversation marks the writes made with ctx as conditional on
+// their conversation being live (not marked for deletion): a bot's
+// deletion marks each of its conversations before it lists what they
+// hold (purgeBot), so such a write, racing deleteBot, either commits
+// before the mark, and the deletion finds all it wrote, or is refused. It
+// needs no re-read of its bot after it (WroteUnguarded).
+func guardedByConversation(ctx context.Context) context.Context {
+	return context.WithValue(ctx, guardedKey{}, true)
+}
+
+// WroteUnguarded tells whether a write call was made that is not
+// guarded by its conversation (guardedByConversation): the call must
+// re-read its bot after it (RecheckBot).
+func (u *Usage) WroteUnguarded() bool {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	n := 0
+	for op, c := range u.calls {
+		if isWrite(op) {
+			n += c
+		}
+	}
+	return n > u.guarded
 }
 
 type usageKey struct{}
@@ -82,10 +111,13 @@ func (u *Usage) String() string {
 	return strings.Join(parts, " ")
 }
 
-func (u *Usage) record(op string, cc []types.ConsumedCapacity, items int) {
+func (u *Usage) record(op string, cc []types.ConsumedCapacity, items int, guarded bool) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	writes := isWrite(op)
+	if writes && guarded {
+		u.guarded++
+	}
 	u.calls[op]++
 	u.total++
 	u.ItemsRead += items
@@ -121,7 +153,8 @@ func CountUsage(o *dynamodb.Options) {
 				op := awsmiddleware.GetOperationName(ctx)
 				countMetrics(op, cc, err)
 				if u != nil {
-					u.record(op, cc, items)
+					guarded, _ := ctx.Value(guardedKey{}).(bool)
+					u.record(op, cc, items, guarded)
 				}
 				return out, md, err
 			}), middleware.Before)

@@ -95,7 +95,7 @@ func (s *server) handler(rt route) http.Handler {
 		ctx, usage := dynamo.WithUsage(r.Context())
 		c := &call{Request: r.WithContext(ctx), ctx: ctx, s: s, op: rt.op}
 		out, err := s.serve(w, c, rt)
-		if err == nil && rt.scope == scopeBot && usage.Wrote() {
+		if err == nil && rt.scope == scopeBot && usage.WroteUnguarded() {
 			err = s.recheckBot(c)
 		}
 		if s.OnUsage != nil {

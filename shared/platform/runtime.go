@@ -94,6 +94,10 @@ type Delivery struct {
 	// is removed. Held by the outbox entry (an attribute of its own, not
 	// its document), so the attempt's retry write can clear it.
 	Prepaid bool `json:"-"`
+	// Message: a user's message as its write stored it, carried by its
+	// message_created delivery when small, so the delivery need not read
+	// it again (unless a message of its conversation changed since).
+	Message json.RawMessage `json:"message,omitempty"`
 }
 
 // PrefixWorkflow starts workflow ids.
