@@ -72,21 +72,11 @@ func TestDeliveriesInOrderAcrossKillDuringRemoval(t *testing.T) {
 	s := start(t, bin, dir)
 	pid.Store(int64(s.cmd.Process.Pid))
 	tok := adminToken(t, dir)
-	st, w := s.call("POST", "/v1/admin/workspaces", tok, "", map[string]any{"name": "rt"})
-	if st != 200 {
-		t.Fatalf("createWorkspace: %d %v", st, w)
-	}
-	st, b := s.call("POST", "/v1/admin/bots", tok, w["id"].(string), map[string]any{"name": "rt", "dev": true, "url": bot.URL})
-	if st != 200 {
-		t.Fatalf("createBot: %d %v", st, b)
-	}
-	hdr := map[string]string{"x-bot-id": b["bot"].(map[string]any)["id"].(string)}
-	_, c := try(s.url, "POST", "/v1/chat/conversations", tok, hdr, map[string]any{"channel": "web", "tags": map[string]string{}})
-	_, u := try(s.url, "POST", "/v1/chat/users", tok, hdr, map[string]any{"tags": map[string]string{}})
+	hdr, conv, user := botConversation(t, s, tok, bot.URL)
 	var msgs []string // in the order written
 	for i := range n {
 		st, m := try(s.url, "POST", "/v1/chat/messages", tok, hdr, map[string]any{
-			"conversationId": c["conversation"].(map[string]any)["id"], "userId": u["user"].(map[string]any)["id"],
+			"conversationId": conv, "userId": user,
 			"type": "text", "payload": map[string]any{"text": fmt.Sprint(i)}, "tags": map[string]string{}})
 		if st != 201 {
 			t.Fatalf("createMessage %d: %d %v", i, st, m)

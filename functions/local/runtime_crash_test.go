@@ -50,19 +50,9 @@ func TestDeliveryAcrossKill(t *testing.T) {
 	dir := t.TempDir()
 	s := start(t, bin, dir)
 	tok := adminToken(t, dir)
-	st, w := s.call("POST", "/v1/admin/workspaces", tok, "", map[string]any{"name": "rt"})
-	if st != 200 {
-		t.Fatalf("createWorkspace: %d %v", st, w)
-	}
-	st, b := s.call("POST", "/v1/admin/bots", tok, w["id"].(string), map[string]any{"name": "rt", "dev": true, "url": bot.URL})
-	if st != 200 {
-		t.Fatalf("createBot: %d %v", st, b)
-	}
-	hdr := map[string]string{"x-bot-id": b["bot"].(map[string]any)["id"].(string)}
-	_, c := try(s.url, "POST", "/v1/chat/conversations", tok, hdr, map[string]any{"channel": "web", "tags": map[string]string{}})
-	_, u := try(s.url, "POST", "/v1/chat/users", tok, hdr, map[string]any{"tags": map[string]string{}})
+	hdr, conv, user := botConversation(t, s, tok, bot.URL)
 	st, m := try(s.url, "POST", "/v1/chat/messages", tok, hdr, map[string]any{
-		"conversationId": c["conversation"].(map[string]any)["id"], "userId": u["user"].(map[string]any)["id"],
+		"conversationId": conv, "userId": user,
 		"type": "text", "payload": map[string]any{"text": "hi"}, "tags": map[string]string{}})
 	if st != 201 {
 		t.Fatalf("createMessage: %d %v", st, m)
@@ -112,4 +102,29 @@ func TestDeliveryAcrossKill(t *testing.T) {
 		t.Fatalf("delivered after the restart: %v, want the same event %s once", okIDs, first)
 	}
 	s.stop(syscall.SIGINT)
+}
+
+// botConversation creates a workspace, a dev bot delivering to botURL, and
+// a conversation and a user of it; it returns the bot's header and their
+// ids.
+func botConversation(t *testing.T, s *server, tok, botURL string) (hdr map[string]string, conv, user string) {
+	t.Helper()
+	st, w := s.call("POST", "/v1/admin/workspaces", tok, "", map[string]any{"name": "rt"})
+	if st != 200 {
+		t.Fatalf("createWorkspace: %d %v", st, w)
+	}
+	st, b := s.call("POST", "/v1/admin/bots", tok, w["id"].(string), map[string]any{"name": "rt", "dev": true, "url": botURL})
+	if st != 200 {
+		t.Fatalf("createBot: %d %v", st, b)
+	}
+	hdr = map[string]string{"x-bot-id": b["bot"].(map[string]any)["id"].(string)}
+	st, c := try(s.url, "POST", "/v1/chat/conversations", tok, hdr, map[string]any{"channel": "web", "tags": map[string]string{}})
+	if st != 201 {
+		t.Fatalf("createConversation: %d %v", st, c)
+	}
+	st, u := try(s.url, "POST", "/v1/chat/users", tok, hdr, map[string]any{"tags": map[string]string{}})
+	if st != 201 {
+		t.Fatalf("createUser: %d %v", st, u)
+	}
+	return hdr, c["conversation"].(map[string]any)["id"].(string), u["user"].(map[string]any)["id"].(string)
 }

@@ -5,9 +5,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"slices"
-	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -46,23 +43,9 @@ func (f roundTrip) RoundTrip(r *http.Request) (*http.Response, error) { return f
 // in flight where it reads (nothing of others' not yet durable is
 // answered).
 func TestLaneReadsPastItsOwnWrite(t *testing.T) {
-	var (
-		armed   atomic.Bool
-		blocked = make(chan struct{})
-		release = make(chan struct{})
-		once    sync.Once
-	)
-	free := func() { once.Do(func() { close(release) }) }
+	h := openHeldSync(t)
+	srv, armed, blocked, free := h.srv, &h.armed, h.blocked, h.free
 	defer free()
-	srv, err := OpenWith(t.TempDir(), Options{beforeSync: func(name string) {
-		if strings.HasSuffix(name, ".log") && armed.CompareAndSwap(true, false) {
-			close(blocked)
-			<-release
-		}
-	}})
-	if err != nil {
-		t.Fatal(err)
-	}
 	defer func() { free(); _ = srv.Close() }()
 	db := inProcess(srv)
 	createTable(t, db, "main")

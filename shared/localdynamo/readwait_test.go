@@ -13,6 +13,34 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 )
 
+// heldSync is a store whose next log fsync, once armed, blocks until freed
+// (its write is then visible, not yet durable); blocked is closed when it
+// does.
+type heldSync struct {
+	srv              *Server
+	armed            atomic.Bool
+	blocked, release chan struct{}
+	once             sync.Once
+}
+
+func openHeldSync(t *testing.T) *heldSync {
+	t.Helper()
+	h := &heldSync{blocked: make(chan struct{}), release: make(chan struct{})}
+	srv, err := OpenWith(t.TempDir(), Options{beforeSync: func(name string) {
+		if strings.HasSuffix(name, ".log") && h.armed.CompareAndSwap(true, false) {
+			close(h.blocked)
+			<-h.release
+		}
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.srv = srv
+	return h
+}
+
+func (h *heldSync) free() { h.once.Do(func() { close(h.release) }) }
+
 // TestReadWaitsOnlyForWritesWhereItReads: a write is visible in the store
 // before its fsync ends, so a read waits for the writes in flight it may
 // have seen, and only for those: with a write of one item held in its
@@ -21,23 +49,9 @@ import (
 // (before, every read waited for every write in flight: on a
 // busy platform, a read paid for others' fsyncs).
 func TestReadWaitsOnlyForWritesWhereItReads(t *testing.T) {
-	var (
-		armed   atomic.Bool
-		blocked = make(chan struct{})
-		release = make(chan struct{})
-		once    sync.Once
-	)
-	free := func() { once.Do(func() { close(release) }) }
+	h := openHeldSync(t)
+	srv, armed, blocked, free := h.srv, &h.armed, h.blocked, h.free
 	defer free()
-	srv, err := OpenWith(t.TempDir(), Options{beforeSync: func(name string) {
-		if strings.HasSuffix(name, ".log") && armed.CompareAndSwap(true, false) {
-			close(blocked)
-			<-release
-		}
-	}})
-	if err != nil {
-		t.Fatal(err)
-	}
 	hs := httptest.NewServer(srv)
 	defer func() { free(); hs.Close(); _ = srv.Close() }()
 	db := newClient(hs.URL)
