@@ -319,7 +319,9 @@ async function main() {
     const deadline = Date.now() + 20000
     let got
     while ((got = canon(await page.evaluate(() => window.__customEvents))) !== want) {
-      if (Date.now() > deadline) throw new Error(`custom events on the page: ${got}, want ${want}`)
+      // Which side lost it: the bot answers "done: customEvent" once the
+      // action (the signal's publication) returned.
+      if (Date.now() > deadline) throw new Error(`custom events on the page: ${got}, want ${want} (the bot's "done: customEvent" shown ${await count(/done: customEvent/)} times; the composer holds ${JSON.stringify(await page.$eval('.bpComposerInput', (e) => e.value).catch(() => null))})`)
       await sleep(100)
     }
   })
