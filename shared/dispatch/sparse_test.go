@@ -15,7 +15,7 @@ import (
 // sweep index (DueShards finds nothing: SparseSweep), over a store whose
 // first shard read fails when failRead is set.
 type sparseStore struct {
-	Store // the rest is never called
+	Store    // the rest is never called
 	mu       sync.Mutex
 	entries  []platform.Delivery
 	failRead bool
