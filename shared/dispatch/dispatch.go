@@ -133,6 +133,12 @@ type Dispatcher struct {
 	// dispatchers away, and there are none; the write (and its fsync)
 	// would be spent on every delivery, on the reply's path.
 	Exclusive bool
+	// AllShards, when set, lists every outbox shard with an entry, in the
+	// sweep index or not (dynamo.Store.OutboxShards): Run works them all
+	// when it starts. For a store whose index is sparse (SparseSweep: an
+	// entry due at once is found by its commit's wake-up, and after a
+	// crash only so); nil: the sweep index lists them.
+	AllShards func(ctx context.Context) ([]string, error)
 
 	wake chan struct{}
 	once sync.Once
@@ -140,6 +146,10 @@ type Dispatcher struct {
 
 	nextDue time.Time
 	hinted  map[string]bool // shards named by WakeShards, not yet worked
+	// revisit are the shards whose pass failed (a read, or the recording
+	// of a delivery's outcome): Run works them again at its next tick, as
+	// an entry left so may be in no sweep index (AllShards).
+	revisit map[string]bool
 	// comingDue are the due times (epoch ms) of the entries this
 	// dispatcher left waiting (retries, scheduled entries): Run sweeps
 	// when one has passed rather than every interval.
@@ -311,8 +321,12 @@ func (d *Dispatcher) Run(ctx context.Context, interval time.Duration) {
 	d.init()
 	t := time.NewTicker(interval)
 	defer t.Stop()
+	started := true
 	if _, err := d.runAll(ctx); err != nil && ctx.Err() == nil {
+		// Tried again at each tick until it succeeds: what it would have
+		// found may be in no sweep index (AllShards).
 		d.Log.Error("dispatch: the first pass failed", "err", err)
+		started = false
 	}
 	defer d.removing.Wait() // after the workers (deferred below) are done
 	defer d.waitObserved()
@@ -322,6 +336,17 @@ func (d *Dispatcher) Run(ctx context.Context, interval time.Duration) {
 	tick := false
 	for {
 		shards, asked := d.takeHinted()
+		if tick {
+			shards = append(shards, d.takeRevisit()...)
+		}
+		if tick && !started {
+			all, err := d.listAll(ctx)
+			if err != nil && ctx.Err() == nil {
+				d.Log.Error("dispatch: listing the outbox's shards failed", "err", err)
+			}
+			started = err == nil
+			shards = append(shards, all...)
+		}
 		if asked || tick && (d.cameDue(d.now()) || time.Since(lastSweep) >= FullSweep) {
 			due, err := d.Store.DueShards(ctx, d.now(), sweepPerBucket)
 			if err != nil && ctx.Err() == nil {
@@ -378,6 +403,7 @@ func (w *shardWorkers) work(sh string) {
 		for {
 			if _, err := w.d.runShard(w.ctx, sh, lane); err != nil && w.ctx.Err() == nil {
 				w.d.Log.Error("dispatch: a pass failed", "shard", sh, "err", err)
+				w.d.revisitLater(sh)
 			}
 			w.mu.Lock()
 			if w.active[sh] && w.ctx.Err() == nil {
@@ -395,11 +421,42 @@ func (w *shardWorkers) work(sh string) {
 // runAll works every shard with an entry, due or not.
 func (d *Dispatcher) runAll(ctx context.Context) (int, error) {
 	d.init()
-	all, err := d.Store.DueShards(ctx, d.now().AddDate(100, 0, 0), sweepPerBucket)
+	all, err := d.listAll(ctx)
 	if err != nil {
 		return 0, err
 	}
 	return d.RunShards(ctx, all)
+}
+
+// listAll lists every shard with an entry: AllShards, or the sweep index
+// (due or not).
+func (d *Dispatcher) listAll(ctx context.Context) ([]string, error) {
+	if d.AllShards != nil {
+		return d.AllShards(ctx)
+	}
+	return d.Store.DueShards(ctx, d.now().AddDate(100, 0, 0), sweepPerBucket)
+}
+
+// revisitLater has Run work shard again at its next tick.
+func (d *Dispatcher) revisitLater(shard string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.revisit == nil {
+		d.revisit = map[string]bool{}
+	}
+	d.revisit[shard] = true
+}
+
+// takeRevisit returns the shards to work again, and forgets them.
+func (d *Dispatcher) takeRevisit() []string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	shards := make([]string, 0, len(d.revisit))
+	for sh := range d.revisit {
+		shards = append(shards, sh)
+	}
+	d.revisit = nil
+	return shards
 }
 
 // noteComing records an entry left waiting until due.
@@ -522,6 +579,7 @@ func (d *Dispatcher) runShard(ctx context.Context, shard string, lane *writelane
 			}
 			if err != nil {
 				d.Log.Error("dispatch: recording a delivery failed", "delivery", dl.ID, "err", err)
+				d.revisitLater(shard) // the entry stays, maybe in no sweep index
 			}
 			if !finished {
 				return done, nil // retried later: the conversation's next ones wait

@@ -199,6 +199,7 @@ func (s *Store) txWrite(ctx context.Context, items []types.TransactWriteItem) er
 		setTable(&items[i], &s.table)
 	}
 	stampTrace(ctx, items)
+	s.unindexDue(items)
 	for attempt := 0; ; attempt++ {
 		_, err := s.db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: items})
 		if err == nil {

@@ -50,6 +50,10 @@ type Store struct {
 	onOutbox atomic.Pointer[func(shards []string)]
 	queuedMu sync.Mutex
 	queued   map[string]bool // shards written, not yet passed to onOutbox
+	// partitions, when set, lists the table's partition keys under a
+	// prefix, and outbox entries due at once are written without their
+	// sweep index attributes (outbox.go, SparseSweep).
+	partitions atomic.Pointer[func(prefix string) ([]string, error)]
 	// limits are the operator's quotas (usage_limits.go).
 	limits atomic.Pointer[Limits]
 	// spreadCache: a bot's month of spread usage keys, read once while
@@ -269,6 +273,7 @@ func (s *Store) transact(ctx context.Context, items []types.TransactWriteItem, o
 	for i := range items {
 		setTable(&items[i], &s.table)
 	}
+	s.unindexDue(items)
 	_, err := s.db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: items})
 	if err == nil {
 		s.noteQueued(items)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"maps"
 	"sort"
 	"strconv"
 	"strings"
@@ -38,6 +39,10 @@ import (
 // OUTBOX#DUE#<bucket>, sorted by due time, bucket a hash of its shard into
 // SweepBuckets: the index's partitions are spread like the shards (no
 // partition takes every entry), and a sweep reads the due part of each.
+// Over the local platform's embedded store the index is sparse
+// (SparseSweep): an entry due at once is not in it until the dispatcher
+// leaves it waiting (a retry's backoff); the commit names its shard to the
+// dispatcher, and a dispatcher that starts lists every shard.
 const (
 	pkOutboxPrefix = "OUTBOX#"
 	attrLease      = "lease"    // epoch ms until which a dispatcher holds the entry
@@ -85,6 +90,72 @@ func botDeliveryList(bot, id string) string {
 	h := fnv.New32a()
 	_, _ = h.Write([]byte(id))
 	return botDeliveries(bot, int(h.Sum32()%botDeliveryLists))
+}
+
+// SparseSweep has outbox entries due at once written without their sweep
+// index entry (2 index write units fewer per delivery: its put and its
+// removal), for a store whose every commit names the shards it queued to
+// the one dispatcher there is (OnOutbox; the local platform over its
+// embedded DynamoDB, with an Exclusive dispatcher), and which can list its
+// outbox shards when that dispatcher starts (partitions: the table's
+// partition keys under a prefix, localdynamo.Server.PartitionKeys). Such
+// an entry is found by its commit's wake-up while the process lives, and
+// by OutboxShards after a crash; an entry the dispatcher leaves waiting is
+// put in the index then (RetryDelivery). Not for AWS: there a stream batch
+// given up after its retries would leave its entries where no sweep finds
+// them (docs/runtime.md, "The sparse sweep index").
+func (s *Store) SparseSweep(partitions func(prefix string) ([]string, error)) {
+	s.partitions.Store(&partitions)
+}
+
+// OutboxShards lists every outbox shard with an entry, in the sweep index
+// or not: the table's OUTBOX# partitions under SparseSweep, otherwise the
+// sweep index's shards, due or not.
+func (s *Store) OutboxShards(ctx context.Context) ([]string, error) {
+	f := s.partitions.Load()
+	if f == nil {
+		return s.DueShards(ctx, time.Now().AddDate(100, 0, 0), 1<<20)
+	}
+	pks, err := (*f)(pkOutboxPrefix)
+	if err != nil {
+		return nil, err
+	}
+	shards := pks[:0]
+	for _, pk := range pks {
+		if IsShard(pk) {
+			shards = append(shards, pk)
+		}
+	}
+	return shards, nil
+}
+
+// unindexDue drops the sweep index attributes of the outbox entries items
+// put that are due at once (never attempted, not leased, due by now), under
+// SparseSweep and once a dispatcher is told of each commit (OnOutbox): the
+// commit names their shards, which are worked at once.
+func (s *Store) unindexDue(items []types.TransactWriteItem) {
+	if s.partitions.Load() == nil || s.onOutbox.Load() == nil {
+		return
+	}
+	now := platform.Clock().UnixMilli()
+	for i := range items {
+		p := items[i].Put
+		if p == nil || !IsShard(getS(p.Item, attrPK)) {
+			continue
+		}
+		if _, ok := p.Item[attrGSI1PK]; !ok {
+			continue
+		}
+		if _, leased := p.Item[attrLease]; leased || getN(p.Item, attrAttempts) != 0 || getN(p.Item, attrDueAt) > now {
+			continue
+		}
+		it := maps.Clone(p.Item)
+		delete(it, attrGSI1PK)
+		delete(it, attrGSI1SK)
+		np := *p // the caller's item stays as it was
+		np.Item = it
+		items[i].Put = &np
+	}
 }
 
 // PrefixDelivery starts delivery ids.
@@ -250,7 +321,8 @@ func (s *Store) LeaseDelivery(ctx context.Context, d platform.Delivery, now, unt
 }
 
 // RetryDelivery puts d back with one more failed attempt, due at due (the
-// sweep index follows: a retry is found when it comes due).
+// sweep index follows, both its attributes set: an entry written without
+// them (SparseSweep) is in the index from now on, found when it comes due).
 func (s *Store) RetryDelivery(ctx context.Context, d platform.Delivery, due time.Time, why string) error {
 	d.LastError = why
 	b, err := json.Marshal(d)
@@ -260,15 +332,15 @@ func (s *Store) RetryDelivery(ctx context.Context, d platform.Delivery, due time
 	in := &dynamodb.UpdateItemInput{
 		TableName:                 &s.table,
 		Key:                       key(Shard(d), d.ID),
-		UpdateExpression:          aws.String("SET #due = :due, #doc = :doc, #gsk = :gsk REMOVE #l ADD #a :one"),
+		UpdateExpression:          aws.String("SET #due = :due, #doc = :doc, #gpk = :gpk, #gsk = :gsk REMOVE #l ADD #a :one"),
 		ConditionExpression:       aws.String("attribute_exists(pk)"),
-		ExpressionAttributeNames:  map[string]string{"#due": attrDueAt, "#doc": attrDoc, "#l": attrLease, "#a": attrAttempts, "#gsk": attrGSI1SK},
-		ExpressionAttributeValues: item{":due": num(due.UnixMilli()), ":doc": str(string(b)), ":one": num(1), ":gsk": str(sweepSK(due.UnixMilli(), d.ID))},
+		ExpressionAttributeNames:  map[string]string{"#due": attrDueAt, "#doc": attrDoc, "#l": attrLease, "#a": attrAttempts, "#gpk": attrGSI1PK, "#gsk": attrGSI1SK},
+		ExpressionAttributeValues: item{":due": num(due.UnixMilli()), ":doc": str(string(b)), ":one": num(1), ":gpk": str(sweepBucket(Shard(d))), ":gsk": str(sweepSK(due.UnixMilli(), d.ID))},
 	}
 	if !d.Prepaid {
 		// The attempt used the pre-paid invocation (or there was none):
 		// the next ones are counted by the dispatcher, as they go out.
-		in.UpdateExpression = aws.String("SET #due = :due, #doc = :doc, #gsk = :gsk REMOVE #l, #pp ADD #a :one")
+		in.UpdateExpression = aws.String("SET #due = :due, #doc = :doc, #gpk = :gpk, #gsk = :gsk REMOVE #l, #pp ADD #a :one")
 		in.ExpressionAttributeNames["#pp"] = attrPrepaid
 	}
 	_, err = s.db.UpdateItem(ctx, in)

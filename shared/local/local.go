@@ -531,6 +531,16 @@ func open(ctx context.Context, dataDir, baseURL string, log *slog.Logger, reserv
 		// Over the embedded DynamoDB this process alone delivers (no lease
 		// per delivery: dispatch.Dispatcher.Exclusive).
 		Exclusive: p.Dynamo != nil}
+	if p.Dynamo != nil {
+		// The sweep index is sparse here: an entry due at once is found by
+		// its commit's wake-up (OnOutbox below), and, after a crash, by
+		// listing the store's outbox partitions at start (2 index write
+		// units fewer per delivery; docs/runtime.md, "The sparse sweep
+		// index").
+		ddb, table := p.Dynamo, env.Table
+		p.Store.SparseSweep(func(prefix string) ([]string, error) { return ddb.PartitionKeys(table, prefix) })
+		p.Dispatcher.AllShards = p.Store.OutboxShards
+	}
 	// A data directory written before the outbox was sharded: its entries
 	// move into their shards (idempotent, each in one transaction).
 	if n, err := p.Store.MigrateOutbox(ctx); err != nil {
