@@ -68,12 +68,16 @@ func (rec msgRecord) hasEventAttr() types.AttributeValue {
 
 // markPrepaid marks the outbox entry among a message's writes w as
 // pre-paid (platform.Delivery.Prepaid): its invocation is counted by the
-// message's own usage write (messageUsage), one write fewer per delivery
-// than the dispatcher's UpdateItem.
-func markPrepaid(w []types.TransactWriteItem) {
+// message's own usage write quota (messageUsage), one write fewer per
+// delivery than the dispatcher's UpdateItem. The mark is the month quota
+// counts in, which a refund gives back to (invocationRefund): the entry's
+// creation time is read from the clock before the usage write's month,
+// and the month may turn in between.
+func markPrepaid(w []types.TransactWriteItem, quota types.TransactWriteItem) {
+	period := usagePeriodOf(getS(quota.Update.Key, attrSK))
 	for _, x := range w {
 		if x.Put != nil && strings.HasPrefix(getS(x.Put.Item, attrPK), pkOutboxPrefix) {
-			x.Put.Item[attrPrepaid] = num(1)
+			x.Put.Item[attrPrepaid] = prepaidMark(period)
 		}
 	}
 }
@@ -228,12 +232,12 @@ func (s *Store) createMessage(ctx context.Context, bot string, m platform.Messag
 		}
 	}
 	prepaid := deliver && m.UserID != bot && s.Prepays()
-	if prepaid {
-		markPrepaid(w)
-	}
 	quota, err := s.messageUsage(ctx, bot, m, deliver, prepaid)
 	if err != nil {
 		return err
+	}
+	if prepaid {
+		markPrepaid(w, quota)
 	}
 	w = append(w, quota)
 	ctx = guardedByConversation(ctx) // its counter's condition (usage.go)
@@ -690,14 +694,14 @@ func (s *Store) GetOrCreateMessage(ctx context.Context, l MessageLookup) (platfo
 			}
 		}
 		prepaid := !ok && !l.Import && m.UserID != bot && s.Prepays()
-		if prepaid {
-			markPrepaid(w)
-		}
 		quotaAt := -1
 		if !ok {
 			quota, err := s.messageUsage(ctx, bot, m, !l.Import, prepaid)
 			if err != nil {
 				return err
+			}
+			if prepaid {
+				markPrepaid(w, quota)
 			}
 			quotaAt = len(w)
 			w = append(w, quota)

@@ -185,7 +185,7 @@ func outboxItem(d platform.Delivery) (item, error) {
 		it[attrGSI2PK], it[attrGSI2SK] = str(botDeliveryList(d.BotID, d.ID)), str(d.ID)
 	}
 	if d.Prepaid {
-		it[attrPrepaid] = num(1)
+		it[attrPrepaid] = prepaidMark(d.PrepaidIn)
 	}
 	return it, nil
 }
@@ -238,7 +238,12 @@ func entryDelivery(it item) (platform.Delivery, error) {
 		return d, err
 	}
 	d.Attempts = int(getN(it, attrAttempts))
-	_, d.Prepaid = it[attrPrepaid]
+	if v, ok := it[attrPrepaid]; ok {
+		d.Prepaid = true
+		if p, ok := v.(*types.AttributeValueMemberS); ok {
+			d.PrepaidIn = p.Value
+		}
+	}
 	d.DueAt = platform.FormatTime(time.UnixMilli(getN(it, attrDueAt)))
 	return d, nil
 }

@@ -496,17 +496,38 @@ func (s *Store) CountInvocation(ctx context.Context, bot string) error {
 }
 
 // invocationRefund gives back the invocation pre-paid for delivery d
-// (platform.Delivery.Prepaid), in the month that counted it: the month of
-// the entry's creation, which its message's write counted it in.
+// (platform.Delivery.Prepaid), in the month that counted it: the one its
+// mark names (markPrepaid), or, for an entry marked before marks named
+// one, the month of the entry's creation.
 func invocationRefund(d platform.Delivery) types.TransactWriteItem {
 	w := usageAdd(d.BotID, UsageInvocations, -1)
-	if t, err := time.Parse(platform.TimeFormat, d.CreatedAt); err == nil {
-		now, then := monthSK(platform.Clock()), monthSK(t)
-		if sk := getS(w.Update.Key, attrSK); now != then && strings.HasPrefix(sk, now) {
-			w.Update.Key[attrSK] = str(then + strings.TrimPrefix(sk, now))
+	then := "P#" + d.PrepaidIn
+	if d.PrepaidIn == "" {
+		t, err := time.Parse(platform.TimeFormat, d.CreatedAt)
+		if err != nil {
+			return w
 		}
+		then = monthSK(t)
+	}
+	if now, sk := monthSK(platform.Clock()), getS(w.Update.Key, attrSK); now != then && strings.HasPrefix(sk, now) {
+		w.Update.Key[attrSK] = str(then + strings.TrimPrefix(sk, now))
 	}
 	return w
+}
+
+// usagePeriodOf is the month (UsagePeriod) of usage item key sk.
+func usagePeriodOf(sk string) string {
+	period, _, _ := strings.Cut(strings.TrimPrefix(sk, "P#"), "#")
+	return period
+}
+
+// prepaidMark is the value of a pre-paid entry's mark: the month that
+// counted its invocation (1 when unknown).
+func prepaidMark(period string) types.AttributeValue {
+	if period == "" {
+		return num(1)
+	}
+	return str(period)
 }
 
 // Prepays tells whether the store counts a user's message's invocation in

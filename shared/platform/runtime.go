@@ -94,6 +94,10 @@ type Delivery struct {
 	// is removed. Held by the outbox entry (an attribute of its own, not
 	// its document), so the attempt's retry write can clear it.
 	Prepaid bool `json:"-"`
+	// PrepaidIn is the usage period (yyyy-mm) that counted a Prepaid
+	// delivery's invocation, where a refund goes; "" when unknown (its
+	// creation's month then).
+	PrepaidIn string `json:"-"`
 	// Message: a user's message as its write stored it, carried by its
 	// message_created delivery when small, so the delivery need not read
 	// it again (unless a message of its conversation changed since).
