@@ -260,3 +260,39 @@ func TestPrepaidInvocationGivenBackWithoutURL(t *testing.T) {
 		t.Fatalf("%d invocations counted, the bot was called %d times, want 1 and 1", n, calls)
 	}
 }
+
+// TestPrepaidThroughGetOrCreateMessage: getOrCreateMessage pre-pays its
+// new message's delivery as createMessage does (one invocation counted
+// with the message, none by the dispatcher for the call that reaches the
+// bot), finding the existing message counts nothing, and a new one whose
+// delivery never reaches the bot (its message deleted while queued behind
+// a held one) gives its count back: the count equals the bot's calls.
+func TestPrepaidThroughGetOrCreateMessage(t *testing.T) {
+	f := newPrepaidFixture(t)
+	conv := f.newConv()
+	getOrCreate := func(text, key string, want int) string {
+		t.Helper()
+		return f.as(true, "POST", "/v1/chat/messages/get-or-create", map[string]any{"conversationId": conv, "userId": f.user, "type": "text",
+			"payload": map[string]any{"text": text}, "tags": map[string]string{"k": key}, "discriminateByTags": []string{"k"}}, want).Str("message.id")
+	}
+	getOrCreate("block", "a", 200)
+	eventually(t, "held at the bot", func() bool { return f.atBot("block") == 1 })
+	if n := f.invocations(); n != 1 {
+		t.Fatalf("%d invocations counted after getOrCreateMessage created one, want 1 (pre-paid)", n)
+	}
+	getOrCreate("block", "a", 200) // found: nothing new
+	gone := getOrCreate("gone", "b", 200)
+	if n := f.invocations(); n != 2 {
+		t.Fatalf("%d invocations counted after a found and a created message, want 2", n)
+	}
+	f.Check(f.Do(apitest.Req{Method: "DELETE", Path: "/v1/chat/messages/" + gone, Token: f.AdminToken, Headers: map[string]string{"x-bot-id": f.botID}}), 200, "deleteMessage")
+	f.release()
+	f.drained(t, conv)
+	if f.atBot("block") != 1 || f.atBot("gone") != 0 {
+		t.Fatalf("the bot got %d calls of the held message and %d of the deleted one, want 1 and 0", f.atBot("block"), f.atBot("gone"))
+	}
+	all := len(f.bot.of("event_received", ""))
+	if n := f.invocations(); n != int64(all) || all != 1 {
+		t.Fatalf("%d invocations counted, the bot was called %d times, want 1 and 1", n, all)
+	}
+}
