@@ -30,7 +30,7 @@ func (s *builder) tableCapacity() {
 			"(pay per hour for the capacity provisioned, which auto scaling keeps at " +
 			"TableTargetUtilization of what the table and each index use: cheaper " +
 			"for a steady load, throttled in a burst until it scales). DynamoDB " +
-			"allows one switch to provisioned per 24 hours.")})
+			"allows 4 switches back to on-demand in 24 hours (docs/deploy.md).")})
 	bound := func(id, def, description string) awscdk.CfnParameter {
 		return param(id, &awscdk.CfnParameterProps{Type: jsii.String("Number"), Default: jsii.String(def), MinValue: jsii.Number(1),
 			Description: jsii.String(description)})
