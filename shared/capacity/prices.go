@@ -54,9 +54,13 @@ var OnDemand = Prices{
 	// Provisioned capacity, us-east-1: $0.00065 per WCU-hour, $0.00013
 	// per RCU-hour (aws.amazon.com/dynamodb/pricing/provisioned; the
 	// November 2024 cut halved on-demand's prices and left these as they
-	// were). A transactional write takes 2 WCU and a strongly consistent
-	// read of up to 4 KB 1 RCU, as on demand: the units counted are the
-	// same in both modes, only their price differs.
+	// were). Checked 2026-11-29: that page's stored copy gives the units'
+	// definitions (below) but not its price table, which it renders in
+	// the browser; the figures are the list prices as last published,
+	// to be checked there when the model is relied on. A transactional
+	// write takes 2 WCU and a strongly consistent read of up to 4 KB 1
+	// RCU, as on demand: the units counted are the same in both modes,
+	// only their price differs.
 	DynamoWCUHour:        0.00065,
 	DynamoRCUHour:        0.00013,
 	LambdaGBSecond:       0.0000133334,
