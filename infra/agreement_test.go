@@ -114,6 +114,13 @@ func TestSAMAndCDKAgree(t *testing.T) {
 		t.Fatalf("model misses parts of the stack: %d functions, %d routes, %d tables, %d buckets, %d schedule groups, %d log groups, %d roles, %d outputs, %d stream tier resources",
 			len(sam.Functions), len(sam.Routes), len(sam.Tables), len(sam.Buckets), len(sam.ScheduleGroups), len(sam.LogGroups), len(sam.Roles), len(sam.Outputs), len(sam.StreamTier))
 	}
+	// The table's capacity mode (TableCapacityMode): on demand, or
+	// provisioned from the minimum with auto scaling on the table and each
+	// index (its 6 scalable targets and 6 policies compared whole).
+	if tb := sam.Tables["Table"]; tb.BillingMode != "${Fn::If(TableProvisioned, PROVISIONED, PAY_PER_REQUEST)}" || tb.Throughput == "" ||
+		tb.Indexes["gsi1"].Throughput != tb.Throughput || tb.Indexes["gsi2"].Throughput != tb.Throughput || len(sam.TableCapacity) != 12 {
+		t.Fatalf("the table's capacity mode: billing %q, throughput %q, indexes %+v, %d auto scaling resources", tb.BillingMode, tb.Throughput, tb.Indexes, len(sam.TableCapacity))
+	}
 	// The dispatcher's triggers: outbox inserts on the table's stream, a
 	// one-minute schedule.
 	outbox := sam.StreamSources["DispatcherFunction <- ${Table.StreamArn}"]

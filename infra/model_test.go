@@ -64,6 +64,10 @@ type stackModel struct {
 	// Operating the stack (operationsTypes), by logical id: each whole,
 	// as JSON with its intrinsics canonical.
 	Operations map[string]string `json:"operations"`
+	// The table's auto scaling (TableCapacityMode provisioned: the
+	// Application Auto Scaling resources named TableScaling*), by logical
+	// id: each whole, as JSON with its intrinsics canonical.
+	TableCapacity map[string]string `json:"tableCapacity"`
 	// The condition of every other conditional resource, by logical id
 	// (ChatStreamFunction and what it needs, StreamTier lambda only). A
 	// SAM function's condition is also its URL's and the URL's
@@ -186,11 +190,23 @@ type table struct {
 	Stream             string            `json:"stream"` // StreamViewType, "" without a stream
 	PITR               bool              `json:"pointInTimeRecovery"`
 	DeletionProtection bool              `json:"deletionProtection"`
+	// Throughput is its ProvisionedThroughput (TableCapacityMode
+	// provisioned), "" none.
+	Throughput string `json:"throughput,omitempty"`
 }
 
 type index struct {
 	Keys       map[string]string `json:"keys"`
 	Projection string            `json:"projection"`
+	Throughput string            `json:"throughput,omitempty"`
+}
+
+// throughputOf renders a ProvisionedThroughput, "" none.
+func throughputOf(p *dynamodb.Table_ProvisionedThroughput) string {
+	if p == nil {
+		return ""
+	}
+	return fmt.Sprintf("read %d write %d", p.ReadCapacityUnits, p.WriteCapacityUnits)
 }
 
 type bucket struct {
@@ -367,6 +383,18 @@ func canonicalOptions(path string) *intrinsics.ProcessorOptions {
 	for _, name := range []string{"Fn::Base64", "Fn::And", "Fn::Equals", "Fn::If", "Fn::Not", "Fn::Or", "Fn::FindInMap",
 		"Fn::GetAZs", "Fn::ImportValue", "Fn::Cidr", "Fn::Transform"} {
 		overrides[name] = generic
+	}
+	// An Fn::If choosing an object (a property or AWS::NoValue: the
+	// table's and indexes' ProvisionedThroughput with TableProvisioned) is
+	// its object, which the typed property can hold; the condition is
+	// compared where it chooses a string (the table's BillingMode).
+	overrides["Fn::If"] = func(name string, input, tmpl any) any {
+		if l, ok := input.([]any); ok && len(l) == 3 {
+			if m, ok := l[1].(map[string]any); ok {
+				return m
+			}
+		}
+		return generic(name, input, tmpl)
 	}
 	overrides["Ref"] = func(_ string, input, tmpl any) any {
 		name := canon(input)
@@ -641,7 +669,7 @@ func modelOf(t *cloudformation.Template, packageOf func(id string) (string, erro
 		Schedules: map[string]string{}, Roles: map[string]role{}, LogGroups: map[string]logGroup{},
 		Outputs: map[string]output{}, Other: map[string]otherResource{}, ManagedPolicies: map[string][]string{},
 		StreamSources: map[string]streamSource{}, FunctionSchedules: map[string]functionSchedule{},
-		CustomResources: map[string]customResource{}, StreamTier: map[string]string{}, Operations: map[string]string{}, Conditions: map[string]string{},
+		CustomResources: map[string]customResource{}, StreamTier: map[string]string{}, Operations: map[string]string{}, TableCapacity: map[string]string{}, Conditions: map[string]string{},
 	}
 	for name, p := range t.Parameters {
 		if name == "BootstrapVersion" { // the CDK bootstrap check, not part of the stack
@@ -804,6 +832,8 @@ func modelOf(t *cloudformation.Template, packageOf func(id string) (string, erro
 			}
 			if ops {
 				m.Operations[id] = string(j)
+			} else if strings.HasPrefix(id, "TableScaling") {
+				m.TableCapacity[id] = string(j)
 			} else {
 				m.StreamTier[id] = string(j)
 			}
@@ -1219,7 +1249,7 @@ func tableOf(r *dynamodb.Table) table {
 	tb := table{
 		DeletionPolicy: deletionPolicy(r.AWSCloudFormationDeletionPolicy), BillingMode: deref(r.BillingMode),
 		Attributes: map[string]string{}, Keys: map[string]string{}, Indexes: map[string]index{},
-		DeletionProtection: deref(r.DeletionProtectionEnabled),
+		DeletionProtection: deref(r.DeletionProtectionEnabled), Throughput: throughputOf(r.ProvisionedThroughput),
 	}
 	for _, a := range r.AttributeDefinitions {
 		tb.Attributes[a.AttributeName] = a.AttributeType
@@ -1233,7 +1263,7 @@ func tableOf(r *dynamodb.Table) table {
 	}
 	tb.Keys = keys(r.KeySchema)
 	for _, g := range r.GlobalSecondaryIndexes {
-		ix := index{Keys: keys(g.KeySchema)}
+		ix := index{Keys: keys(g.KeySchema), Throughput: throughputOf(g.ProvisionedThroughput)}
 		if g.Projection.ProjectionType != nil {
 			ix.Projection = *g.Projection.ProjectionType
 		}

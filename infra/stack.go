@@ -95,6 +95,7 @@ func NewPlatformStack(scope constructs.Construct, opts StackOptions) (awscdk.Sta
 	s := &builder{stack: stack, fns: map[string]awslambda.Function{}, roles: map[string]awsiam.Role{}, logs: map[string]awslogs.CfnLogGroup{}}
 	s.parameters()
 	s.storage()
+	s.tableCapacity()
 	s.logGroups()
 	s.failureDestinations()
 	s.functions(opts.LambdaDir)

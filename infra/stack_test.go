@@ -111,7 +111,8 @@ func TestStackResources(t *testing.T) {
 		tmpl.HasResource(jsii.String("AWS::DynamoDB::Table"), obj{
 			"DeletionPolicy": "Retain", "UpdateReplacePolicy": "Retain",
 			"Properties": like(obj{
-				"BillingMode": "PAY_PER_REQUEST",
+				// TableCapacityMode: on demand unless provisioned (tablecapacity.go).
+				"BillingMode": obj{"Fn::If": []any{"TableProvisioned", "PROVISIONED", "PAY_PER_REQUEST"}},
 				"KeySchema":   []any{key("pk", "HASH"), key("sk", "RANGE")},
 				"GlobalSecondaryIndexes": []any{
 					obj{"IndexName": "gsi1", "KeySchema": []any{key("gsi1pk", "HASH"), key("gsi1sk", "RANGE")}, "Projection": obj{"ProjectionType": "ALL"}},

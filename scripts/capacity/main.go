@@ -4,7 +4,8 @@
 // and prints the peak units per key at the load's rate, the message rate
 // at which the hottest key reaches DynamoDB's per-partition limit, the
 // Lambda concurrency and the cost per million messages at on-demand
-// prices (shared/capacity/prices.go).
+// prices and with the table's capacity provisioned under auto scaling at
+// -utilization percent (shared/capacity/prices.go, provisioned.go).
 //
 //	go run ./scripts/capacity -rate 500 -bots 50 -conversations 5000
 //
@@ -47,6 +48,7 @@ func main() {
 	flag.Float64Var(&a.DeliveryMillis, "delivery-ms", a.DeliveryMillis, "mean time a bot or integration takes to answer a delivery")
 	flag.Float64Var(&a.APIMillis, "api-ms", a.APIMillis, "mean duration of an API call")
 	flag.Float64Var(&a.FilesPerMessage, "files-per-message", a.FilesPerMessage, "file uploads per message")
+	utilization := flag.Float64("utilization", a.Utilization*100, "target utilization (percent, 20 to 90) of the table's provisioned capacity under auto scaling, for the provisioned cost (the stack's TableTargetUtilization)")
 	var ll capacity.ListenerLoad
 	tiers := capacity.DefaultTiers
 	tiers.LambdaPoll, tiers.TaskPoll, tiers.Lease = chatrelay.PollEvery, taskrelay.DefaultPollEvery, taskrelay.DefaultLease
@@ -61,6 +63,10 @@ func main() {
 	flag.Float64Var(&tiers.MinTasks, "min-tasks", tiers.MinTasks, "tasks kept at least")
 	flag.Float64Var(&tiers.MaxTasks, "max-tasks", tiers.MaxTasks, "tasks at most (the service's autoscaling maximum)")
 	flag.Parse()
+	if a.Utilization = *utilization / 100; !capacity.ValidUtilization(a.Utilization) {
+		fmt.Fprintln(os.Stderr, "capacity: -utilization must be from 20 to 90 (percent), auto scaling's bounds")
+		os.Exit(2)
+	}
 	if ll.Listeners > 0 {
 		if ll.SignalsPerSecond < 0 || tiers.StreamsPerTask <= 0 || tiers.MinTasks < 1 {
 			fmt.Fprintln(os.Stderr, "capacity: -signals must be at least 0, -streams-per-task positive, -min-tasks at least 1")

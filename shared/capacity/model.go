@@ -56,9 +56,17 @@ type Estimate struct {
 	CeilingOneOutbox float64
 	// Lambda concurrency at the load.
 	APIConcurrency, DispatcherConcurrency float64
-	// Cost per million messages, by service, and per month at the load.
+	// Cost per million messages, by service, and per month at the load
+	// (DynamoDB on demand).
 	CostPerMillion map[string]float64
 	Monthly        float64
+	// DynamoWriteUnits and DynamoReadUnits are the capacity units a
+	// million messages take (indexes, table queries and the sweep
+	// included); ProvisionedDynamoDB is their cost per million messages
+	// with the table provisioned at Assumptions.Utilization
+	// (provisioned.go).
+	DynamoWriteUnits, DynamoReadUnits float64
+	ProvisionedDynamoDB               float64
 	// Replayed is how the replay's shape compares to the load's (keys
 	// of conversations and bots scaled when the replay was smaller).
 	Replayed Shape
@@ -153,8 +161,11 @@ func Model(c Counted, load Load, a Assumptions, pr Prices) Estimate {
 	deliveries := e.DeliveriesPerMessage * M
 	invocations := apiCalls + deliveries/a.DeliveriesPerInvocation
 	gbSeconds := apiCalls*a.APIMillis/1000*a.APIMemoryMB/1024 + deliveries*a.DeliveryMillis/1000*a.DispatcherMemoryMB/1024
+	e.DynamoWriteUnits = e.WritePerMessage * M
+	e.DynamoReadUnits = e.ReadPerMessage*M + tableReadPerQuery*tableQueriesPerMillion + sweepPerMillion
+	e.ProvisionedDynamoDB = ProvisionedDynamo(e.DynamoWriteUnits, e.DynamoReadUnits, a.Utilization, pr)
 	e.CostPerMillion = map[string]float64{
-		"DynamoDB":        (e.WritePerMessage*M)/M*pr.DynamoWriteMillion + (e.ReadPerMessage*M+tableReadPerQuery*tableQueriesPerMillion+sweepPerMillion)/M*pr.DynamoReadMillion,
+		"DynamoDB":        e.DynamoWriteUnits/M*pr.DynamoWriteMillion + e.DynamoReadUnits/M*pr.DynamoReadMillion,
 		"Lambda":          gbSeconds*pr.LambdaGBSecond + invocations/M*pr.LambdaRequestMillion,
 		"API Gateway":     apiCalls / M * pr.APIRequestMillion,
 		"S3":              a.FilesPerMessage * M / 1000 * (pr.S3PutThousand + pr.S3GetThousand),
@@ -197,4 +208,5 @@ func (e Estimate) Print(w io.Writer) {
 		total += e.CostPerMillion[s]
 	}
 	fmt.Fprintf(w, "  %-16s $%8.2f per million messages; $%.0f a month at %.0f messages/s (on-demand, us-east-1)\n", "total", total, e.Monthly, l.MessagesPerSecond)
+	e.printProvisioned(w, total)
 }

@@ -6,6 +6,10 @@ package capacity
 type Prices struct {
 	// DynamoDB on demand (standard table class), per million request units.
 	DynamoWriteMillion, DynamoReadMillion float64
+	// DynamoDB provisioned capacity (standard table class), per capacity
+	// unit and hour, billed on what is provisioned whether used or not
+	// (the stack's TableCapacityMode provisioned, docs/deploy.md).
+	DynamoWCUHour, DynamoRCUHour float64
 	// Lambda (arm64), per GB-second and per million requests.
 	LambdaGBSecond, LambdaRequestMillion float64
 	// API Gateway HTTP API, per million requests (first 300 million).
@@ -45,8 +49,20 @@ var NLBLCU = struct {
 
 // OnDemand are the prices the model uses.
 var OnDemand = Prices{
-	DynamoWriteMillion:   0.625,
-	DynamoReadMillion:    0.125,
+	DynamoWriteMillion: 0.625,
+	DynamoReadMillion:  0.125,
+	// Provisioned capacity, us-east-1: $0.00065 per WCU-hour, $0.00013
+	// per RCU-hour (aws.amazon.com/dynamodb/pricing/provisioned; the
+	// November 2024 cut halved on-demand's prices and left these as they
+	// were). Checked 2026-11-29: that page's stored copy gives the units'
+	// definitions (below) but not its price table, which it renders in
+	// the browser; the figures are the list prices as last published,
+	// to be checked there when the model is relied on. A transactional
+	// write takes 2 WCU and a strongly consistent read of up to 4 KB 1
+	// RCU, as on demand: the units counted are the same in both modes,
+	// only their price differs.
+	DynamoWCUHour:        0.00065,
+	DynamoRCUHour:        0.00013,
 	LambdaGBSecond:       0.0000133334,
 	LambdaRequestMillion: 0.20,
 	APIRequestMillion:    1.00,
@@ -82,6 +98,10 @@ type Assumptions struct {
 	// FilesPerMessage are file uploads per message (a presigned PUT and
 	// a read each).
 	FilesPerMessage float64
+	// Utilization is provisioned capacity's target utilization (0.2 to
+	// 0.9, auto scaling's bounds): auto scaling keeps the provisioned
+	// units at about the units used divided by it, for a steady load.
+	Utilization float64
 }
 
 // DefaultAssumptions: a bot answering in 200 ms.
@@ -91,4 +111,5 @@ var DefaultAssumptions = Assumptions{
 	DeliveriesPerInvocation: 4,
 	LogBytesPerCall:         600,
 	FilesPerMessage:         0,
+	Utilization:             0.70,
 }
