@@ -179,8 +179,8 @@ func TestUserMessageUnits(t *testing.T) {
 // index), which is what AWS bills and what the capacity model prices
 // (docs/data-model.md, "Items per message"). Pinned at what it measures:
 // 11 write units at 1x (7 base table, 4 indexes), 16 billed, 3 write calls
-// (the message's transaction, the lease, the entry's removal), at most 4.1
-// read units; the sweep index's entry is put, updated by the lease (its
+// (the message's transaction, the lease, the entry's removal), at most 4.6
+// read units (3.9-4.1 measured); the sweep index's entry is put, updated by the lease (its
 // key unchanged) and removed: 3 units. Equal, not at most: a replay that
 // lost the lease or the index would under-state AWS's bill again.
 func TestUserMessageUnitsAWS(t *testing.T) {
@@ -201,8 +201,12 @@ func TestUserMessageUnitsAWS(t *testing.T) {
 	if !near(b.WriteCalls, 3) {
 		t.Errorf("%.2f write calls per message on AWS, want 3 (the message's transaction, the lease, the removal)", b.WriteCalls)
 	}
-	if b.Read > 4.1 {
-		t.Errorf("a user message and its delivery read %.2f units on AWS; want at most 4.1", b.Read)
+	// Reads depend on how the stream's batches fall (a shard read once per
+	// pass, whatever it holds): 3.9-4.1 measured; at most 4.6, the figure
+	// with each delivery in a batch of its own (the handler's second pass
+	// reading the shard again).
+	if b.Read > 4.6 {
+		t.Errorf("a user message and its delivery read %.2f units on AWS; want at most 4.6", b.Read)
 	}
 	if w := b.KeyWrites["gsi1 OUTBOX#DUE#<n>"]; !near(w, 3) {
 		t.Errorf("gsi1 OUTBOX#DUE#<n>: %.2f write units per message on AWS, want 3 (put, the lease's update, removal)", w)
