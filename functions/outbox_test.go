@@ -226,3 +226,70 @@ func TestDispatcherStreamMigratesFirst(t *testing.T) {
 		t.Fatalf("the bot received %v, want older then newer", got)
 	}
 }
+
+// TestTwoDispatchersDeliverOnce: the dispatcher function's lease keeps two
+// invocations (two stream batches naming the same shards, as a replaced
+// mapping or a retried batch can make, and the minute's sweep) from
+// delivering an entry twice or a conversation's entries out of order:
+// three handlers (dispatch.Dispatcher not Exclusive, as on AWS) work the
+// same four conversations' shards at once, over one table; each event
+// reaches the bot once, each conversation's in the order written, and
+// every entry is gone. (Run with the dispatchers Exclusive, no lease, it
+// fails: events delivered twice.)
+func TestTwoDispatchersDeliverOnce(t *testing.T) {
+	s := newStandIns(t)
+	botID, received := s.recurringBot(t)
+	hdr := map[string]string{"x-bot-id": botID}
+	const convs, per = 4, 8
+	var ids []string
+	for c := range convs {
+		_, out := s.call(t, httpapi.AreaChat, "POST", "/v1/chat/conversations", hdr, map[string]any{"channel": "web", "tags": map[string]string{}})
+		conv := out["conversation"].(map[string]any)["id"].(string)
+		for i := range per {
+			_, out := s.call(t, httpapi.AreaChat, "POST", "/v1/chat/events", hdr,
+				map[string]any{"type": fmt.Sprintf("%c%d", 'a'+c, i), "conversationId": conv, "payload": map[string]any{}})
+			ids = append(ids, out["event"].(map[string]any)["id"].(string))
+		}
+	}
+	store := storeOf(t)
+	entries := pendingEntries(t, store, time.Now().Add(time.Second))
+	if len(entries) != convs {
+		t.Fatalf("shards pending: %d, want %d", len(entries), convs)
+	}
+	ctx, cancel := context.WithDeadline(context.Background(), time.Now().Add(runtime.DispatchReserve+time.Minute))
+	defer cancel()
+	events := [][]byte{streamBatch(t, entries), streamBatch(t, entries), sampleEvent(t, "dispatcher-schedule.json", nil)}
+	errs := make(chan error, len(events))
+	for _, ev := range events {
+		handle := dispatcherHandler(t) // an invocation of its own
+		go func() { errs <- handle(ctx, ev) }()
+	}
+	for range events {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	per2 := map[byte][]string{}
+	for _, typ := range received.got() {
+		if typ != "ping" {
+			per2[typ[0]] = append(per2[typ[0]], typ)
+		}
+	}
+	for c := range convs {
+		want := make([]string, per)
+		for i := range per {
+			want[i] = fmt.Sprintf("%c%d", 'a'+c, i)
+		}
+		if got := strings.Join(per2[byte('a'+c)], ","); got != strings.Join(want, ",") {
+			t.Errorf("conversation %c received %s, want each once, in order: %s", 'a'+c, got, strings.Join(want, ","))
+		}
+	}
+	for _, id := range ids {
+		if st := s.eventStatus(t, botID, id); st != "processed" {
+			t.Errorf("event %s is %s", id, st)
+		}
+	}
+	if left := pendingEntries(t, store, time.Now().Add(time.Hour)); len(left) != 0 {
+		t.Errorf("entries left in the outbox: %v", left)
+	}
+}

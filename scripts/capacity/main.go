@@ -5,7 +5,11 @@
 // at which the hottest key reaches DynamoDB's per-partition limit, the
 // Lambda concurrency and the cost per million messages at on-demand
 // prices and with the table's capacity provisioned under auto scaling at
-// -utilization percent (shared/capacity/prices.go, provisioned.go).
+// -utilization percent (shared/capacity/prices.go, provisioned.go). The
+// cost is AWS's: the replay makes its deliveries as the AWS build does
+// (capacity.Shape.AWS: a lease per delivery, every outbox entry in the
+// sweep index); the local platform's counts (no lease, the sparse sweep
+// index) are printed beside it (-local).
 //
 //	go run ./scripts/capacity -rate 500 -bots 50 -conversations 5000
 //
@@ -39,6 +43,7 @@ func main() {
 		tableRows = flag.Int("table-rows", 2000, "rows of the table the table queries read")
 		userOnly  = flag.Bool("user-only", false, "replay users' messages only (each delivered to the bot as an event), for the units of one user message and its delivery")
 		breakdown = flag.Bool("breakdown", false, "also print the units per message by operation and by kind of key, at 1x and as billed")
+		withLocal = flag.Bool("local", true, "also replay the local platform's delivery path (no lease, the sparse sweep index) and print its counts beside AWS's; the cost is AWS's either way")
 		oneBot    = flag.Int("onebot", 0, "the one-bot load test: write this many users' messages to one bot as fast as this machine takes them (over -replay-conversations conversations at once), report the rate reached and the units per key that -rate implies (-bots is 1)")
 	)
 	flag.Float64Var(&load.MessagesPerSecond, "rate", 100, "messages written per second, platform-wide")
@@ -88,6 +93,7 @@ func main() {
 		}
 		fmt.Printf("One-bot load test: %d users' messages over %d conversations of one bot, written and delivered in %.1f s: %.0f messages/s on this machine (%d cores)\n\n",
 			c.Messages, convs, c.Elapsed.Seconds(), float64(c.Messages)/c.Elapsed.Seconds(), runtime.NumCPU())
+		fmt.Print("(the local platform's delivery path: no lease, the sparse sweep index; AWS writes 4 more units at 1x per delivery, see the default replay)\n\n")
 		load.Bots = 1
 		capacity.Model(c, load, a, capacity.OnDemand).Print(os.Stdout)
 		if *breakdown {
@@ -103,14 +109,49 @@ func main() {
 	if load.TableQueriesPerSecond > 0 {
 		shape.TableRows, shape.TableQueries = *tableRows, 50
 	}
-	c, err := capacity.Replay(context.Background(), shape)
+	// AWS's bill is priced from the AWS build's delivery path (a lease per
+	// delivery, the full sweep index: Shape.AWS); the local platform's
+	// counts are printed beside it.
+	aws := shape
+	aws.AWS = true
+	c, err := capacity.Replay(context.Background(), aws)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	capacity.Model(c, load, a, capacity.OnDemand).Print(os.Stdout)
-	if *breakdown {
-		fmt.Println()
-		capacity.Break(c).Print(os.Stdout)
+	var lc capacity.Counted
+	if *withLocal {
+		if lc, err = capacity.Replay(context.Background(), shape); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
 	}
+	fmt.Println("AWS (the dispatcher function's path: a lease per delivery, every outbox entry in the sweep index); the costs below are AWS's")
+	e := capacity.Model(c, load, a, capacity.OnDemand)
+	e.Print(os.Stdout)
+	ab := capacity.Break(c)
+	fmt.Println()
+	printPath("AWS  ", ab, e)
+	if *withLocal {
+		printPath("local", capacity.Break(lc), capacity.Model(lc, load, a, capacity.OnDemand))
+	}
+	if *breakdown {
+		fmt.Println("\nAWS:")
+		ab.Print(os.Stdout)
+		if *withLocal {
+			fmt.Println("\nLocal platform (make run: no lease, the sparse sweep index):")
+			capacity.Break(lc).Print(os.Stdout)
+		}
+	}
+}
+
+// printPath prints one delivery path's counts per message, and what they
+// would cost at AWS's prices.
+func printPath(name string, b capacity.Breakdown, e capacity.Estimate) {
+	total := 0.0
+	for _, v := range e.CostPerMillion {
+		total += v
+	}
+	fmt.Printf("Per message, %s: %.2f write units at 1x (%.2f base table, %.2f indexes), %.2f billed, %.2f read units, %.2f write calls; priced: $%.2f per million (DynamoDB $%.2f)\n",
+		name, b.Write1x, b.BaseWrite1x, b.IndexWrite, b.WriteBilled, b.Read, b.WriteCalls, total, e.CostPerMillion["DynamoDB"])
 }

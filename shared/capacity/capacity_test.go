@@ -172,3 +172,46 @@ func TestUserMessageUnits(t *testing.T) {
 		}
 	}
 }
+
+// TestUserMessageUnitsAWS: what a user's message and its delivery take on
+// the AWS build's path (Shape.AWS: the dispatcher function's handler fed
+// the table's stream, not Exclusive, every outbox entry in the sweep
+// index), which is what AWS bills and what the capacity model prices
+// (docs/data-model.md, "Items per message"). Pinned at what it measures:
+// 11 write units at 1x (7 base table, 4 indexes), 16 billed, 3 write calls
+// (the message's transaction, the lease, the entry's removal), at most 4.6
+// read units (3.9-4.1 measured); the sweep index's entry is put, updated by the lease (its
+// key unchanged) and removed: 3 units. Equal, not at most: a replay that
+// lost the lease or the index would under-state AWS's bill again.
+func TestUserMessageUnitsAWS(t *testing.T) {
+	if testing.Short() {
+		t.Skip("replays 80 messages")
+	}
+	c, err := capacity.Replay(context.Background(), capacity.Shape{Bots: 2, Conversations: 20, Turns: 4, UserOnly: true, AWS: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := capacity.Break(c)
+	t.Logf("per user message on AWS: %.2f write units at 1x (%.2f base, %.2f indexes), %.2f billed, %.2f read units, %.2f write calls",
+		b.Write1x, b.BaseWrite1x, b.IndexWrite, b.WriteBilled, b.Read, b.WriteCalls)
+	near := func(got, want float64) bool { return got > want-0.01 && got < want+0.01 }
+	if !near(b.Write1x, 11) || !near(b.BaseWrite1x, 7) || !near(b.WriteBilled, 16) {
+		t.Errorf("a user message and its delivery take %.2f write units at 1x (%.2f base), %.2f billed on AWS; want 11 (7), 16", b.Write1x, b.BaseWrite1x, b.WriteBilled)
+	}
+	if !near(b.WriteCalls, 3) {
+		t.Errorf("%.2f write calls per message on AWS, want 3 (the message's transaction, the lease, the removal)", b.WriteCalls)
+	}
+	// Reads depend on how the stream's batches fall (a shard read once per
+	// pass, whatever it holds): 3.9-4.1 measured; at most 4.6, the figure
+	// with each delivery in a batch of its own (the handler's second pass
+	// reading the shard again).
+	if b.Read > 4.6 {
+		t.Errorf("a user message and its delivery read %.2f units on AWS; want at most 4.6", b.Read)
+	}
+	if w := b.KeyWrites["gsi1 OUTBOX#DUE#<n>"]; !near(w, 3) {
+		t.Errorf("gsi1 OUTBOX#DUE#<n>: %.2f write units per message on AWS, want 3 (put, the lease's update, removal)", w)
+	}
+	if calls := float64(c.Usage.Calls["UpdateItem"]) / float64(c.Messages); !near(calls, 1) {
+		t.Errorf("%.2f UpdateItem calls per message on AWS, want 1 (the lease)", calls)
+	}
+}

@@ -26,6 +26,7 @@ import (
 	"time"
 
 	"github.com/botforge/platform/shared/delivery"
+	"github.com/botforge/platform/shared/dynamo"
 	"github.com/botforge/platform/shared/local"
 	"github.com/botforge/platform/shared/localdynamo"
 )
@@ -43,6 +44,12 @@ type Shape struct {
 	// bot as a message_created event), for the units of a user's message
 	// and its delivery.
 	UserOnly bool
+	// AWS: the deliveries are made as the AWS build makes them (awspath.go:
+	// the dispatcher function's handler fed the table's stream, a lease per
+	// delivery, every outbox entry in the sweep index), not as the local
+	// platform does (one Exclusive dispatcher, no lease, the sparse sweep
+	// index): what AWS bills.
+	AWS bool
 }
 
 // Counted is what a replay counted.
@@ -73,13 +80,22 @@ func Replay(ctx context.Context, shape Shape) (Counted, error) {
 		return Counted{}, err
 	}
 	defer os.RemoveAll(dir)
-	p, err := local.Open(ctx, dir, "http://127.0.0.1:1", slog.New(slog.NewTextHandler(io.Discard, nil)))
+	open := local.Open
+	if shape.AWS {
+		open = local.OpenAWSDispatch
+	}
+	p, err := open(ctx, dir, "http://127.0.0.1:1", slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {
 		return Counted{}, err
 	}
 	defer p.Close()
 	if p.Dynamo == nil {
 		return Counted{}, fmt.Errorf("capacity: the platform is not on the embedded DynamoDB (PLATFORM_DYNAMODB_ENDPOINT is set)")
+	}
+	var stream *awsStream
+	if shape.AWS {
+		stream = startAWSStream(p)
+		defer stream.close()
 	}
 	api := httptest.NewServer(p.Handler)
 	defer api.Close()
@@ -172,7 +188,10 @@ func Replay(ctx context.Context, shape Shape) (Counted, error) {
 	// Every message is delivered once; then the outbox is empty (the last
 	// delivery's own writes follow its call).
 	deadline := time.Now().Add(5 * time.Minute)
-	for delivered.Load() < int64(messages) || !outboxEmpty(ctx, p) {
+	for delivered.Load() < int64(messages) || !outboxEmpty(p) {
+		if stream != nil && stream.err() != nil {
+			return Counted{}, fmt.Errorf("capacity: a stream batch failed: %w", stream.err())
+		}
 		if time.Now().After(deadline) {
 			return Counted{}, fmt.Errorf("capacity: %d of %d deliveries after 5 minutes", delivered.Load(), messages)
 		}
@@ -189,12 +208,20 @@ func Replay(ctx context.Context, shape Shape) (Counted, error) {
 	return out, nil
 }
 
-// outboxEmpty tells whether no outbox entry is left (the store's outbox
+// outboxEmpty tells whether no outbox entry is left (the table's outbox
 // partitions, whether in the sweep index or not: it is sparse locally;
 // no units counted).
-func outboxEmpty(ctx context.Context, p *local.Platform) bool {
-	shards, err := p.Store.OutboxShards(ctx)
-	return err == nil && len(shards) == 0
+func outboxEmpty(p *local.Platform) bool {
+	pks, err := p.Dynamo.PartitionKeys(p.Env.Table, "OUTBOX#")
+	if err != nil {
+		return false
+	}
+	for _, pk := range pks {
+		if dynamo.IsShard(pk) {
+			return false
+		}
+	}
+	return true
 }
 
 // tableQueries fills a table of the bot and counts the units of selective
@@ -436,7 +463,7 @@ func throughput(ctx context.Context, conversations, messages int, count bool) (C
 	if count {
 		// The last deliveries' own writes (their entries' removal) follow
 		// their calls: wait for the outbox to be empty.
-		for !outboxEmpty(ctx, p) {
+		for !outboxEmpty(p) {
 			time.Sleep(10 * time.Millisecond)
 		}
 		out.Usage = p.Dynamo.Usage()

@@ -286,9 +286,15 @@ func (s *Store) DueShards(ctx context.Context, now time.Time, perBucket int) ([]
 }
 
 // dueInBucket calls found with the shard of each entry of bucket b that is
-// due by now and not leased.
+// due by now and not leased, until limit shards are found. Leased entries
+// are read past (a further page of the index, as long as the due range
+// goes on): they are not counted against limit, so entries leased by
+// invocations under way (or dead, until their leases run out) never hide
+// due ones behind them in the index's order; nor do several due entries
+// of one shard (a backlog behind a retry or a lease). At most
+// sweepMaxPages pages of limit entries are read per bucket per sweep.
 func (s *Store) dueInBucket(ctx context.Context, b int, now time.Time, limit int, found func(pk string)) error {
-	out, err := s.db.Query(ctx, &dynamodb.QueryInput{
+	in := &dynamodb.QueryInput{
 		TableName:                 &s.table,
 		IndexName:                 aws.String(GSI1),
 		KeyConditionExpression:    aws.String("gsi1pk = :b AND gsi1sk <= :now"),
@@ -296,17 +302,29 @@ func (s *Store) dueInBucket(ctx context.Context, b int, now time.Time, limit int
 		ProjectionExpression:      aws.String("pk, #l"),
 		ExpressionAttributeNames:  map[string]string{"#l": attrLease},
 		Limit:                     aws.Int32(int32(limit)),
-	})
-	if err != nil {
-		return err
 	}
-	for _, it := range out.Items {
-		if getN(it, attrLease) <= now.UnixMilli() {
-			found(getS(it, attrPK))
+	shards := map[string]bool{}
+	for range sweepMaxPages {
+		out, err := s.db.Query(ctx, in)
+		if err != nil {
+			return err
 		}
+		for _, it := range out.Items {
+			if pk := getS(it, attrPK); getN(it, attrLease) <= now.UnixMilli() && !shards[pk] {
+				shards[pk] = true
+				found(pk)
+			}
+		}
+		if len(shards) >= limit || len(out.LastEvaluatedKey) == 0 {
+			return nil
+		}
+		in.ExclusiveStartKey = out.LastEvaluatedKey
 	}
 	return nil
 }
+
+// sweepMaxPages bounds the index pages one sweep reads of a bucket.
+const sweepMaxPages = 10
 
 // LeaseDelivery takes d for until: false when another dispatcher holds it
 // or it is gone.

@@ -205,10 +205,21 @@ func (p *Platform) OnUsage(f func(op string, u *dynamo.Usage)) { p.onUsage.Store
 // baseURL is where clients reach the server (used in presigned URLs).
 // The disk reserve is PLATFORM_LOCAL_DISK_RESERVE_MIB's, or 64 MiB.
 func Open(ctx context.Context, dataDir, baseURL string, log *slog.Logger) (*Platform, error) {
-	return open(ctx, dataDir, baseURL, log, nil)
+	return open(ctx, dataDir, baseURL, log, nil, false)
 }
 
-func open(ctx context.Context, dataDir, baseURL string, log *slog.Logger, reserveMiB *int64) (*Platform, error) {
+// OpenAWSDispatch is Open with the outbox delivered as the AWS build
+// delivers it, for the capacity model's AWS replay (shared/capacity): the
+// store keeps every entry in the sweep index (no SparseSweep), and the
+// Dispatcher is built as the dispatcher function builds its own (not
+// Exclusive: a lease per delivery) and is not started: the caller drives
+// it (runtime.DrainOutbox, fed the table's changes as the stream's event
+// source mapping would be).
+func OpenAWSDispatch(ctx context.Context, dataDir, baseURL string, log *slog.Logger) (*Platform, error) {
+	return open(ctx, dataDir, baseURL, log, nil, true)
+}
+
+func open(ctx context.Context, dataDir, baseURL string, log *slog.Logger, reserveMiB *int64, awsDispatch bool) (*Platform, error) {
 	reserve, err := diskReserve(reserveMiB)
 	if err != nil {
 		return nil, err
@@ -530,8 +541,8 @@ func open(ctx context.Context, dataDir, baseURL string, log *slog.Logger, reserv
 		Builtins: p.Builtins, WebhookBase: strings.TrimSuffix(baseURL, "/") + "/webhooks",
 		// Over the embedded DynamoDB this process alone delivers (no lease
 		// per delivery: dispatch.Dispatcher.Exclusive).
-		Exclusive: p.Dynamo != nil}
-	if p.Dynamo != nil {
+		Exclusive: p.Dynamo != nil && !awsDispatch}
+	if p.Dynamo != nil && !awsDispatch {
 		// The sweep index is sparse here: an entry due at once is found by
 		// its commit's wake-up (OnOutbox below), and, after a crash, by
 		// listing the store's outbox partitions at start (2 index write
@@ -554,6 +565,10 @@ func open(ctx context.Context, dataDir, baseURL string, log *slog.Logger, reserv
 		return nil, fmt.Errorf("runtime: %w", err)
 	} else if n > 0 {
 		log.Info("runtime: deliveries interrupted by the last stop will be made again", "count", n)
+	}
+	if awsDispatch {
+		ok = true
+		return p, nil
 	}
 	p.Store.OnOutbox(p.Dispatcher.WakeShards)
 	dctx, stop := context.WithCancel(context.WithoutCancel(ctx))
@@ -610,7 +625,7 @@ func Run(ctx context.Context, o Options) error {
 	} else if restored != "" {
 		log.Info("restored the staged backup", "backup", restored, "replacedStateKeptIn", aside)
 	}
-	p, err := open(ctx, o.DataDir, base, log, o.DiskReserveMiB)
+	p, err := open(ctx, o.DataDir, base, log, o.DiskReserveMiB, false)
 	if err != nil {
 		ln.Close()
 		return err
