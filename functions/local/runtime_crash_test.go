@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -18,66 +19,19 @@ import (
 // process's lease does not hold it back), with the same event id, and ends
 // processed.
 func TestDeliveryAcrossKill(t *testing.T) {
-	var up atomic.Bool
-	var mu sync.Mutex
-	var seen []string // event ids, in order of attempts
-	var okIDs []string
-	bot := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var body struct {
-			Event struct {
-				ID string `json:"id"`
-			} `json:"event"`
-		}
-		b, _ := io.ReadAll(r.Body)
-		_ = json.Unmarshal(b, &body)
-		mu.Lock()
-		seen = append(seen, body.Event.ID)
-		if up.Load() {
-			okIDs = append(okIDs, body.Event.ID)
-		}
-		mu.Unlock()
-		if !up.Load() {
-			// Hang until the platform goes away: it dies mid-delivery,
-			// holding the delivery's lease.
-			<-r.Context().Done()
-			return
-		}
-		_, _ = io.WriteString(w, "{}")
-	}))
-	defer bot.Close()
-
+	bot := newKillBot(t)
 	bin := buildBinary(t)
 	dir := t.TempDir()
 	s := start(t, bin, dir)
 	tok := adminToken(t, dir)
 	hdr, conv, user := botConversation(t, s, tok, bot.URL)
-	st, m := try(s.url, "POST", "/v1/chat/messages", tok, hdr, map[string]any{
-		"conversationId": conv, "userId": user,
-		"type": "text", "payload": map[string]any{"text": "hi"}, "tags": map[string]string{}})
-	if st != 201 {
-		t.Fatalf("createMessage: %d %v", st, m)
-	}
-	msgID := m["message"].(map[string]any)["id"].(string)
+	msgID := sendText(t, s, tok, hdr, conv, user, "hi")
 	// The first attempt is under way: kill the platform now.
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		mu.Lock()
-		n := len(seen)
-		mu.Unlock()
-		if n > 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("no delivery attempt within 30 s")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	bot.waitAttempt(t)
 	s.stop(syscall.SIGKILL)
-	mu.Lock()
-	first := seen[0]
-	mu.Unlock()
+	first := bot.seen(false)[0].ID
 
-	up.Store(true)
+	bot.up.Store(true)
 	s = start(t, bin, dir)
 	var status string
 	for deadline := time.Now().Add(60 * time.Second); ; {
@@ -96,10 +50,8 @@ func TestDeliveryAcrossKill(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	mu.Lock()
-	defer mu.Unlock()
-	if len(okIDs) != 1 || okIDs[0] != first {
-		t.Fatalf("delivered after the restart: %v, want the same event %s once", okIDs, first)
+	if ok := bot.seen(true); len(ok) != 1 || ok[0].ID != first {
+		t.Fatalf("delivered after the restart: %v, want the same event %s once", ok, first)
 	}
 	s.stop(syscall.SIGINT)
 }
@@ -127,4 +79,77 @@ func botConversation(t *testing.T, s *server, tok, botURL string) (hdr map[strin
 		t.Fatalf("createUser: %d %v", st, u)
 	}
 	return hdr, c["conversation"].(map[string]any)["id"].(string), u["user"].(map[string]any)["id"].(string)
+}
+
+// killBot is a bot for the kill tests: it records each event it is sent
+// and, until up is set, answers none (each request hangs until the
+// platform that made it dies, so the platform is killed mid-delivery).
+type killBot struct {
+	*httptest.Server
+	up atomic.Bool
+	mu sync.Mutex
+	// attempts are every event sent, in order; delivered those sent
+	// while up (answered).
+	attempts, delivered []sentEvent
+}
+
+// sentEvent is an event as the bot got it.
+type sentEvent struct{ ID, MessageID string }
+
+func newKillBot(t *testing.T) *killBot {
+	k := &killBot{}
+	k.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var body struct {
+			Event sentEvent `json:"event"`
+		}
+		b, _ := io.ReadAll(r.Body)
+		_ = json.Unmarshal(b, &body)
+		up := k.up.Load()
+		k.mu.Lock()
+		k.attempts = append(k.attempts, body.Event)
+		if up {
+			k.delivered = append(k.delivered, body.Event)
+		}
+		k.mu.Unlock()
+		if !up {
+			<-r.Context().Done()
+			return
+		}
+		_, _ = io.WriteString(w, "{}")
+	}))
+	t.Cleanup(k.Close)
+	return k
+}
+
+// seen returns a copy of the attempts (or, with delivered, of the events
+// answered).
+func (k *killBot) seen(delivered bool) []sentEvent {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if delivered {
+		return slices.Clone(k.delivered)
+	}
+	return slices.Clone(k.attempts)
+}
+
+// waitAttempt waits until the bot has been sent an event.
+func (k *killBot) waitAttempt(t *testing.T) {
+	t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); len(k.seen(false)) == 0; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("no delivery attempt within 30 s")
+		}
+	}
+}
+
+// sendText writes a user's text message in conv and returns its id.
+func sendText(t *testing.T, s *server, tok string, hdr map[string]string, conv, user, text string) string {
+	t.Helper()
+	st, m := try(s.url, "POST", "/v1/chat/messages", tok, hdr, map[string]any{
+		"conversationId": conv, "userId": user,
+		"type": "text", "payload": map[string]any{"text": text}, "tags": map[string]string{}})
+	if st != 201 {
+		t.Fatalf("createMessage: %d %v", st, m)
+	}
+	return m["message"].(map[string]any)["id"].(string)
 }

@@ -1,13 +1,7 @@
 package main_test
 
 import (
-	"encoding/json"
-	"io"
-	"net/http"
-	"net/http/httptest"
 	"slices"
-	"sync"
-	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -22,78 +16,28 @@ import (
 // once after it: the dispatcher that starts lists the store's outbox
 // shards, not the sweep index.
 func TestQueuedDeliveryAcrossKill(t *testing.T) {
-	var up atomic.Bool
-	var mu sync.Mutex
-	var attempts, okMsgs, okEvents []string // message ids, event ids
-	bot := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var body struct {
-			Event struct {
-				ID        string `json:"id"`
-				MessageID string `json:"messageId"`
-			} `json:"event"`
-		}
-		b, _ := io.ReadAll(r.Body)
-		_ = json.Unmarshal(b, &body)
-		mu.Lock()
-		attempts = append(attempts, body.Event.MessageID)
-		if up.Load() {
-			okMsgs = append(okMsgs, body.Event.MessageID)
-			okEvents = append(okEvents, body.Event.ID)
-		}
-		mu.Unlock()
-		if !up.Load() {
-			<-r.Context().Done() // hangs until the platform dies
-			return
-		}
-		_, _ = io.WriteString(w, "{}")
-	}))
-	defer bot.Close()
-
+	bot := newKillBot(t)
 	bin := buildBinary(t)
 	dir := t.TempDir()
 	s := start(t, bin, dir)
 	tok := adminToken(t, dir)
 	hdr, conv, user := botConversation(t, s, tok, bot.URL)
-	send := func(text string) string {
-		t.Helper()
-		st, m := try(s.url, "POST", "/v1/chat/messages", tok, hdr, map[string]any{
-			"conversationId": conv, "userId": user,
-			"type": "text", "payload": map[string]any{"text": text}, "tags": map[string]string{}})
-		if st != 201 {
-			t.Fatalf("createMessage: %d %v", st, m)
-		}
-		return m["message"].(map[string]any)["id"].(string)
-	}
+	send := func(text string) string { return sendText(t, s, tok, hdr, conv, user, text) }
 	first := send("one")
 	// The first is at the bot: the second waits behind it.
-	for deadline := time.Now().Add(30 * time.Second); ; {
-		mu.Lock()
-		n := len(attempts)
-		mu.Unlock()
-		if n > 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("no delivery attempt within 30 s")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	bot.waitAttempt(t)
 	second := send("two")
 	s.stop(syscall.SIGKILL)
-	mu.Lock()
-	if !slices.Equal(attempts, []string{first}) {
-		t.Fatalf("attempts before the kill: %v, want the first message's only", attempts)
+	if got := messageIDs(bot.seen(false)); !slices.Equal(got, []string{first}) {
+		t.Fatalf("attempts before the kill: %v, want the first message's only", got)
 	}
-	mu.Unlock()
 
-	up.Store(true)
+	bot.up.Store(true)
 	s = start(t, bin, dir)
 	defer s.stop(syscall.SIGINT)
 	want := []string{first, second}
 	for deadline := time.Now().Add(60 * time.Second); ; {
-		mu.Lock()
-		got := slices.Clone(okMsgs)
-		mu.Unlock()
+		got := messageIDs(bot.seen(true))
 		if len(got) >= 2 {
 			if !slices.Equal(got, want) {
 				t.Fatalf("delivered after the restart: %v, want %v (in order, once each)", got, want)
@@ -106,10 +50,8 @@ func TestQueuedDeliveryAcrossKill(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	// Each ends processed (the entries removed once delivered).
-	mu.Lock()
-	evs := slices.Clone(okEvents)
-	mu.Unlock()
-	for _, id := range evs {
+	for _, e := range bot.seen(true) {
+		id := e.ID
 		for deadline := time.Now().Add(30 * time.Second); ; {
 			_, e := try(s.url, "GET", "/v1/chat/events/"+id, tok, hdr, nil)
 			ev, _ := e["event"].(map[string]any)
@@ -122,4 +64,13 @@ func TestQueuedDeliveryAcrossKill(t *testing.T) {
 			time.Sleep(20 * time.Millisecond)
 		}
 	}
+}
+
+// messageIDs are the events' message ids, in order.
+func messageIDs(evs []sentEvent) []string {
+	ids := make([]string, len(evs))
+	for i, e := range evs {
+		ids[i] = e.MessageID
+	}
+	return ids
 }
