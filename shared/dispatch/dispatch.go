@@ -165,6 +165,17 @@ type Dispatcher struct {
 	// removing counts the removals of delivered entries still becoming
 	// durable (finishAside); Run waits for them before it returns.
 	removing sync.WaitGroup
+	// lane is the lane (shared/writelane) of Run's shard workers when
+	// Exclusive: one for the dispatcher, not one per worker, so that a
+	// shard's next pass, by a worker started after the last one ended,
+	// reads past the removals that worker left in their fsync (the reply
+	// to a user's next message would otherwise wait for the removal of
+	// the last reply's entry). Only a shard's worker reads the shard under
+	// it, one at a time, and a read waits only for writes where it reads,
+	// so sharing it among shards changes nothing for any other shard.
+	lane *writelane.Lane
+	// workerDone, set by tests, is called as a shard's worker ends.
+	workerDone func(shard string)
 }
 
 const maxObserving = 64
@@ -263,6 +274,7 @@ func (d *Dispatcher) init() {
 		if d.Workers == 0 {
 			d.Workers = Workers
 		}
+		d.lane = writelane.New()
 		d.observers = make(chan struct{}, maxObserving)
 		d.observed = sync.NewCond(&d.mu)
 	})
@@ -394,11 +406,12 @@ func (w *shardWorkers) work(sh string) {
 		defer w.wg.Done()
 		w.sem <- struct{}{}
 		defer func() { <-w.sem }()
-		// The shard's worker is its only reader and writer (Exclusive): a
-		// lane of its own lets it go on past its removals' fsyncs.
+		// The shard's worker is its only reader and writer (Exclusive): the
+		// dispatcher's lane lets it go on past the fsyncs of its removals
+		// and of those of the shard's earlier workers.
 		var lane *writelane.Lane
 		if w.d.Exclusive {
-			lane = writelane.New()
+			lane = w.d.lane
 		}
 		for {
 			if _, err := w.d.runShard(w.ctx, sh, lane); err != nil && w.ctx.Err() == nil {
@@ -413,6 +426,9 @@ func (w *shardWorkers) work(sh string) {
 			}
 			delete(w.active, sh)
 			w.mu.Unlock()
+			if w.d.workerDone != nil {
+				w.d.workerDone(sh)
+			}
 			return
 		}
 	}()

@@ -425,3 +425,55 @@ func TestLocalSizeCap(t *testing.T) {
 		t.Fatalf("another bot's lines: %v", o)
 	}
 }
+
+// TestWriteSyncsItsFilesAtOnce: a Write whose lines go to two files (a
+// call's bot and integration, logstore.LinesOf) fsyncs them at once, not
+// one after the other: the second file's fsync starts while the first's
+// is held. Write still returns only once both are done.
+func TestWriteSyncsItsFilesAtOnce(t *testing.T) {
+	s := openLocal(t, t.TempDir(), time.Now)
+	var once sync.Once
+	first, release := make(chan string, 1), make(chan struct{})
+	second := make(chan string, 1)
+	s.beforeSync = func(path string) {
+		held := false
+		once.Do(func() { held = true })
+		if held {
+			first <- path
+			<-release // this fsync held until the test releases it
+			return
+		}
+		second <- path
+	}
+	now := time.Now()
+	done := make(chan error, 1)
+	go func() {
+		done <- s.Write(context.Background(),
+			platform.LogLine{ID: "log_01HZZZZZZZZZZZZZZZZZZZZZZ1", Time: now, Level: "info", Message: "to the bot", Source: botSrc},
+			platform.LogLine{ID: "log_01HZZZZZZZZZZZZZZZZZZZZZZ2", Time: now, Level: "info", Message: "to the integration", Source: platform.LogSource{Kind: platform.LogIntegration, ID: testInt}})
+	}()
+	held := <-first
+	select {
+	case p := <-second:
+		if p == held {
+			t.Fatalf("the same file %s was fsynced twice", p)
+		}
+	case <-time.After(10 * time.Second):
+		close(release)
+		t.Fatal("the second file's fsync did not start while the first's was held")
+	}
+	select {
+	case err := <-done:
+		t.Fatalf("Write returned (%v) while a file's fsync was held", err)
+	default:
+	}
+	close(release)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	for _, src := range []platform.LogSource{botSrc, {Kind: platform.LogIntegration, ID: testInt}} {
+		if got := all(t, s, platform.LogQuery{Source: src, Start: now.Add(-time.Minute), End: now.Add(time.Minute), Limit: 10}); len(got) != 1 {
+			t.Fatalf("%v: %d lines, want 1", src, len(got))
+		}
+	}
+}
