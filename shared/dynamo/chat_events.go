@@ -569,16 +569,27 @@ func (s *Store) updateEvent(ctx context.Context, bot, id string, change func(*pl
 			// Its first item (new), listed through its message as
 			// before, the payload still the message's; the message
 			// required there (gone, with its conversation: no item left
-			// behind). Either condition failing is retried: the event
-			// written meanwhile (deleteMessage, updateMessage) is
-			// changed, a message gone is a 404.
+			// behind), and its conversation live: once marked for
+			// deletion, the deletion's sweep deletes the conversation's
+			// events, then its messages, and an item made in between
+			// would outlive both. The event or message condition
+			// failing is retried: the event written meanwhile
+			// (deleteMessage, updateMessage) is changed, a message gone
+			// is a 404; the conversation's is a 404 at once.
 			e.Payload = nil
 			it, err := storedEventItem(bot, eventDoc{Event: e, Delivery: rec.Delivery, FromMessage: true}, false)
 			if err != nil {
 				return err
 			}
-			err = s.txWrite(ctx, []types.TransactWriteItem{putNew(it), mustExist(msgPK(bot, e.MessageID), skMsg)})
-			if failedAt(err) >= 0 {
+			w := []types.TransactWriteItem{putNew(it), mustExist(msgPK(bot, e.MessageID), skMsg)}
+			if e.ConversationID != "" {
+				w = append(w, liveCheck(convPK(bot, e.ConversationID), skConv))
+			}
+			err = s.txWrite(ctx, w)
+			switch at := failedAt(err); {
+			case at == 2:
+				return platform.NotFound("event", id)
+			case at >= 0:
 				return errRetry
 			}
 			return err

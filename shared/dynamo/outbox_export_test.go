@@ -41,3 +41,10 @@ func (s *Store) PutOutboxEntries(ctx context.Context, ds []platform.Delivery, le
 	}
 	return nil
 }
+
+// MarkConversationDeleting sets a conversation's deletion mark, as
+// deleteConversation's first step does, without its sweep.
+func (s *Store) MarkConversationDeleting(ctx context.Context, bot, id string) error {
+	_, _, pk, sk, _ := deletionConversation.owner(bot, id)
+	return s.markDeleting(ctx, deletionConversation, bot, id, pk, sk)
+}
