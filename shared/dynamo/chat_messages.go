@@ -113,24 +113,19 @@ func msgWrites(bot string, m platform.Message) ([]types.TransactWriteItem, error
 	return w, nil
 }
 
-// countMessage moves a conversation's message counter by delta; counting a
-// new message needs the conversation live, uncounting only present.
+// countMessage moves a conversation's message counter by delta, the
+// conversation live: a new message is refused once its conversation is
+// marked for deletion, and so is deleteMessage, whose write gives the
+// message's event an item (keepMessagePayload) that the deletion's sweep,
+// past the conversation's events already, would leave behind.
 func countMessage(bot, convID string, delta int64) types.TransactWriteItem {
-	cond := "attribute_exists(pk)"
-	if delta > 0 {
-		cond += " AND attribute_not_exists(#del)"
-	}
-	u := &types.Update{
+	return types.TransactWriteItem{Update: &types.Update{
 		Key:                       key(convPK(bot, convID), skConv),
 		UpdateExpression:          aws.String("ADD #n :d"),
-		ConditionExpression:       aws.String(cond),
-		ExpressionAttributeNames:  map[string]string{"#n": attrMsgs},
+		ConditionExpression:       aws.String("attribute_exists(pk) AND attribute_not_exists(#del)"),
+		ExpressionAttributeNames:  map[string]string{"#n": attrMsgs, "#del": attrDeleting},
 		ExpressionAttributeValues: item{":d": num(delta)},
-	}
-	if delta > 0 {
-		u.ExpressionAttributeNames["#del"] = attrDeleting
-	}
-	return types.TransactWriteItem{Update: u}
+	}}
 }
 
 // countNew counts a new message on its conversation's counter item
@@ -536,7 +531,7 @@ func (s *Store) DeleteMessage(ctx context.Context, bot, id string) error {
 		case i == 0:
 			return errRetry
 		case i == 1:
-			return platform.NotFound("message", id)
+			return platform.NotFound("message", id) // or its conversation is being deleted
 		}
 		return err
 	})

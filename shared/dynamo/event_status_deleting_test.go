@@ -18,7 +18,8 @@ import (
 // item created between the two would outlive the conversation (found by
 // the kill test TestConversationDeleteFinishesAfterKill: one event of the
 // deleted conversation left). The status write answers not found instead,
-// which the dispatcher takes as "gone with its conversation".
+// which the dispatcher takes as "gone with its conversation"; so does
+// deleteMessage, whose write gives the event an item too.
 func TestFailedStatusDuringConversationDeletion(t *testing.T) {
 	env := apitest.New(t)
 	ctx := context.Background()
@@ -60,6 +61,13 @@ func TestFailedStatusDuringConversationDeletion(t *testing.T) {
 	// failed one the sweep could miss.
 	if e, err := s.GetEvent(ctx, bot, evt); err == nil && e.Status == platform.EventFailed {
 		t.Fatalf("the event was stored failed after its conversation was marked for deletion: %+v", e)
+	}
+	// deleteMessage, whose write gives the event an item, likewise.
+	if err := s.DeleteMessage(ctx, bot, m.ID); platform.TypeOf(err) != platform.ErrResourceNotFound {
+		t.Fatalf("deleteMessage in a conversation being deleted: %v, want not found", err)
+	}
+	if e, err := s.GetEvent(ctx, bot, evt); err == nil && e.Status == platform.EventFailed {
+		t.Fatalf("the event was stored after deleteMessage: %+v", e)
 	}
 	if err := s.DeleteConversation(ctx, bot, c.ID); err != nil && platform.TypeOf(err) != platform.ErrResourceNotFound {
 		t.Fatal(err)
