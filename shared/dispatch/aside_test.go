@@ -3,7 +3,6 @@ package dispatch
 import (
 	"context"
 	"slices"
-	"sync"
 	"testing"
 	"time"
 
@@ -15,10 +14,7 @@ import (
 // says when a removal is visible (as the embedded DynamoDB does for a
 // lane's write) and then holds the first removal, as a slow fsync would.
 type asideStore struct {
-	Store    // the rest is never called
-	mu       sync.Mutex
-	entries  []platform.Delivery
-	timedOut []string // workflow ids, in order
+	memShard
 	reads    []*writelane.Lane
 	hold     chan struct{}
 	holding  chan struct{} // closed once the first removal is held
@@ -31,27 +27,12 @@ func (s *asideStore) PendingDeliveries(ctx context.Context, shard, after string,
 	defer s.mu.Unlock()
 	lane, _ := writelane.From(ctx)
 	s.reads = append(s.reads, lane)
-	var out []platform.Delivery
-	for _, d := range s.entries {
-		if d.ID > after {
-			out = append(out, d)
-		}
-	}
-	return out, make([]int64, len(out)), nil
-}
-
-func (s *asideStore) DueShards(context.Context, time.Time, int) ([]string, error) { return nil, nil }
-
-func (s *asideStore) TimeOutWorkflow(_ context.Context, _, id, _ string, _ time.Time) (bool, error) {
-	s.mu.Lock()
-	s.timedOut = append(s.timedOut, id)
-	s.mu.Unlock()
-	return true, nil
+	return s.afterLocked(after)
 }
 
 func (s *asideStore) FinishDelivery(ctx context.Context, d platform.Delivery) error {
 	s.mu.Lock()
-	s.entries = slices.DeleteFunc(s.entries, func(e platform.Delivery) bool { return e.ID == d.ID })
+	s.removeLocked(d.ID)
 	s.mu.Unlock()
 	if _, visible := writelane.From(ctx); visible != nil && s.visible {
 		visible()
@@ -64,19 +45,10 @@ func (s *asideStore) FinishDelivery(ctx context.Context, d platform.Delivery) er
 	return nil
 }
 
-func (s *asideStore) timed() []string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return slices.Clone(s.timedOut)
-}
-
 func newAsideStore(visible bool) *asideStore {
-	past := platform.FormatTime(time.Now().Add(-time.Minute))
 	s := &asideStore{hold: make(chan struct{}), holding: make(chan struct{}), finished: make(chan string, 2), visible: visible}
-	for _, id := range []string{"1", "2"} {
-		s.entries = append(s.entries, platform.Delivery{ID: "dlv_" + id, Kind: platform.DeliverWorkflowTimeout, BotID: "bot",
-			ConversationID: "conv", WorkflowID: "wf" + id, CreatedAt: past, DueAt: past})
-	}
+	s.addLocked("1")
+	s.addLocked("2")
 	return s
 }
 

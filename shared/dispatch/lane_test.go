@@ -16,14 +16,11 @@ import (
 // once, then held in its fsync, and a read of the shard waits for it
 // unless the read is in the removal's lane.
 type laneStore struct {
-	Store    // the rest is never called
-	mu       sync.Mutex
-	cond     *sync.Cond
-	entries  []platform.Delivery
-	timedOut []string
-	held     *writelane.Lane // the lane of the removal held in its fsync
-	hold     chan struct{}
-	holding  chan struct{} // closed once the first removal is held
+	memShard
+	cond    *sync.Cond
+	held    *writelane.Lane // the lane of the removal held in its fsync
+	hold    chan struct{}
+	holding chan struct{} // closed once the first removal is held
 }
 
 func (s *laneStore) PendingDeliveries(ctx context.Context, shard, after string, limit int) ([]platform.Delivery, []int64, error) {
@@ -33,28 +30,13 @@ func (s *laneStore) PendingDeliveries(ctx context.Context, shard, after string, 
 	for s.held != nil && s.held != lane {
 		s.cond.Wait() // another lane's write in flight where it reads
 	}
-	var out []platform.Delivery
-	for _, d := range s.entries {
-		if d.ID > after {
-			out = append(out, d)
-		}
-	}
-	return out, make([]int64, len(out)), nil
-}
-
-func (s *laneStore) DueShards(context.Context, time.Time, int) ([]string, error) { return nil, nil }
-
-func (s *laneStore) TimeOutWorkflow(_ context.Context, _, id, _ string, _ time.Time) (bool, error) {
-	s.mu.Lock()
-	s.timedOut = append(s.timedOut, id)
-	s.mu.Unlock()
-	return true, nil
+	return s.afterLocked(after)
 }
 
 func (s *laneStore) FinishDelivery(ctx context.Context, d platform.Delivery) error {
 	lane, visible := writelane.From(ctx)
 	s.mu.Lock()
-	s.entries = slices.DeleteFunc(s.entries, func(e platform.Delivery) bool { return e.ID == d.ID })
+	s.removeLocked(d.ID)
 	first := d.ID == "dlv_1"
 	if first {
 		s.held = lane
@@ -75,17 +57,9 @@ func (s *laneStore) FinishDelivery(ctx context.Context, d platform.Delivery) err
 }
 
 func (s *laneStore) add(id string) {
-	past := platform.FormatTime(time.Now().Add(-time.Minute))
 	s.mu.Lock()
-	s.entries = append(s.entries, platform.Delivery{ID: "dlv_" + id, Kind: platform.DeliverWorkflowTimeout, BotID: "bot",
-		ConversationID: "conv", WorkflowID: "wf" + id, CreatedAt: past, DueAt: past})
+	s.addLocked(id)
 	s.mu.Unlock()
-}
-
-func (s *laneStore) timed() []string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return slices.Clone(s.timedOut)
 }
 
 // TestNextPassDoesNotWaitForTheLastPassRemoval: the conversation's next

@@ -3,9 +3,7 @@ package dynamo_test
 import (
 	"context"
 	"testing"
-	"time"
 
-	"github.com/botforge/platform/shared/apitest"
 	"github.com/botforge/platform/shared/dynamo"
 	"github.com/botforge/platform/shared/platform"
 )
@@ -21,34 +19,21 @@ import (
 // which the dispatcher takes as "gone with its conversation"; so does
 // deleteMessage, whose write gives the event an item too.
 func TestFailedStatusDuringConversationDeletion(t *testing.T) {
-	env := apitest.New(t)
+	stores, _ := embeddedStores(t)
+	s := stores("statusdeleting")
 	ctx := context.Background()
-	db := env.Platform.Store.Client()
-	if err := dynamo.EnsureTable(ctx, db, "statusdeleting"); err != nil {
-		t.Fatal(err)
-	}
-	s := dynamo.New(db, "statusdeleting")
 	bot := platform.NewID(platform.PrefixBot)
-	now := platform.FormatTime(time.Now())
-	user := platform.User{ID: platform.NewID(platform.PrefixUser), CreatedAt: now, UpdatedAt: now, Tags: map[string]string{}}
-	if err := s.CreateUser(ctx, bot, user); err != nil {
-		t.Fatal(err)
-	}
-	c := platform.Conversation{ID: platform.NewID(platform.PrefixConversation), CreatedAt: now, UpdatedAt: now, Channel: "c", Tags: map[string]string{}}
-	if err := s.CreateConversation(ctx, bot, c); err != nil {
-		t.Fatal(err)
-	}
-	m := platform.Message{ID: platform.NewID(platform.PrefixMessage), CreatedAt: now, UpdatedAt: now, Type: "text", Payload: []byte(`{"text":"x"}`),
-		Direction: "incoming", UserID: user.ID, ConversationID: c.ID, Tags: map[string]string{}}
+	c := newChatConversation(t, s, bot)
+	m := userText(newChatUser(t, s, bot), c)
 	if err := s.CreateMessage(ctx, bot, m); err != nil {
 		t.Fatal(err)
 	}
-	ds, _, err := s.PendingDeliveries(ctx, dynamo.Shard(platform.Delivery{BotID: bot, ConversationID: c.ID}), "", 10)
+	ds, _, err := s.PendingDeliveries(ctx, dynamo.Shard(platform.Delivery{BotID: bot, ConversationID: c}), "", 10)
 	if err != nil || len(ds) != 1 || ds[0].EventID == "" {
 		t.Fatalf("the message's delivery: %+v, %v", ds, err)
 	}
 	evt := ds[0].EventID
-	if err := s.MarkConversationDeleting(ctx, bot, c.ID); err != nil {
+	if err := s.MarkConversationDeleting(ctx, bot, c); err != nil {
 		t.Fatal(err)
 	}
 	why := "the bot has no URL"
@@ -69,7 +54,7 @@ func TestFailedStatusDuringConversationDeletion(t *testing.T) {
 	if e, err := s.GetEvent(ctx, bot, evt); err == nil && e.Status == platform.EventFailed {
 		t.Fatalf("the event was stored after deleteMessage: %+v", e)
 	}
-	if err := s.DeleteConversation(ctx, bot, c.ID); err != nil && platform.TypeOf(err) != platform.ErrResourceNotFound {
+	if err := s.DeleteConversation(ctx, bot, c); err != nil && platform.TypeOf(err) != platform.ErrResourceNotFound {
 		t.Fatal(err)
 	}
 	if e, err := s.GetEvent(ctx, bot, evt); platform.TypeOf(err) != platform.ErrResourceNotFound {

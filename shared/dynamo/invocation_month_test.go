@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/botforge/platform/shared/apitest"
 	"github.com/botforge/platform/shared/dynamo"
 	"github.com/botforge/platform/shared/platform"
 )
@@ -21,13 +20,9 @@ import (
 // two of the write's readings of the clock (the delivery's creation time
 // and the usage write's month among them) at one offset or another.
 func TestPrepaidRefundInTheMonthThatCountedIt(t *testing.T) {
-	env := apitest.New(t)
+	stores, _ := embeddedStores(t)
+	s := stores("prepaidmonth")
 	ctx := context.Background()
-	db := env.Platform.Store.Client()
-	if err := dynamo.EnsureTable(ctx, db, "prepaidmonth"); err != nil {
-		t.Fatal(err)
-	}
-	s := dynamo.New(db, "prepaidmonth")
 	restore := platform.Clock
 	defer func() { platform.Clock = restore }()
 	var (
@@ -49,22 +44,12 @@ func TestPrepaidRefundInTheMonthThatCountedIt(t *testing.T) {
 	for offset := 40; offset >= 0; offset-- {
 		bot := platform.NewID(platform.PrefixBot)
 		setClock(end.Add(-time.Duration(offset) * time.Millisecond))
-		at := platform.Now()
-		user := platform.User{ID: platform.NewID(platform.PrefixUser), CreatedAt: at, UpdatedAt: at, Tags: map[string]string{}}
-		if err := s.CreateUser(ctx, bot, user); err != nil {
-			t.Fatal(err)
-		}
-		c := platform.Conversation{ID: platform.NewID(platform.PrefixConversation), CreatedAt: at, UpdatedAt: at, Channel: "c", Tags: map[string]string{}}
-		if err := s.CreateConversation(ctx, bot, c); err != nil {
-			t.Fatal(err)
-		}
-		at = platform.Now()
-		m := platform.Message{ID: platform.NewID(platform.PrefixMessage), CreatedAt: at, UpdatedAt: at, Type: "text", Payload: []byte(`{"text":"x"}`),
-			Direction: "incoming", UserID: user.ID, ConversationID: c.ID, Tags: map[string]string{}}
+		c := newChatConversation(t, s, bot)
+		m := userText(newChatUser(t, s, bot), c)
 		if err := s.CreateMessage(ctx, bot, m); err != nil {
 			t.Fatal(err)
 		}
-		ds, _, err := s.PendingDeliveries(ctx, dynamo.Shard(platform.Delivery{BotID: bot, ConversationID: c.ID}), "", 10)
+		ds, _, err := s.PendingDeliveries(ctx, dynamo.Shard(platform.Delivery{BotID: bot, ConversationID: c}), "", 10)
 		if err != nil {
 			t.Fatal(err)
 		}

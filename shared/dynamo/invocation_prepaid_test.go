@@ -5,7 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/botforge/platform/shared/apitest"
 	"github.com/botforge/platform/shared/dynamo"
 	"github.com/botforge/platform/shared/platform"
 )
@@ -25,31 +24,16 @@ import (
 //   - deleting the conversation gives back those of its queued entries,
 //     except the head, which may be at the bot: the dispatcher settles it.
 func TestPrepaidInvocation(t *testing.T) {
-	env := apitest.New(t)
+	stores, _ := embeddedStores(t)
+	s := stores("prepaid")
 	ctx := context.Background()
-	db := env.Platform.Store.Client()
-	if err := dynamo.EnsureTable(ctx, db, "prepaid"); err != nil {
-		t.Fatal(err)
-	}
-	s := dynamo.New(db, "prepaid")
 	bot := platform.NewID(platform.PrefixBot)
 	now := platform.FormatTime(time.Now())
-	conv := func() string {
-		c := platform.Conversation{ID: platform.NewID(platform.PrefixConversation), CreatedAt: now, UpdatedAt: now, Channel: "c", Tags: map[string]string{}}
-		if err := s.CreateConversation(ctx, bot, c); err != nil {
-			t.Fatal(err)
-		}
-		return c.ID
-	}
-	user := platform.User{ID: platform.NewID(platform.PrefixUser), CreatedAt: now, UpdatedAt: now, Tags: map[string]string{}}
-	if err := s.CreateUser(ctx, bot, user); err != nil {
-		t.Fatal(err)
-	}
+	conv := func() string { return newChatConversation(t, s, bot) }
+	user := newChatUser(t, s, bot)
 	send := func(convID string) {
 		t.Helper()
-		m := platform.Message{ID: platform.NewID(platform.PrefixMessage), CreatedAt: now, UpdatedAt: now, Type: "text", Payload: []byte(`{"text":"x"}`),
-			Direction: "incoming", UserID: user.ID, ConversationID: convID, Tags: map[string]string{}}
-		if err := s.CreateMessage(ctx, bot, m); err != nil {
+		if err := s.CreateMessage(ctx, bot, userText(user, convID)); err != nil {
 			t.Fatal(err)
 		}
 	}
