@@ -1,6 +1,7 @@
 package chatapi
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -35,6 +36,26 @@ func frame(typ string, data any) []byte {
 	out = append(out, "event: message\ndata: "...)
 	out = append(out, b...)
 	return append(out, "\n\n"...)
+}
+
+// removesListener tells whether signal frame f is the removal of user fid
+// from the conversation (participant_removed naming it). The removed
+// user's stream ends there, unsent: removeParticipant also closes its
+// member topic, but on AWS that close and this signal reach the holder
+// through the table's stream on two keys, in either order, and whatever
+// the conversation hears after the removal comes after this signal on
+// its own key (TestRelayRemovedParticipant).
+func removesListener(f []byte, fid string) bool {
+	if !bytes.Contains(f, []byte(`"participant_removed"`)) {
+		return false
+	}
+	var sig struct {
+		Type string `json:"type"`
+		Data struct {
+			ParticipantID string `json:"participantId"`
+		} `json:"data"`
+	}
+	return json.Unmarshal(frameJSON(f), &sig) == nil && sig.Type == "participant_removed" && sig.Data.ParticipantID == fid
 }
 
 // publish hands a signal to the listeners of platform conversation cid.
@@ -171,7 +192,7 @@ func (q *req) listen(fid string) error {
 		case <-q.ctx.Done():
 			return nil
 		case f, ok := <-sub.C:
-			if !ok {
+			if !ok || removesListener(f, q.fid) {
 				return nil // dropped: deleted, removed, or too slow
 			}
 			if !write(f) {

@@ -72,7 +72,7 @@ func (q *req) listenWebSocket(fid string) error {
 		case <-ctx.Done():
 			return nil
 		case f, ok := <-sub.C:
-			if !ok {
+			if !ok || removesListener(f, q.fid) {
 				_ = conn.Close(websocket.StatusNormalClosure, "the stream ended")
 				return nil
 			}
