@@ -13,6 +13,13 @@
 //
 //	go run ./scripts/capacity -rate 500 -bots 50 -conversations 5000
 //
+// With -onebot N it is the one-bot load test: N users' messages to one
+// bot as fast as this machine takes them, on the AWS build's delivery path
+// and (-local) the local platform's; it prints each path's rate and the
+// per-key units both imply at -rate, side by side.
+//
+//	go run ./scripts/capacity -onebot 4000 -rate 5000 -conversations 200 -table-queries 0
+//
 // With -listeners it models open Chat API streams instead, on both stream
 // tiers (docs/deploy.md "Stream tiers"): monthly cost per 1,000 idle
 // listeners, each tier's ceiling and the crossover, from the code's
