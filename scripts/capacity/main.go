@@ -88,6 +88,9 @@ func main() {
 		capacity.ModelListeners(ll, tiers, capacity.OnDemand).Print(os.Stdout)
 		return
 	}
+	if *oneBot > 0 {
+		load.Bots = 1 // the one-bot load test's
+	}
 	if load.MessagesPerSecond <= 0 || load.Bots < 1 || load.Conversations < load.Bots {
 		fmt.Fprintln(os.Stderr, "capacity: -rate must be positive, -bots at least 1 and -conversations at least -bots")
 		os.Exit(2)
