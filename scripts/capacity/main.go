@@ -13,6 +13,13 @@
 //
 //	go run ./scripts/capacity -rate 500 -bots 50 -conversations 5000
 //
+// With -onebot N it is the one-bot load test: N users' messages to one
+// bot as fast as this machine takes them, on the AWS build's delivery path
+// and (-local) the local platform's; it prints each path's rate and the
+// per-key units both imply at -rate, side by side.
+//
+//	go run ./scripts/capacity -onebot 4000 -rate 5000 -conversations 200 -table-queries 0
+//
 // With -listeners it models open Chat API streams instead, on both stream
 // tiers (docs/deploy.md "Stream tiers"): monthly cost per 1,000 idle
 // listeners, each tier's ceiling and the crossover, from the code's
@@ -28,6 +35,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"strings"
 
 	"github.com/botforge/platform/shared/capacity"
 	"github.com/botforge/platform/shared/chatrelay"
@@ -44,7 +52,7 @@ func main() {
 		userOnly  = flag.Bool("user-only", false, "replay users' messages only (each delivered to the bot as an event), for the units of one user message and its delivery")
 		breakdown = flag.Bool("breakdown", false, "also print the units per message by operation and by kind of key, at 1x and as billed")
 		withLocal = flag.Bool("local", true, "also replay the local platform's delivery path (no lease, the sparse sweep index) and print its counts beside AWS's; the cost is AWS's either way")
-		oneBot    = flag.Int("onebot", 0, "the one-bot load test: write this many users' messages to one bot as fast as this machine takes them (over -replay-conversations conversations at once), report the rate reached and the units per key that -rate implies (-bots is 1)")
+		oneBot    = flag.Int("onebot", 0, "the one-bot load test: write this many users' messages to one bot as fast as this machine takes them (over -replay-conversations conversations at once), report the rate reached and the units per key that -rate implies (-bots is 1); on the AWS build's delivery path and, with -local, the local platform's beside it")
 	)
 	flag.Float64Var(&load.MessagesPerSecond, "rate", 100, "messages written per second, platform-wide")
 	flag.IntVar(&load.Bots, "bots", 10, "bots")
@@ -80,26 +88,15 @@ func main() {
 		capacity.ModelListeners(ll, tiers, capacity.OnDemand).Print(os.Stdout)
 		return
 	}
+	if *oneBot > 0 {
+		load.Bots = 1 // the one-bot load test's
+	}
 	if load.MessagesPerSecond <= 0 || load.Bots < 1 || load.Conversations < load.Bots {
 		fmt.Fprintln(os.Stderr, "capacity: -rate must be positive, -bots at least 1 and -conversations at least -bots")
 		os.Exit(2)
 	}
 	if *oneBot > 0 {
-		convs := min(load.Conversations, *maxConv)
-		c, err := capacity.OneBot(context.Background(), convs, *oneBot)
-		if err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			os.Exit(1)
-		}
-		fmt.Printf("One-bot load test: %d users' messages over %d conversations of one bot, written and delivered in %.1f s: %.0f messages/s on this machine (%d cores)\n\n",
-			c.Messages, convs, c.Elapsed.Seconds(), float64(c.Messages)/c.Elapsed.Seconds(), runtime.NumCPU())
-		fmt.Print("(the local platform's delivery path: no lease, the sparse sweep index; AWS writes 4 more units at 1x per delivery, see the default replay)\n\n")
-		load.Bots = 1
-		capacity.Model(c, load, a, capacity.OnDemand).Print(os.Stdout)
-		if *breakdown {
-			fmt.Println()
-			capacity.Break(c).Print(os.Stdout)
-		}
+		oneBotTest(load, a, min(load.Conversations, *maxConv), *oneBot, *withLocal, *breakdown)
 		return
 	}
 	shape := capacity.Shape{Bots: load.Bots, Conversations: min(load.Conversations, *maxConv), Turns: *turns, UserOnly: *userOnly}
@@ -143,6 +140,57 @@ func main() {
 			capacity.Break(lc).Print(os.Stdout)
 		}
 	}
+}
+
+// oneBotTest is -onebot: the one-bot load test on the AWS build's delivery
+// path (the dispatcher function's handler fed the table's stream, a lease
+// per delivery, every outbox entry in the sweep index) and, with -local,
+// on the local platform's; each path's rate on this machine, AWS's full
+// estimate at -rate, and the peak units per key that each path's counts
+// imply at -rate, side by side.
+func oneBotTest(load capacity.Load, a capacity.Assumptions, convs, messages int, withLocal, breakdown bool) {
+	load.Bots = 1
+	type path struct {
+		name string
+		aws  bool
+	}
+	paths := []path{{"AWS", true}}
+	if withLocal {
+		paths = append(paths, path{"local", false})
+	}
+	var side []capacity.Path
+	var counted []capacity.Counted
+	for _, p := range paths {
+		c, err := capacity.OneBot(context.Background(), convs, messages, p.aws)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		fmt.Printf("One-bot load test, %s path: %d users' messages over %d conversations of one bot, written and delivered in %.1f s: %.0f messages/s on this machine (%d cores, load average %s)\n",
+			p.name, c.Messages, convs, c.Elapsed.Seconds(), float64(c.Messages)/c.Elapsed.Seconds(), runtime.NumCPU(), loadAverage())
+		side = append(side, capacity.Path{Name: p.name, Estimate: capacity.Model(c, load, a, capacity.OnDemand)})
+		counted = append(counted, c)
+	}
+	fmt.Println("\nAWS (the dispatcher function's path: a lease per delivery, every outbox entry in the sweep index); the costs below are AWS's")
+	side[0].Estimate.Print(os.Stdout)
+	fmt.Printf("\nPer key at %.0f messages/s of one bot (limits: %d WCU, %d RCU a key):\n", load.MessagesPerSecond, capacity.PartitionWCU, capacity.PartitionRCU)
+	capacity.PrintKeysBeside(os.Stdout, side)
+	if breakdown {
+		for i, p := range paths {
+			fmt.Printf("\n%s:\n", p.name)
+			capacity.Break(counted[i]).Print(os.Stdout)
+		}
+	}
+}
+
+// loadAverage is the machine's 1-, 5- and 15-minute load averages, where
+// the system tells them (Linux).
+func loadAverage() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if f := strings.Fields(string(b)); err == nil && len(f) >= 3 {
+		return strings.Join(f[:3], " ")
+	}
+	return "unknown"
 }
 
 // printPath prints one delivery path's counts per message, and what they

@@ -102,6 +102,47 @@ func TestOneBusyBot(t *testing.T) {
 	}
 }
 
+// TestOneBusyBotAWS: TestOneBusyBot on the AWS build's delivery path
+// (Shape.AWS: the dispatcher function's handler fed a stand-in of the
+// table's stream mapping, a lease per delivery, every outbox entry in the
+// sweep index): one bot's 200 conversations replayed, scaled to 5,000
+// messages/s of that bot over 100,000 conversations; no partition key of
+// the base table or of an index, the sweep index's buckets (gsi1
+// OUTBOX#DUE#<n>) included, takes more than 1,000 WCU or 3,000 RCU a
+// second (docs/data-model.md, "Heat").
+func TestOneBusyBotAWS(t *testing.T) {
+	if testing.Short() {
+		t.Skip("replays 1,600 messages")
+	}
+	c, err := capacity.Replay(context.Background(), capacity.Shape{Bots: 1, Conversations: 200, Turns: 4, AWS: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The AWS path, not the local one: a lease (an UpdateItem) per delivery.
+	if leases := c.Usage.Calls["UpdateItem"]; leases < c.Deliveries {
+		t.Fatalf("%d UpdateItem calls for %d deliveries: not the AWS path (a lease per delivery)", leases, c.Deliveries)
+	}
+	const rate = 5000
+	e := capacity.Model(c, capacity.Load{MessagesPerSecond: rate, Bots: 1, Conversations: 100000}, capacity.DefaultAssumptions, capacity.OnDemand)
+	for _, k := range e.Keys {
+		ix := k.Index
+		if ix == "" {
+			ix = "table"
+		}
+		t.Logf("%s %s: %d keys, peak %.0f WCU, %.0f RCU per key at %d messages/s", ix, k.Pattern, k.Keys, k.PeakWCU, k.PeakRCU, rate)
+		if k.PeakWCU > capacity.PartitionWCU {
+			t.Errorf("%s %s takes %.0f WCU a second at %d messages/s of one bot on AWS (limit %d)", ix, k.Pattern, k.PeakWCU, rate, capacity.PartitionWCU)
+		}
+		if k.PeakRCU > capacity.PartitionRCU {
+			t.Errorf("%s %s takes %.0f RCU a second at %d messages/s of one bot on AWS (limit %d)", ix, k.Pattern, k.PeakRCU, rate, capacity.PartitionRCU)
+		}
+	}
+	t.Logf("one bot on AWS: write ceiling %.0f messages/s (%s), read ceiling %.0f (%s)", e.Ceiling, e.Hottest, e.ReadCeiling, e.HottestRead)
+	if e.Ceiling < rate || e.ReadCeiling < rate {
+		t.Errorf("one bot's ceilings on AWS: %.0f messages/s for writes (%s), %.0f for reads (%s); want at least %d", e.Ceiling, e.Hottest, e.ReadCeiling, e.HottestRead, rate)
+	}
+}
+
 // TestUserMessageUnits: what a user's message and its delivery write, as
 // the embedded DynamoDB counts it (docs/data-model.md, "Items per
 // message"): at most 7 write units at 1x and 12 as billed (main at
@@ -213,5 +254,41 @@ func TestUserMessageUnitsAWS(t *testing.T) {
 	}
 	if calls := float64(c.Usage.Calls["UpdateItem"]) / float64(c.Messages); !near(calls, 1) {
 		t.Errorf("%.2f UpdateItem calls per message on AWS, want 1 (the lease)", calls)
+	}
+}
+
+// TestOneBotPaths: the one-bot load test (scripts/capacity -onebot) runs
+// on the AWS build's delivery path (a lease, an UpdateItem, per delivery)
+// and on the local platform's (none), every message delivered on both,
+// and their per-key figures print side by side.
+func TestOneBotPaths(t *testing.T) {
+	if testing.Short() {
+		t.Skip("writes 2 x 120 messages")
+	}
+	var side []capacity.Path
+	for _, aws := range []bool{true, false} {
+		c, err := capacity.OneBot(context.Background(), 12, 120, aws)
+		if err != nil {
+			t.Fatal(err)
+		}
+		leases := c.Usage.Calls["UpdateItem"]
+		t.Logf("aws=%v: %d messages, %d deliveries, %d UpdateItem calls in %s", aws, c.Messages, c.Deliveries, leases, c.Elapsed)
+		if c.Deliveries != c.Messages || c.Messages != 120 || !c.Shape.AWS == aws {
+			t.Errorf("aws=%v: %d messages, %d deliveries, shape %+v", aws, c.Messages, c.Deliveries, c.Shape)
+		}
+		if aws && leases < c.Deliveries || !aws && leases != 0 {
+			t.Errorf("aws=%v: %d UpdateItem calls for %d deliveries (the AWS path leases each delivery, the local one none)", aws, leases, c.Deliveries)
+		}
+		name := map[bool]string{true: "AWS", false: "local"}[aws]
+		side = append(side, capacity.Path{Name: name, Estimate: capacity.Model(c, capacity.Load{MessagesPerSecond: 5000, Bots: 1, Conversations: 12}, capacity.DefaultAssumptions, capacity.OnDemand)})
+	}
+	var b strings.Builder
+	capacity.PrintKeysBeside(&b, side)
+	out := b.String()
+	t.Log("\n" + out)
+	for _, want := range []string{"AWS WCU/KEY", "local RCU/KEY", "table USAGE#<bot>#<n>", "AWS: write ceiling", "local: write ceiling"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("side by side: no %q in\n%s", want, out)
+		}
 	}
 }

@@ -15,6 +15,7 @@ func TestPattern(t *testing.T) {
 		"USAGE#bot_01M8DHHQ73DC2J1K7Y8YERDDEZ":    "USAGE#<bot>",
 		"DELETIONS":                               "DELETIONS",
 		"BOT#bot_01M8DHHQ73DC2J1K7Y8YERDDEZ#EVTS": "BOT#<bot>#EVTS",
+		"TOKEN#83c98f108fbddec74e19be48443a111936a5ebeaee9eacd697fed3c594085dde": "TOKEN#<hash>",
 	} {
 		if got := capacity.Pattern(key); got != want {
 			t.Errorf("Pattern(%q) = %q, want %q", key, got, want)

@@ -302,13 +302,17 @@ func str(m map[string]any, path ...string) string {
 
 // ids matches the platform's ids and the sweep index's bucket numbers, so
 // that partition keys of the same kind read as one pattern.
-var ids = regexp.MustCompile(`\b([a-z]+)_[0-9A-Za-z]{20,}|#[0-9]+$`)
+var ids = regexp.MustCompile(`\b([a-z]+)_[0-9A-Za-z]{20,}|#[0-9]+$|^TOKEN#[0-9a-f]{64}$`)
 
 // Pattern is the kind of a partition key: its ids replaced by <prefix>
-// (OUTBOX#bot_01J...#conv_01J... reads OUTBOX#<bot>#<conv>).
+// (OUTBOX#bot_01J...#conv_01J... reads OUTBOX#<bot>#<conv>, a token's
+// item TOKEN#<hash>).
 func Pattern(key string) string {
 	return ids.ReplaceAllStringFunc(key, func(m string) string {
-		if strings.HasPrefix(m, "#") {
+		switch {
+		case strings.HasPrefix(m, "TOKEN#"):
+			return "TOKEN#<hash>"
+		case strings.HasPrefix(m, "#"):
 			return "#<n>"
 		}
 		return "<" + m[:strings.Index(m, "_")] + ">"
@@ -366,7 +370,7 @@ func Heat(u localdynamo.Usage) []KeyHeat {
 // how long it took from the first write until every message was delivered
 // to the bot (which answers at once).
 func Throughput(ctx context.Context, conversations, messages int) (time.Duration, error) {
-	c, err := throughput(ctx, conversations, messages, false)
+	c, err := throughput(ctx, conversations, messages, false, false)
 	return c.Elapsed, err
 }
 
@@ -375,23 +379,39 @@ func Throughput(ctx context.Context, conversations, messages int) (time.Duration
 // platform takes them, each delivered to the bot (which answers at once);
 // it returns what the embedded DynamoDB counted and the time from the
 // first write until every message was delivered (so Messages/Elapsed is
-// the rate this machine sustains).
-func OneBot(ctx context.Context, conversations, messages int) (Counted, error) {
-	return throughput(ctx, conversations, messages, true)
+// the rate this machine sustains). With aws, the deliveries are made as
+// the AWS build makes them (Shape.AWS, awspath.go: the dispatcher
+// function's handler fed the table's stream, a lease per delivery, every
+// outbox entry in the sweep index), not by the local platform's one
+// Exclusive dispatcher.
+func OneBot(ctx context.Context, conversations, messages int, aws bool) (Counted, error) {
+	return throughput(ctx, conversations, messages, true, aws)
 }
 
-func throughput(ctx context.Context, conversations, messages int, count bool) (Counted, error) {
+func throughput(ctx context.Context, conversations, messages int, count, aws bool) (Counted, error) {
 	fail := func(err error) (Counted, error) { return Counted{}, err }
 	dir, err := os.MkdirTemp("", "throughput-")
 	if err != nil {
 		return fail(err)
 	}
 	defer os.RemoveAll(dir)
-	p, err := local.Open(ctx, dir, "http://127.0.0.1:1", slog.New(slog.NewTextHandler(io.Discard, nil)))
+	open := local.Open
+	if aws {
+		open = local.OpenAWSDispatch
+	}
+	p, err := open(ctx, dir, "http://127.0.0.1:1", slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {
 		return fail(err)
 	}
 	defer p.Close()
+	var stream *awsStream
+	if aws {
+		if p.Dynamo == nil {
+			return fail(fmt.Errorf("capacity: the platform is not on the embedded DynamoDB (PLATFORM_DYNAMODB_ENDPOINT is set)"))
+		}
+		stream = startAWSStream(p)
+		defer stream.close()
+	}
 	api := httptest.NewServer(p.Handler)
 	defer api.Close()
 	bot := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = io.WriteString(w, "{}") }))
@@ -453,12 +473,23 @@ func throughput(ctx context.Context, conversations, messages int, count bool) (C
 			return fail(err)
 		}
 	}
-	select {
-	case <-all:
-	case <-time.After(5 * time.Minute):
-		return fail(fmt.Errorf("throughput: %d of %d delivered after 5 minutes", delivered.Load(), messages))
+	deadline := time.After(5 * time.Minute)
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+wait:
+	for {
+		select {
+		case <-all:
+			break wait
+		case <-tick.C: // a failed stream batch ends the run
+			if stream != nil && stream.err() != nil {
+				return fail(fmt.Errorf("throughput: a stream batch failed: %w", stream.err()))
+			}
+		case <-deadline:
+			return fail(fmt.Errorf("throughput: %d of %d delivered after 5 minutes", delivered.Load(), messages))
+		}
 	}
-	out := Counted{Shape: Shape{Bots: 1, Conversations: conversations, Turns: max(1, messages/conversations), UserOnly: true},
+	out := Counted{Shape: Shape{Bots: 1, Conversations: conversations, Turns: max(1, messages/conversations), UserOnly: true, AWS: aws},
 		Messages: messages, Deliveries: int(delivered.Load()), APICalls: messages, Elapsed: time.Since(start)}
 	if count {
 		// The last deliveries' own writes (their entries' removal) follow

@@ -12,6 +12,10 @@
 // (an undelivered entry stays there until delivered) and the chat fan-out
 // do nothing (a signal that old has no listener left). A message is
 // deleted once its replay succeeded; a failed one stays for the next run.
+//
+// That pass finds the outbox entries in the sweep index only; OutboxScan
+// (outbox.go) finds those outside it, whose stream records are gone
+// (docs/runbook.md "Outbox scan").
 package replay
 
 import (
