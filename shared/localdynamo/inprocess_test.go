@@ -86,6 +86,18 @@ func TestInProcessMatchesHTTP(t *testing.T) {
 		// An empty binary: stored and read back whole (minidyn's
 		// expressions refuse to evaluate one, on either path).
 		{name: "put empty binary", call: put(&dynamodb.PutItemInput{TableName: str("tbl"), Item: item("p", "eb", "eb", &types.AttributeValueMemberB{Value: []byte{}})})},
+		// Nil collections and a nil binary, as the SDK's JSON sends them.
+		{name: "put nil list and map", call: put(&dynamodb.PutItemInput{TableName: str("tbl"), Item: item("p", "nil",
+			"l", &types.AttributeValueMemberL{}, "m", &types.AttributeValueMemberM{})})},
+		{name: "put nil string set", call: put(&dynamodb.PutItemInput{TableName: str("tbl"), Item: item("p", "x", "ss", &types.AttributeValueMemberSS{})})},
+		{name: "put nil binary", call: put(&dynamodb.PutItemInput{TableName: str("tbl"), Item: item("p", "x", "b", &types.AttributeValueMemberB{})})},
+		{name: "put invalid UTF-8 (HTTP)", viaHTP: true, call: put(&dynamodb.PutItemInput{TableName: str("tbl"), Item: item("p", "utf", "s", s("a\xffb"))})},
+		{name: "get invalid UTF-8 put", call: func(db *dynamodb.Client) (any, error) {
+			return db.GetItem(ctx, &dynamodb.GetItemInput{TableName: str("tbl"), Key: keyOf("p", "utf")})
+		}},
+		{name: "get nil list and map", call: func(db *dynamodb.Client) (any, error) {
+			return db.GetItem(ctx, &dynamodb.GetItemInput{TableName: str("tbl"), Key: keyOf("p", "nil")})
+		}},
 		{name: "put ALL_OLD", call: put(&dynamodb.PutItemInput{TableName: str("tbl"), Item: item("q", "a", "v", n(100), "gpk", s("g"), "gsk", s("a")), ReturnValues: types.ReturnValueAllOld, ReturnConsumedCapacity: types.ReturnConsumedCapacityTotal})},
 		{name: "put condition fails, ALL_OLD", call: put(&dynamodb.PutItemInput{TableName: str("tbl"), Item: item("q", "b"), ConditionExpression: str("attribute_not_exists(pk)"),
 			ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld})},
@@ -236,7 +248,7 @@ func TestInProcessMatchesHTTP(t *testing.T) {
 
 	// The steps that fail (on both paths); every other one must succeed.
 	fails := map[string]bool{}
-	for _, name := range []string{"put condition fails, ALL_OLD", "put condition fails", "put unknown table", "put empty string set", "put bad number",
+	for _, name := range []string{"put condition fails, ALL_OLD", "put condition fails", "put unknown table", "put empty string set", "put nil string set", "put nil binary", "put bad number",
 		"put NULL false", "put too large", "put unused placeholder", "put syntax error", "put bad ReturnConsumedCapacity", "put legacy Expected (HTTP)",
 		"get key missing its sort key", "get legacy AttributesToGet (HTTP)", "update condition fails, ALL_OLD", "update a key", "update bad ReturnValues",
 		"delete condition fails", "query unknown index", "query bad key condition", "query legacy KeyConditions (HTTP)", "batch get duplicates",
