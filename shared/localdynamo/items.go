@@ -104,8 +104,8 @@ func read(r pebble.Reader, dk []byte) (item, error) {
 		return nil, err
 	}
 	defer closer.Close()
-	var it item
-	if err := json.Unmarshal(v, &it); err != nil {
+	it, err := decodeStored(v)
+	if err != nil {
 		return nil, fmt.Errorf("stored item %x: %w", dk, err)
 	}
 	return it, nil

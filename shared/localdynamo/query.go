@@ -3,7 +3,6 @@ package localdynamo
 import (
 	"bytes"
 	"encoding/binary"
-	"encoding/json"
 	"hash/fnv"
 
 	"github.com/cockroachdb/pebble"
@@ -304,7 +303,8 @@ func (s *Server) run(p *page, in readInput, rs *readSet) (any, error) {
 	for ok := valid(); ok; ok = step() {
 		var it item
 		if p.ix == nil {
-			if err := json.Unmarshal(iter.Value(), &it); err != nil {
+			var err error
+			if it, err = decodeStored(iter.Value()); err != nil {
 				return nil, err
 			}
 			bytesRd += len(iter.Value())
@@ -319,8 +319,11 @@ func (s *Server) run(p *page, in readInput, rs *readSet) (any, error) {
 					continue
 				}
 				it = p.t.project(p.ix, full)
-			} else if err := json.Unmarshal(v, &it); err != nil {
-				return nil, err
+			} else {
+				var err error
+				if it, err = decodeStored(v); err != nil {
+					return nil, err
+				}
 			}
 			bytesRd += len(v)
 		}
