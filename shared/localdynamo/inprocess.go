@@ -7,7 +7,6 @@ import (
 	"io"
 	"net/http"
 	"strconv"
-	"sync/atomic"
 	"unicode/utf8"
 
 	sdk "github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -61,9 +60,6 @@ var inProcessOps = map[string]bool{
 // InProcessCalls is how many requests the in-process path answered
 // (Calls counts them too, with those of the HTTP path).
 func (s *Server) InProcessCalls() int64 { return s.inProcess.Load() }
-
-// inProcessCounter is the Server's count of in-process requests.
-type inProcessCounter = atomic.Int64
 
 // InProcess is an API option (dynamodb.Options.APIOptions) that makes a
 // DynamoDB client whose requests reach this server run the item

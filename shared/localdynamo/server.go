@@ -92,8 +92,8 @@ type Server struct {
 	minFree      atomic.Int64 // current MinFreeBytes
 	calls        sync.Map     // operation name -> *atomic.Int64 (Calls)
 	onChange     atomic.Pointer[changeHook]
-	units        meter            // capacity units (CountUnits, Usage)
-	inProcess    inProcessCounter // requests of the in-process path (InProcessCalls)
+	units        meter        // capacity units (CountUnits, Usage)
+	inProcess    atomic.Int64 // requests of the in-process path (InProcessCalls)
 }
 
 // Calls returns how many requests of each operation the server answered
@@ -351,8 +351,6 @@ func (s *Server) serveIn(op string, req request, lane *writelane.Lane, visible f
 	s.durable.wait(s.durable.mark(), rs, lane)
 	return out, err
 }
-
-func closedResponse() response { return errClosed().response() }
 
 func errClosed() *dynErr {
 	return &dynErr{status: http.StatusServiceUnavailable, typ: "ServiceUnavailable", msg: "localdynamo: server is closed"}
