@@ -19,14 +19,39 @@ type item = map[string]*types.Item
 // maxItemSize is DynamoDB's item size limit (400 KB).
 const maxItemSize = 400 * 1024
 
-// decodeItem parses the wire JSON of an item and checks every value.
-func decodeItem(raw json.RawMessage) (item, error) {
-	if len(raw) == 0 || string(raw) == "null" {
-		return nil, nil
-	}
-	var it item
-	if err := json.Unmarshal(raw, &it); err != nil {
-		return nil, fmt.Errorf("invalid item: %v", err)
+// wireItem is an item of a request: its wire JSON (the HTTP path), or its
+// values converted from the SDK's (the in-process path, inprocess.go).
+type wireItem struct {
+	raw json.RawMessage
+	it  item // with set: the values
+	set bool
+}
+
+func (w *wireItem) UnmarshalJSON(b []byte) error {
+	w.raw = append(json.RawMessage(nil), b...)
+	return nil
+}
+
+// present tells whether the request has the item (null is none).
+func (w wireItem) present() bool { return w.set || len(w.raw) > 0 && string(w.raw) != "null" }
+
+// jsonItem is an item of an answer: the HTTP path encodes it as wire JSON
+// (appendItemJSON), the in-process path converts it to the SDK's values.
+type jsonItem item
+
+func (j jsonItem) MarshalJSON() ([]byte, error) { return appendItemJSON(nil, item(j)), nil }
+
+// decodeItem parses an item of a request and checks every value.
+func decodeItem(w wireItem) (item, error) {
+	it := w.it
+	if !w.set {
+		raw := w.raw
+		if len(raw) == 0 || string(raw) == "null" {
+			return nil, nil
+		}
+		if err := json.Unmarshal(raw, &it); err != nil {
+			return nil, fmt.Errorf("invalid item: %v", err)
+		}
 	}
 	for _, v := range it {
 		if err := checkValue(v); err != nil {

@@ -67,7 +67,7 @@ func load(tb testing.TB, srv *Server, n int) {
 	t := srv.tables["bench"]
 	b := srv.db.NewBatch()
 	for i := range n {
-		it, err := decodeItem([]byte(benchItem(i, n)))
+		it, err := decodeItem(wireItem{raw: []byte(benchItem(i, n))})
 		if err != nil {
 			tb.Fatal(err)
 		}

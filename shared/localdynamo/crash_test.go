@@ -44,7 +44,7 @@ func TestKill9Child(t *testing.T) {
 		fail(err)
 	}
 	hs := httptest.NewServer(srv)
-	db := newClient(hs.URL)
+	db := clientFor(srv, hs.URL)
 	createTable(t, db, "main")
 	if _, err := db.PutItem(ctx(), &dynamodb.PutItemInput{TableName: aws.String("main"),
 		Item: map[string]types.AttributeValue{"pk": s("counter"), "sk": s("c"), "n": n(0)}}); err != nil {

@@ -656,7 +656,7 @@ func crc32c(p []byte) uint32       { return crc32.Checksum(p, crc32.MakeTable(cr
 // serveEnv serves an opened Server over loopback.
 func serveEnv(t testing.TB, srv *Server) *env {
 	hs := httptest.NewServer(srv)
-	e := &env{t: t, dir: srv.dir, srv: srv, hs: hs, db: newClient(hs.URL)}
+	e := &env{t: t, dir: srv.dir, srv: srv, hs: hs, db: clientFor(srv, hs.URL)}
 	t.Cleanup(e.close)
 	return e
 }

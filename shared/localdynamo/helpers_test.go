@@ -25,7 +25,7 @@ import (
 
 // newClient returns an SDK client for the endpoint at url. It does not retry,
 // so that tests see every error.
-func newClient(url string) *dynamodb.Client {
+func newClient(url string, opts ...func(*dynamodb.Options)) *dynamodb.Client {
 	return dynamodb.New(dynamodb.Options{
 		Region:       "us-east-1",
 		Credentials:  credentials.NewStaticCredentialsProvider("local", "local", ""),
@@ -35,7 +35,17 @@ func newClient(url string) *dynamodb.Client {
 			Timeout:   30 * time.Second,
 			Transport: &http.Transport{MaxIdleConnsPerHost: 256},
 		}),
-	})
+	}, opts...)
+}
+
+// clientFor returns newClient(url) for srv's clients: its item operations
+// run in-process on srv (inprocess.go), as the platform's do, unless
+// PLATFORM_LOCAL_DYNAMO_HTTP is set (then every call goes over HTTP).
+func clientFor(srv *Server, url string) *dynamodb.Client {
+	if os.Getenv("PLATFORM_LOCAL_DYNAMO_HTTP") != "" {
+		return newClient(url)
+	}
+	return newClient(url, func(o *dynamodb.Options) { o.APIOptions = append(o.APIOptions, srv.InProcess) })
 }
 
 // env is a Server in a directory, served over loopback.
@@ -54,7 +64,7 @@ func openEnv(t testing.TB, dir string) *env {
 		t.Fatalf("Open(%s): %v", dir, err)
 	}
 	hs := httptest.NewServer(srv)
-	e := &env{t: t, dir: dir, srv: srv, hs: hs, db: newClient(hs.URL)}
+	e := &env{t: t, dir: dir, srv: srv, hs: hs, db: clientFor(srv, hs.URL)}
 	t.Cleanup(e.close)
 	return e
 }

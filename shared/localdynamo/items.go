@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"slices"
 
 	"github.com/cockroachdb/pebble"
@@ -12,40 +13,57 @@ import (
 
 // handler is one operation: its function and how it takes the server lock.
 type handler struct {
-	fn func(s *Server, body []byte) response
+	fn func(s *Server, req request) (any, error)
 	// read is a read of items that says what it read (the keys and
 	// ranges), so that it waits only for the writes in flight there.
-	read func(s *Server, body []byte, rs *readSet) response
+	read func(s *Server, req request, rs *readSet) (any, error)
 	// aside is fn for a write of a lane (lane.go): it calls the lane's
 	// visible once the write is visible, before its fsync ends.
-	aside func(s *Server, body []byte, ax *aside) response
+	aside func(s *Server, req request, ax *aside) (any, error)
 	write bool // refused when the disk is full
 	table bool // changes table definitions: runs alone
+}
+
+// request is the input of one operation: its JSON body (the HTTP path),
+// or, from the in-process path (inprocess.go), the operation's input
+// struct already filled from the SDK's typed input.
+type request struct {
+	body []byte
+	in   any // a pointer to the handler's input type, or nil
+}
+
+// decode fills v (a pointer to the operation's input type).
+func (r request) decode(v any) error {
+	if r.in == nil {
+		return decode(r.body, v)
+	}
+	dst, src := reflect.ValueOf(v).Elem(), reflect.ValueOf(r.in).Elem()
+	if dst.Type() != src.Type() {
+		return fmt.Errorf("localdynamo: in-process input %T for %T", r.in, v)
+	}
+	dst.Set(src)
+	return nil
 }
 
 var handlers map[string]handler
 
 func init() {
-	op := func(f func(*Server, []byte) (any, error)) func(*Server, []byte) response {
-		return func(s *Server, body []byte) response { return toResponse(f(s, body)) }
-	}
-	rop := func(f func(*Server, []byte, *readSet) (any, error)) func(*Server, []byte, *readSet) response {
-		return func(s *Server, body []byte, rs *readSet) response { return toResponse(f(s, body, rs)) }
-	}
-	aop := func(f func(*Server, []byte, *aside) (any, error)) func(*Server, []byte, *aside) response {
-		return func(s *Server, body []byte, ax *aside) response { return toResponse(f(s, body, ax)) }
+	// Table operations take only JSON (the in-process path leaves them
+	// to the HTTP path).
+	op := func(f func(*Server, []byte) (any, error)) func(*Server, request) (any, error) {
+		return func(s *Server, r request) (any, error) { return f(s, r.body) }
 	}
 	handlers = map[string]handler{
-		"GetItem":            {read: rop((*Server).getItem)},
-		"PutItem":            {fn: op((*Server).putItem), write: true},
-		"UpdateItem":         {fn: op((*Server).updateItem), write: true},
-		"DeleteItem":         {fn: op((*Server).deleteItem), aside: aop((*Server).deleteItemAside), write: true},
-		"BatchGetItem":       {read: rop((*Server).batchGetItem)},
-		"BatchWriteItem":     {fn: op((*Server).batchWriteItem), write: true},
-		"TransactGetItems":   {read: rop((*Server).transactGetItems)},
-		"TransactWriteItems": {fn: op((*Server).transactWriteItems), write: true},
-		"Query":              {read: rop((*Server).query)},
-		"Scan":               {read: rop((*Server).scan)},
+		"GetItem":            {read: (*Server).getItem},
+		"PutItem":            {fn: (*Server).putItem, write: true},
+		"UpdateItem":         {fn: (*Server).updateItem, write: true},
+		"DeleteItem":         {fn: (*Server).deleteItem, aside: (*Server).deleteItemAside, write: true},
+		"BatchGetItem":       {read: (*Server).batchGetItem},
+		"BatchWriteItem":     {fn: (*Server).batchWriteItem, write: true},
+		"TransactGetItems":   {read: (*Server).transactGetItems},
+		"TransactWriteItems": {fn: (*Server).transactWriteItems, write: true},
+		"Query":              {read: (*Server).query},
+		"Scan":               {read: (*Server).scan},
 		"CreateTable":        {fn: op((*Server).createTable), write: true, table: true},
 		"UpdateTable":        {fn: op((*Server).updateTable), write: true, table: true},
 		"DeleteTable":        {fn: op((*Server).deleteTable), table: true},
@@ -86,8 +104,8 @@ func read(r pebble.Reader, dk []byte) (item, error) {
 		return nil, err
 	}
 	defer closer.Close()
-	var it item
-	if err := json.Unmarshal(v, &it); err != nil {
+	it, err := decodeStored(v)
+	if err != nil {
 		return nil, fmt.Errorf("stored item %x: %w", dk, err)
 	}
 	return it, nil
@@ -273,7 +291,7 @@ func (l legacyParams) check() error {
 
 type getItemInput struct {
 	TableName              string
-	Key                    json.RawMessage
+	Key                    wireItem
 	ProjectionExpression   string
 	ConsistentRead         bool
 	ReturnConsumedCapacity string
@@ -281,9 +299,9 @@ type getItemInput struct {
 	legacyParams
 }
 
-func (s *Server) getItem(body []byte, rs *readSet) (any, error) {
+func (s *Server) getItem(req request, rs *readSet) (any, error) {
 	var in getItemInput
-	if err := decode(body, &in); err != nil {
+	if err := req.decode(&in); err != nil {
 		return nil, err
 	}
 	t, key, dk, proj, err := s.prepareGet(in)
@@ -307,7 +325,7 @@ func (s *Server) getItem(body []byte, rs *readSet) (any, error) {
 	if it, err = proj.apply(it); err != nil {
 		return nil, asInvalid(err)
 	}
-	return s.answer(map[string]any{"Item": itemJSON(it)}, c, false, false), nil
+	return s.answer(map[string]any{"Item": jsonItem(it)}, c, false, false), nil
 }
 
 // prepareGet validates a GetItem-shaped request.
@@ -333,7 +351,7 @@ func chargeGet(c *charge, t *tableDef, key, it item, consistent bool, factor flo
 }
 
 // keyed resolves the table and the Key of a single-item request.
-func (s *Server) keyed(table string, rawKey json.RawMessage, legacy legacyParams) (*tableDef, item, []byte, error) {
+func (s *Server) keyed(table string, rawKey wireItem, legacy legacyParams) (*tableDef, item, []byte, error) {
 	if err := legacy.check(); err != nil {
 		return nil, nil, nil, err
 	}
@@ -354,7 +372,7 @@ func (s *Server) keyed(table string, rawKey json.RawMessage, legacy legacyParams
 
 type putInput struct {
 	TableName                           string
-	Item                                json.RawMessage
+	Item                                wireItem
 	ConditionExpression                 *string
 	ReturnValues                        string
 	ReturnValuesOnConditionCheckFailure string
@@ -408,9 +426,9 @@ func compileWriteCondition(expr *string, in exprInput, more ...string) (*conditi
 	return cond, asInvalid(err)
 }
 
-func (s *Server) putItem(body []byte) (any, error) {
+func (s *Server) putItem(req request) (any, error) {
 	var in putInput
-	if err := decode(body, &in); err != nil {
+	if err := req.decode(&in); err != nil {
 		return nil, err
 	}
 	return s.replace("PutItem", in.ReturnValues, in.ReturnConsumedCapacity, nil, func() (*writeRequest, error) { return s.preparePut(in) })
@@ -434,14 +452,14 @@ func (s *Server) replace(op, returnValues, returnCapacity string, ax *aside, pre
 		return nil, err
 	}
 	if returnValues == "ALL_OLD" && w.old != nil {
-		return s.answer(map[string]any{"Attributes": itemJSON(w.old)}, c, true, false), nil
+		return s.answer(map[string]any{"Attributes": jsonItem(w.old)}, c, true, false), nil
 	}
 	return s.answer(json.RawMessage("{}"), c, true, false), nil
 }
 
 type deleteInput struct {
 	TableName                           string
-	Key                                 json.RawMessage
+	Key                                 wireItem
 	ConditionExpression                 *string
 	ReturnValues                        string
 	ReturnValuesOnConditionCheckFailure string
@@ -463,11 +481,11 @@ func (s *Server) prepareDelete(in deleteInput) (*writeRequest, error) {
 		change: func(item) (item, error) { return nil, nil }}, nil
 }
 
-func (s *Server) deleteItem(body []byte) (any, error) { return s.deleteItemAside(body, nil) }
+func (s *Server) deleteItem(req request) (any, error) { return s.deleteItemAside(req, nil) }
 
-func (s *Server) deleteItemAside(body []byte, ax *aside) (any, error) {
+func (s *Server) deleteItemAside(req request, ax *aside) (any, error) {
 	var in deleteInput
-	if err := decode(body, &in); err != nil {
+	if err := req.decode(&in); err != nil {
 		return nil, err
 	}
 	return s.replace("DeleteItem", in.ReturnValues, in.ReturnConsumedCapacity, ax, func() (*writeRequest, error) { return s.prepareDelete(in) })
@@ -475,7 +493,7 @@ func (s *Server) deleteItemAside(body []byte, ax *aside) (any, error) {
 
 type updateInput struct {
 	TableName                           string
-	Key                                 json.RawMessage
+	Key                                 wireItem
 	UpdateExpression                    *string
 	ConditionExpression                 *string
 	ReturnValues                        string
@@ -522,9 +540,9 @@ func (s *Server) prepareUpdate(in updateInput) (*writeRequest, *update, error) {
 	return &writeRequest{t: t, dk: dk, cond: cond, failOld: in.ReturnValuesOnConditionCheckFailure, key: key, change: change}, upd, nil
 }
 
-func (s *Server) updateItem(body []byte) (any, error) {
+func (s *Server) updateItem(req request) (any, error) {
 	var in updateInput
-	if err := decode(body, &in); err != nil {
+	if err := req.decode(&in); err != nil {
 		return nil, err
 	}
 	if err := checkReturnValues(in.ReturnValues, "ALL_OLD", "UPDATED_OLD", "ALL_NEW", "UPDATED_NEW"); err != nil {
@@ -564,7 +582,7 @@ func (s *Server) updateItem(body []byte) (any, error) {
 	if len(out) == 0 {
 		return s.answer(json.RawMessage("{}"), c, true, false), nil
 	}
-	return s.answer(map[string]any{"Attributes": itemJSON(out)}, c, true, false), nil
+	return s.answer(map[string]any{"Attributes": jsonItem(out)}, c, true, false), nil
 }
 
 const (
@@ -574,19 +592,21 @@ const (
 )
 
 type keysAndAttributes struct {
-	Keys                 []json.RawMessage
+	Keys                 []wireItem
 	ProjectionExpression string
 	ConsistentRead       bool
 	exprInput
 	legacyParams
 }
 
-func (s *Server) batchGetItem(body []byte, rs *readSet) (any, error) {
-	var in struct {
-		RequestItems           map[string]keysAndAttributes
-		ReturnConsumedCapacity string
-	}
-	if err := decode(body, &in); err != nil {
+type batchGetInput struct {
+	RequestItems           map[string]keysAndAttributes
+	ReturnConsumedCapacity string
+}
+
+func (s *Server) batchGetItem(req request, rs *readSet) (any, error) {
+	var in batchGetInput
+	if err := req.decode(&in); err != nil {
 		return nil, err
 	}
 	c, err := s.newCharge(in.ReturnConsumedCapacity)
@@ -603,7 +623,7 @@ func (s *Server) batchGetItem(body []byte, rs *readSet) (any, error) {
 	if total > maxBatchGet {
 		return nil, invalid("Too many items requested for the BatchGetItem call")
 	}
-	responses := map[string][]json.RawMessage{}
+	responses := map[string][]jsonItem{}
 	names := make([]string, 0, len(in.RequestItems))
 	for name := range in.RequestItems {
 		names = append(names, name)
@@ -620,7 +640,7 @@ func (s *Server) batchGetItem(body []byte, rs *readSet) (any, error) {
 			return nil, invalid("1 validation error detected: Value at 'requestItems.%s.member.keys' failed to satisfy constraint: Member must have length greater than or equal to 1", name)
 		}
 		seen := map[string]bool{}
-		out := []json.RawMessage{}
+		out := []jsonItem{}
 		for _, k := range ka.Keys {
 			t, key, dk, proj, err := s.prepareGet(getItemInput{TableName: name, Key: k, ProjectionExpression: ka.ProjectionExpression, exprInput: ka.exprInput})
 			if err != nil {
@@ -642,7 +662,7 @@ func (s *Server) batchGetItem(body []byte, rs *readSet) (any, error) {
 			if it, err = proj.apply(it); err != nil {
 				return nil, asInvalid(err)
 			}
-			out = append(out, itemJSON(it))
+			out = append(out, jsonItem(it))
 		}
 		responses[name] = out
 	}
@@ -650,15 +670,19 @@ func (s *Server) batchGetItem(body []byte, rs *readSet) (any, error) {
 	return s.answer(map[string]any{"Responses": responses, "UnprocessedKeys": map[string]any{}}, c, false, true), nil
 }
 
-func (s *Server) batchWriteItem(body []byte) (any, error) {
-	var in struct {
-		RequestItems map[string][]struct {
-			PutRequest    *struct{ Item json.RawMessage }
-			DeleteRequest *struct{ Key json.RawMessage }
-		}
-		ReturnConsumedCapacity string
-	}
-	if err := decode(body, &in); err != nil {
+type batchWriteInput struct {
+	RequestItems           map[string][]batchWriteRequest
+	ReturnConsumedCapacity string
+}
+
+type batchWriteRequest struct {
+	PutRequest    *struct{ Item wireItem }
+	DeleteRequest *struct{ Key wireItem }
+}
+
+func (s *Server) batchWriteItem(req request) (any, error) {
+	var in batchWriteInput
+	if err := req.decode(&in); err != nil {
 		return nil, err
 	}
 	c, err := s.newCharge(in.ReturnConsumedCapacity)
@@ -785,31 +809,37 @@ type canceled struct {
 
 func (c *canceled) Error() string { return "conditional check failed" }
 
-func (s *Server) transactWriteItems(body []byte) (any, error) {
-	type common struct {
-		TableName                           string
-		Key                                 json.RawMessage
-		ConditionExpression                 *string
-		ReturnValuesOnConditionCheckFailure string
-		exprInput
+// transactCommon is what every kind of TransactWriteItems item has.
+type transactCommon struct {
+	TableName                           string
+	Key                                 wireItem
+	ConditionExpression                 *string
+	ReturnValuesOnConditionCheckFailure string
+	exprInput
+}
+
+type transactWriteItem struct {
+	ConditionCheck *transactCommon
+	Put            *struct {
+		transactCommon
+		Item wireItem
 	}
-	var in struct {
-		TransactItems []struct {
-			ConditionCheck *common
-			Put            *struct {
-				common
-				Item json.RawMessage
-			}
-			Delete *common
-			Update *struct {
-				common
-				UpdateExpression *string
-			}
-		}
-		ClientRequestToken     string
-		ReturnConsumedCapacity string
+	Delete *transactCommon
+	Update *struct {
+		transactCommon
+		UpdateExpression *string
 	}
-	if err := decode(body, &in); err != nil {
+}
+
+type transactWriteInput struct {
+	TransactItems          []transactWriteItem
+	ClientRequestToken     string
+	ReturnConsumedCapacity string
+}
+
+func (s *Server) transactWriteItems(req request) (any, error) {
+	var in transactWriteInput
+	if err := req.decode(&in); err != nil {
 		return nil, err
 	}
 	cc, err := s.newCharge(in.ReturnConsumedCapacity)
@@ -898,14 +928,16 @@ func (s *Server) transactWriteItems(body []byte) (any, error) {
 	return s.answer(json.RawMessage("{}"), cc, true, true), nil
 }
 
-func (s *Server) transactGetItems(body []byte, rs *readSet) (any, error) {
-	var in struct {
-		TransactItems []struct {
-			Get *getItemInput
-		}
-		ReturnConsumedCapacity string
+type transactGetInput struct {
+	TransactItems []struct {
+		Get *getItemInput
 	}
-	if err := decode(body, &in); err != nil {
+	ReturnConsumedCapacity string
+}
+
+func (s *Server) transactGetItems(req request, rs *readSet) (any, error) {
+	var in transactGetInput
+	if err := req.decode(&in); err != nil {
 		return nil, err
 	}
 	c, err := s.newCharge(in.ReturnConsumedCapacity)
@@ -944,7 +976,7 @@ func (s *Server) transactGetItems(body []byte, rs *readSet) (any, error) {
 		if it, err = proj.apply(it); err != nil {
 			return nil, asInvalid(err)
 		}
-		out = append(out, map[string]any{"Item": itemJSON(it)})
+		out = append(out, map[string]any{"Item": jsonItem(it)})
 	}
 	s.units.record("TransactGetItems", c)
 	return s.answer(map[string]any{"Responses": out}, c, false, true), nil

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"slices"
 	"testing"
 	"time"
@@ -28,6 +29,12 @@ func inProcess(srv *Server) *dynamodb.Client {
 			srv.ServeHTTP(rec, r)
 			return rec.Result(), nil
 		})},
+	}, func(o *dynamodb.Options) {
+		// The item operations on the in-process path (as the platform's),
+		// unless PLATFORM_LOCAL_DYNAMO_HTTP is set.
+		if os.Getenv("PLATFORM_LOCAL_DYNAMO_HTTP") == "" {
+			o.APIOptions = append(o.APIOptions, srv.InProcess)
+		}
 	})
 }
 

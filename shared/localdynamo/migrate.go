@@ -64,7 +64,9 @@ func (s *Server) migrateJournal() error {
 }
 
 // serveLocked runs a handler at open time (no other request can run).
-func (s *Server) serveLocked(h handler, body []byte) response { return h.fn(s, body) }
+func (s *Server) serveLocked(h handler, body []byte) response {
+	return toResponse(h.fn(s, request{body: body}))
+}
 
 // reset empties the store.
 func (s *Server) reset() error {

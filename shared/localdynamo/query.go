@@ -3,7 +3,6 @@ package localdynamo
 import (
 	"bytes"
 	"encoding/binary"
-	"encoding/json"
 	"hash/fnv"
 
 	"github.com/cockroachdb/pebble"
@@ -21,7 +20,7 @@ type readInput struct {
 	ProjectionExpression   string
 	Select                 string
 	Limit                  *int64
-	ExclusiveStartKey      json.RawMessage
+	ExclusiveStartKey      wireItem
 	ScanIndexForward       *bool
 	ConsistentRead         bool
 	ReturnConsumedCapacity string
@@ -47,9 +46,9 @@ type page struct {
 	part         string          // the partition key queried, as text
 }
 
-func (s *Server) query(body []byte, rs *readSet) (any, error) {
+func (s *Server) query(req request, rs *readSet) (any, error) {
 	var in readInput
-	if err := decode(body, &in); err != nil {
+	if err := req.decode(&in); err != nil {
 		return nil, err
 	}
 	p, err := s.preparePage(in, false)
@@ -60,9 +59,9 @@ func (s *Server) query(body []byte, rs *readSet) (any, error) {
 	return s.run(p, in, rs)
 }
 
-func (s *Server) scan(body []byte, rs *readSet) (any, error) {
+func (s *Server) scan(req request, rs *readSet) (any, error) {
 	var in readInput
-	if err := decode(body, &in); err != nil {
+	if err := req.decode(&in); err != nil {
 		return nil, err
 	}
 	p, err := s.preparePage(in, true)
@@ -156,7 +155,7 @@ func (s *Server) preparePage(in readInput, scan bool) (*page, error) {
 	}
 	p.reverse = !scan && in.ScanIndexForward != nil && !*in.ScanIndexForward
 
-	if len(in.ExclusiveStartKey) > 0 && string(in.ExclusiveStartKey) != "null" {
+	if in.ExclusiveStartKey.present() {
 		esk, err := decodeItem(in.ExclusiveStartKey)
 		if err != nil {
 			return nil, asInvalid(err)
@@ -289,7 +288,7 @@ func (s *Server) run(p *page, in readInput, rs *readSet) (any, error) {
 	}
 	defer iter.Close()
 	var (
-		items   = []json.RawMessage{}
+		items   = []jsonItem{}
 		count   int64
 		scanned int64
 		bytesRd int
@@ -304,7 +303,8 @@ func (s *Server) run(p *page, in readInput, rs *readSet) (any, error) {
 	for ok := valid(); ok; ok = step() {
 		var it item
 		if p.ix == nil {
-			if err := json.Unmarshal(iter.Value(), &it); err != nil {
+			var err error
+			if it, err = decodeStored(iter.Value()); err != nil {
 				return nil, err
 			}
 			bytesRd += len(iter.Value())
@@ -319,8 +319,11 @@ func (s *Server) run(p *page, in readInput, rs *readSet) (any, error) {
 					continue
 				}
 				it = p.t.project(p.ix, full)
-			} else if err := json.Unmarshal(v, &it); err != nil {
-				return nil, err
+			} else {
+				var err error
+				if it, err = decodeStored(v); err != nil {
+					return nil, err
+				}
 			}
 			bytesRd += len(v)
 		}
@@ -339,7 +342,7 @@ func (s *Server) run(p *page, in readInput, rs *readSet) (any, error) {
 					if err != nil {
 						return nil, asInvalid(err)
 					}
-					items = append(items, itemJSON(out))
+					items = append(items, jsonItem(out))
 				}
 			}
 		}
@@ -357,7 +360,7 @@ func (s *Server) run(p *page, in readInput, rs *readSet) (any, error) {
 	// More may follow when the walk stopped early (Limit or size); DynamoDB
 	// then gives the last key read, even if nothing follows it.
 	if last != nil && ((p.limit > 0 && scanned >= p.limit) || bytesRd >= maxPageBytes) {
-		out["LastEvaluatedKey"] = itemJSON(p.t.lastKey(p.ix, last))
+		out["LastEvaluatedKey"] = jsonItem(p.t.lastKey(p.ix, last))
 	}
 	ix := ""
 	if p.ix != nil {

@@ -54,7 +54,7 @@ func TestReadWaitsOnlyForWritesWhereItReads(t *testing.T) {
 	defer free()
 	hs := httptest.NewServer(srv)
 	defer func() { free(); hs.Close(); _ = srv.Close() }()
-	db := newClient(hs.URL)
+	db := clientFor(srv, hs.URL)
 	createTable(t, db, "main")
 	for _, pk := range []string{"x", "y"} {
 		if _, err := db.PutItem(ctx(), &dynamodb.PutItemInput{TableName: aws.String("main"),

@@ -92,7 +92,8 @@ type Server struct {
 	minFree      atomic.Int64 // current MinFreeBytes
 	calls        sync.Map     // operation name -> *atomic.Int64 (Calls)
 	onChange     atomic.Pointer[changeHook]
-	units        meter // capacity units (CountUnits, Usage)
+	units        meter        // capacity units (CountUnits, Usage)
+	inProcess    atomic.Int64 // requests of the in-process path (InProcessCalls)
 }
 
 // Calls returns how many requests of each operation the server answered
@@ -280,21 +281,33 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		errorResponse(http.StatusBadRequest, "SerializationException", "request body is not valid JSON").write(w)
 		return
 	}
-	c, _ := s.calls.LoadOrStore(op, new(atomic.Int64))
-	c.(*atomic.Int64).Add(1)
+	s.count(op)
 	lane, visible := writelane.From(r.Context())
-	s.serveIn(op, body, lane, visible).write(w)
+	toResponse(s.serveIn(op, request{body: body}, lane, visible)).write(w)
+}
+
+// count counts one request of op (Calls).
+func (s *Server) count(op string) {
+	c, ok := s.calls.Load(op)
+	if !ok {
+		c, _ = s.calls.LoadOrStore(op, new(atomic.Int64))
+	}
+	c.(*atomic.Int64).Add(1)
 }
 
 // serve runs one operation.
-func (s *Server) serve(op string, body []byte) response { return s.serveIn(op, body, nil, nil) }
+func (s *Server) serve(op string, body []byte) response {
+	return toResponse(s.serveIn(op, request{body: body}, nil, nil))
+}
 
 // serveIn runs one operation of a lane (lane.go; nil for none): a write of
 // it with visible set calls visible once the write is visible (DeleteItem
 // only, what the dispatcher needs; other writes are answered as ever,
 // visible not called), a read of it does not wait for the lane's writes in
-// flight.
-func (s *Server) serveIn(op string, body []byte, lane *writelane.Lane, visible func()) (res response) {
+// flight. It answers the operation's output (encoded by toResponse for the
+// HTTP path, converted to the SDK's types by the in-process path) or its
+// error (a *dynErr is DynamoDB's error).
+func (s *Server) serveIn(op string, req request, lane *writelane.Lane, visible func()) (out any, err error) {
 	h := handlers[op]
 	if h.table {
 		s.mu.Lock()
@@ -304,17 +317,17 @@ func (s *Server) serveIn(op string, body []byte, lane *writelane.Lane, visible f
 		defer s.mu.RUnlock()
 	}
 	if s.closed {
-		return closedResponse()
+		return nil, errClosed()
 	}
 	defer func() {
 		if p := recover(); p != nil {
 			s.log.Error("localdynamo: panic", "op", op, "panic", p)
-			res = errorResponse(http.StatusInternalServerError, "InternalServerError", fmt.Sprintf("%s failed: %v", op, p))
+			out, err = nil, &dynErr{status: http.StatusInternalServerError, typ: "InternalServerError", msg: fmt.Sprintf("%s failed: %v", op, p)}
 		}
 	}()
 	if h.write {
-		if r, refused := s.checkSpace(); refused {
-			return r
+		if err := s.checkSpace(); err != nil {
+			return nil, err
 		}
 	}
 	// A read must not answer from a write that is not yet durable: it waits
@@ -323,37 +336,37 @@ func (s *Server) serveIn(op string, body []byte, lane *writelane.Lane, visible f
 	// flight: a read of one item does not wait for another's fsync).
 	if h.write {
 		if lane != nil && visible != nil && h.aside != nil {
-			return h.aside(s, body, &aside{lane: lane, visible: visible})
+			return h.aside(s, req, &aside{lane: lane, visible: visible})
 		}
-		return h.fn(s, body)
+		return h.fn(s, req)
 	}
 	if h.read == nil {
 		mark := s.durable.mark()
-		res = h.fn(s, body)
+		out, err = h.fn(s, req)
 		s.durable.wait(mark, nil, nil)
-		return res
+		return out, err
 	}
 	rs := &readSet{}
-	res = h.read(s, body, rs)
+	out, err = h.read(s, req, rs)
 	s.durable.wait(s.durable.mark(), rs, lane)
-	return res
+	return out, err
 }
 
-func closedResponse() response {
-	return errorResponse(http.StatusServiceUnavailable, "ServiceUnavailable", "localdynamo: server is closed")
+func errClosed() *dynErr {
+	return &dynErr{status: http.StatusServiceUnavailable, typ: "ServiceUnavailable", msg: "localdynamo: server is closed"}
 }
 
 // checkSpace refuses a write while free space is below MinFreeBytes, so the
 // store itself never runs into a full disk: reads go on, and writes resume
 // as soon as space is freed.
-func (s *Server) checkSpace() (response, bool) {
+func (s *Server) checkSpace() error {
 	free, err := s.freeBytes()
 	need := s.minFree.Load()
 	if err != nil || int64(free) >= need {
-		return response{}, false
+		return nil
 	}
 	s.spaceRefused.Add(1)
-	return errorResponse(http.StatusBadRequest, "InsufficientStorageException", fsutil.ReserveMessage(free, need, s.opts.ReserveHint)), true
+	return &dynErr{typ: "InsufficientStorageException", msg: fsutil.ReserveMessage(free, need, s.opts.ReserveHint)}
 }
 
 func (s *Server) freeBytes() (uint64, error) {

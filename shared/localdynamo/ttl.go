@@ -18,7 +18,7 @@ func (s *Server) expireItems(now time.Time) int {
 	if s.closed {
 		return 0
 	}
-	if _, refused := s.checkSpace(); refused {
+	if s.checkSpace() != nil {
 		return 0 // deleting writes too; it waits for space like any write
 	}
 	deleted := 0

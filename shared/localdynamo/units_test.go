@@ -246,7 +246,7 @@ func scanUnits(e *env, table string, consistent bool) float64 {
 	}
 	size := 0
 	for _, raw := range page.Items {
-		it, err := decodeItem(raw)
+		it, err := decodeItem(wireItem{raw: raw})
 		if err != nil {
 			panic(err)
 		}

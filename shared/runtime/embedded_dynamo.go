@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"net/url"
+	"os"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -35,6 +36,23 @@ func embeddedDynamo(o *dynamodb.Options, handler http.Handler) {
 	o.Credentials = aws.AnonymousCredentials{}
 	o.EndpointResolverV2 = fixedEndpoint{}
 	o.APIOptions = append(o.APIOptions, trimForEmbedded)
+	// The item operations run in-process on the store, without JSON and
+	// HTTP (shared/localdynamo/inprocess.go), unless the switch forces
+	// the HTTP path (A/B measurements, a fallback).
+	if ip, ok := handler.(inProcessStore); ok && os.Getenv(EnvLocalDynamoHTTP) == "" {
+		o.APIOptions = append(o.APIOptions, ip.InProcess)
+	}
+}
+
+// EnvLocalDynamoHTTP, set to anything, sends every call of the local
+// platform's DynamoDB client over the in-process HTTP path (JSON), as
+// before the in-process path (docs/embedded-dynamodb.md).
+const EnvLocalDynamoHTTP = "PLATFORM_LOCAL_DYNAMO_HTTP"
+
+// inProcessStore is a store that runs the client's operations in-process
+// (*localdynamo.Server).
+type inProcessStore interface {
+	InProcess(*middleware.Stack) error
 }
 
 // fixedEndpoint resolves every call to the embedded store's address,

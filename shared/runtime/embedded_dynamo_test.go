@@ -2,9 +2,12 @@ package runtime_test
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -171,4 +174,127 @@ func cpuTime() time.Duration {
 	var ru syscall.Rusage
 	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// The platform's client for its embedded store runs the item operations
+// in-process (no JSON, no HTTP), table operations over HTTP; with
+// PLATFORM_LOCAL_DYNAMO_HTTP set, everything goes over HTTP.
+func TestEmbeddedDynamoClientInProcess(t *testing.T) {
+	ctx := context.Background()
+	store := embeddedStore(t)
+	key := map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: "A"}, "sk": &types.AttributeValueMemberS{Value: "B"}}
+	item := map[string]types.AttributeValue{"pk": key["pk"], "sk": key["sk"], "v": &types.AttributeValueMemberS{Value: "x"}}
+	calls := func() int64 {
+		n := int64(0)
+		for _, c := range store.Calls() {
+			n += c
+		}
+		return n
+	}
+	for _, c := range []struct {
+		name   string
+		env    string
+		inProc int64 // of the 3 item calls
+	}{{"in-process", "", 3}, {"forced HTTP", "1", 0}} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Setenv(runtime.EnvLocalDynamoHTTP, c.env)
+			db := runtime.DynamoClient(signedConfig, runtime.Env{}, store)
+			if err := dynamo.EnsureTable(ctx, db, "platform"); err != nil { // DescribeTable: HTTP
+				t.Fatal(err)
+			}
+			in0, all0 := store.InProcessCalls(), calls()
+			if _, err := db.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String("platform"), Item: item}); err != nil {
+				t.Fatal(err)
+			}
+			uctx, u := dynamo.WithUsage(ctx)
+			out, err := db.GetItem(uctx, &dynamodb.GetItemInput{TableName: aws.String("platform"), Key: key})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if v, ok := out.Item["v"].(*types.AttributeValueMemberS); !ok || v.Value != "x" {
+				t.Fatalf("read back %v", out.Item)
+			}
+			if u.ReadUnits <= 0 {
+				t.Errorf("usage not counted: %v read units", u.ReadUnits)
+			}
+			_, err = db.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String("platform"), Item: item, ConditionExpression: aws.String("attribute_not_exists(pk)")})
+			var cf *types.ConditionalCheckFailedException
+			if !errors.As(err, &cf) {
+				t.Fatalf("conditional put: %v, want ConditionalCheckFailedException", err)
+			}
+			if in, all := store.InProcessCalls()-in0, calls()-all0; in != c.inProc || all != 3 {
+				t.Errorf("%d calls in-process of %d, want %d of 3", in, all, c.inProc)
+			}
+		})
+	}
+}
+
+// BenchmarkInProcessDynamo: one call of each common operation through the
+// platform's client to its embedded store, over the in-process path and
+// over HTTP (PLATFORM_LOCAL_DYNAMO_HTTP), alternated with -count:
+//
+//	go test -run '^$' -bench BenchmarkInProcessDynamo -benchmem -count 3 ./shared/runtime
+func BenchmarkInProcessDynamo(b *testing.B) {
+	store := embeddedStore(b)
+	ctx := context.Background()
+	inProc := runtime.DynamoClient(aws.Config{}, runtime.Env{}, store)
+	b.Setenv(runtime.EnvLocalDynamoHTTP, "1")
+	overHTTP := runtime.DynamoClient(aws.Config{}, runtime.Env{}, store)
+	if err := dynamo.EnsureTable(ctx, inProc, "platform"); err != nil {
+		b.Fatal(err)
+	}
+	sv := func(v string) types.AttributeValue { return &types.AttributeValueMemberS{Value: v} }
+	// A conversation's messages as the platform writes them (~600 bytes).
+	msg := func(i int) map[string]types.AttributeValue {
+		return map[string]types.AttributeValue{"pk": sv("CONV#c1"), "sk": sv(fmt.Sprintf("MSG#%04d", i)), "type": sv("text"),
+			"payload": sv(`{"text":"` + strings.Repeat("x", 400) + `"}`), "userId": sv("user_1"), "createdAt": sv("2026-11-29T05:00:00.000Z"),
+			"tags": &types.AttributeValueMemberM{Value: map[string]types.AttributeValue{"a": sv("b")}}, "n": &types.AttributeValueMemberN{Value: strconv.Itoa(i)}}
+	}
+	for i := range 40 {
+		if _, err := inProc.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String("platform"), Item: msg(i)}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	n := 0
+	ops := []struct {
+		name string
+		call func(db *dynamodb.Client) error
+	}{
+		{"GetItem", func(db *dynamodb.Client) error {
+			_, err := db.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String("platform"), Key: map[string]types.AttributeValue{"pk": sv("CONV#c1"), "sk": sv("MSG#0007")}})
+			return err
+		}},
+		{"Query20", func(db *dynamodb.Client) error {
+			_, err := db.Query(ctx, &dynamodb.QueryInput{TableName: aws.String("platform"), KeyConditionExpression: aws.String("pk = :p AND begins_with(sk, :m)"),
+				ExpressionAttributeValues: map[string]types.AttributeValue{":p": sv("CONV#c1"), ":m": sv("MSG#")}, Limit: aws.Int32(20), ScanIndexForward: aws.Bool(false)})
+			return err
+		}},
+		{"TransactWriteItems", func(db *dynamodb.Client) error {
+			n++
+			m := msg(1000 + n)
+			_, err := db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{
+				{Put: &types.Put{TableName: aws.String("platform"), Item: m, ConditionExpression: aws.String("attribute_not_exists(pk)")}},
+				{Update: &types.Update{TableName: aws.String("platform"), Key: map[string]types.AttributeValue{"pk": sv("CONV#c1"), "sk": sv("META")},
+					UpdateExpression: aws.String("SET updatedAt = :t ADD messages :one"), ExpressionAttributeValues: map[string]types.AttributeValue{":t": sv("2026-11-29T05:00:00.000Z"), ":one": &types.AttributeValueMemberN{Value: "1"}}}},
+			}})
+			return err
+		}},
+	}
+	for _, op := range ops {
+		for _, c := range []struct {
+			name string
+			db   *dynamodb.Client
+		}{{"http", overHTTP}, {"inprocess", inProc}} {
+			b.Run(op.name+"/"+c.name, func(b *testing.B) {
+				b.ReportAllocs()
+				cpu0 := cpuTime()
+				for b.Loop() {
+					if err := op.call(c.db); err != nil {
+						b.Fatal(err)
+					}
+				}
+				b.ReportMetric(float64((cpuTime()-cpu0).Microseconds())/float64(b.N), "cpu-µs/op")
+			})
+		}
+	}
 }
