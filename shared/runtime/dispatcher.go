@@ -25,7 +25,7 @@ import (
 // function passes delivery.Client(false): no delivery reaches a private or
 // loopback address.
 func Dispatcher(cfg aws.Config, env Env, client *http.Client) *dispatch.Dispatcher {
-	store := dynamo.New(DynamoClient(cfg, env, nil), env.Table)
+	store := lambdaStore(cfg, env)
 	if limits, err := env.Limits(); err == nil { // the invocations quota (docs/account.md)
 		store.SetLimits(limits)
 	} else {
@@ -79,8 +79,13 @@ const RetryWait = 20 * time.Second
 // outbox's previous layout are moved into their shards. Either way it
 // makes passes until one delivers nothing and no retry comes due within
 // RetryWait, or the invocation's time runs short (DispatchReserve). A
-// failed pass fails the invocation: Lambda retries a stream batch, and the
-// next scheduled run comes a minute later anyway.
+// failed pass fails the invocation: Lambda retries a stream batch (until
+// its records leave the stream), and the next scheduled run comes a minute
+// later anyway. Over the sparse sweep index (dynamo.Store's
+// SparseSweepOnStream) a stream batch succeeds only once each shard it
+// names is drained or its first pending entry indexed: a shard whose pass
+// failed is covered so by the dispatcher (RunShards), and the shards of a
+// batch left for want of time here (CoverShards).
 func DrainOutbox(d *dispatch.Dispatcher) func(ctx context.Context, event json.RawMessage) error {
 	// Entries of the layout before the outbox was sharded (an upgrade) are
 	// moved at the first invocation of each instance, whatever its
@@ -109,6 +114,13 @@ func DrainOutbox(d *dispatch.Dispatcher) func(ctx context.Context, event json.Ra
 			if deadline, ok := ctx.Deadline(); ok && time.Until(deadline) < DispatchReserve {
 				if first { // a function Timeout shorter than the reserve: it would never deliver
 					slog.Error("dispatch: the invocation is too short for a pass", "left", time.Until(deadline).String(), "needs", DispatchReserve.String())
+				}
+				if fromStream {
+					// What the batch names and is still pending goes into
+					// the sweep index (a sparse index: nothing else would
+					// find it once the batch succeeds); if that fails, the
+					// batch fails and is retried.
+					return d.CoverShards(ctx, shards)
 				}
 				return nil // the next invocation goes on
 			}
