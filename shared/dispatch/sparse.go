@@ -18,7 +18,11 @@ import (
 // has either a stream record that will still reach an invocation, or a
 // live pass's lease on it or on an earlier entry of its shard whose
 // holder keeps the shard's next entry indexed. The dispatcher keeps it
-// with these rules (each only over such a store, never Exclusive):
+// with these rules, over any store that can (dynamo.Store), unless
+// Exclusive, whatever its index: over a full index they find everything
+// indexed and write nothing, and a change of the stack's OutboxSweepIndex,
+// which reaches the functions one by one, never leaves an entry written
+// sparse to a dispatcher without them.
 //
 //   - A pass that meets a head another invocation holds (its lease read
 //     with the shard, or a lease refused) indexes the first entry behind
@@ -36,19 +40,19 @@ import (
 //     after it (reading past the last entry it read), so that the shard's
 //     next entry is indexed before the one it works is removed.
 type sparseIndex interface {
-	SparseOnStream() bool
 	PendingIndexed(ctx context.Context, shard, after string, limit int) ([]platform.Delivery, []int64, []bool, error)
 	IndexEntry(ctx context.Context, d platform.Delivery, due time.Time, lease int64) (bool, error)
 	LeaseIndexed(ctx context.Context, d platform.Delivery, now, until time.Time) (bool, error)
 }
 
-// sparse is the store's sparse index on AWS, nil when the store keeps
-// every entry in the index (or the dispatcher is Exclusive).
+// sparse is the store's side of the rules; nil for an Exclusive
+// dispatcher (the local platform's, whose commits wake it) or a store
+// without it.
 func (d *Dispatcher) sparse() sparseIndex {
 	if d.Exclusive {
 		return nil
 	}
-	if s, ok := d.Store.(sparseIndex); ok && s.SparseOnStream() {
+	if s, ok := d.Store.(sparseIndex); ok {
 		return s
 	}
 	return nil

@@ -126,10 +126,6 @@ func (s *Store) SparseSweep(partitions func(prefix string) ([]string, error)) {
 // mode (SparseSweep).
 func (s *Store) SparseSweepOnStream() { s.streamSparse.Store(true) }
 
-// SparseOnStream tells whether the store is in SparseSweepOnStream's mode:
-// the dispatcher then keeps the rules that stand in for the index.
-func (s *Store) SparseOnStream() bool { return s.streamSparse.Load() }
-
 // OutboxShards lists every outbox shard with an entry, in the sweep index
 // or not: the table's OUTBOX# partitions under SparseSweep, otherwise the
 // sweep index's shards, due or not.
