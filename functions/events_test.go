@@ -301,6 +301,11 @@ type receivedEvents struct {
 	types []string
 	// failOnce: event types answered 500 the first time they come.
 	failOnce map[string]bool
+	// hangOnce: event types the bot holds the first time they come, until
+	// the caller gives up or release is closed (the channel is closed as
+	// it starts holding).
+	hangOnce map[string]chan struct{}
+	release  chan struct{}
 }
 
 func (r *receivedEvents) ServeHTTP(w http.ResponseWriter, req *http.Request) {
@@ -309,7 +314,17 @@ func (r *receivedEvents) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	r.types = append(r.types, typ)
 	fail := r.failOnce[typ]
 	delete(r.failOnce, typ)
+	hang, hangs := r.hangOnce[typ]
+	delete(r.hangOnce, typ)
 	r.mu.Unlock()
+	if hangs {
+		close(hang)
+		select {
+		case <-req.Context().Done():
+		case <-r.release:
+		}
+		return
+	}
 	if fail {
 		w.WriteHeader(500)
 		_, _ = w.Write([]byte(`{"message":"not now"}`))

@@ -277,8 +277,19 @@ func TestDispatcherStreamMigratesFirst(t *testing.T) {
 // same four conversations' shards at once, over one table; each event
 // reaches the bot once, each conversation's in the order written, and
 // every entry is gone. (Run with the dispatchers Exclusive, no lease, it
-// fails: events delivered twice.)
+// fails: events delivered twice.) With either sweep index (the stack's
+// OutboxSweepIndex): sparse, the entries are in no index, and the sweep's
+// handler meets the stream's leases.
 func TestTwoDispatchersDeliverOnce(t *testing.T) {
+	for _, index := range []string{"sparse", "full"} {
+		t.Run(index, func(t *testing.T) {
+			t.Setenv("PLATFORM_OUTBOX_SWEEP_INDEX", index)
+			twoDispatchersDeliverOnce(t)
+		})
+	}
+}
+
+func twoDispatchersDeliverOnce(t *testing.T) {
 	s := newStandIns(t)
 	botID, received := s.recurringBot(t)
 	hdr := map[string]string{"x-bot-id": botID}
