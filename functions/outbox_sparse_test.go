@@ -2,6 +2,7 @@ package functions_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -276,5 +277,91 @@ func TestSweepLeaseIndexes(t *testing.T) {
 	}
 	if countType(received.got(), "first") != 1 {
 		t.Fatalf("the first delivered again: %v", received.got())
+	}
+}
+
+// oldBatch is a stream batch of outbox inserts whose records were made at
+// created (ApproximateCreationDateTime, epoch seconds).
+func oldBatch(t *testing.T, entries map[string][]string, created time.Time) []byte {
+	t.Helper()
+	var recs []map[string]any
+	for shard, ids := range entries {
+		for _, id := range ids {
+			recs = append(recs, map[string]any{"eventName": "INSERT", "eventSource": "aws:dynamodb",
+				"dynamodb": map[string]any{"ApproximateCreationDateTime": float64(created.Unix()),
+					"Keys": map[string]any{"pk": map[string]any{"S": shard}, "sk": map[string]any{"S": id}}}})
+		}
+	}
+	b, err := json.Marshal(map[string]any{"Records": recs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// TestStreamReReadOfOldRecords: the dispatcher's mapping reads from
+// TRIM_HORIZON, so a mapping replaced or recreated reads the stream's last
+// 24 hours again. A batch of such records (an hour old) whose entries were
+// delivered costs one BatchGetItem of their keys and nothing else (no
+// shard read, nothing delivered again); a batch mixing them with an old
+// record whose entry is still there (a message the replaced mapping never
+// delivered) delivers that one, once, with one BatchGetItem.
+func TestStreamReReadOfOldRecords(t *testing.T) {
+	s := newStandIns(t)
+	botID, received := s.recurringBot(t)
+	hdr := map[string]string{"x-bot-id": botID}
+	conv := func() string {
+		_, out := s.call(t, httpapi.AreaChat, "POST", "/v1/chat/conversations", hdr, map[string]any{"channel": "web", "tags": map[string]string{}})
+		return out["conversation"].(map[string]any)["id"].(string)
+	}
+	event := func(c, typ string) {
+		s.call(t, httpapi.AreaChat, "POST", "/v1/chat/events", hdr, map[string]any{"type": typ, "conversationId": c, "payload": map[string]any{}})
+	}
+	a, b := conv(), conv()
+	event(a, "a0")
+	event(a, "a1")
+	store := storeOf(t)
+	delivered := pendingEntries(t, store, time.Now().Add(time.Second))
+	handle := dispatcherHandler(t) // one instance: its first invocation migrates
+	ctx, cancel := context.WithDeadline(context.Background(), time.Now().Add(runtime.DispatchReserve+time.Minute))
+	defer cancel()
+	if err := handle(ctx, streamBatch(t, delivered)); err != nil {
+		t.Fatal(err)
+	}
+	if got := received.got(); countType(got, "a0") != 1 || countType(got, "a1") != 1 {
+		t.Fatalf("the bot received %v", got)
+	}
+	hour := time.Now().Add(-time.Hour)
+
+	s.DynamoOps.reset()
+	if err := handle(ctx, oldBatch(t, delivered, hour)); err != nil {
+		t.Fatal(err)
+	}
+	if ops := s.DynamoOps.reset(); !slices.Equal(ops, []string{"BatchGetItem"}) {
+		t.Fatalf("a re-read batch of delivered entries made %v, want one BatchGetItem", ops)
+	}
+
+	event(b, "b0")
+	pending := pendingEntries(t, store, time.Now().Add(time.Second))
+	if len(pending) != 1 {
+		t.Fatalf("pending: %v", pending)
+	}
+	for sh, ids := range delivered {
+		pending[sh] = ids
+	}
+	s.DynamoOps.reset()
+	if err := handle(ctx, oldBatch(t, pending, hour)); err != nil {
+		t.Fatal(err)
+	}
+	ops := s.DynamoOps.reset()
+	if n := countType(ops, "BatchGetItem"); n != 1 {
+		t.Errorf("%d BatchGetItem calls for one batch, want 1: %v", n, ops)
+	}
+	got := received.got()
+	if countType(got, "b0") != 1 || countType(got, "a0") != 1 || countType(got, "a1") != 1 {
+		t.Fatalf("the bot received %v, want a0, a1, b0 once each", got)
+	}
+	if left := pendingEntries(t, store, time.Now().Add(time.Hour)); len(left) != 0 {
+		t.Fatalf("entries left: %v", left)
 	}
 }

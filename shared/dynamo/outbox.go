@@ -660,3 +660,45 @@ func (s *Store) ReleaseLeases(ctx context.Context) (int, error) {
 	}
 	return n, nil
 }
+
+// OutboxEntriesExist tells which of the outbox entries named by keys (a
+// shard and a delivery id each, as a stream record's keys name them) are
+// still in the table: one BatchGetItem per 100 keys (and one more for any
+// it leaves unprocessed), strongly consistent, keys only. The dispatcher
+// function checks so the old records of a batch (a mapping re-reading the
+// stream from TRIM_HORIZON) before it works their shards.
+func (s *Store) OutboxEntriesExist(ctx context.Context, keys [][2]string) (map[[2]string]bool, error) {
+	found := map[[2]string]bool{}
+	seen := map[[2]string]bool{}
+	var todo []map[string]types.AttributeValue
+	for _, k := range keys {
+		if !seen[k] { // BatchGetItem refuses a key twice
+			seen[k] = true
+			todo = append(todo, key(k[0], k[1]))
+		}
+	}
+	for len(todo) > 0 {
+		n := min(len(todo), 100)
+		chunk := todo[:n]
+		todo = todo[n:]
+		for attempt := 0; len(chunk) > 0; attempt++ {
+			if attempt > 0 {
+				select {
+				case <-ctx.Done():
+					return nil, ctx.Err()
+				case <-time.After(time.Duration(10<<min(attempt, 6)) * time.Millisecond):
+				}
+			}
+			out, err := s.db.BatchGetItem(ctx, &dynamodb.BatchGetItemInput{RequestItems: map[string]types.KeysAndAttributes{
+				s.table: {Keys: chunk, ProjectionExpression: aws.String("pk, sk"), ConsistentRead: aws.Bool(true)}}})
+			if err != nil {
+				return nil, err
+			}
+			for _, it := range out.Responses[s.table] {
+				found[[2]string{getS(it, attrPK), getS(it, attrSK)}] = true
+			}
+			chunk = out.UnprocessedKeys[s.table].Keys
+		}
+	}
+	return found, nil
+}

@@ -98,6 +98,14 @@ func DrainOutbox(d *dispatch.Dispatcher) func(ctx context.Context, event json.Ra
 		// (another instance may have delivered what an earlier one saw).
 		dispatch.ForgetPending()
 		shards, fromStream := StreamShards(event)
+		if fromStream {
+			// Old records (a mapping re-reading the stream): only the
+			// shards whose entries are still there are worked.
+			var err error
+			if shards, err = liveShards(ctx, d.Store, event, shards, time.Now()); err != nil {
+				return err
+			}
+		}
 		if !fromStream || !migrated.Load() {
 			if m, ok := d.Store.(interface {
 				MigrateOutbox(context.Context) (int, error)
@@ -187,6 +195,75 @@ func StreamShards(event json.RawMessage) ([]string, bool) {
 		}
 	}
 	return shards, true
+}
+
+// StaleRecord is the age (its ApproximateCreationDateTime) past which a
+// stream record is checked before its shard is worked: the dispatcher's
+// mapping reads from TRIM_HORIZON, so a mapping replaced or recreated
+// reads again the stream's last 24 hours, whose entries are mostly
+// delivered long ago (a Query of each of their shards, for nothing).
+const StaleRecord = 5 * time.Minute
+
+// liveShards drops from shards (those event names) the shards all of whose
+// records in event are older than StaleRecord and name entries no longer
+// in the table, found with one BatchGetItem of those records' keys (per
+// 100). A shard with a young record, or with an old record whose entry is
+// there, is kept. Records without keys or creation time count as young.
+func liveShards(ctx context.Context, store any, event json.RawMessage, shards []string, now time.Time) ([]string, error) {
+	exister, ok := store.(interface {
+		OutboxEntriesExist(ctx context.Context, keys [][2]string) (map[[2]string]bool, error)
+	})
+	if !ok {
+		return shards, nil
+	}
+	var batch struct {
+		Records []struct {
+			DynamoDB struct {
+				Created float64 `json:"ApproximateCreationDateTime"`
+				Keys    map[string]struct {
+					S string `json:"S"`
+				} `json:"Keys"`
+			} `json:"dynamodb"`
+		} `json:"Records"`
+	}
+	if json.Unmarshal(event, &batch) != nil {
+		return shards, nil
+	}
+	young := map[string]bool{}
+	var old [][2]string
+	for _, r := range batch.Records {
+		pk, sk := r.DynamoDB.Keys["pk"].S, r.DynamoDB.Keys["sk"].S
+		created := time.Unix(0, int64(r.DynamoDB.Created*float64(time.Second)))
+		if sk == "" || r.DynamoDB.Created == 0 || now.Sub(created) < StaleRecord {
+			young[pk] = true
+		} else {
+			old = append(old, [2]string{pk, sk})
+		}
+	}
+	var check [][2]string
+	for _, k := range old {
+		if !young[k[0]] {
+			check = append(check, k)
+		}
+	}
+	if len(check) == 0 {
+		return shards, nil
+	}
+	found, err := exister.OutboxEntriesExist(ctx, check)
+	if err != nil {
+		return nil, err
+	}
+	live := map[string]bool{}
+	for k := range found {
+		live[k[0]] = true
+	}
+	kept := shards[:0:0]
+	for _, sh := range shards {
+		if young[sh] || live[sh] {
+			kept = append(kept, sh)
+		}
+	}
+	return kept, nil
 }
 
 // StartDispatcher serves the dispatcher function (functions/dispatcher).
