@@ -365,3 +365,71 @@ func TestStreamReReadOfOldRecords(t *testing.T) {
 		t.Fatalf("entries left: %v", left)
 	}
 }
+
+// refusing is an invocation's AWS client whose DynamoDB calls of one
+// operation fail (a store error on the recording of an outcome).
+type refusing struct {
+	next aws.HTTPClient
+	op   string // X-Amz-Target's operation, e.g. DeleteItem
+}
+
+func (r *refusing) Do(req *http.Request) (*http.Response, error) {
+	if req.Header.Get("X-Amz-Target") == "DynamoDB_20120810."+r.op {
+		return nil, errors.New("refused: " + r.op)
+	}
+	return r.next.Do(req)
+}
+
+// TestFailedPassIndexesTheShard: a stream invocation delivers a message's
+// entry but cannot remove it (its DeleteItem fails). Rather than fail the
+// batch or leave the entry where nothing finds it, the handler indexes the
+// shard's first pending entry (this one, held by its own lease: due at the
+// lease's end) and succeeds; the sweep after the lease delivers it again
+// (at least once) and removes it. The entry is held by the pass's own
+// lease, so what indexes it is the held-head rule (coverHeld), reached
+// through the failed shard's cover or, when the handler makes another
+// pass, through that pass meeting the held entry; without it nothing
+// finds the entry (checked).
+func TestFailedPassIndexesTheShard(t *testing.T) {
+	s := newStandIns(t)
+	botID, received := s.recurringBot(t)
+	hdr := map[string]string{"x-bot-id": botID}
+	_, out := s.call(t, httpapi.AreaChat, "POST", "/v1/chat/conversations", hdr, map[string]any{"channel": "web", "tags": map[string]string{}})
+	conv := out["conversation"].(map[string]any)["id"].(string)
+	_, out = s.call(t, httpapi.AreaChat, "POST", "/v1/chat/events", hdr, map[string]any{"type": "kept", "conversationId": conv, "payload": map[string]any{}})
+	id := out["event"].(map[string]any)["id"].(string)
+	store := storeOf(t)
+	entries := pendingEntries(t, store, time.Now().Add(time.Second))
+
+	cfg, err := runtime.AWSConfig(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	next := cfg.HTTPClient
+	if next == nil {
+		next = http.DefaultClient
+	}
+	cfg.HTTPClient = &refusing{next: next, op: "DeleteItem"}
+	handle := runtime.DrainOutbox(runtime.Dispatcher(cfg, runtime.FromEnv(), delivery.Client(true)))
+	ctx, cancel := context.WithDeadline(context.Background(), time.Now().Add(runtime.DispatchReserve+time.Minute))
+	defer cancel()
+	if err := handle(ctx, streamBatch(t, entries)); err != nil {
+		t.Fatalf("the batch failed: %v", err)
+	}
+	if n := countType(received.got(), "kept"); n != 1 {
+		t.Fatalf("the bot received it %d times", n)
+	}
+	lease := delivery.MaxBotTimeout + time.Minute
+	if due := indexedShards(t, store, time.Now().Add(lease+time.Second)); len(due) != 1 {
+		t.Fatalf("the sweep index names %v, want the shard at the lease's end", due)
+	}
+	if err := laterHandler(t, lease+time.Minute)(ctx, sampleEvent(t, "dispatcher-schedule.json", nil)); err != nil {
+		t.Fatal(err)
+	}
+	if n := countType(received.got(), "kept"); n != 2 || s.eventStatus(t, botID, id) != "processed" {
+		t.Fatalf("after the lease: received %d times (want 2: at least once), status %s", n, s.eventStatus(t, botID, id))
+	}
+	if left := pendingEntries(t, store, time.Now().Add(time.Hour)); len(left) != 0 {
+		t.Fatalf("entries left: %v", left)
+	}
+}

@@ -131,20 +131,28 @@ func (d *Dispatcher) cover(ctx context.Context, sp sparseIndex, shard string) er
 		defer cancel()
 	}
 	for range rereads {
-		ds, leases, indexed, err := sp.PendingIndexed(ctx, shard, "", batch)
-		if err != nil {
-			return err
-		}
+		var (
+			ds      []platform.Delivery
+			leases  []int64
+			indexed []bool
+			err     error
+			i       int
+			after   string
+		)
 		now := d.now()
-		i := 0
-		for i < len(ds) && scheduled(ds[i], now) {
-			i++
-		}
-		if i == len(ds) {
-			if len(ds) == batch {
-				return fmt.Errorf("dispatch: shard %s: more than %d scheduled entries before its first pending one", shard, batch)
+		for {
+			if ds, leases, indexed, err = sp.PendingIndexed(ctx, shard, after, batch); err != nil {
+				return err
 			}
-			return nil // nothing pending but what is scheduled (indexed)
+			for i = 0; i < len(ds) && scheduled(ds[i], now); i++ {
+			}
+			if i < len(ds) {
+				break
+			}
+			if len(ds) < batch {
+				return nil // nothing pending but what is scheduled (indexed)
+			}
+			after = ds[len(ds)-1].ID // a page of scheduled entries: read on
 		}
 		ok := true
 		switch {
