@@ -433,3 +433,77 @@ func TestFailedPassIndexesTheShard(t *testing.T) {
 		t.Fatalf("entries left: %v", left)
 	}
 }
+
+// hooked is an invocation's AWS client that runs before once, just before
+// its first DynamoDB call of one operation.
+type hooked struct {
+	next   aws.HTTPClient
+	op     string
+	before func()
+	done   atomic.Bool
+}
+
+func (h *hooked) Do(req *http.Request) (*http.Response, error) {
+	if req.Header.Get("X-Amz-Target") == "DynamoDB_20120810."+h.op && h.done.CompareAndSwap(false, true) {
+		h.before()
+	}
+	return h.next.Do(req)
+}
+
+// TestRefusedLeaseIndexesTheHeldEntry: between a stream invocation's read
+// of a shard and its lease of the head, another invocation leases it (and
+// then dies). The lease is refused; the pass reads the shard again, finds
+// the head held and indexes it, due at that lease's end, and succeeds
+// without delivering; the sweep after the lease delivers it once. Without
+// the rule the refused lease ended the pass with the entry in no index
+// (checked).
+func TestRefusedLeaseIndexesTheHeldEntry(t *testing.T) {
+	s := newStandIns(t)
+	botID, received := s.recurringBot(t)
+	hdr := map[string]string{"x-bot-id": botID}
+	_, out := s.call(t, httpapi.AreaChat, "POST", "/v1/chat/conversations", hdr, map[string]any{"channel": "web", "tags": map[string]string{}})
+	conv := out["conversation"].(map[string]any)["id"].(string)
+	_, out = s.call(t, httpapi.AreaChat, "POST", "/v1/chat/events", hdr, map[string]any{"type": "raced", "conversationId": conv, "payload": map[string]any{}})
+	id := out["event"].(map[string]any)["id"].(string)
+	store := storeOf(t)
+	entries := pendingEntries(t, store, time.Now().Add(time.Second))
+	shard := dynamo.Shard(platform.Delivery{BotID: botID, ConversationID: conv})
+	ds, _, err := store.PendingDeliveries(context.Background(), shard, "", 10)
+	if err != nil || len(ds) != 1 {
+		t.Fatalf("entries: %v %v", ds, err)
+	}
+	lease := delivery.MaxBotTimeout + time.Minute
+
+	cfg, err := runtime.AWSConfig(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	next := cfg.HTTPClient
+	if next == nil {
+		next = http.DefaultClient
+	}
+	cfg.HTTPClient = &hooked{next: next, op: "UpdateItem", before: func() {
+		now := time.Now()
+		if ok, err := store.LeaseDelivery(context.Background(), ds[0], now, now.Add(lease)); !ok || err != nil {
+			t.Errorf("the other invocation's lease: %v %v", ok, err)
+		}
+	}}
+	handle := runtime.DrainOutbox(runtime.Dispatcher(cfg, runtime.FromEnv(), delivery.Client(true)))
+	ctx, cancel := context.WithDeadline(context.Background(), time.Now().Add(runtime.DispatchReserve+time.Minute))
+	defer cancel()
+	if err := handle(ctx, streamBatch(t, entries)); err != nil {
+		t.Fatal(err)
+	}
+	if n := countType(received.got(), "raced"); n != 0 {
+		t.Fatalf("delivered under another's lease: %d", n)
+	}
+	if due := indexedShards(t, store, time.Now().Add(lease+time.Second)); !slices.Equal(due, []string{shard}) {
+		t.Fatalf("the sweep index names %v, want the shard at the lease's end", due)
+	}
+	if err := laterHandler(t, lease+time.Minute)(ctx, sampleEvent(t, "dispatcher-schedule.json", nil)); err != nil {
+		t.Fatal(err)
+	}
+	if n := countType(received.got(), "raced"); n != 1 || s.eventStatus(t, botID, id) != "processed" {
+		t.Fatalf("after the lease: received %d times (want 1), status %s", n, s.eventStatus(t, botID, id))
+	}
+}
