@@ -127,7 +127,7 @@ func TestSAMAndCDKAgree(t *testing.T) {
 	if sam.Tables["Table"].Stream != "KEYS_ONLY" || len(sam.StreamSources) != 2 ||
 		fmt.Sprint(outbox.Filters) != `[{"dynamodb":{"Keys":{"pk":{"S":[{"prefix":"OUTBOX#"}]}}},"eventName":["INSERT"]}]` ||
 		outbox.Parallelization != 10 ||
-		outbox.StartingPosition != "LATEST" || !outbox.Enabled {
+		outbox.StartingPosition != "TRIM_HORIZON" || outbox.MaxRetries != -1 || outbox.MaxRecordAge != -1 || !outbox.Enabled {
 		t.Fatalf("the dispatcher's stream trigger: table stream %q, sources %+v", sam.Tables["Table"].Stream, sam.StreamSources)
 	}
 	// The Chat API's streams: the fan-out on inserted signals, the
@@ -137,11 +137,16 @@ func TestSAMAndCDKAgree(t *testing.T) {
 		sam.Functions["ChatStreamFunction"].URL != "NONE RESPONSE_STREAM" || sam.Functions["ChatStreamFunction"].Timeout != 900 {
 		t.Fatalf("the chat streams: fan-out %+v, stream function %+v", signals, sam.Functions["ChatStreamFunction"])
 	}
-	// Every table-stream mapping: bounded retries, halving, a failure queue
+	// Every table-stream mapping: bounded retries (the dispatcher's:
+	// until the records leave the stream, above), halving, a failure queue
 	// of its own (issue 33).
 	for key, src := range sam.StreamSources {
 		queue := strings.TrimSuffix(src.Function, "Function") + "FailureQueue"
-		if src.MaxRetries < 0 || src.MaxRetries > 10 || src.MaxRecordAge < 0 || src.MaxRecordAge > 86400 || !src.Bisect ||
+		bounded := src.MaxRetries >= 0 && src.MaxRetries <= 10 && src.MaxRecordAge >= 0 && src.MaxRecordAge <= 86400
+		if key == "DispatcherFunction <- ${Table.StreamArn}" {
+			bounded = true
+		}
+		if !bounded || !src.Bisect ||
 			src.OnFailure != "${"+queue+".Arn}" || sam.Operations[queue] == "" {
 			t.Fatalf("%s: retries %d, record age %d, bisect %v, on failure %q (want ${%s.Arn}, a queue of the stack)", key,
 				src.MaxRetries, src.MaxRecordAge, src.Bisect, src.OnFailure, queue)

@@ -138,19 +138,22 @@ type builder struct {
 	signin            map[string]awscdk.CfnParameter // by environment variable (docs/signin.md)
 	llm               map[string]awscdk.CfnParameter // by environment variable
 	trace             map[string]awscdk.CfnParameter // by environment variable (operations.go)
-	table             awsdynamodb.Table
-	bucket            awss3.Bucket
-	bucketName        *string // the bucket's name as an expression free of references to it
-	scheduleGroup     awsscheduler.CfnScheduleGroup
-	schedulerRole     awsiam.Role
-	botLogs           awslogs.CfnLogGroup
-	integrationLogs   awslogs.CfnLogGroup
-	codeBoundary      awsiam.CfnManagedPolicy
-	api_              awsapigatewayv2.HttpApi
-	chatStreamURL     awslambda.FunctionUrl
-	fns               map[string]awslambda.Function
-	roles             map[string]awsiam.Role
-	logs              map[string]awslogs.CfnLogGroup
+	// sweepIndex is OutboxSweepIndex (awsp38): the outbox's sweep index,
+	// sparse or full, on every function and the stream task.
+	sweepIndex      awscdk.CfnParameter
+	table           awsdynamodb.Table
+	bucket          awss3.Bucket
+	bucketName      *string // the bucket's name as an expression free of references to it
+	scheduleGroup   awsscheduler.CfnScheduleGroup
+	schedulerRole   awsiam.Role
+	botLogs         awslogs.CfnLogGroup
+	integrationLogs awslogs.CfnLogGroup
+	codeBoundary    awsiam.CfnManagedPolicy
+	api_            awsapigatewayv2.HttpApi
+	chatStreamURL   awslambda.FunctionUrl
+	fns             map[string]awslambda.Function
+	roles           map[string]awsiam.Role
+	logs            map[string]awslogs.CfnLogGroup
 	// failureQueues are the table-stream mappings' on-failure
 	// destinations, by function id (operations.go).
 	failureQueues map[string]awssqs.CfnQueue
@@ -241,6 +244,13 @@ func (s *builder) parameters() {
 		})
 	}
 	s.traceParameters()
+	// The outbox's sweep index (docs/runtime.md "The sparse sweep index").
+	s.sweepIndex = awscdk.NewCfnParameter(s.stack, jsii.String("OutboxSweepIndex"), &awscdk.CfnParameterProps{
+		Type: jsii.String("String"), Default: jsii.String("sparse"), AllowedValues: jsii.Strings("sparse", "full"),
+		Description: jsii.String("The outbox's sweep index: sparse (an entry due at once is in no index, the table's stream " +
+			"names it to the dispatcher; 3 index write units fewer per delivery) or full (every entry indexed, as before) " +
+			"(PLATFORM_OUTBOX_SWEEP_INDEX; docs/runtime.md)."),
+	})
 	s.llm = map[string]awscdk.CfnParameter{}
 	for _, l := range llmParameters {
 		s.llm[l.env] = awscdk.NewCfnParameter(s.stack, jsii.String(l.name), &awscdk.CfnParameterProps{
@@ -699,6 +709,7 @@ func (s *builder) functions(lambdaDir string) {
 		for k, p := range s.trace { // every function: where its spans go
 			env[k] = p.ValueAsString()
 		}
+		env["PLATFORM_OUTBOX_SWEEP_INDEX"] = s.sweepIndex.ValueAsString() // every function: the outbox's sweep index
 		for k, v := range s.environment(f.ID) {
 			env[k] = v
 		}
@@ -819,17 +830,18 @@ func (s *builder) dispatcherTriggers() {
 	fn := s.fns["Dispatcher"]
 	pattern := `{"eventName":["INSERT"],"dynamodb":{"Keys":{"pk":{"S":[{"prefix":"OUTBOX#"}]}}}}`
 	awslambda.NewCfnEventSourceMapping(s.stack, jsii.String("DispatcherFunctionOutbox"), &awslambda.CfnEventSourceMappingProps{
-		FunctionName:                   fn.FunctionName(),
-		EventSourceArn:                 s.table.TableStreamArn(),
-		StartingPosition:               jsii.String("LATEST"),
+		FunctionName:   fn.FunctionName(),
+		EventSourceArn: s.table.TableStreamArn(),
+		// A mapping replaced or recreated reads what the stream holds,
+		// and a failing batch is retried until its records leave the
+		// stream (template.yaml says why: the sparse sweep index).
+		StartingPosition:               jsii.String("TRIM_HORIZON"),
 		BatchSize:                      jsii.Number(100),
 		MaximumBatchingWindowInSeconds: jsii.Number(0),
-		// Then the batch's range goes to the failure queue: the entries
-		// stay in the outbox for the next run.
-		MaximumRetryAttempts:       jsii.Number(2),
-		MaximumRecordAgeInSeconds:  jsii.Number(3600),
-		BisectBatchOnFunctionError: jsii.Bool(true),
-		DestinationConfig:          s.onFailure("Dispatcher"),
+		MaximumRetryAttempts:           jsii.Number(-1),
+		MaximumRecordAgeInSeconds:      jsii.Number(-1),
+		BisectBatchOnFunctionError:     jsii.Bool(true),
+		DestinationConfig:              s.onFailure("Dispatcher"),
 		// Batches of one stream shard in parallel, each outbox shard's
 		// records in order (template.yaml says the same).
 		ParallelizationFactor: jsii.Number(10),

@@ -178,9 +178,10 @@ func TestStackResources(t *testing.T) {
 	check(t, "dispatcher stream trigger", func() {
 		tmpl.HasResourceProperties(jsii.String("AWS::Lambda::EventSourceMapping"), obj{
 			"FunctionName": obj{"Ref": "DispatcherFunction"}, "EventSourceArn": obj{"Fn::GetAtt": []any{"Table", "StreamArn"}},
-			"StartingPosition": "LATEST", "BatchSize": 100, "MaximumBatchingWindowInSeconds": 0, "MaximumRetryAttempts": 2,
-			"ParallelizationFactor": 10,
-			"FilterCriteria":        obj{"Filters": []any{obj{"Pattern": `{"eventName":["INSERT"],"dynamodb":{"Keys":{"pk":{"S":[{"prefix":"OUTBOX#"}]}}}}`}}},
+			"StartingPosition": "TRIM_HORIZON", "BatchSize": 100, "MaximumBatchingWindowInSeconds": 0, "MaximumRetryAttempts": -1,
+			"MaximumRecordAgeInSeconds": -1,
+			"ParallelizationFactor":     10,
+			"FilterCriteria":            obj{"Filters": []any{obj{"Pattern": `{"eventName":["INSERT"],"dynamodb":{"Keys":{"pk":{"S":[{"prefix":"OUTBOX#"}]}}}}`}}},
 		})
 	})
 	// Logical ids as SAM makes them of DispatcherFunction's events.

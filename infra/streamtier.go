@@ -147,6 +147,7 @@ func (s *builder) streamTier() *string {
 	for _, l := range llmParameters {
 		add(l.env, s.llm[l.env].ValueAsString())
 	}
+	add("PLATFORM_OUTBOX_SWEEP_INDEX", s.sweepIndex.ValueAsString())
 	env := []any{}
 	for _, k := range slices.Sorted(maps.Keys(vars)) {
 		env = append(env, &awsecs.CfnTaskDefinition_KeyValuePairProperty{Name: jsii.String(k), Value: vars[k]})

@@ -81,3 +81,39 @@ func TestStreamMappingBounds(t *testing.T) {
 		})
 	}
 }
+
+// TestStreamMappingRetriesUntilItSucceeds: with the dispatcher's mapping
+// (MaximumRetryAttempts and MaximumRecordAgeInSeconds -1, template.yaml) a
+// failing batch is never given up: the record that fails is retried, past
+// any bounded count (here 6 failures, where the bounded mappings give up
+// after 3 invocations), until the function succeeds.
+func TestStreamMappingRetriesUntilItSucceeds(t *testing.T) {
+	tpl, err := ReadTemplate("../../template.yaml", "../../Makefile", map[string]string{"PagingKey": "00"}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := tpl.FunctionByName("DispatcherFunction").Stream
+	if src == nil || src.MaxRetryAttempts != -1 || src.MaxRecordAgeSeconds != -1 || !src.Bisect {
+		t.Fatalf("the dispatcher's mapping: %+v; want MaximumRetryAttempts and MaximumRecordAgeInSeconds -1, bisect", src)
+	}
+	var gaveUp []int64
+	var ok []int64
+	fails := 0
+	m := &streamMapping{src: src, fn: &Function{LogicalID: "DispatcherFunction"},
+		invokeFn: func(_ context.Context, payload []byte) invokeResult {
+			var ev struct{ Records []map[string]any }
+			_ = json.Unmarshal(payload, &ev)
+			if strings.Contains(string(payload), seqString(3)) && fails < 6 {
+				fails++
+				return invokeResult{FunctionError: true, Payload: []byte(`{"errorMessage":"record 3 fails"}`)}
+			}
+			ok = append(ok, seqsOf(ev.Records)...)
+			return invokeResult{}
+		},
+		gaveUp: func(batch []map[string]any, condition string, n int) { gaveUp = append(gaveUp, seqsOf(batch)...) },
+	}
+	m.deliver(context.Background(), records(time.Now().Add(-2*time.Hour), 1, 2, 3, 4))
+	if len(gaveUp) != 0 || fails != 6 || !slices.Equal(ok, []int64{1, 2, 3, 4}) {
+		t.Fatalf("given up %v (want none), %d failures (want 6), delivered %v (want [1 2 3 4])", gaveUp, fails, ok)
+	}
+}

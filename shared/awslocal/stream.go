@@ -47,7 +47,8 @@ func (t *Template) roleStatements() (map[string][]iampolicy.Statement, error) {
 // streamMapping is an event source mapping of the table's stream (one per
 // function with a DynamoDB event, as on AWS): the records its filters let
 // through, in batches of BatchSize, to the function, each batch retried MaximumRetryAttempts times and then
-// dropped. It reads the stream with the function's role, as Lambda does:
+// dropped (-1: until its records are older than MaximumRecordAgeInSeconds, for ever when that is -1 too: the
+// stand-in's stream keeps its records). It reads the stream with the function's role, as Lambda does:
 // a role that may not read it makes the mapping fail (reported), and no
 // record is delivered.
 type streamMapping struct {
@@ -277,6 +278,15 @@ func (m *streamMapping) deliver(ctx context.Context, batch []map[string]any) {
 		if m.src.MaxRetryAttempts >= 0 && attempt >= m.src.MaxRetryAttempts {
 			m.giveUp(ctx, batch, "RetryAttemptsExhausted", attempt+1, res)
 			return
+		}
+		// MaximumRetryAttempts -1 (the dispatcher's): retried until the
+		// record is too old, or for ever here (the stream stand-in keeps
+		// its records); Lambda backs off between retries, and so does
+		// this, so that a batch failing for good does not spin.
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(min(10*time.Millisecond<<min(attempt, 7), time.Second)):
 		}
 	}
 }

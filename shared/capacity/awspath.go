@@ -13,8 +13,10 @@ import (
 )
 
 // The AWS path (Shape.AWS): the platform opened with local.OpenAWSDispatch
-// (the store keeps every outbox entry in the sweep index; the dispatcher is
-// built as the dispatcher function's: a lease per delivery), driven as the
+// (the store built by runtime.NewStore, as the Lambda functions build it:
+// its sweep index sparse, or full under PLATFORM_OUTBOX_SWEEP_INDEX=full;
+// the dispatcher is built as the dispatcher function's: a lease per
+// delivery), driven as the
 // dispatcher function is: the table's committed changes that template.yaml's
 // event source mapping lets through (an INSERT of an OUTBOX# key) go in
 // batches of at most streamBatch records to runtime.DrainOutbox, the

@@ -216,44 +216,63 @@ func TestUserMessageUnits(t *testing.T) {
 
 // TestUserMessageUnitsAWS: what a user's message and its delivery take on
 // the AWS build's path (Shape.AWS: the dispatcher function's handler fed
-// the table's stream, not Exclusive, every outbox entry in the sweep
-// index), which is what AWS bills and what the capacity model prices
-// (docs/data-model.md, "Items per message"). Pinned at what it measures:
-// 11 write units at 1x (7 base table, 4 indexes), 16 billed, 3 write calls
-// (the message's transaction, the lease, the entry's removal), at most 4.6
-// read units (3.9-4.1 measured); the sweep index's entry is put, updated by the lease (its
-// key unchanged) and removed: 3 units. Equal, not at most: a replay that
-// lost the lease or the index would under-state AWS's bill again.
+// the table's stream, not Exclusive, the store built by runtime.NewStore
+// as the Lambda functions build it), which is what AWS bills and what the
+// capacity model prices (docs/data-model.md, "Items per message"). Pinned
+// at what it measures, for each sweep index (the stack's
+// OutboxSweepIndex):
+//   - sparse (the default, awsp38): 8 write units at 1x (7 base table, 1
+//     index: the bot's messages list), 13 billed, 3 write calls (the
+//     message's transaction, the lease, the entry's removal); the entry is
+//     in no sweep index: 0 gsi1 OUTBOX#DUE# units, and its lease and
+//     removal touch no index;
+//   - full: 11 (7), 16 billed, 3 calls; the sweep index's entry is put,
+//     updated by the lease (its key unchanged) and removed: 3 units.
+//
+// At most 4.6 read units (3.9-4.1 measured) either way. Equal, not at
+// most: a replay that lost the lease or the index would under-state AWS's
+// bill again.
 func TestUserMessageUnitsAWS(t *testing.T) {
 	if testing.Short() {
 		t.Skip("replays 80 messages")
 	}
-	c, err := capacity.Replay(context.Background(), capacity.Shape{Bots: 2, Conversations: 20, Turns: 4, UserOnly: true, AWS: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	b := capacity.Break(c)
-	t.Logf("per user message on AWS: %.2f write units at 1x (%.2f base, %.2f indexes), %.2f billed, %.2f read units, %.2f write calls",
-		b.Write1x, b.BaseWrite1x, b.IndexWrite, b.WriteBilled, b.Read, b.WriteCalls)
-	near := func(got, want float64) bool { return got > want-0.01 && got < want+0.01 }
-	if !near(b.Write1x, 11) || !near(b.BaseWrite1x, 7) || !near(b.WriteBilled, 16) {
-		t.Errorf("a user message and its delivery take %.2f write units at 1x (%.2f base), %.2f billed on AWS; want 11 (7), 16", b.Write1x, b.BaseWrite1x, b.WriteBilled)
-	}
-	if !near(b.WriteCalls, 3) {
-		t.Errorf("%.2f write calls per message on AWS, want 3 (the message's transaction, the lease, the removal)", b.WriteCalls)
-	}
-	// Reads depend on how the stream's batches fall (a shard read once per
-	// pass, whatever it holds): 3.9-4.1 measured; at most 4.6, the figure
-	// with each delivery in a batch of its own (the handler's second pass
-	// reading the shard again).
-	if b.Read > 4.6 {
-		t.Errorf("a user message and its delivery read %.2f units on AWS; want at most 4.6", b.Read)
-	}
-	if w := b.KeyWrites["gsi1 OUTBOX#DUE#<n>"]; !near(w, 3) {
-		t.Errorf("gsi1 OUTBOX#DUE#<n>: %.2f write units per message on AWS, want 3 (put, the lease's update, removal)", w)
-	}
-	if calls := float64(c.Usage.Calls["UpdateItem"]) / float64(c.Messages); !near(calls, 1) {
-		t.Errorf("%.2f UpdateItem calls per message on AWS, want 1 (the lease)", calls)
+	for _, c := range []struct {
+		index                      string
+		write1x, billed, sweepGSI1 float64
+	}{
+		{"sparse", 8, 13, 0},
+		{"full", 11, 16, 3},
+	} {
+		t.Run(c.index, func(t *testing.T) {
+			t.Setenv("PLATFORM_OUTBOX_SWEEP_INDEX", c.index) // read by runtime.NewStore, as in Lambda
+			cnt, err := capacity.Replay(context.Background(), capacity.Shape{Bots: 2, Conversations: 20, Turns: 4, UserOnly: true, AWS: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			b := capacity.Break(cnt)
+			t.Logf("per user message on AWS (%s sweep index): %.2f write units at 1x (%.2f base, %.2f indexes), %.2f billed, %.2f read units, %.2f write calls",
+				c.index, b.Write1x, b.BaseWrite1x, b.IndexWrite, b.WriteBilled, b.Read, b.WriteCalls)
+			near := func(got, want float64) bool { return got > want-0.01 && got < want+0.01 }
+			if !near(b.Write1x, c.write1x) || !near(b.BaseWrite1x, 7) || !near(b.WriteBilled, c.billed) {
+				t.Errorf("a user message and its delivery take %.2f write units at 1x (%.2f base), %.2f billed on AWS; want %v (7), %v", b.Write1x, b.BaseWrite1x, b.WriteBilled, c.write1x, c.billed)
+			}
+			if !near(b.WriteCalls, 3) {
+				t.Errorf("%.2f write calls per message on AWS, want 3 (the message's transaction, the lease, the removal)", b.WriteCalls)
+			}
+			// Reads depend on how the stream's batches fall (a shard read once per
+			// pass, whatever it holds): 3.9-4.1 measured; at most 4.6, the figure
+			// with each delivery in a batch of its own (the handler's second pass
+			// reading the shard again).
+			if b.Read > 4.6 {
+				t.Errorf("a user message and its delivery read %.2f units on AWS; want at most 4.6", b.Read)
+			}
+			if w := b.KeyWrites["gsi1 OUTBOX#DUE#<n>"]; !near(w, c.sweepGSI1) {
+				t.Errorf("gsi1 OUTBOX#DUE#<n>: %.2f write units per message on AWS, want %v", w, c.sweepGSI1)
+			}
+			if calls := float64(cnt.Usage.Calls["UpdateItem"]) / float64(cnt.Messages); !near(calls, 1) {
+				t.Errorf("%.2f UpdateItem calls per message on AWS, want 1 (the lease)", calls)
+			}
+		})
 	}
 }
 

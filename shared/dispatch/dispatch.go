@@ -509,7 +509,9 @@ func (d *Dispatcher) RunOnce(ctx context.Context, shards ...string) (int, error)
 	if err != nil {
 		return 0, err
 	}
-	return d.RunShards(ctx, append(shards, due...))
+	// A sweep's pass: over AWS's sparse index it indexes what it leases
+	// (sparse.go).
+	return d.RunShards(context.WithValue(ctx, sweptKey{}, true), append(shards, due...))
 }
 
 // RunShards works the shards named, up to Workers at once, each until
@@ -540,6 +542,16 @@ func (d *Dispatcher) RunShards(ctx context.Context, shards []string) (int, error
 			defer wg.Done()
 			defer func() { <-sem }()
 			n, err := d.runShard(ctx, sh, nil)
+			if sp := d.sparse(); err != nil && sp != nil {
+				// Left undone: its first pending entry goes into the index,
+				// and the pass succeeds (a stream batch is not retried).
+				if cerr := d.cover(ctx, sp, sh); cerr != nil {
+					err = errors.Join(err, cerr)
+				} else {
+					d.Log.Warn("dispatch: a shard's pass failed; its first pending entry is indexed for the sweep", "shard", sh, "err", err)
+					err = nil
+				}
+			}
 			mu.Lock()
 			done += n
 			if err != nil {
@@ -567,16 +579,41 @@ func (d *Dispatcher) runShard(ctx context.Context, shard string, lane *writelane
 	if lane != nil {
 		readCtx = writelane.Reading(ctx, lane)
 	}
+	sp := d.sparse()                 // AWS's sparse index: its rules (sparse.go)
+	sweep := sp != nil && swept(ctx) // a sweep's pass: no stream retry behind it
+	again := 0
+	reread := func() error {
+		if again++; again > rereads {
+			return fmt.Errorf("dispatch: shard %s: its head changed hands %d times", shard, rereads)
+		}
+		after = ""
+		return nil
+	}
+read:
 	for ctx.Err() == nil {
-		ds, leases, err := d.Store.PendingDeliveries(readCtx, shard, after, batch)
+		ds, leases, indexed, err := d.pending(readCtx, sp, shard, after)
 		if err != nil {
 			return done, err
 		}
 		now := d.now()
-		for i, dl := range ds {
+		for i := 0; i < len(ds); i++ {
+			dl := ds[i]
 			after = dl.ID
 			if leases[i] > now.UnixMilli() {
-				return done, nil // under way elsewhere: what follows waits
+				if sp == nil {
+					return done, nil // under way elsewhere: what follows waits
+				}
+				// What follows waits; the first entry behind it that is
+				// in no index is indexed (or the held head, due at its
+				// lease's end), unless the head changed hands meanwhile.
+				ok, err := d.coverHeld(ctx, sp, shard, ds[i:], leases[i:], indexed[i:])
+				if err != nil || ok {
+					return done, err
+				}
+				if err := reread(); err != nil {
+					return done, err
+				}
+				continue read
 			}
 			due, _ := time.Parse(platform.TimeFormat, dl.DueAt)
 			if due.After(now) {
@@ -588,13 +625,30 @@ func (d *Dispatcher) runShard(ctx context.Context, shard string, lane *writelane
 				d.noteComing(due)
 				continue // scheduled: the sweep finds it when due
 			}
+			if sweep {
+				// The entry after this one goes into the index before this
+				// one can be removed (reading past the last one read).
+				if ds, leases, indexed, err = d.indexNext(ctx, sp, shard, ds, leases, indexed, i, now); err != nil {
+					return done, err
+				}
+			}
 			notePending(dl, now)
 			finished, err := d.deliver(ctx, dl, lane)
 			if finished {
 				forgetPending(dl.ID)
 			}
+			if errors.Is(err, errHeld) {
+				// Taken since the shard was read, or gone: read it again.
+				if err := reread(); err != nil {
+					return done, err
+				}
+				continue read
+			}
 			if err != nil {
 				d.Log.Error("dispatch: recording a delivery failed", "delivery", dl.ID, "err", err)
+				if sp != nil {
+					return done, err // RunShards covers the shard (cover)
+				}
 				d.revisitLater(shard) // the entry stays, maybe in no sweep index
 			}
 			if !finished {
@@ -607,6 +661,47 @@ func (d *Dispatcher) runShard(ctx context.Context, shard string, lane *writelane
 		}
 	}
 	return done, ctx.Err()
+}
+
+// pending reads a shard's entries after after, with whether each is in
+// the sweep index when the store's index is sparse (all are otherwise).
+func (d *Dispatcher) pending(ctx context.Context, sp sparseIndex, shard, after string) ([]platform.Delivery, []int64, []bool, error) {
+	if sp != nil {
+		return sp.PendingIndexed(ctx, shard, after, batch)
+	}
+	ds, leases, err := d.Store.PendingDeliveries(ctx, shard, after, batch)
+	return ds, leases, nil, err
+}
+
+// indexNext indexes the entry after ds[i] that is not scheduled for later,
+// reading the shard past the last entry read when there is none among them
+// (what it reads is added to the entries): a sweep's pass keeps its
+// shard's next entry indexed before it delivers (and removes) ds[i].
+func (d *Dispatcher) indexNext(ctx context.Context, sp sparseIndex, shard string, ds []platform.Delivery, leases []int64, indexed []bool, i int, now time.Time) ([]platform.Delivery, []int64, []bool, error) {
+	j := i + 1
+	for {
+		for j < len(ds) && scheduled(ds[j], now) {
+			j++
+		}
+		if j < len(ds) {
+			break
+		}
+		more, ml, mi, err := sp.PendingIndexed(ctx, shard, ds[len(ds)-1].ID, batch)
+		if err != nil {
+			return ds, leases, indexed, err
+		}
+		if len(more) == 0 {
+			return ds, leases, indexed, nil
+		}
+		ds, leases, indexed = append(ds, more...), append(leases, ml...), append(indexed, mi...)
+	}
+	if !indexed[j] {
+		if _, err := sp.IndexEntry(ctx, ds[j], now, 0); err != nil {
+			return ds, leases, indexed, err
+		}
+		indexed[j] = true // or gone: its lease will say so
+	}
+	return ds, leases, indexed, nil
 }
 
 // noteDue records an entry left waiting until due, for NextDue.
@@ -675,9 +770,18 @@ func (d *Dispatcher) deliver(ctx context.Context, dl platform.Delivery, lane *wr
 	defer span.End()
 	now := d.now()
 	if !d.Exclusive {
-		ok, err := d.Store.LeaseDelivery(ctx, dl, now, now.Add(delivery.MaxBotTimeout+time.Minute))
+		until := now.Add(delivery.MaxBotTimeout + time.Minute)
+		lease := d.Store.LeaseDelivery
+		sp := d.sparse()
+		if sp != nil && swept(ctx) {
+			lease = sp.LeaseIndexed // no stream retry behind a sweep's pass
+		}
+		ok, err := lease(ctx, dl, now, until)
 		if err != nil || !ok {
 			forgetPending(dl.ID) // under way elsewhere: not this process's to count
+			if err == nil && sp != nil {
+				err = errHeld // the pass reads the shard again (coverHeld)
+			}
 			return false, err
 		}
 	}

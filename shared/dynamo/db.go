@@ -54,6 +54,10 @@ type Store struct {
 	// prefix, and outbox entries due at once are written without their
 	// sweep index attributes (outbox.go, SparseSweep).
 	partitions atomic.Pointer[func(prefix string) ([]string, error)]
+	// streamSparse: outbox entries due at once are written without their
+	// sweep index attributes, the table's stream naming their shards to
+	// the dispatcher function (outbox.go, SparseSweepOnStream; AWS).
+	streamSparse atomic.Bool
 	// limits are the operator's quotas (usage_limits.go).
 	limits atomic.Pointer[Limits]
 	// spreadCache: a bot's month of spread usage keys, read once while

@@ -108,6 +108,24 @@ func (s *Store) SparseSweep(partitions func(prefix string) ([]string, error)) {
 	s.partitions.Store(&partitions)
 }
 
+// SparseSweepOnStream has outbox entries due at once (never attempted, not
+// leased) written without their sweep index attributes on AWS, where the
+// table's stream, through the dispatcher function's event source mapping,
+// names each new entry's shard (1 index write unit fewer per delivery: the
+// entry's index put; its lease and removal then touch no index either).
+// What keeps such an entry from being lost, since no sweep finds it
+// (docs/runtime.md, "The sparse sweep index"): the mapping retries a
+// failed batch until its records leave the stream (24 hours) and reads
+// from TRIM_HORIZON; a stream batch's handler returns success only once
+// each shard it names is drained, or its first pending entry indexed
+// (IndexEntry); a pass meeting a head another invocation holds indexes the
+// first unindexed entry behind it (or the held head, due at its lease's
+// end); a pass the sweep started, which no stream retry stands behind,
+// indexes each entry it leases and the entry after it before delivering
+// (shared/dispatch, "sparse index"). The local platform has its own sparse
+// mode (SparseSweep).
+func (s *Store) SparseSweepOnStream() { s.streamSparse.Store(true) }
+
 // OutboxShards lists every outbox shard with an entry, in the sweep index
 // or not: the table's OUTBOX# partitions under SparseSweep, otherwise the
 // sweep index's shards, due or not.
@@ -134,7 +152,7 @@ func (s *Store) OutboxShards(ctx context.Context) ([]string, error) {
 // SparseSweep and once a dispatcher is told of each commit (OnOutbox): the
 // commit names their shards, which are worked at once.
 func (s *Store) unindexDue(items []types.TransactWriteItem) {
-	if s.partitions.Load() == nil || s.onOutbox.Load() == nil {
+	if !s.streamSparse.Load() && (s.partitions.Load() == nil || s.onOutbox.Load() == nil) {
 		return
 	}
 	now := platform.Clock().UnixMilli()
@@ -336,6 +354,87 @@ func (s *Store) LeaseDelivery(ctx context.Context, d platform.Delivery, now, unt
 		ConditionExpression:       aws.String("attribute_exists(pk) AND (attribute_not_exists(#l) OR #l < :now)"),
 		ExpressionAttributeNames:  map[string]string{"#l": attrLease},
 		ExpressionAttributeValues: item{":until": num(until.UnixMilli()), ":now": num(now.UnixMilli())},
+	})
+	if isConditionFailed(err) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+// PendingIndexed is PendingDeliveries with, for each entry, whether it is
+// in the sweep index (SparseSweepOnStream: the dispatcher indexes the
+// first entry a pass must leave that may be in none).
+func (s *Store) PendingIndexed(ctx context.Context, shard, after string, limit int) ([]platform.Delivery, []int64, []bool, error) {
+	in := &dynamodb.QueryInput{
+		TableName:                 &s.table,
+		KeyConditionExpression:    aws.String("pk = :pk"),
+		ExpressionAttributeValues: item{":pk": str(shard)},
+		Limit:                     aws.Int32(int32(limit)),
+		ConsistentRead:            aws.Bool(true),
+	}
+	if after != "" {
+		in.ExclusiveStartKey = key(shard, after)
+	}
+	out, err := s.db.Query(ctx, in)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	ds := make([]platform.Delivery, 0, len(out.Items))
+	leases := make([]int64, 0, len(out.Items))
+	indexed := make([]bool, 0, len(out.Items))
+	for _, it := range out.Items {
+		d, err := entryDelivery(it)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		_, in := it[attrGSI1PK]
+		ds = append(ds, d)
+		leases = append(leases, getN(it, attrLease))
+		indexed = append(indexed, in)
+	}
+	return ds, leases, indexed, nil
+}
+
+// IndexEntry puts outbox entry d into the sweep index, due at due, if it
+// is in none yet: with lease > 0 only while d still holds that lease (a
+// head another invocation holds: if the condition fails, its holder
+// finished or re-leased it), otherwise while d exists. false: the
+// condition failed (nothing written).
+func (s *Store) IndexEntry(ctx context.Context, d platform.Delivery, due time.Time, lease int64) (bool, error) {
+	cond := "attribute_exists(pk) AND attribute_not_exists(#gpk)"
+	vals := item{":gpk": str(sweepBucket(Shard(d))), ":gsk": str(sweepSK(due.UnixMilli(), d.ID))}
+	names := map[string]string{"#gpk": attrGSI1PK, "#gsk": attrGSI1SK}
+	if lease > 0 {
+		cond += " AND #l = :lease"
+		vals[":lease"] = num(lease)
+		names["#l"] = attrLease
+	}
+	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:                 &s.table,
+		Key:                       key(Shard(d), d.ID),
+		UpdateExpression:          aws.String("SET #gpk = :gpk, #gsk = :gsk"),
+		ConditionExpression:       aws.String(cond),
+		ExpressionAttributeNames:  names,
+		ExpressionAttributeValues: vals,
+	})
+	if isConditionFailed(err) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+// LeaseIndexed is LeaseDelivery putting d into the sweep index, due at
+// until, if it is in none (its index entry, if any, is kept): the lease
+// of a pass no stream batch's retry stands behind (a sweep's), so that
+// the sweep finds d again if the pass dies holding it.
+func (s *Store) LeaseIndexed(ctx context.Context, d platform.Delivery, now, until time.Time) (bool, error) {
+	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:                 &s.table,
+		Key:                       key(Shard(d), d.ID),
+		UpdateExpression:          aws.String("SET #l = :until, #gpk = if_not_exists(#gpk, :gpk), #gsk = if_not_exists(#gsk, :gsk)"),
+		ConditionExpression:       aws.String("attribute_exists(pk) AND (attribute_not_exists(#l) OR #l < :now)"),
+		ExpressionAttributeNames:  map[string]string{"#l": attrLease, "#gpk": attrGSI1PK, "#gsk": attrGSI1SK},
+		ExpressionAttributeValues: item{":until": num(until.UnixMilli()), ":now": num(now.UnixMilli()), ":gpk": str(sweepBucket(Shard(d))), ":gsk": str(sweepSK(until.UnixMilli(), d.ID))},
 	})
 	if isConditionFailed(err) {
 		return false, nil
@@ -560,4 +659,46 @@ func (s *Store) ReleaseLeases(ctx context.Context) (int, error) {
 		}
 	}
 	return n, nil
+}
+
+// OutboxEntriesExist tells which of the outbox entries named by keys (a
+// shard and a delivery id each, as a stream record's keys name them) are
+// still in the table: one BatchGetItem per 100 keys (and one more for any
+// it leaves unprocessed), strongly consistent, keys only. The dispatcher
+// function checks so the old records of a batch (a mapping re-reading the
+// stream from TRIM_HORIZON) before it works their shards.
+func (s *Store) OutboxEntriesExist(ctx context.Context, keys [][2]string) (map[[2]string]bool, error) {
+	found := map[[2]string]bool{}
+	seen := map[[2]string]bool{}
+	var todo []map[string]types.AttributeValue
+	for _, k := range keys {
+		if !seen[k] { // BatchGetItem refuses a key twice
+			seen[k] = true
+			todo = append(todo, key(k[0], k[1]))
+		}
+	}
+	for len(todo) > 0 {
+		n := min(len(todo), 100)
+		chunk := todo[:n]
+		todo = todo[n:]
+		for attempt := 0; len(chunk) > 0; attempt++ {
+			if attempt > 0 {
+				select {
+				case <-ctx.Done():
+					return nil, ctx.Err()
+				case <-time.After(time.Duration(10<<min(attempt, 6)) * time.Millisecond):
+				}
+			}
+			out, err := s.db.BatchGetItem(ctx, &dynamodb.BatchGetItemInput{RequestItems: map[string]types.KeysAndAttributes{
+				s.table: {Keys: chunk, ProjectionExpression: aws.String("pk, sk"), ConsistentRead: aws.Bool(true)}}})
+			if err != nil {
+				return nil, err
+			}
+			for _, it := range out.Responses[s.table] {
+				found[[2]string{getS(it, attrPK), getS(it, attrSK)}] = true
+			}
+			chunk = out.UnprocessedKeys[s.table].Keys
+		}
+	}
+	return found, nil
 }

@@ -17,7 +17,8 @@ import (
 // no sweep index, its shard named by the commit and listed by
 // OutboxShards; a retry puts it in the index (found by DueShards when it
 // comes due). Without OnOutbox (no dispatcher told) the entry is indexed
-// as before, and so it is on a store without SparseSweep (AWS).
+// as before, and so it is on a store without SparseSweep (AWS with
+// OutboxSweepIndex full; AWS sparse: TestSparseSweepOnStream).
 func TestSparseSweepIndex(t *testing.T) {
 	env := apitest.New(t)
 	ctx := context.Background()
@@ -29,7 +30,7 @@ func TestSparseSweepIndex(t *testing.T) {
 	}{
 		{"sparse, woken", true, true, false},
 		{"sparse, no dispatcher told", true, false, true},
-		{"not sparse (AWS)", false, true, true},
+		{"not sparse (AWS with OutboxSweepIndex full)", false, true, true},
 	} {
 		table := "sparse" + map[bool]string{true: "1", false: "0"}[c.sparse] + map[bool]string{true: "1", false: "0"}[c.woken]
 		if err := dynamo.EnsureTable(ctx, db, table); err != nil {

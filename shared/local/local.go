@@ -275,6 +275,11 @@ func open(ctx context.Context, dataDir, baseURL string, log *slog.Logger, reserv
 		return nil, fmt.Errorf("%s: %w", clientip.EnvTrustedProxies, err)
 	}
 	p.Store = dynamo.New(db, env.Table)
+	if awsDispatch { // the AWS build's store, as its Lambda functions build it
+		if p.Store, err = runtime.NewStore(db, env); err != nil {
+			return nil, err
+		}
+	}
 	p.Store.SetLimits(limits)
 	gw, err := runtime.LLM(ctx, false) // PLATFORM_LLM_* (docs/llm.md)
 	if err != nil {

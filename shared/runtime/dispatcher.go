@@ -25,7 +25,7 @@ import (
 // function passes delivery.Client(false): no delivery reaches a private or
 // loopback address.
 func Dispatcher(cfg aws.Config, env Env, client *http.Client) *dispatch.Dispatcher {
-	store := dynamo.New(DynamoClient(cfg, env, nil), env.Table)
+	store := lambdaStore(cfg, env)
 	if limits, err := env.Limits(); err == nil { // the invocations quota (docs/account.md)
 		store.SetLimits(limits)
 	} else {
@@ -79,8 +79,13 @@ const RetryWait = 20 * time.Second
 // outbox's previous layout are moved into their shards. Either way it
 // makes passes until one delivers nothing and no retry comes due within
 // RetryWait, or the invocation's time runs short (DispatchReserve). A
-// failed pass fails the invocation: Lambda retries a stream batch, and the
-// next scheduled run comes a minute later anyway.
+// failed pass fails the invocation: Lambda retries a stream batch (until
+// its records leave the stream), and the next scheduled run comes a minute
+// later anyway. Over the sparse sweep index (dynamo.Store's
+// SparseSweepOnStream) a stream batch succeeds only once each shard it
+// names is drained or its first pending entry indexed: a shard whose pass
+// failed is covered so by the dispatcher (RunShards), and the shards of a
+// batch left for want of time here (CoverShards).
 func DrainOutbox(d *dispatch.Dispatcher) func(ctx context.Context, event json.RawMessage) error {
 	// Entries of the layout before the outbox was sharded (an upgrade) are
 	// moved at the first invocation of each instance, whatever its
@@ -93,6 +98,14 @@ func DrainOutbox(d *dispatch.Dispatcher) func(ctx context.Context, event json.Ra
 		// (another instance may have delivered what an earlier one saw).
 		dispatch.ForgetPending()
 		shards, fromStream := StreamShards(event)
+		if fromStream {
+			// Old records (a mapping re-reading the stream): only the
+			// shards whose entries are still there are worked.
+			var err error
+			if shards, err = liveShards(ctx, d.Store, event, shards, time.Now()); err != nil {
+				return err
+			}
+		}
 		if !fromStream || !migrated.Load() {
 			if m, ok := d.Store.(interface {
 				MigrateOutbox(context.Context) (int, error)
@@ -109,6 +122,13 @@ func DrainOutbox(d *dispatch.Dispatcher) func(ctx context.Context, event json.Ra
 			if deadline, ok := ctx.Deadline(); ok && time.Until(deadline) < DispatchReserve {
 				if first { // a function Timeout shorter than the reserve: it would never deliver
 					slog.Error("dispatch: the invocation is too short for a pass", "left", time.Until(deadline).String(), "needs", DispatchReserve.String())
+				}
+				if fromStream {
+					// What the batch names and is still pending goes into
+					// the sweep index (a sparse index: nothing else would
+					// find it once the batch succeeds); if that fails, the
+					// batch fails and is retried.
+					return d.CoverShards(ctx, shards)
 				}
 				return nil // the next invocation goes on
 			}
@@ -175,6 +195,75 @@ func StreamShards(event json.RawMessage) ([]string, bool) {
 		}
 	}
 	return shards, true
+}
+
+// StaleRecord is the age (its ApproximateCreationDateTime) past which a
+// stream record is checked before its shard is worked: the dispatcher's
+// mapping reads from TRIM_HORIZON, so a mapping replaced or recreated
+// reads again the stream's last 24 hours, whose entries are mostly
+// delivered long ago (a Query of each of their shards, for nothing).
+const StaleRecord = 5 * time.Minute
+
+// liveShards drops from shards (those event names) the shards all of whose
+// records in event are older than StaleRecord and name entries no longer
+// in the table, found with one BatchGetItem of those records' keys (per
+// 100). A shard with a young record, or with an old record whose entry is
+// there, is kept. Records without keys or creation time count as young.
+func liveShards(ctx context.Context, store any, event json.RawMessage, shards []string, now time.Time) ([]string, error) {
+	exister, ok := store.(interface {
+		OutboxEntriesExist(ctx context.Context, keys [][2]string) (map[[2]string]bool, error)
+	})
+	if !ok {
+		return shards, nil
+	}
+	var batch struct {
+		Records []struct {
+			DynamoDB struct {
+				Created float64 `json:"ApproximateCreationDateTime"`
+				Keys    map[string]struct {
+					S string `json:"S"`
+				} `json:"Keys"`
+			} `json:"dynamodb"`
+		} `json:"Records"`
+	}
+	if json.Unmarshal(event, &batch) != nil {
+		return shards, nil
+	}
+	young := map[string]bool{}
+	var old [][2]string
+	for _, r := range batch.Records {
+		pk, sk := r.DynamoDB.Keys["pk"].S, r.DynamoDB.Keys["sk"].S
+		created := time.Unix(0, int64(r.DynamoDB.Created*float64(time.Second)))
+		if sk == "" || r.DynamoDB.Created == 0 || now.Sub(created) < StaleRecord {
+			young[pk] = true
+		} else {
+			old = append(old, [2]string{pk, sk})
+		}
+	}
+	var check [][2]string
+	for _, k := range old {
+		if !young[k[0]] {
+			check = append(check, k)
+		}
+	}
+	if len(check) == 0 {
+		return shards, nil
+	}
+	found, err := exister.OutboxEntriesExist(ctx, check)
+	if err != nil {
+		return nil, err
+	}
+	live := map[string]bool{}
+	for k := range found {
+		live[k[0]] = true
+	}
+	kept := shards[:0:0]
+	for _, sh := range shards {
+		if young[sh] || live[sh] {
+			kept = append(kept, sh)
+		}
+	}
+	return kept, nil
 }
 
 // StartDispatcher serves the dispatcher function (functions/dispatcher).

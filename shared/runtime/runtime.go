@@ -89,6 +89,40 @@ type Env struct {
 	QuotaInvocations string // BP_QUOTA_INVOCATIONS_PER_MONTH
 	QuotaStorage     string // BP_QUOTA_STORAGE_BYTES
 	QuotaLLMTokens   string // BP_QUOTA_LLM_TOKENS_PER_MONTH
+
+	// OutboxSweepIndex: PLATFORM_OUTBOX_SWEEP_INDEX, the outbox's sweep
+	// index on AWS (the stack's OutboxSweepIndex parameter): "sparse" (the
+	// default: an entry due at once is in no index, the table's stream
+	// names it) or "full" (every entry indexed, 3 index write units more
+	// per delivery). docs/runtime.md, "The sparse sweep index".
+	OutboxSweepIndex string
+}
+
+// NewStore is the store of a Lambda function of the environment over db
+// (every function that writes the outbox builds it so, and so does the
+// capacity model's replay of the AWS path): the quotas are the caller's
+// to set; the outbox's sweep index is sparse unless OutboxSweepIndex says
+// "full".
+func NewStore(db *dynamodb.Client, env Env) (*dynamo.Store, error) {
+	store := dynamo.New(db, env.Table)
+	switch env.OutboxSweepIndex {
+	case "", "sparse":
+		store.SparseSweepOnStream()
+	case "full":
+	default:
+		return nil, fmt.Errorf("PLATFORM_OUTBOX_SWEEP_INDEX: %q is neither sparse nor full", env.OutboxSweepIndex)
+	}
+	return store, nil
+}
+
+// lambdaStore is NewStore over the environment's DynamoDB, for a Lambda
+// function's start (a bad setting stops it).
+func lambdaStore(cfg aws.Config, env Env) *dynamo.Store {
+	store, err := NewStore(DynamoClient(cfg, env, nil), env)
+	if err != nil {
+		log.Fatal(err)
+	}
+	return store
 }
 
 // Limits parses the quotas (an invalid value is an error: the process
@@ -132,6 +166,8 @@ func FromEnv() Env {
 		QuotaInvocations: os.Getenv("BP_QUOTA_INVOCATIONS_PER_MONTH"),
 		QuotaStorage:     os.Getenv("BP_QUOTA_STORAGE_BYTES"),
 		QuotaLLMTokens:   os.Getenv("BP_QUOTA_LLM_TOKENS_PER_MONTH"),
+
+		OutboxSweepIndex: os.Getenv("PLATFORM_OUTBOX_SWEEP_INDEX"),
 	}
 }
 
@@ -224,7 +260,10 @@ func areaHandler(ctx context.Context, area httpapi.Area, hub chatapi.Hub) (http.
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", clientip.EnvTrustedProxies, err)
 	}
-	store := dynamo.New(DynamoClient(cfg, env, nil), env.Table)
+	store, err := NewStore(DynamoClient(cfg, env, nil), env)
+	if err != nil {
+		return nil, err
+	}
 	store.SetLimits(limits)
 	gw, err := LLM(ctx, area == httpapi.AreaChat) // only the chat function calls the provider
 	if err != nil {
@@ -465,7 +504,7 @@ func startLambda() (Env, aws.Config) {
 // (delivery.Recurring). It never returns.
 func StartScheduler() {
 	env, cfg := startLambda()
-	store := dynamo.New(DynamoClient(cfg, env, nil), env.Table)
+	store := lambdaStore(cfg, env)
 	r := &delivery.Recurring{Bots: store, Scheduler: Scheduler(cfg, env), Client: Outbound()}
 	if code := CodeRunner(cfg, env, CodeEnvFromEnv(), nil, nil); code != nil {
 		r.Code, r.Client = code, WithCode(code, r.Client)
@@ -502,7 +541,7 @@ func FileStorage(cfg aws.Config, env Env) platform.FileStorage {
 func StartUploadCompletion() {
 	ctx := context.Background()
 	env, cfg := startLambda()
-	store := dynamo.New(DynamoClient(cfg, env, nil), env.Table)
+	store := lambdaStore(cfg, env)
 	semantic, err := Semantic(ctx, true, store)
 	if err != nil {
 		log.Fatal(err)

@@ -17,7 +17,7 @@ import (
 // finishes the deletions a request left (deleteBot's data beyond its time
 // budget, a conversation or user whose delete a crash cut short).
 func Sweeper(cfg aws.Config, env Env) *dynamo.Sweeper {
-	w := &dynamo.Sweeper{Store: dynamo.New(DynamoClient(cfg, env, nil), env.Table), Log: slog.Default()}
+	w := &dynamo.Sweeper{Store: lambdaStore(cfg, env), Log: slog.Default()}
 	if os.Getenv("PLATFORM_BUCKET") != "" { // env.Bucket has a default
 
 		w.Objects = FileStorage(cfg, env)
