@@ -123,7 +123,7 @@ func main() {
 			os.Exit(1)
 		}
 	}
-	fmt.Println("AWS (the dispatcher function's path: a lease per delivery, every outbox entry in the sweep index); the costs below are AWS's")
+	fmt.Printf("AWS (the dispatcher function's path: a lease per delivery, the sweep index %s); the costs below are AWS's\n", sweepIndexMode())
 	e := capacity.Model(c, load, a, capacity.OnDemand)
 	e.Print(os.Stdout)
 	ab := capacity.Break(c)
@@ -144,7 +144,7 @@ func main() {
 
 // oneBotTest is -onebot: the one-bot load test on the AWS build's delivery
 // path (the dispatcher function's handler fed the table's stream, a lease
-// per delivery, every outbox entry in the sweep index) and, with -local,
+// per delivery, the sweep index as PLATFORM_OUTBOX_SWEEP_INDEX sets it) and, with -local,
 // on the local platform's; each path's rate on this machine, AWS's full
 // estimate at -rate, and the peak units per key that each path's counts
 // imply at -rate, side by side.
@@ -171,7 +171,7 @@ func oneBotTest(load capacity.Load, a capacity.Assumptions, convs, messages int,
 		side = append(side, capacity.Path{Name: p.name, Estimate: capacity.Model(c, load, a, capacity.OnDemand)})
 		counted = append(counted, c)
 	}
-	fmt.Println("\nAWS (the dispatcher function's path: a lease per delivery, every outbox entry in the sweep index); the costs below are AWS's")
+	fmt.Printf("\nAWS (the dispatcher function's path: a lease per delivery, the sweep index %s); the costs below are AWS's\n", sweepIndexMode())
 	side[0].Estimate.Print(os.Stdout)
 	fmt.Printf("\nPer key at %.0f messages/s of one bot (limits: %d WCU, %d RCU a key):\n", load.MessagesPerSecond, capacity.PartitionWCU, capacity.PartitionRCU)
 	capacity.PrintKeysBeside(os.Stdout, side)
@@ -202,4 +202,14 @@ func printPath(name string, b capacity.Breakdown, e capacity.Estimate) {
 	}
 	fmt.Printf("Per message, %s: %.2f write units at 1x (%.2f base table, %.2f indexes), %.2f billed, %.2f read units, %.2f write calls; priced: $%.2f per million (DynamoDB $%.2f)\n",
 		name, b.Write1x, b.BaseWrite1x, b.IndexWrite, b.WriteBilled, b.Read, b.WriteCalls, total, e.CostPerMillion["DynamoDB"])
+}
+
+// sweepIndexMode names the AWS replay's sweep index, as the functions'
+// PLATFORM_OUTBOX_SWEEP_INDEX sets it (runtime.NewStore: sparse unless
+// full).
+func sweepIndexMode() string {
+	if os.Getenv("PLATFORM_OUTBOX_SWEEP_INDEX") == "full" {
+		return "full (PLATFORM_OUTBOX_SWEEP_INDEX=full: every outbox entry in it)"
+	}
+	return "sparse (an entry due at once in none; PLATFORM_OUTBOX_SWEEP_INDEX=full for the full index)"
 }

@@ -46,7 +46,8 @@ type Shape struct {
 	UserOnly bool
 	// AWS: the deliveries are made as the AWS build makes them (awspath.go:
 	// the dispatcher function's handler fed the table's stream, a lease per
-	// delivery, every outbox entry in the sweep index), not as the local
+	// delivery, the sweep index as runtime.NewStore builds it from
+	// PLATFORM_OUTBOX_SWEEP_INDEX: sparse by default), not as the local
 	// platform does (one Exclusive dispatcher, no lease, the sparse sweep
 	// index): what AWS bills.
 	AWS bool
