@@ -221,31 +221,8 @@ func newDelivery(kind, bot, conv string, due string) platform.Delivery {
 // from after the entry after ("" from the start), at most limit entries,
 // each with its lease (epoch ms, 0 for none).
 func (s *Store) PendingDeliveries(ctx context.Context, shard, after string, limit int) ([]platform.Delivery, []int64, error) {
-	in := &dynamodb.QueryInput{
-		TableName:                 &s.table,
-		KeyConditionExpression:    aws.String("pk = :pk"),
-		ExpressionAttributeValues: item{":pk": str(shard)},
-		Limit:                     aws.Int32(int32(limit)),
-		ConsistentRead:            aws.Bool(true),
-	}
-	if after != "" {
-		in.ExclusiveStartKey = key(shard, after)
-	}
-	out, err := s.db.Query(ctx, in)
-	if err != nil {
-		return nil, nil, err
-	}
-	ds := make([]platform.Delivery, 0, len(out.Items))
-	leases := make([]int64, 0, len(out.Items))
-	for _, it := range out.Items {
-		d, err := entryDelivery(it)
-		if err != nil {
-			return nil, nil, err
-		}
-		ds = append(ds, d)
-		leases = append(leases, getN(it, attrLease))
-	}
-	return ds, leases, nil
+	ds, leases, _, err := s.PendingIndexed(ctx, shard, after, limit)
+	return ds, leases, err
 }
 
 // entryDelivery decodes an outbox entry (the attempts and due time its
