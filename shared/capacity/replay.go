@@ -198,6 +198,10 @@ func Replay(ctx context.Context, shape Shape) (Counted, error) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+	// The last removal is visible before its units are recorded.
+	if err := p.Dynamo.Settle(ctx); err != nil {
+		return Counted{}, err
+	}
 	out := Counted{Shape: shape, Messages: messages, Deliveries: int(delivered.Load()), APICalls: calls,
 		Usage: p.Dynamo.Usage(), Elapsed: time.Since(start)}
 
@@ -497,6 +501,9 @@ wait:
 		// their calls: wait for the outbox to be empty.
 		for !outboxEmpty(p) {
 			time.Sleep(10 * time.Millisecond)
+		}
+		if err := p.Dynamo.Settle(ctx); err != nil { // the last removal's units
+			return fail(err)
 		}
 		out.Usage = p.Dynamo.Usage()
 	}

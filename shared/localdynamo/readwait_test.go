@@ -1,6 +1,7 @@
 package localdynamo
 
 import (
+	"context"
 	"net/http/httptest"
 	"strings"
 	"sync"
@@ -140,5 +141,50 @@ func TestReadWaitsOnlyForWritesWhereItReads(t *testing.T) {
 	}
 	if v := getItem(t, db, "main", "y", "a")["v"].(*types.AttributeValueMemberN).Value; v != "2" {
 		t.Fatalf("y after its write: v %s, want 2", v)
+	}
+}
+
+// TestSettleWaitsForTheWriteUnderWay: a write is visible from its commit,
+// a moment before its units are recorded (the capacity replay saw an
+// outbox empty, then read the units without its last removal). Settle
+// returns only once the write under way is done and counted.
+func TestSettleWaitsForTheWriteUnderWay(t *testing.T) {
+	h := openHeldSync(t)
+	srv := h.srv
+	defer h.free()
+	hs := httptest.NewServer(srv)
+	defer func() { h.free(); hs.Close(); _ = srv.Close() }()
+	db := clientFor(srv, hs.URL)
+	createTable(t, db, "main")
+	srv.CountUnits(true)
+	h.armed.Store(true)
+	written := make(chan error, 1)
+	go func() {
+		_, err := db.PutItem(ctx(), &dynamodb.PutItemInput{TableName: aws.String("main"),
+			Item: map[string]types.AttributeValue{"pk": s("x"), "sk": s("a"), "v": n(1)}})
+		written <- err
+	}()
+	select {
+	case <-h.blocked:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the write never reached its fsync")
+	}
+	short, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	if err := srv.Settle(short); err == nil {
+		t.Fatal("Settle returned while a write was held in its fsync")
+	}
+	h.free()
+	if err := srv.Settle(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if got := srv.Usage().Calls["PutItem"]; got != 1 {
+		t.Errorf("after Settle, %d PutItem calls counted, want 1", got)
+	}
+	if w := srv.Usage().Total().Write; w < 1 {
+		t.Errorf("after Settle, %v write units counted, want the PutItem's", w)
+	}
+	if err := <-written; err != nil {
+		t.Fatal(err)
 	}
 }

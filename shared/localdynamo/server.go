@@ -93,6 +93,7 @@ type Server struct {
 	calls        sync.Map     // operation name -> *atomic.Int64 (Calls)
 	onChange     atomic.Pointer[changeHook]
 	units        meter        // capacity units (CountUnits, Usage)
+	running      atomic.Int64 // operations under way (Settle)
 	inProcess    atomic.Int64 // requests of the in-process path (InProcessCalls)
 }
 
@@ -308,6 +309,8 @@ func (s *Server) serve(op string, body []byte) response {
 // HTTP path, converted to the SDK's types by the in-process path) or its
 // error (a *dynErr is DynamoDB's error).
 func (s *Server) serveIn(op string, req request, lane *writelane.Lane, visible func()) (out any, err error) {
+	s.running.Add(1)
+	defer s.running.Add(-1)
 	h := handlers[op]
 	if h.table {
 		s.mu.Lock()

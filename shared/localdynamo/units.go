@@ -2,11 +2,13 @@ package localdynamo
 
 import (
 	"bytes"
+	"context"
 	"encoding/base64"
 	"maps"
 	"math"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/truora/minidyn/types"
 )
@@ -373,4 +375,19 @@ func (s *Server) answer(out any, c *charge, write, list bool) any {
 		m["ConsumedCapacity"] = cc[0]
 	}
 	return m
+}
+
+// Settle returns once no operation is under way (or ctx ends). A write is
+// visible to readers (and to PartitionKeys) from its commit, a moment
+// before its units are recorded: a caller that saw the write's effect and
+// then reads Usage settles first, so that the write is counted.
+func (s *Server) Settle(ctx context.Context) error {
+	for s.running.Load() > 0 {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(time.Millisecond):
+		}
+	}
+	return nil
 }
