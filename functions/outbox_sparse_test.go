@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/botforge/platform/shared/delivery"
 	"github.com/botforge/platform/shared/dynamo"
@@ -505,5 +507,54 @@ func TestRefusedLeaseIndexesTheHeldEntry(t *testing.T) {
 	}
 	if n := countType(received.got(), "raced"); n != 1 || s.eventStatus(t, botID, id) != "processed" {
 		t.Fatalf("after the lease: received %d times (want 1), status %s", n, s.eventStatus(t, botID, id))
+	}
+}
+
+// TestUndecodableEntryIsRemoved: an outbox entry whose document does not
+// decode (written by hand, or by a bug) is refused for good and removed,
+// logged first: it holds back neither its conversation (the entry after
+// it is delivered) nor the stream batch that names its shard, which the
+// mapping would otherwise retry until its records leave the stream (a
+// day of that lane's conversations stopped). Without it the handler fails
+// on the shard's reading, every time.
+func TestUndecodableEntryIsRemoved(t *testing.T) {
+	s := newStandIns(t)
+	botID, received := s.recurringBot(t)
+	hdr := map[string]string{"x-bot-id": botID}
+	_, out := s.call(t, httpapi.AreaChat, "POST", "/v1/chat/conversations", hdr, map[string]any{"channel": "web", "tags": map[string]string{}})
+	conv := out["conversation"].(map[string]any)["id"].(string)
+	var ids []string
+	for _, typ := range []string{"first", "second"} {
+		_, out = s.call(t, httpapi.AreaChat, "POST", "/v1/chat/events", hdr, map[string]any{"type": typ, "conversationId": conv, "payload": map[string]any{}})
+		ids = append(ids, out["event"].(map[string]any)["id"].(string))
+	}
+	store := storeOf(t)
+	ctx, cancel := context.WithDeadline(context.Background(), time.Now().Add(runtime.DispatchReserve+time.Minute))
+	defer cancel()
+	shard := dynamo.Shard(platform.Delivery{BotID: botID, ConversationID: conv})
+	ds, _, err := store.PendingDeliveries(ctx, shard, "", 10)
+	if err != nil || len(ds) != 2 {
+		t.Fatalf("entries: %v %v", ds, err)
+	}
+	cfg, err := runtime.AWSConfig(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := runtime.FromEnv()
+	if _, err := runtime.DynamoClient(cfg, env, nil).UpdateItem(ctx, &dynamodb.UpdateItemInput{TableName: &env.Table,
+		Key:                       map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: shard}, "sk": &types.AttributeValueMemberS{Value: ds[0].ID}},
+		UpdateExpression:          aws.String("SET doc = :bad"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{":bad": &types.AttributeValueMemberS{Value: `{"kind":`}}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := dispatcherHandler(t)(ctx, streamBatch(t, map[string][]string{shard: {ds[0].ID, ds[1].ID}})); err != nil {
+		t.Fatalf("the batch failed: %v", err)
+	}
+	got := received.got()
+	if countType(got, "first") != 0 || countType(got, "second") != 1 || s.eventStatus(t, botID, ids[1]) != "processed" {
+		t.Fatalf("received %v (want the second event once, status processed: %s)", got, s.eventStatus(t, botID, ids[1]))
+	}
+	if left := pendingEntries(t, store, time.Now().Add(time.Hour)); len(left) != 0 {
+		t.Fatalf("entries left: %v", left)
 	}
 }

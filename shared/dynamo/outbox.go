@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"log/slog"
 	"maps"
 	"sort"
 	"strconv"
@@ -225,12 +226,34 @@ func (s *Store) PendingDeliveries(ctx context.Context, shard, after string, limi
 	return ds, leases, err
 }
 
+// UndecodableDelivery is the kind a shard's reading gives an entry whose
+// document does not decode (written by hand, or by a bug): the dispatcher
+// refuses it for good and removes it (an unknown kind), so that it holds
+// back neither its conversation nor, on AWS, the stream batch that names
+// its shard (retried until its records leave the stream: one entry would
+// stop every conversation of that lane for a day). Its attributes are
+// logged first, so what it held is kept where an operator can read it.
+const UndecodableDelivery = "undecodable"
+
+// undecodable is the delivery standing for an entry that did not decode:
+// its keys (its shard names its bot and conversation; entryDelivery adds
+// what its attributes hold).
+func undecodable(it item, err error) platform.Delivery {
+	pk, sk := getS(it, attrPK), getS(it, attrSK)
+	bot, conv, _ := strings.Cut(strings.TrimPrefix(pk, pkOutboxPrefix), "#")
+	if conv == sk {
+		conv = "" // an entry of no conversation: its own shard
+	}
+	return platform.Delivery{ID: sk, Kind: UndecodableDelivery, BotID: bot, ConversationID: conv, LastError: err.Error()}
+}
+
 // entryDelivery decodes an outbox entry (the attempts and due time its
 // attributes hold win over its document's).
 func entryDelivery(it item) (platform.Delivery, error) {
 	var d platform.Delivery
-	if err := decodeDoc(it, &d); err != nil {
-		return d, err
+	err := decodeDoc(it, &d)
+	if err != nil {
+		d = undecodable(it, err)
 	}
 	d.Attempts = int(getN(it, attrAttempts))
 	if v, ok := it[attrPrepaid]; ok {
@@ -240,7 +263,7 @@ func entryDelivery(it item) (platform.Delivery, error) {
 		}
 	}
 	d.DueAt = platform.FormatTime(time.UnixMilli(getN(it, attrDueAt)))
-	return d, nil
+	return d, err
 }
 
 // DueShards returns the shards with an entry due by now and not held by a
@@ -362,7 +385,8 @@ func (s *Store) PendingIndexed(ctx context.Context, shard, after string, limit i
 	for _, it := range out.Items {
 		d, err := entryDelivery(it)
 		if err != nil {
-			return nil, nil, nil, err
+			slog.Default().Error("dynamo: an outbox entry does not decode; it will be removed unsent", "pk", getS(it, attrPK), "sk", getS(it, attrSK),
+				"err", err, "doc", getS(it, attrDoc), "attempts", getN(it, attrAttempts), "dueAt", getN(it, attrDueAt))
 		}
 		_, in := it[attrGSI1PK]
 		ds = append(ds, d)
@@ -543,10 +567,7 @@ func (s *Store) purgeOutboxShard(ctx context.Context, shard string) error {
 				if first {
 					continue
 				}
-				d, err := entryDelivery(it)
-				if err != nil {
-					return err
-				}
+				d, _ := entryDelivery(it) // its keys and mark, even if its document does not decode
 				if err := s.removeRefunding(ctx, d); err != nil {
 					return err
 				}
