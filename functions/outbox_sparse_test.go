@@ -110,11 +110,8 @@ func deadInvocation(t *testing.T, s *standIns) {
 	received.release = make(chan struct{})
 	received.mu.Unlock()
 	t.Cleanup(func() { close(received.release) }) // before the bot's server closes
-	hdr := map[string]string{"x-bot-id": botID}
-	_, out := s.call(t, httpapi.AreaChat, "POST", "/v1/chat/conversations", hdr, map[string]any{"channel": "web", "tags": map[string]string{}})
-	conv := out["conversation"].(map[string]any)["id"].(string)
-	_, out = s.call(t, httpapi.AreaChat, "POST", "/v1/chat/events", hdr, map[string]any{"type": "stuck", "conversationId": conv, "payload": map[string]any{}})
-	id := out["event"].(map[string]any)["id"].(string)
+	_, ids := s.conversationEvents(t, botID, "stuck")
+	id := ids[0]
 	store := storeOf(t)
 	entries := pendingEntries(t, store, time.Now().Add(time.Second))
 	if len(entries) != 1 || len(indexedShards(t, store, time.Now().Add(time.Hour))) != 0 {
@@ -179,14 +176,7 @@ func deadInvocation(t *testing.T, s *standIns) {
 func TestHeldHeadIndexesWhatFollows(t *testing.T) {
 	s := newStandIns(t)
 	botID, received := s.recurringBot(t)
-	hdr := map[string]string{"x-bot-id": botID}
-	_, out := s.call(t, httpapi.AreaChat, "POST", "/v1/chat/conversations", hdr, map[string]any{"channel": "web", "tags": map[string]string{}})
-	conv := out["conversation"].(map[string]any)["id"].(string)
-	var ids []string
-	for _, typ := range []string{"first", "second"} {
-		_, out = s.call(t, httpapi.AreaChat, "POST", "/v1/chat/events", hdr, map[string]any{"type": typ, "conversationId": conv, "payload": map[string]any{}})
-		ids = append(ids, out["event"].(map[string]any)["id"].(string))
-	}
+	conv, ids := s.conversationEvents(t, botID, "first", "second")
 	store := storeOf(t)
 	ctx, cancel := context.WithDeadline(context.Background(), time.Now().Add(runtime.DispatchReserve+time.Minute))
 	defer cancel()
@@ -241,14 +231,7 @@ func TestSweepLeaseIndexes(t *testing.T) {
 	received.release = make(chan struct{})
 	received.mu.Unlock()
 	t.Cleanup(func() { close(received.release) }) // before the bot's server closes
-	hdr := map[string]string{"x-bot-id": botID}
-	_, out := s.call(t, httpapi.AreaChat, "POST", "/v1/chat/conversations", hdr, map[string]any{"channel": "web", "tags": map[string]string{}})
-	conv := out["conversation"].(map[string]any)["id"].(string)
-	var ids []string
-	for _, typ := range []string{"first", "second"} {
-		_, out = s.call(t, httpapi.AreaChat, "POST", "/v1/chat/events", hdr, map[string]any{"type": typ, "conversationId": conv, "payload": map[string]any{}})
-		ids = append(ids, out["event"].(map[string]any)["id"].(string))
-	}
+	conv, ids := s.conversationEvents(t, botID, "first", "second")
 	store := storeOf(t)
 	shard := dynamo.Shard(platform.Delivery{BotID: botID, ConversationID: conv})
 	ds, _, err := store.PendingDeliveries(context.Background(), shard, "", 10)
@@ -395,11 +378,8 @@ func (r *refusing) Do(req *http.Request) (*http.Response, error) {
 func TestFailedPassIndexesTheShard(t *testing.T) {
 	s := newStandIns(t)
 	botID, received := s.recurringBot(t)
-	hdr := map[string]string{"x-bot-id": botID}
-	_, out := s.call(t, httpapi.AreaChat, "POST", "/v1/chat/conversations", hdr, map[string]any{"channel": "web", "tags": map[string]string{}})
-	conv := out["conversation"].(map[string]any)["id"].(string)
-	_, out = s.call(t, httpapi.AreaChat, "POST", "/v1/chat/events", hdr, map[string]any{"type": "kept", "conversationId": conv, "payload": map[string]any{}})
-	id := out["event"].(map[string]any)["id"].(string)
+	_, ids := s.conversationEvents(t, botID, "kept")
+	id := ids[0]
 	store := storeOf(t)
 	entries := pendingEntries(t, store, time.Now().Add(time.Second))
 
@@ -462,11 +442,8 @@ func (h *hooked) Do(req *http.Request) (*http.Response, error) {
 func TestRefusedLeaseIndexesTheHeldEntry(t *testing.T) {
 	s := newStandIns(t)
 	botID, received := s.recurringBot(t)
-	hdr := map[string]string{"x-bot-id": botID}
-	_, out := s.call(t, httpapi.AreaChat, "POST", "/v1/chat/conversations", hdr, map[string]any{"channel": "web", "tags": map[string]string{}})
-	conv := out["conversation"].(map[string]any)["id"].(string)
-	_, out = s.call(t, httpapi.AreaChat, "POST", "/v1/chat/events", hdr, map[string]any{"type": "raced", "conversationId": conv, "payload": map[string]any{}})
-	id := out["event"].(map[string]any)["id"].(string)
+	conv, ids := s.conversationEvents(t, botID, "raced")
+	id := ids[0]
 	store := storeOf(t)
 	entries := pendingEntries(t, store, time.Now().Add(time.Second))
 	shard := dynamo.Shard(platform.Delivery{BotID: botID, ConversationID: conv})
@@ -520,14 +497,7 @@ func TestRefusedLeaseIndexesTheHeldEntry(t *testing.T) {
 func TestUndecodableEntryIsRemoved(t *testing.T) {
 	s := newStandIns(t)
 	botID, received := s.recurringBot(t)
-	hdr := map[string]string{"x-bot-id": botID}
-	_, out := s.call(t, httpapi.AreaChat, "POST", "/v1/chat/conversations", hdr, map[string]any{"channel": "web", "tags": map[string]string{}})
-	conv := out["conversation"].(map[string]any)["id"].(string)
-	var ids []string
-	for _, typ := range []string{"first", "second"} {
-		_, out = s.call(t, httpapi.AreaChat, "POST", "/v1/chat/events", hdr, map[string]any{"type": typ, "conversationId": conv, "payload": map[string]any{}})
-		ids = append(ids, out["event"].(map[string]any)["id"].(string))
-	}
+	conv, ids := s.conversationEvents(t, botID, "first", "second")
 	store := storeOf(t)
 	ctx, cancel := context.WithDeadline(context.Background(), time.Now().Add(runtime.DispatchReserve+time.Minute))
 	defer cancel()
@@ -557,4 +527,19 @@ func TestUndecodableEntryIsRemoved(t *testing.T) {
 	if left := pendingEntries(t, store, time.Now().Add(time.Hour)); len(left) != 0 {
 		t.Fatalf("entries left: %v", left)
 	}
+}
+
+// conversationEvents opens a conversation of botID and queues one event of
+// each type in it, through the chat API: the conversation's id and the
+// events'.
+func (s *standIns) conversationEvents(t *testing.T, botID string, types ...string) (conv string, ids []string) {
+	t.Helper()
+	hdr := map[string]string{"x-bot-id": botID}
+	_, out := s.call(t, httpapi.AreaChat, "POST", "/v1/chat/conversations", hdr, map[string]any{"channel": "web", "tags": map[string]string{}})
+	conv = out["conversation"].(map[string]any)["id"].(string)
+	for _, typ := range types {
+		_, out = s.call(t, httpapi.AreaChat, "POST", "/v1/chat/events", hdr, map[string]any{"type": typ, "conversationId": conv, "payload": map[string]any{}})
+		ids = append(ids, out["event"].(map[string]any)["id"].(string))
+	}
+	return conv, ids
 }
