@@ -21,7 +21,10 @@ import puppeteer from 'puppeteer-core'
 
 const { PLATFORM_BIN, WORK, SHOTS, CHROME } = process.env
 const FIREFOX = process.env.BROWSER === 'firefox'
-const ROWS = Number(process.env.TRANSFER_E2E_ROWS || 8000)
+// Enough rows that the export outlasts several of the page's polls (250 ms):
+// with 8,000 the export showed one value between 0 and 1 at best, and none
+// once the embedded store's calls ran in process (inp38: ci35 saw 0, 1).
+const ROWS = Number(process.env.TRANSFER_E2E_ROWS || 40000)
 const MESSAGES = 200
 const FILES = 3
 const run = browserRun('transfer-console-e2e', { shots: SHOTS, work: WORK, logs: ['a.log', 'b.log'] })
