@@ -1133,9 +1133,27 @@ func (d *Dispatcher) expireState(ctx context.Context, dl platform.Delivery) outc
 // reads it: the message, its author and its conversation, as they are now.
 func (d *Dispatcher) messagePayload(ctx context.Context, dl platform.Delivery) (platform.Message, json.RawMessage, *outcome) {
 	deleted := outcome{final: true, why: "the message was deleted before it could be delivered"}
-	// The message as its write carried it (dynamo/message_carry.go), read
-	// again when not carried, or when one of its conversation's messages
-	// changed since it was written.
+	m, conv, out := d.deliveredMessage(ctx, dl, deleted, outcome{final: true, why: "the conversation was deleted before the message could be delivered"})
+	if out != nil {
+		return m, nil, out
+	}
+	user, err := d.Store.GetUser(ctx, dl.BotID, m.UserID)
+	if o := failed(err, outcome{final: true, why: "the message's user was deleted before the message could be delivered"}); o != nil {
+		return m, nil, o
+	}
+	b, err := json.Marshal(map[string]any{"message": m, "user": user, "conversation": conv})
+	if err != nil {
+		return m, nil, &outcome{final: true, why: err.Error()}
+	}
+	return m, b, nil
+}
+
+// deliveredMessage is the message a delivery is about, as it is now, and
+// its conversation; msgGone and convGone are the outcomes when either is
+// no more. The message as its write carried it (dynamo/message_carry.go),
+// read again when not carried, or when one of its conversation's messages
+// changed since it was written.
+func (d *Dispatcher) deliveredMessage(ctx context.Context, dl platform.Delivery, msgGone, convGone outcome) (platform.Message, platform.Conversation, *outcome) {
 	var m platform.Message
 	carried := len(dl.Message) > 0 && json.Unmarshal(dl.Message, &m) == nil
 	if carried {
@@ -1151,40 +1169,28 @@ func (d *Dispatcher) messagePayload(ctx context.Context, dl platform.Delivery) (
 	if !carried {
 		var err error
 		if m, err = d.Store.MessageRecord(ctx, dl.BotID, dl.MessageID); err != nil {
-			return m, nil, failed(err, deleted)
+			return m, platform.Conversation{}, failed(err, msgGone)
 		}
 	}
 	conv, changed, err := d.Store.DeliveryConversation(ctx, dl.BotID, m.ConversationID, m.CreatedAt)
-	if o := failed(err, outcome{final: true, why: "the conversation was deleted before the message could be delivered"}); o != nil {
-		return m, nil, o
+	if o := failed(err, convGone); o != nil {
+		return m, conv, o
 	}
 	if carried && changed {
 		if m, err = d.Store.MessageRecord(ctx, dl.BotID, dl.MessageID); err != nil {
-			return m, nil, failed(err, deleted)
+			return m, conv, failed(err, msgGone)
 		}
 	}
-	user, err := d.Store.GetUser(ctx, dl.BotID, m.UserID)
-	if o := failed(err, outcome{final: true, why: "the message's user was deleted before the message could be delivered"}); o != nil {
-		return m, nil, o
-	}
-	b, err := json.Marshal(map[string]any{"message": m, "user": user, "conversation": conv})
-	if err != nil {
-		return m, nil, &outcome{final: true, why: err.Error()}
-	}
-	return m, b, nil
+	return m, conv, nil
 }
 
 // sendOutgoing delivers a bot's message to the integration of its
 // conversation (message_created); a conversation of no integration has
 // nowhere to send it.
 func (d *Dispatcher) sendOutgoing(ctx context.Context, dl platform.Delivery) outcome {
-	m, err := d.Store.MessageRecord(ctx, dl.BotID, dl.MessageID)
-	if o := failed(err, skipped); o != nil {
-		return *o
-	}
-	conv, err := d.Store.GetConversation(ctx, dl.BotID, m.ConversationID)
-	if o := failed(err, skipped); o != nil {
-		return *o
+	m, conv, gone := d.deliveredMessage(ctx, dl, skipped, skipped)
+	if gone != nil {
+		return *gone
 	}
 	if conv.Integration == "" {
 		return outcome{skip: true}

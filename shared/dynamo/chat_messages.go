@@ -631,6 +631,13 @@ type MessageLookup struct {
 	New   platform.Message
 	// Import: a message created has no runtime deliveries (importMessages).
 	Import bool
+	// AuthorLive is a user the caller read live (strongly consistent) or
+	// created earlier in the same request (initializeIncomingMessage):
+	// when it is New's author, the author check (checkAuthor) reads it
+	// no second time. A deleteUser committing since is then as one
+	// committing between checkAuthor's read and the write: the message
+	// is as if written just before the deletion.
+	AuthorLive string
 }
 
 func (l MessageLookup) matches(m platform.Message) bool {
@@ -649,6 +656,10 @@ func (s *Store) GetOrCreateMessage(ctx context.Context, l MessageLookup) (platfo
 	var (
 		out     platform.Message
 		created bool
+		// onRecord: the conversation has no counter item (one from
+		// before them): the message is counted on its record, as
+		// createMessage counts it.
+		onRecord bool
 	)
 	err := optimistic(ctx, "the message", func() error {
 		found, stale, err := s.claimed(ctx, bot, "msg", hash, claimCheck(func(id string) (platform.Message, error) {
@@ -670,11 +681,19 @@ func (s *Store) GetOrCreateMessage(ctx context.Context, l MessageLookup) (platfo
 			if w, err = msgWrites(bot, m); err != nil {
 				return err
 			}
-			if err := s.checkAuthor(ctx, bot, m.UserID); err != nil {
-				return err
+			if m.UserID != l.AuthorLive {
+				if err := s.checkAuthor(ctx, bot, m.UserID); err != nil {
+					return err
+				}
 			}
 			counter = len(w)
-			w = append(w, countMessage(bot, convID, 1))
+			if onRecord {
+				w = append(w, countMessage(bot, convID, 1))
+			} else {
+				// As createMessage: on the counter item, not the record,
+				// whose every change rewrites its two list entries.
+				w = append(w, countNew(bot, convID))
+			}
 		}
 		claim := len(w)
 		w = append(w, claimWrites(bot, "msg", hash, stale, convPK(bot, convID), m.ID)...)
@@ -686,6 +705,10 @@ func (s *Store) GetOrCreateMessage(ctx context.Context, l MessageLookup) (platfo
 			w = append(w, rt...)
 			if dlv != "" {
 				markHasEvent(w, dlv)
+			}
+			// Its delivery reads no message (message_carry.go).
+			if err := carryMessage(rt, m); err != nil {
+				return err
 			}
 		}
 		prepaid := !ok && !l.Import && m.UserID != bot && s.Prepays()
@@ -701,7 +724,10 @@ func (s *Store) GetOrCreateMessage(ctx context.Context, l MessageLookup) (platfo
 			quotaAt = len(w)
 			w = append(w, quota)
 		}
-		if err := s.txWrite(ctx, w); err != nil {
+		// Every write of w is conditional on the conversation being live
+		// (the counter's or the record's condition, or liveCheck): no
+		// re-read of the bot after it (usage.go).
+		if err := s.txWrite(guardedByConversation(ctx), w); err != nil {
 			i := failedAt(err)
 			switch {
 			case i < 0:
@@ -710,6 +736,18 @@ func (s *Store) GetOrCreateMessage(ctx context.Context, l MessageLookup) (platfo
 				return s.quotaError(UsageMessages)
 			case ok && i == 1:
 				return platform.NotFound("conversation", convID)
+			case !ok && i == counter && !onRecord:
+				// No counter item: a conversation from before them
+				// (counted on its record), or one missing or being
+				// deleted (its record says).
+				if _, cerr := s.getConv(ctx, bot, convID); cerr != nil {
+					if platform.TypeOf(cerr) == platform.ErrResourceNotFound {
+						return platform.NotFound("conversation", convID)
+					}
+					return cerr
+				}
+				onRecord = true
+				return errRetry
 			case i >= claim || ok:
 				return errRetry // the claim moved, or the message found was deleted
 			}

@@ -85,8 +85,23 @@ func TestMessageCountOverCounterItem(t *testing.T) {
 			t.Fatalf("a message to a conversation without a counter item: %v", err)
 		}
 	}
-	if n := count(old); n != 4 {
-		t.Errorf("a conversation from before counter items, 4 messages: messageCount %d, want 4", n)
+	// getOrCreateMessage counts as createMessage: on the counter item,
+	// or on the record of a conversation from before them.
+	getOrCreate := func(convID string) {
+		t.Helper()
+		m := platform.Message{ID: platform.NewID(platform.PrefixMessage), CreatedAt: now, UpdatedAt: now, Type: "text", Payload: []byte(`{"text":"x"}`),
+			Direction: "outgoing", UserID: bot, ConversationID: convID, Tags: map[string]string{"k": convID}}
+		if _, created, err := s.GetOrCreateMessage(ctx, dynamo.MessageLookup{BotID: bot, Tags: m.Tags, Keys: []string{"k"}, New: m}); err != nil || !created {
+			t.Fatalf("getOrCreateMessage: created %v, %v", created, err)
+		}
+	}
+	getOrCreate(fresh)
+	getOrCreate(old)
+	if n := count(fresh); n != 3 {
+		t.Errorf("a conversation with 3 messages, 1 deleted, 1 got or created: messageCount %d, want 3", n)
+	}
+	if n := count(old); n != 5 {
+		t.Errorf("a conversation from before counter items, 5 messages: messageCount %d, want 5", n)
 	}
 	if counter(old) != nil {
 		t.Error("a counter item appeared")
@@ -96,7 +111,7 @@ func TestMessageCountOverCounterItem(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, c := range convs {
-		if want := map[string]int64{fresh: 2, old: 4}[c.ID]; c.MessageCount != want {
+		if want := map[string]int64{fresh: 3, old: 5}[c.ID]; c.MessageCount != want {
 			t.Errorf("listConversations: %s has messageCount %d, want %d", c.ID, c.MessageCount, want)
 		}
 	}

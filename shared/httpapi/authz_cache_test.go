@@ -95,3 +95,33 @@ func TestCachedBotIsBoundedInAnotherProcess(t *testing.T) {
 		t.Fatalf("a deleted bot authorized calls %s later in another process (bound %s)", d, authcache.TTL)
 	}
 }
+
+// TestInitializeIncomingMessageReadsCachedBot: initializeIncomingMessage is
+// authorized as the getOrCreate calls it is made of (cachedBotOps): with
+// the bot this process read in the last authcache.TTL, not a read of
+// BOT#<bot> per call.
+func TestInitializeIncomingMessageReadsCachedBot(t *testing.T) {
+	f := newFixture(t)
+	f.Platform.Store.SetAuthzCacheTTL(authcache.TTL) // apitest turns it off
+	bot := f.createBot(f.AdminToken, nil)
+	chat := func(method, path string, body any) apitest.Response {
+		return f.Do(apitest.Req{Method: method, Path: path, Token: f.AdminToken, Body: body, Headers: map[string]string{"x-bot-id": bot}})
+	}
+	user := f.Check(chat("POST", "/v1/chat/users", map[string]any{"tags": map[string]string{}}), 201, "createUser").Str("user.id")
+	conv := f.Check(chat("POST", "/v1/chat/conversations", map[string]any{"channel": "c", "tags": map[string]string{}}), 201, "createConversation").Str("conversation.id")
+
+	ddb := f.Platform.Dynamo
+	ddb.CountUnits(true)
+	start := time.Now()
+	const calls = 30
+	for i := 0; i < calls; i++ {
+		f.Check(chat("POST", "/v1/chat/initialize-incoming-message", map[string]any{"userId": user, "conversationId": conv}), 200, "initializeIncomingMessage")
+	}
+	took := time.Since(start)
+	u := ddb.Usage()
+	ddb.CountUnits(false)
+	most := math.Ceil(float64(took)/float64(authcache.TTL)) + 1
+	if r := u.Partitions[localdynamo.Partition{Table: f.Platform.Env.Table, Key: "BOT#" + bot}].Read; r > most {
+		t.Errorf("%d initializeIncomingMessage calls in %s read BOT#%s for %.1f units, want at most %.0f (once per %s)", calls, took, bot, r, most, authcache.TTL)
+	}
+}

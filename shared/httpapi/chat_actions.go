@@ -321,6 +321,9 @@ func (s *server) initializeIncomingMessage(c *call) (any, error) {
 		}
 		_ = json.Unmarshal(out["user"], &ids)
 		msg["userId"], _ = json.Marshal(ids.ID)
+		// The user was read (or created) live above: the message's
+		// author check need not read it again.
+		c.liveUser = ids.ID
 		_ = json.Unmarshal(out["conversation"], &ids)
 		msg["conversationId"], _ = json.Marshal(ids.ID)
 		raw, _ := json.Marshal(msg)

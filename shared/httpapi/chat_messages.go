@@ -66,7 +66,7 @@ func (s *server) getOrCreateMessage(c *call) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	m, _, err = s.Store.GetOrCreateMessage(c.ctx, dynamo.MessageLookup{BotID: c.bot.ID, Tags: in.Tags, Keys: keys, New: m})
+	m, _, err = s.Store.GetOrCreateMessage(c.ctx, dynamo.MessageLookup{BotID: c.bot.ID, Tags: in.Tags, Keys: keys, New: m, AuthorLive: c.liveUser})
 	if err != nil {
 		return nil, err
 	}

@@ -100,6 +100,20 @@ func TestChatDynamoDBCalls(t *testing.T) {
 		{"getOrCreateUser", apitest.Req{Method: "POST", Path: "/v1/chat/users/get-or-create", Body: map[string]any{"tags": map[string]string{"k": "1"}}}, 200, nil},
 		{"getOrCreateUser", apitest.Req{Method: "POST", Path: "/v1/chat/users/get-or-create", Body: map[string]any{"tags": map[string]string{"k": "1"}}}, 200, plus(calls{"GetItem": 2})},
 		{"getOrCreateMessage", apitest.Req{Method: "POST", Path: "/v1/chat/messages/get-or-create", Body: map[string]any{"conversationId": conv, "userId": user, "type": "text", "payload": map[string]any{}, "tags": map[string]string{"k": "1"}}}, 200, nil},
+		// A new message: the claim and the author (GetItem), the message
+		// sought by its tags (Query), the write; no re-read of the bot
+		// after it: its transaction's conditions on the conversation hand
+		// a message racing deleteBot to the deletion, as createMessage's.
+		{"getOrCreateMessage", apitest.Req{Method: "POST", Path: "/v1/chat/messages/get-or-create", Body: map[string]any{"conversationId": conv, "userId": user, "type": "text", "payload": map[string]any{}, "tags": map[string]string{"k": "2"}}}, 200, plus(calls{"GetItem": 2, "Query": 1, "TransactWriteItems": 1})},
+		// The user's claim and record, the conversation's claim and
+		// record (Query), the message's claim and tags (Query), the
+		// write: the author is not read again (the user was just read),
+		// nor the bot after the write (before: 2 GetItems more).
+		{"initializeIncomingMessage", apitest.Req{Method: "POST", Path: "/v1/chat/initialize-incoming-message", Body: map[string]any{
+			"user":         map[string]any{"tags": map[string]string{"k": "1"}, "discriminateByTags": []string{"k"}},
+			"conversation": map[string]any{"channel": "g", "tags": map[string]string{"k": "1"}, "discriminateByTags": []string{"k"}},
+			"message":      map[string]any{"type": "text", "payload": map[string]any{}, "tags": map[string]string{"k": "3"}, "discriminateByTags": []string{"k"}},
+		}}, 200, plus(calls{"GetItem": 4, "Query": 2, "TransactWriteItems": 1})},
 		// + the GetItem of its message_created event (kept before the message changes).
 		{"deleteMessage", apitest.Req{Method: "DELETE", Path: "/v1/chat/messages/" + msg}, 200, plus(calls{"GetItem": 3, "TransactWriteItems": 1})},
 		{"removeParticipant", apitest.Req{Method: "DELETE", Path: "/v1/chat/conversations/" + conv + "/participants/" + user}, 200, plus(calls{"GetItem": 1, "TransactWriteItems": 1})},

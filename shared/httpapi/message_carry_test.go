@@ -1,6 +1,8 @@
 package httpapi_test
 
 import (
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -32,12 +34,15 @@ func TestDeliveryCarriesItsMessage(t *testing.T) {
 		return pl["text"]
 	}
 
-	// Delivered without reading the message.
+	// Delivered without reading the message, created by createMessage
+	// or by getOrCreateMessage.
 	ddb := f.Platform.Dynamo
 	ddb.CountUnits(true)
-	const n = 5
-	for i := 0; i < n; i++ {
+	const n = 6
+	for i := 0; i < n/2; i++ {
 		message("hi")
+		chat("POST", "/v1/chat/messages/get-or-create", map[string]any{"conversationId": conv, "userId": user, "type": "text", "payload": map[string]any{"text": "hi"},
+			"tags": map[string]string{"k": fmt.Sprint(i)}, "discriminateByTags": []string{"k"}}, 200, "getOrCreateMessage")
 	}
 	got := bs.waitFor(t, n, 30*time.Second)
 	u := ddb.Usage()
@@ -89,5 +94,36 @@ func TestDeliveryCarriesItsMessage(t *testing.T) {
 	}
 	if d := bs.deliveries(); len(d) != n+3 {
 		t.Errorf("%d deliveries, want %d (the deleted message's not sent again)", len(d), n+3)
+	}
+}
+
+// TestOutgoingDeliveryCarriesItsMessage: a bot's message reaches its
+// conversation's integration without a read of the message either (the
+// outbox entry carries it, as a user's message's: message_carry.go), and
+// as getMessage reads it.
+func TestOutgoingDeliveryCarriesItsMessage(t *testing.T) {
+	f := newRuntimeFixture(t, nil)
+	conv := f.as(true, "POST", "/v1/chat/conversations/get-or-create", map[string]any{"channel": "channel", "tags": map[string]string{}}, 200).Str("conversation.id")
+	ddb := f.Platform.Dynamo
+	ddb.CountUnits(true)
+	const n = 3
+	var ids []string
+	for i := 0; i < n; i++ {
+		ids = append(ids, f.as(false, "POST", "/v1/chat/messages", map[string]any{"conversationId": conv, "userId": f.botID, "type": "text",
+			"payload": map[string]any{"text": fmt.Sprint("reply ", i)}, "tags": map[string]string{}}, 201).Str("message.id"))
+	}
+	eventually(t, "the replies reach the integration", func() bool { return len(f.integ.of("message_created", "")) == n })
+	u := ddb.Usage()
+	ddb.CountUnits(false)
+	for p, c := range u.Partitions {
+		if p.Table == f.Platform.Env.Table && strings.HasPrefix(p.Key, "MSG#") && c.Read > 0 {
+			t.Errorf("the delivery read %s (%.1f units): the message was not carried", p.Key, c.Read)
+		}
+	}
+	for i, got := range f.integ.of("message_created", "") {
+		want := f.as(false, "GET", "/v1/chat/messages/"+ids[i], nil, 200).Body["message"]
+		if fmt.Sprint(got.Body["message"]) != fmt.Sprint(want) {
+			t.Errorf("delivered %v, want the message as getMessage reads it, %v", got.Body["message"], want)
+		}
 	}
 }

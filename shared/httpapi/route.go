@@ -83,6 +83,10 @@ type call struct {
 	// acting is the alias of the installation a Chat call made as an
 	// integration acts for ("" for the bot's own calls): chat_acting.go.
 	acting string
+	// liveUser is a user this call read or wrote earlier (strongly
+	// consistent): initializeIncomingMessage's, whose message then needs
+	// no second read of its author (dynamo.MessageLookup.AuthorLive).
+	liveUser string
 }
 
 func (s *server) handler(rt route) http.Handler {
@@ -297,6 +301,9 @@ var cachedBotOps = map[string]bool{
 	"createUser": true, "getUser": true, "getOrCreateUser": true, "listUsers": true, "updateUser": true,
 	"getConversation": true, "getOrCreateConversation": true, "listConversations": true, "updateConversation": true,
 	"listParticipants": true, "addParticipant": true, "getParticipant": true,
+	// getOrCreateUser, getOrCreateConversation and getOrCreateMessage in
+	// one call (chat_actions.go): authorized as each of them would be.
+	"initializeIncomingMessage": true,
 }
 
 // authorizeBot authorizes a bot-scoped call on bot id, read by read.
