@@ -55,15 +55,45 @@ const (
 	sweepPrefix  = "OUTBOX#DUE#"
 )
 
-// Shard is the outbox partition of delivery d.
+// Shard is the outbox partition of delivery d: the one it was read from,
+// else where it is written (lane).
 func Shard(d platform.Delivery) string {
-	if d.ConversationID != "" {
-		return convShard(d.BotID, d.ConversationID)
+	if d.Shard != "" {
+		return d.Shard
 	}
-	return pkOutboxPrefix + d.BotID + "#" + d.ID
+	return lane(d)
 }
 
+// lane is where a new entry d is written: its receiver's lane of its
+// conversation, or a shard of its own (an entry of no conversation).
+func lane(d platform.Delivery) string {
+	switch {
+	case d.ConversationID == "":
+		return pkOutboxPrefix + d.BotID + "#" + d.ID
+	case d.Kind == platform.DeliverOutgoing:
+		return outShard(d.BotID, d.ConversationID)
+	}
+	return convShard(d.BotID, d.ConversationID)
+}
+
+// convShard is a conversation's bot lane: what goes to the bot (its
+// users' messages' message_created, its events), the key the outbox has
+// always had.
 func convShard(bot, conv string) string { return pkOutboxPrefix + bot + "#" + conv }
+
+// outLane ends a conversation's integration lane, outShard: what goes to
+// the conversation's integration (the bot's messages), in order among
+// itself and never behind what the bot is still handling. Not digits (the
+// capacity model's patterns read a trailing #<n> as a sweep bucket), and
+// no id: a conversation's two lanes share its bot and conversation ids.
+const outLane = "#out"
+
+func outShard(bot, conv string) string { return convShard(bot, conv) + outLane }
+
+// convShards are a conversation's lanes.
+func convShards(bot, conv string) []string {
+	return []string{convShard(bot, conv), outShard(bot, conv)}
+}
 
 // IsShard tells whether pk is an outbox shard (a stream record's key).
 func IsShard(pk string) bool {
@@ -196,7 +226,7 @@ func outboxItem(d platform.Delivery) (item, error) {
 		return nil, err
 	}
 	due, _ := time.Parse(platform.TimeFormat, d.DueAt)
-	shard := Shard(d)
+	shard := lane(d) // not the shard it was read from: a migrated entry, a periodic one's next run
 	it := item{attrPK: str(shard), attrSK: str(d.ID), attrDoc: str(string(b)),
 		attrDueAt: num(due.UnixMilli()), attrAttempts: num(int64(d.Attempts)),
 		attrGSI1PK: str(sweepBucket(shard)), attrGSI1SK: str(sweepSK(due.UnixMilli(), d.ID))}
@@ -241,6 +271,7 @@ const UndecodableDelivery = "undecodable"
 func undecodable(it item, err error) platform.Delivery {
 	pk, sk := getS(it, attrPK), getS(it, attrSK)
 	bot, conv, _ := strings.Cut(strings.TrimPrefix(pk, pkOutboxPrefix), "#")
+	conv = strings.TrimSuffix(conv, outLane)
 	if conv == sk {
 		conv = "" // an entry of no conversation: its own shard
 	}
@@ -263,6 +294,7 @@ func entryDelivery(it item) (platform.Delivery, error) {
 		}
 	}
 	d.DueAt = platform.FormatTime(time.UnixMilli(getN(it, attrDueAt)))
+	d.Shard = getS(it, attrPK)
 	return d, err
 }
 

@@ -98,6 +98,12 @@ type Delivery struct {
 	// delivery's invocation, where a refund goes; "" when unknown (its
 	// creation's month then).
 	PrepaidIn string `json:"-"`
+	// Shard: the outbox partition the entry was read from (set by the
+	// store's reads, so that its lease, retry and removal go to where it
+	// is: an entry queued before the outbox had a lane per receiver may
+	// be in its conversation's bot lane whatever its kind); "" for a new
+	// delivery, whose kind and conversation give its shard.
+	Shard string `json:"-"`
 	// Message: a user's message as its write stored it, carried by its
 	// message_created delivery when small, so the delivery need not read
 	// it again (unless a message of its conversation changed since).
