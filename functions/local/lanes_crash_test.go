@@ -70,26 +70,29 @@ func TestBothLanesAcrossKill(t *testing.T) {
 // integration's (created with its alias), so the bot's messages go to it.
 func integrationConversation(t *testing.T, s *server, tok, botURL, integURL string) (hdr map[string]string, conv, user string) {
 	t.Helper()
-	must := func(st int, out map[string]any, what string) map[string]any {
-		t.Helper()
-		if st != 200 && st != 201 {
-			t.Fatalf("%s: %d %v", what, st, out)
-		}
-		return out
-	}
 	st, w := s.call("POST", "/v1/admin/workspaces", tok, "", map[string]any{"name": "lanes"})
-	ws := must(st, w, "createWorkspace")["id"].(string)
+	ws := mustSucceed(t, st, w, "createWorkspace")["id"].(string)
 	st, in := s.call("POST", "/v1/admin/integrations", tok, ws, map[string]any{"name": "chan", "version": "1.0.0", "dev": true, "url": integURL,
 		"channels": map[string]any{"channel": map[string]any{"messages": map[string]any{"text": map[string]any{"schema": map[string]any{}}}}}})
-	intID := must(st, in, "createIntegration")["integration"].(map[string]any)["id"].(string)
+	intID := mustSucceed(t, st, in, "createIntegration")["integration"].(map[string]any)["id"].(string)
 	st, b := s.call("POST", "/v1/admin/bots", tok, ws, map[string]any{"name": "lanes", "dev": true, "url": botURL})
-	botID := must(st, b, "createBot")["bot"].(map[string]any)["id"].(string)
+	botID := mustSucceed(t, st, b, "createBot")["bot"].(map[string]any)["id"].(string)
 	st, u := s.call("PUT", "/v1/admin/bots/"+botID, tok, ws, map[string]any{"integrations": map[string]any{"chan": map[string]any{"integrationId": intID, "enabled": true}}})
-	must(st, u, "updateBot")
+	mustSucceed(t, st, u, "updateBot")
 	hdr = map[string]string{"x-bot-id": botID}
 	as := map[string]string{"x-bot-id": botID, "x-integration-alias": "chan"}
 	st, c := try(s.url, "POST", "/v1/chat/conversations", tok, as, map[string]any{"channel": "channel", "tags": map[string]string{}})
-	conv = must(st, c, "createConversation")["conversation"].(map[string]any)["id"].(string)
+	conv = mustSucceed(t, st, c, "createConversation")["conversation"].(map[string]any)["id"].(string)
 	st, us := try(s.url, "POST", "/v1/chat/users", tok, as, map[string]any{"tags": map[string]string{}})
-	return hdr, conv, must(st, us, "createUser")["user"].(map[string]any)["id"].(string)
+	return hdr, conv, mustSucceed(t, st, us, "createUser")["user"].(map[string]any)["id"].(string)
+}
+
+// mustSucceed fails the test unless a call answered 200 or 201; it returns
+// the call's body.
+func mustSucceed(t *testing.T, st int, out map[string]any, what string) map[string]any {
+	t.Helper()
+	if st != 200 && st != 201 {
+		t.Fatalf("%s: %d %v", what, st, out)
+	}
+	return out
 }

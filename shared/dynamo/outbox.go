@@ -26,11 +26,14 @@ import (
 // acknowledged is lost and nothing undone is delivered.
 //
 // It is sharded so that no partition key takes the writes of more than one
-// conversation (docs/data-model.md, "Heat"): a conversation's entries are
-// the partition OUTBOX#<bot>#<conversation>, ordered by delivery id (a
-// ULID: creation order), which is the order they go out in; an entry of no
-// conversation (a bot's own event, a periodic register()) is a partition of
-// its own, OUTBOX#<bot>#<delivery id>. The dispatcher (shared/dispatch)
+// conversation (docs/data-model.md, "Heat"): a conversation has one lane
+// per receiver, OUTBOX#<bot>#<conversation> for what goes to the bot and
+// OUTBOX#<bot>#<conversation>#out for what goes to its integration (the
+// bot's messages, which so never wait for the bot's handler of the event
+// that wrote them), each ordered by delivery id (a ULID: creation order),
+// which is the order it goes out in; an entry of no conversation (a bot's
+// own event, a periodic register()) is a partition of its own,
+// OUTBOX#<bot>#<delivery id>. The dispatcher (shared/dispatch)
 // reads a shard's head, leases entries, and removes them once delivered or
 // given up. On AWS the table's stream names the shard of each new entry;
 // a periodic sweep finds the rest (retries, scheduled entries come due,

@@ -48,7 +48,8 @@ const EventStateExpired = "state_expired"
 
 // Delivery is one entry of the outbox: written in the same transaction as
 // what it delivers, removed once delivered or given up. Deliveries of one
-// conversation go out in the order they were written.
+// conversation to one receiver (the bot, or the conversation's
+// integration) go out in the order they were written.
 type Delivery struct {
 	ID             string `json:"id"`
 	Kind           string `json:"kind"`
