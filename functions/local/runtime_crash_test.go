@@ -81,9 +81,10 @@ func botConversation(t *testing.T, s *server, tok, botURL string) (hdr map[strin
 	return hdr, c["conversation"].(map[string]any)["id"].(string), u["user"].(map[string]any)["id"].(string)
 }
 
-// killBot is a bot for the kill tests: it records each event it is sent
-// and, until up is set, answers none (each request hangs until the
-// platform that made it dies, so the platform is killed mid-delivery).
+// killBot is a bot (or an integration) for the kill tests: it records each
+// event (or message) it is sent and, until up is set, answers none (each
+// request hangs until the platform that made it dies, so the platform is
+// killed mid-delivery).
 type killBot struct {
 	*httptest.Server
 	up atomic.Bool
@@ -101,9 +102,20 @@ func newKillBot(t *testing.T) *killBot {
 	k.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var body struct {
 			Event sentEvent `json:"event"`
+			// an integration's message_created: the message
+			Message struct {
+				ID string `json:"id"`
+			} `json:"message"`
 		}
 		b, _ := io.ReadAll(r.Body)
 		_ = json.Unmarshal(b, &body)
+		if body.Event.ID == "" {
+			if body.Message.ID == "" { // an integration's register: not a delivery
+				_, _ = io.WriteString(w, "{}")
+				return
+			}
+			body.Event.MessageID = body.Message.ID
+		}
 		up := k.up.Load()
 		k.mu.Lock()
 		k.attempts = append(k.attempts, body.Event)

@@ -138,9 +138,11 @@ func (s *Store) finishOwner(ctx context.Context, kind deletionKind, bot, id stri
 		if err := s.purgeIndex(ctx, GSI2, convEvents(bot, id)); err != nil {
 			return err
 		}
-		// and its outbox shard.
-		if err := s.purgeOutboxShard(ctx, convShard(bot, id)); err != nil {
-			return err
+		// and its outbox lanes.
+		for _, shard := range convShards(bot, id) {
+			if err := s.purgeOutboxShard(ctx, shard); err != nil {
+				return err
+			}
 		}
 	}
 	if _, err = s.db.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: &s.table, Key: key(pk, sk)}); err != nil {

@@ -71,11 +71,16 @@ func TestPrepaidInvocation(t *testing.T) {
 	if err := s.CreateMessage(ctx, bot, m); err != nil {
 		t.Fatal(err)
 	}
-	if d := head(c); d.Prepaid {
+	// (in the conversation's integration lane)
+	out, _, err := s.PendingDeliveries(ctx, dynamo.Shard(platform.Delivery{Kind: platform.DeliverOutgoing, BotID: bot, ConversationID: c}), "", 100)
+	if err != nil || len(out) != 1 || len(entries(c)) != 0 {
+		t.Fatalf("the bot's message's entry: %d in the integration lane, %d in the bot's (%v), want 1, 0", len(out), len(entries(c)), err)
+	}
+	if out[0].Prepaid {
 		t.Fatal("the bot's own message's delivery is pre-paid")
 	}
 	invocations(0, "after the bot's message")
-	if err := s.FinishDelivery(ctx, head(c)); err != nil {
+	if err := s.FinishDelivery(ctx, out[0]); err != nil {
 		t.Fatal(err)
 	}
 

@@ -26,11 +26,14 @@ import (
 // acknowledged is lost and nothing undone is delivered.
 //
 // It is sharded so that no partition key takes the writes of more than one
-// conversation (docs/data-model.md, "Heat"): a conversation's entries are
-// the partition OUTBOX#<bot>#<conversation>, ordered by delivery id (a
-// ULID: creation order), which is the order they go out in; an entry of no
-// conversation (a bot's own event, a periodic register()) is a partition of
-// its own, OUTBOX#<bot>#<delivery id>. The dispatcher (shared/dispatch)
+// conversation (docs/data-model.md, "Heat"): a conversation has one lane
+// per receiver, OUTBOX#<bot>#<conversation> for what goes to the bot and
+// OUTBOX#<bot>#<conversation>#out for what goes to its integration (the
+// bot's messages, which so never wait for the bot's handler of the event
+// that wrote them), each ordered by delivery id (a ULID: creation order),
+// which is the order it goes out in; an entry of no conversation (a bot's
+// own event, a periodic register()) is a partition of its own,
+// OUTBOX#<bot>#<delivery id>. The dispatcher (shared/dispatch)
 // reads a shard's head, leases entries, and removes them once delivered or
 // given up. On AWS the table's stream names the shard of each new entry;
 // a periodic sweep finds the rest (retries, scheduled entries come due,
@@ -55,15 +58,45 @@ const (
 	sweepPrefix  = "OUTBOX#DUE#"
 )
 
-// Shard is the outbox partition of delivery d.
+// Shard is the outbox partition of delivery d: the one it was read from,
+// else where it is written (lane).
 func Shard(d platform.Delivery) string {
-	if d.ConversationID != "" {
-		return convShard(d.BotID, d.ConversationID)
+	if d.Shard != "" {
+		return d.Shard
 	}
-	return pkOutboxPrefix + d.BotID + "#" + d.ID
+	return lane(d)
 }
 
+// lane is where a new entry d is written: its receiver's lane of its
+// conversation, or a shard of its own (an entry of no conversation).
+func lane(d platform.Delivery) string {
+	switch {
+	case d.ConversationID == "":
+		return pkOutboxPrefix + d.BotID + "#" + d.ID
+	case d.Kind == platform.DeliverOutgoing:
+		return outShard(d.BotID, d.ConversationID)
+	}
+	return convShard(d.BotID, d.ConversationID)
+}
+
+// convShard is a conversation's bot lane: what goes to the bot (its
+// users' messages' message_created, its events), the key the outbox has
+// always had.
 func convShard(bot, conv string) string { return pkOutboxPrefix + bot + "#" + conv }
+
+// outLane ends a conversation's integration lane, outShard: what goes to
+// the conversation's integration (the bot's messages), in order among
+// itself and never behind what the bot is still handling. Not digits (the
+// capacity model's patterns read a trailing #<n> as a sweep bucket), and
+// no id: a conversation's two lanes share its bot and conversation ids.
+const outLane = "#out"
+
+func outShard(bot, conv string) string { return convShard(bot, conv) + outLane }
+
+// convShards are a conversation's lanes.
+func convShards(bot, conv string) []string {
+	return []string{convShard(bot, conv), outShard(bot, conv)}
+}
 
 // IsShard tells whether pk is an outbox shard (a stream record's key).
 func IsShard(pk string) bool {
@@ -196,7 +229,7 @@ func outboxItem(d platform.Delivery) (item, error) {
 		return nil, err
 	}
 	due, _ := time.Parse(platform.TimeFormat, d.DueAt)
-	shard := Shard(d)
+	shard := lane(d) // not the shard it was read from: a migrated entry, a periodic one's next run
 	it := item{attrPK: str(shard), attrSK: str(d.ID), attrDoc: str(string(b)),
 		attrDueAt: num(due.UnixMilli()), attrAttempts: num(int64(d.Attempts)),
 		attrGSI1PK: str(sweepBucket(shard)), attrGSI1SK: str(sweepSK(due.UnixMilli(), d.ID))}
@@ -241,6 +274,7 @@ const UndecodableDelivery = "undecodable"
 func undecodable(it item, err error) platform.Delivery {
 	pk, sk := getS(it, attrPK), getS(it, attrSK)
 	bot, conv, _ := strings.Cut(strings.TrimPrefix(pk, pkOutboxPrefix), "#")
+	conv = strings.TrimSuffix(conv, outLane)
 	if conv == sk {
 		conv = "" // an entry of no conversation: its own shard
 	}
@@ -263,6 +297,7 @@ func entryDelivery(it item) (platform.Delivery, error) {
 		}
 	}
 	d.DueAt = platform.FormatTime(time.UnixMilli(getN(it, attrDueAt)))
+	d.Shard = getS(it, attrPK)
 	return d, err
 }
 

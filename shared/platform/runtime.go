@@ -48,7 +48,8 @@ const EventStateExpired = "state_expired"
 
 // Delivery is one entry of the outbox: written in the same transaction as
 // what it delivers, removed once delivered or given up. Deliveries of one
-// conversation go out in the order they were written.
+// conversation to one receiver (the bot, or the conversation's
+// integration) go out in the order they were written.
 type Delivery struct {
 	ID             string `json:"id"`
 	Kind           string `json:"kind"`
@@ -98,6 +99,12 @@ type Delivery struct {
 	// delivery's invocation, where a refund goes; "" when unknown (its
 	// creation's month then).
 	PrepaidIn string `json:"-"`
+	// Shard: the outbox partition the entry was read from (set by the
+	// store's reads, so that its lease, retry and removal go to where it
+	// is: an entry queued before the outbox had a lane per receiver may
+	// be in its conversation's bot lane whatever its kind); "" for a new
+	// delivery, whose kind and conversation give its shard.
+	Shard string `json:"-"`
 	// Message: a user's message as its write stored it, carried by its
 	// message_created delivery when small, so the delivery need not read
 	// it again (unless a message of its conversation changed since).
