@@ -114,6 +114,13 @@ func (s *Store) notifyOutbox() {
 	}
 	s.queued = nil
 	s.queuedMu.Unlock()
+	if len(shards) == 0 {
+		// Every write notes its shards before it notifies, so an empty set
+		// means a concurrent notifyOutbox took them and named them already.
+		// Calling f with none would ask the dispatcher for a sweep (64
+		// Queries over the full index) that finds nothing more.
+		return
+	}
 	(*f)(shards)
 }
 

@@ -48,3 +48,8 @@ func (s *Store) MarkConversationDeleting(ctx context.Context, bot, id string) er
 	_, _, pk, sk, _ := deletionConversation.owner(bot, id)
 	return s.markDeleting(ctx, deletionConversation, bot, id, pk, sk)
 }
+
+// NoteQueued and NotifyOutbox run what a committed write does after its
+// commit: note the shards its items queued to, then tell OnOutbox.
+func (s *Store) NoteQueued(items []types.TransactWriteItem) { s.noteQueued(items) }
+func (s *Store) NotifyOutbox()                              { s.notifyOutbox() }

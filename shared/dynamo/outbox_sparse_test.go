@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
 	"github.com/botforge/platform/shared/apitest"
 	"github.com/botforge/platform/shared/dynamo"
 	"github.com/botforge/platform/shared/platform"
@@ -98,5 +100,30 @@ func TestSparseSweepIndex(t *testing.T) {
 				t.Errorf("%s: after the retry, due by %v: %v, want %v", c.name, at.when.Sub(retry), got, at.want)
 			}
 		}
+	}
+}
+
+// TestRacedNotifyAsksNoSweep: two commits note their shards before either
+// notifies; the first notify names both, and the second, finding none
+// left, tells OnOutbox nothing. Before, it called OnOutbox with no shard,
+// which the local dispatcher (WakeShards) takes as a request for a sweep
+// of the whole sweep index.
+func TestRacedNotifyAsksNoSweep(t *testing.T) {
+	env := apitest.New(t)
+	s := dynamo.New(env.Platform.Store.Client(), "raced")
+	var calls [][]string
+	s.OnOutbox(func(shards []string) { calls = append(calls, slices.Sorted(slices.Values(shards))) })
+	entry := func(shard string) []types.TransactWriteItem {
+		return []types.TransactWriteItem{{Put: &types.Put{Item: map[string]types.AttributeValue{
+			"pk": &types.AttributeValueMemberS{Value: shard}, "sk": &types.AttributeValueMemberS{Value: "dlv"}}}}}
+	}
+	a, b := dynamo.Shard(platform.Delivery{BotID: "bot_a", ConversationID: "conv_a"}), dynamo.Shard(platform.Delivery{BotID: "bot_b", ConversationID: "conv_b"})
+	s.NoteQueued(entry(a))
+	s.NoteQueued(entry(b))
+	s.NotifyOutbox() // a's commit: names both
+	s.NotifyOutbox() // b's commit: nothing left
+	want := [][]string{slices.Sorted(slices.Values([]string{a, b}))}
+	if !slices.EqualFunc(calls, want, slices.Equal) {
+		t.Fatalf("OnOutbox calls = %q, want %q (no call without a shard)", calls, want)
 	}
 }
