@@ -3,6 +3,7 @@ package httpapi_test
 import (
 	"encoding/json"
 	"testing"
+	"time"
 )
 
 // TestMessageCreatedEventPayload: a user's message_created event, stored
@@ -19,17 +20,29 @@ func TestMessageCreatedEventPayload(t *testing.T) {
 		b, _ = json.Marshal(x)
 		return string(b)
 	}
+	// eventOf lists the message's event once its delivery has ended (the
+	// fixture's bot has no url: it fails), so that listEvents and getEvent
+	// read one status; read while pending, the two could straddle the end.
 	eventOf := func(msg string) map[string]any {
 		t.Helper()
-		r := f.call("GET", "/v1/chat/events?conversationId="+conv, nil, 200, "listEvents")
 		var found map[string]any
-		for _, e := range r.Body["events"].([]any) {
-			if e := e.(map[string]any); e["messageId"] == msg && e["type"] == "message_created" {
-				found = e
+		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+			r := f.call("GET", "/v1/chat/events?conversationId="+conv, nil, 200, "listEvents")
+			found = nil
+			for _, e := range r.Body["events"].([]any) {
+				if e := e.(map[string]any); e["messageId"] == msg && e["type"] == "message_created" {
+					found = e
+				}
 			}
-		}
-		if found == nil {
-			t.Fatalf("no message_created event of %s in %s", msg, r.Raw)
+			if found == nil {
+				t.Fatalf("no message_created event of %s in %s", msg, r.Raw)
+			}
+			if found["status"] != "pending" {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("the event of %s still pending after 10 s: %s", msg, r.Raw)
+			}
 		}
 		got := f.call("GET", "/v1/chat/events/"+found["id"].(string), nil, 200, "getEvent").Body["event"]
 		if canon(got) != canon(found) {
