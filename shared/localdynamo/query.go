@@ -36,14 +36,20 @@ type page struct {
 	t            *tableDef
 	ix           *indexDef
 	lower, upper []byte
-	reverse      bool
-	filter       *condition
-	proj         *projection
-	count        bool
-	limit        int64
-	keep         func(item) bool // Scan segments
-	op           string          // Query or Scan (units counted)
-	part         string          // the partition key queried, as text
+	// final, when set, is the last key the range can hold (a Query of the
+	// table whose sort key condition ends at a value: =, <=, BETWEEN): a
+	// forward walk stops there instead of stepping on to the bound, over
+	// the older versions of that item (a counter updated on every message
+	// has thousands in the memtable) and whatever was deleted after it.
+	final   []byte
+	reverse bool
+	filter  *condition
+	proj    *projection
+	count   bool
+	limit   int64
+	keep    func(item) bool // Scan segments
+	op      string          // Query or Scan (units counted)
+	part    string          // the partition key queried, as text
 }
 
 func (s *Server) query(req request, rs *readSet) (any, error) {
@@ -194,6 +200,14 @@ func (p *page) keyRange(in readInput, prefix []byte) error {
 	if kc.op == "" {
 		return nil
 	}
+	// An item's key ends with its sort key's encoding (keys.go), so the
+	// item at the condition's last value is the range's last key; an index
+	// entry's key goes on (the item's own key follows): no last key.
+	final := func(k []byte) {
+		if p.ix == nil {
+			p.final = k
+		}
+	}
 	typ := p.t.AttrTypes[rng]
 	enc := func(v *types.Item) ([]byte, error) {
 		b, err := appendKeyValue(append([]byte(nil), part...), v, typ)
@@ -209,10 +223,12 @@ func (p *page) keyRange(in readInput, prefix []byte) error {
 	switch kc.op {
 	case "=":
 		p.lower, p.upper = a, prefixEnd(a)
+		final(a)
 	case "<":
 		p.upper = a
 	case "<=":
 		p.upper = prefixEnd(a)
+		final(a)
 	case ">":
 		p.lower = prefixEnd(a)
 	case ">=":
@@ -227,6 +243,7 @@ func (p *page) keyRange(in readInput, prefix []byte) error {
 				appendValueJSON(nil, kc.a), appendValueJSON(nil, kc.b))
 		}
 		p.lower, p.upper = a, prefixEnd(b)
+		final(b)
 	case "begins_with":
 		if typ == "N" {
 			return invalid("Invalid KeyConditionExpression: Incorrect operand type for operator or function; operator or function: begins_with, operand type: N")
@@ -280,13 +297,16 @@ func (s *Server) run(p *page, in readInput, rs *readSet) (any, error) {
 		return nil, err
 	}
 	rs.span(p.lower, p.upper)
-	snap := s.db.NewSnapshot()
+	snap, from, gen := s.dead.snapshot(s.db, p.lower, !p.reverse)
 	defer snap.Close()
 	iter, err := snap.NewIter(&pebble.IterOptions{LowerBound: p.lower, UpperBound: p.upper})
 	if err != nil {
 		return nil, err
 	}
-	defer iter.Close()
+	defer func() {
+		s.stepped.Add(int64(iter.Stats().InternalStats.PointCount))
+		iter.Close()
+	}()
 	var (
 		items   = []jsonItem{}
 		count   int64
@@ -299,8 +319,19 @@ func (s *Server) run(p *page, in readInput, rs *readSet) (any, error) {
 	step := iter.Next
 	if p.reverse {
 		valid, step = iter.Last, iter.Prev
+	} else if from != nil {
+		valid = func() bool { return iter.SeekGE(from) }
 	}
-	for ok := valid(); ok; ok = step() {
+	ok := valid()
+	if !p.reverse && iter.Error() == nil {
+		// What lies before the first live key is dead (in this snapshot).
+		first := p.upper
+		if ok {
+			first = iter.Key()
+		}
+		s.dead.learn(p.lower, first, gen)
+	}
+	for ; ok; ok = step() {
 		var it item
 		if p.ix == nil {
 			var err error
@@ -348,6 +379,9 @@ func (s *Server) run(p *page, in readInput, rs *readSet) (any, error) {
 		}
 		if (p.limit > 0 && scanned >= p.limit) || bytesRd >= maxPageBytes {
 			break
+		}
+		if !p.reverse && p.final != nil && bytes.Equal(iter.Key(), p.final) {
+			break // nothing can follow in range
 		}
 	}
 	if err := iter.Error(); err != nil {

@@ -83,6 +83,11 @@ type Server struct {
 	items [stripes]sync.Mutex // item locks, by hash of the item's store key
 
 	durable inflight
+	// dead: key ranges reads found without a live key, skipped by the
+	// next reads (deadranges.go); stepped counts the keys reads stepped
+	// over, tombstones included (tests).
+	dead    deadRanges
+	stepped atomic.Int64
 
 	deadBytes    atomic.Int64 // bytes overwritten or deleted since the last compaction
 	compacting   atomic.Bool
@@ -413,11 +418,15 @@ func (s *Server) commitAside(b *pebble.Batch, dead int64, ax *aside) error {
 	if ax != nil {
 		lane = ax.lane
 	}
-	t := s.durable.begin(writeSetOf(b), lane)
+	ws := writeSetOf(b)
+	s.dead.cut(ws)
+	t := s.durable.begin(ws, lane)
 	var err error
 	if ax == nil {
 		err = b.Commit(pebble.Sync)
+		s.dead.cut(ws)
 	} else if err = s.db.ApplyNoSyncWait(b, pebble.Sync); err == nil {
+		s.dead.cut(ws)
 		ax.visible()
 		err = b.SyncWait()
 	}

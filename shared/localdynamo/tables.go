@@ -436,7 +436,12 @@ func (s *Server) backfill(t *tableDef, ix *indexDef) error {
 		if b.Empty() {
 			return nil
 		}
+		// Index entries written: cut the dead ranges they fall in, as
+		// commit does.
+		ws := writeSetOf(b)
+		s.dead.cut(ws)
 		err := b.Commit(pebble.Sync)
+		s.dead.cut(ws)
 		b.Close()
 		b = s.db.NewBatch()
 		return err
