@@ -297,7 +297,10 @@ func (s *Server) run(p *page, in readInput, rs *readSet) (any, error) {
 		return nil, err
 	}
 	rs.span(p.lower, p.upper)
-	snap, from, gen := s.dead.snapshot(s.db, p.lower, !p.reverse)
+	// Dead ranges are learned and used within a partition only (a Query):
+	// a Scan's would span the table, and every write would cut it up.
+	query := p.op == "Query" && !p.reverse
+	snap, from, gen := s.dead.snapshot(s.db, p.lower, query)
 	defer snap.Close()
 	iter, err := snap.NewIter(&pebble.IterOptions{LowerBound: p.lower, UpperBound: p.upper})
 	if err != nil {
@@ -323,8 +326,9 @@ func (s *Server) run(p *page, in readInput, rs *readSet) (any, error) {
 		valid = func() bool { return iter.SeekGE(from) }
 	}
 	ok := valid()
-	if !p.reverse && iter.Error() == nil {
-		// What lies before the first live key is dead (in this snapshot).
+	if query && iter.Error() == nil && iter.Stats().InternalStats.PointCount > 1 {
+		// What lies before the first live key is dead (in this snapshot),
+		// and it held keys to step over (or the range is not worth one).
 		first := p.upper
 		if ok {
 			first = iter.Key()
