@@ -61,6 +61,7 @@ func BenchmarkRuntimeRoundTrip(b *testing.B) {
 			"payload": map[string]any{"text": fmt.Sprint(i)}, "tags": map[string]string{}}, 201)
 	}
 	conv := newConv()
+	stepped0 := f.Platform.Dynamo.KeysStepped()
 	d := make([]time.Duration, 0, b.N)
 	g := make([]time.Duration, 0, b.N)
 	b.ResetTimer()
@@ -72,6 +73,9 @@ func BenchmarkRuntimeRoundTrip(b *testing.B) {
 		g = append(g, (<-arrived).Sub(<-answered))
 	}
 	b.StopTimer()
+	// Store keys the Queries walked per round trip in one conversation:
+	// with b.N in the thousands, whether that grows with its history.
+	b.ReportMetric(float64(f.Platform.Dynamo.KeysStepped()-stepped0)/float64(b.N), "keys-stepped/round-trip")
 	slices.Sort(d)
 	slices.Sort(g)
 	b.ReportMetric(float64(d[len(d)/2].Microseconds())/1000, "p50-ms")
@@ -85,7 +89,7 @@ func BenchmarkRuntimeRoundTrip(b *testing.B) {
 	for i := range ids {
 		ids[i] = newConv()
 	}
-	before := f.Platform.Dynamo.Calls()
+	before, stepped := f.Platform.Dynamo.Calls(), f.Platform.Dynamo.KeysStepped()
 	var apiCalls int64
 	var mu sync.Mutex
 	f.Platform.OnUsage(func(op string, u *dynamo.Usage) {
@@ -121,6 +125,10 @@ func BenchmarkRuntimeRoundTrip(b *testing.B) {
 	b.ReportMetric(float64(cpu.Microseconds())/deliveries/1000, "cpu-ms/delivery")
 	mu.Lock()
 	b.ReportMetric(float64(total-apiCalls)/deliveries, "ddb-calls/delivery")
+	// Store keys the Queries walked per delivery (API calls included): the
+	// items they read and the tombstones and older versions they stepped
+	// over (it grew with the conversation's history before dead ranges).
+	b.ReportMetric(float64(f.Platform.Dynamo.KeysStepped()-stepped)/deliveries, "keys-stepped/delivery")
 	mu.Unlock()
 	if os.Getenv("RUNTIME_BENCH_VERBOSE") != "" {
 		b.Logf("calls: %v (API: %d)", f.Platform.Dynamo.Calls(), apiCalls)

@@ -84,8 +84,8 @@ type Server struct {
 
 	durable inflight
 	// dead: key ranges reads found without a live key, skipped by the
-	// next reads (deadranges.go); stepped counts the keys reads stepped
-	// over, tombstones included (tests).
+	// next reads (deadranges.go); stepped counts the keys Queries and
+	// Scans stepped over, tombstones and older versions included.
 	dead    deadRanges
 	stepped atomic.Int64
 
@@ -112,6 +112,11 @@ func (s *Server) Calls() map[string]int64 {
 	})
 	return out
 }
+
+// KeysStepped is how many store keys Queries and Scans have stepped over
+// so far: the items they read, and the deleted items and older versions
+// of items Pebble keeps until a compaction, which they walk past.
+func (s *Server) KeysStepped() int64 { return s.stepped.Load() }
 
 // SetMinFreeBytes changes the free space below which writes are refused.
 func (s *Server) SetMinFreeBytes(n int64) { s.minFree.Store(n) }
