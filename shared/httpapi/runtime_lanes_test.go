@@ -1,8 +1,10 @@
 package httpapi_test
 
 import (
+	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -117,5 +119,44 @@ func TestLanesInOrderRetryHoldsItsOwn(t *testing.T) {
 	got := slices.Compact(texts(f.integ.of("message_created", ""), integText)) // r0's 503s, then r0 once answered
 	if !slices.Equal(got, []string{"r0", "r1", "r2"}) {
 		t.Fatalf("the integration's lane: %v, want r0 (retried), r1, r2", got)
+	}
+}
+
+// Deleting a bot purges both lanes of its conversations: a user's message
+// whose delivery the bot keeps refusing (its lane's entry retried) and the
+// bot's reply the integration keeps refusing (the integration lane's)
+// leave no outbox entry once the bot's deletion is swept.
+func TestBotDeletionRemovesBothLanes(t *testing.T) {
+	f := newRuntimeFixture(t, func(r received) (int, string) { return 503, "down" })
+	f.integ.answer = func(r received) (int, string) { return 503, "down" }
+	f.Platform.Dispatcher.SetRetry(time.Second, 100) // refused all along the test
+	conv := f.as(true, "POST", "/v1/chat/conversations", map[string]any{"channel": "channel", "tags": map[string]string{}}, 201).Str("conversation.id")
+	user := f.as(true, "POST", "/v1/chat/users", map[string]any{"tags": map[string]string{}}, 201).Str("user.id")
+	f.as(true, "POST", "/v1/chat/messages", map[string]any{"conversationId": conv, "userId": user, "type": "text",
+		"payload": map[string]any{"text": "hello"}, "tags": map[string]string{}}, 201)
+	f.as(false, "POST", "/v1/chat/messages", map[string]any{"conversationId": conv, "userId": f.botID, "type": "text",
+		"payload": map[string]any{"text": "hi"}, "tags": map[string]string{}}, 201)
+	lanes := func() (toBot, toIntegration int) {
+		for _, k := range f.ItemsHolding(f.botID) {
+			switch {
+			case strings.HasPrefix(k, "OUTBOX#"+f.botID+"#"+conv+"#out / "):
+				toIntegration++
+			case strings.HasPrefix(k, "OUTBOX#"+f.botID+"#"+conv+" / "):
+				toBot++
+			}
+		}
+		return
+	}
+	eventually(t, "both lanes hold an entry refused at least once", func() bool {
+		b, i := lanes()
+		return b == 1 && i == 1 && len(f.bot.of("event_received", "")) > 0 && len(f.integ.of("message_created", "")) > 0
+	})
+	f.Check(f.ws_(f.AdminToken, "DELETE", "/v1/admin/bots/"+f.botID, nil), 200, "deleteBot")
+	eventually(t, "the bot's deletion is swept", func() bool {
+		n, err := f.Platform.Store.PendingDeletions(context.Background())
+		return err == nil && n == 0
+	})
+	if b, i := lanes(); b != 0 || i != 0 {
+		t.Fatalf("after the bot's deletion: %d entries in the bot's lane, %d in the integration's; want none", b, i)
 	}
 }
