@@ -272,9 +272,14 @@ func (s *server) identityScope(ctx context.Context, inst platform.IntegrationIns
 
 // initializeIncomingMessage gets or creates, in one call, the user and the
 // conversation of an incoming message and, when given, the message: each
-// through the handler of its own operation (getOrCreateUser,
-// getOrCreateConversation, getOrCreateMessage), so it behaves exactly as
-// those calls in sequence would. userId / conversationId name existing ones.
+// body read and checked as its own operation's (getOrCreateUser,
+// getOrCreateConversation, getOrCreateMessage), so it behaves as those
+// calls in sequence would, with two differences. Every body is checked
+// before anything is written: a refused conversation or message leaves no
+// user or conversation behind. And the user and the conversation, which
+// do not depend on each other, are got or created at once (the webhook's
+// critical path: docs/runtime.md). userId / conversationId name existing
+// ones.
 func (s *server) initializeIncomingMessage(c *call) (any, error) {
 	var in struct {
 		UserID         string          `json:"userId"`
@@ -292,80 +297,126 @@ func (s *server) initializeIncomingMessage(c *call) (any, error) {
 	if (in.ConversationID == "") == (len(in.Conversation) == 0) {
 		return nil, platform.Invalid("invalid body: give exactly one of \"conversationId\" and \"conversation\"")
 	}
-	out := map[string]json.RawMessage{}
+	// Every body checked first, nothing written yet.
+	var (
+		user func() (platform.User, error)
+		conv func() (platform.Conversation, error)
+		msg  *dynamo.MessageLookup
+	)
 	if in.UserID != "" {
-		u, err := s.Store.GetUser(c.ctx, c.bot.ID, in.UserID)
+		user = func() (platform.User, error) { return s.Store.GetUser(c.ctx, c.bot.ID, in.UserID) }
+	} else {
+		sub, err := subCall(c, "getOrCreateUser", in.User, "user")
 		if err != nil {
 			return nil, err
 		}
-		out["user"], _ = json.Marshal(u)
-	} else if err := s.subcall(c, "getOrCreateUser", in.User, s.getOrCreateUser, "user", out); err != nil {
-		return nil, err
+		l, err := userLookup(sub)
+		if err != nil {
+			return nil, err
+		}
+		user = func() (platform.User, error) {
+			u, _, err := s.Store.GetOrCreateUser(c.ctx, l)
+			return u, err
+		}
 	}
 	if in.ConversationID != "" {
-		conv, err := s.Store.GetConversation(c.ctx, c.bot.ID, in.ConversationID)
+		conv = func() (platform.Conversation, error) {
+			return s.Store.GetConversation(c.ctx, c.bot.ID, in.ConversationID)
+		}
+	} else {
+		sub, err := subCall(c, "getOrCreateConversation", in.Conversation, "conversation")
 		if err != nil {
 			return nil, err
 		}
-		out["conversation"], _ = json.Marshal(conv)
-	} else if err := s.subcall(c, "getOrCreateConversation", in.Conversation, s.getOrCreateConversation, "conversation", out); err != nil {
-		return nil, err
-	}
-	if len(in.Message) > 0 {
-		var msg map[string]json.RawMessage
-		if err := json.Unmarshal(in.Message, &msg); err != nil {
-			return nil, platform.Invalid("invalid body: field \"message\": must be an object")
-		}
-		var ids struct {
-			ID string `json:"id"`
-		}
-		_ = json.Unmarshal(out["user"], &ids)
-		msg["userId"], _ = json.Marshal(ids.ID)
-		// The user was read (or created) live above: the message's
-		// author check need not read it again.
-		c.liveUser = ids.ID
-		_ = json.Unmarshal(out["conversation"], &ids)
-		msg["conversationId"], _ = json.Marshal(ids.ID)
-		raw, _ := json.Marshal(msg)
-		if err := s.subcall(c, "getOrCreateMessage", raw, s.getOrCreateMessage, "message", out); err != nil {
+		l, err := s.conversationLookup(sub)
+		if err != nil {
 			return nil, err
 		}
+		conv = func() (platform.Conversation, error) {
+			cv, _, err := s.Store.GetOrCreateConversation(c.ctx, l)
+			return cv, err
+		}
+	}
+	if len(in.Message) > 0 {
+		var m map[string]json.RawMessage
+		if err := json.Unmarshal(in.Message, &m); err != nil || m == nil {
+			return nil, platform.Invalid("invalid body: field \"message\": must be an object")
+		}
+		// Its author and conversation are the ones got above: checked
+		// with stand-ins until then.
+		m["userId"], _ = json.Marshal(platform.NewID(platform.PrefixUser))
+		m["conversationId"], _ = json.Marshal(platform.NewID(platform.PrefixConversation))
+		raw, _ := json.Marshal(m)
+		sub, err := subCall(c, "getOrCreateMessage", raw, "message")
+		if err != nil {
+			return nil, err
+		}
+		l, err := messageLookup(sub)
+		if err != nil {
+			return nil, err
+		}
+		msg = &l
+	}
+	var (
+		u       platform.User
+		cv      platform.Conversation
+		convErr error
+		done    = make(chan struct{})
+	)
+	go func() {
+		defer close(done)
+		// A panic here would end the process: the request's recovery
+		// is on the handler's goroutine.
+		defer func() {
+			if p := recover(); p != nil {
+				convErr = fmt.Errorf("getting the conversation: panic: %v", p)
+			}
+		}()
+		cv, convErr = conv()
+	}()
+	u, userErr := user()
+	<-done
+	if userErr != nil {
+		return nil, userErr
+	}
+	if convErr != nil {
+		return nil, convErr
+	}
+	out := map[string]any{"user": u, "conversation": cv}
+	if msg != nil {
+		msg.New.UserID, msg.New.ConversationID = u.ID, cv.ID
+		// The user was read (or created) live above: the message's
+		// author check need not read it again.
+		msg.AuthorLive = u.ID
+		m, _, err := s.Store.GetOrCreateMessage(c.ctx, *msg)
+		if err != nil {
+			return nil, err
+		}
+		out["message"] = m
 	}
 	return out, nil
 }
 
-// subcall runs the handler of op with body, as if called with it by the
-// same caller, and puts the field of its answer into out.
-func (s *server) subcall(c *call, op string, body json.RawMessage, h func(*call) (any, error), field string, out map[string]json.RawMessage) error {
+// subCall is the call that op's handler would get with body, as if sent by
+// the same caller: body checked against op's schema, its errors named as
+// field of the caller's body.
+func subCall(c *call, op string, body json.RawMessage, field string) (*call, error) {
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.UseNumber()
 	var v any
 	if err := dec.Decode(&v); err != nil {
-		return platform.Invalid("invalid body: field %q: %v", field, err)
+		return nil, platform.Invalid("invalid body: field %q: %v", field, err)
 	}
 	if err := openapi.ValidateBody(op, v); err != nil {
 		var pe *platform.Error
 		if errors.As(err, &pe) {
-			return platform.Invalid("invalid body: field %q: %s", field, pe.Message)
+			return nil, platform.Invalid("invalid body: field %q: %s", field, pe.Message)
 		}
-		return err
+		return nil, err
 	}
 	sub := *c
 	sub.op, sub.body = op, body
-	res, err := h(&sub)
-	if err != nil {
-		return err
-	}
-	raw, err := json.Marshal(res)
-	if err != nil {
-		return err
-	}
-	var m map[string]json.RawMessage
-	if err := json.Unmarshal(raw, &m); err != nil {
-		return err
-	}
-	out[field] = m[field]
-	return nil
+	return &sub, nil
 }
 
 // checkActingInstall holds an integration API key to its own installations:

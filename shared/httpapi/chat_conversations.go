@@ -132,21 +132,31 @@ func (s *server) deleteConversation(c *call) (any, error) {
 }
 
 func (s *server) getOrCreateConversation(c *call) (any, error) {
-	in, integration, err := s.readConversationBody(c)
+	l, err := s.conversationLookup(c)
 	if err != nil {
 		return nil, err
 	}
-	keys, err := chat.Discriminators(in.Tags, in.DiscriminateByTags)
-	if err != nil {
-		return nil, err
-	}
-	conv, created, err := s.Store.GetOrCreateConversation(c.ctx, dynamo.ConversationLookup{
-		BotID: c.bot.ID, Channel: in.Channel, Integration: integration, Tags: in.Tags, Keys: keys,
-	})
+	conv, created, err := s.Store.GetOrCreateConversation(c.ctx, l)
 	if err != nil {
 		return nil, err
 	}
 	return map[string]any{"conversation": conv, "meta": map[string]bool{"created": created}}, nil
+}
+
+// conversationLookup reads and checks getOrCreateConversation's body,
+// writing nothing.
+func (s *server) conversationLookup(c *call) (dynamo.ConversationLookup, error) {
+	in, integration, err := s.readConversationBody(c)
+	if err != nil {
+		return dynamo.ConversationLookup{}, err
+	}
+	keys, err := chat.Discriminators(in.Tags, in.DiscriminateByTags)
+	if err != nil {
+		return dynamo.ConversationLookup{}, err
+	}
+	return dynamo.ConversationLookup{
+		BotID: c.bot.ID, Channel: in.Channel, Integration: integration, Tags: in.Tags, Keys: keys,
+	}, nil
 }
 
 // --- Participants ---

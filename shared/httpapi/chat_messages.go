@@ -58,19 +58,29 @@ func (s *server) createMessage(c *call) (any, error) {
 }
 
 func (s *server) getOrCreateMessage(c *call) (any, error) {
-	in, m, err := readMessageBody(c)
+	l, err := messageLookup(c)
 	if err != nil {
 		return nil, err
 	}
-	keys, err := chat.Discriminators(in.Tags, in.DiscriminateByTags)
-	if err != nil {
-		return nil, err
-	}
-	m, _, err = s.Store.GetOrCreateMessage(c.ctx, dynamo.MessageLookup{BotID: c.bot.ID, Tags: in.Tags, Keys: keys, New: m, AuthorLive: c.liveUser})
+	m, _, err := s.Store.GetOrCreateMessage(c.ctx, l)
 	if err != nil {
 		return nil, err
 	}
 	return map[string]any{"message": m}, nil
+}
+
+// messageLookup reads and checks getOrCreateMessage's body, writing
+// nothing.
+func messageLookup(c *call) (dynamo.MessageLookup, error) {
+	in, m, err := readMessageBody(c)
+	if err != nil {
+		return dynamo.MessageLookup{}, err
+	}
+	keys, err := chat.Discriminators(in.Tags, in.DiscriminateByTags)
+	if err != nil {
+		return dynamo.MessageLookup{}, err
+	}
+	return dynamo.MessageLookup{BotID: c.bot.ID, Tags: in.Tags, Keys: keys, New: m, AuthorLive: c.liveUser}, nil
 }
 
 func (s *server) getMessage(c *call) (any, error) {

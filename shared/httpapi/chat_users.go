@@ -131,24 +131,33 @@ func (s *server) deleteUser(c *call) (any, error) {
 }
 
 func (s *server) getOrCreateUser(c *call) (any, error) {
-	in, err := readUserBody(c)
+	l, err := userLookup(c)
 	if err != nil {
 		return nil, err
 	}
-	keys, err := chat.Discriminators(in.Tags, in.DiscriminateByTags)
-	if err != nil {
-		return nil, err
-	}
-	integration, err := bodyIntegration(c, in.IntegrationName)
-	if err != nil {
-		return nil, err
-	}
-	u, _, err := s.Store.GetOrCreateUser(c.ctx, dynamo.UserLookup{
-		BotID: c.bot.ID, Integration: integration,
-		Tags: in.Tags, Keys: keys, Name: in.Name, PictureURL: in.PictureURL,
-	})
+	u, _, err := s.Store.GetOrCreateUser(c.ctx, l)
 	if err != nil {
 		return nil, err
 	}
 	return map[string]any{"user": u}, nil
+}
+
+// userLookup reads and checks getOrCreateUser's body, writing nothing.
+func userLookup(c *call) (dynamo.UserLookup, error) {
+	in, err := readUserBody(c)
+	if err != nil {
+		return dynamo.UserLookup{}, err
+	}
+	keys, err := chat.Discriminators(in.Tags, in.DiscriminateByTags)
+	if err != nil {
+		return dynamo.UserLookup{}, err
+	}
+	integration, err := bodyIntegration(c, in.IntegrationName)
+	if err != nil {
+		return dynamo.UserLookup{}, err
+	}
+	return dynamo.UserLookup{
+		BotID: c.bot.ID, Integration: integration,
+		Tags: in.Tags, Keys: keys, Name: in.Name, PictureURL: in.PictureURL,
+	}, nil
 }

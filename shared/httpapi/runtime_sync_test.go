@@ -500,6 +500,54 @@ func TestInitializeIncomingMessage(t *testing.T) {
 	}
 }
 
+// TestInitializeIncomingMessageChecksEveryBodyFirst: a refused
+// conversation or message body leaves nothing behind (the user and the
+// conversation are only got or created once every body is checked), and a
+// message that is not an object is a 400. Before, the user was created
+// before the conversation's body was read, and "message": null was a 500.
+func TestInitializeIncomingMessageChecksEveryBodyFirst(t *testing.T) {
+	f := newSyncFixture(t, nil)
+	tok := f.AdminToken
+	user := map[string]any{"tags": map[string]string{"id": "u-refused"}, "discriminateByTags": []string{"id"}}
+	conv := map[string]any{"channel": "dm", "tags": map[string]string{"userId": "u-refused"}, "discriminateByTags": []string{"userId"}}
+	msg := map[string]any{"type": "text", "payload": map[string]any{"text": "hi"}, "tags": map[string]string{}, "discriminateByTags": []string{}}
+	for _, tc := range []struct {
+		name string
+		body map[string]any
+		want string // in the error's message
+	}{
+		{"a channel the integration lacks", map[string]any{"user": user, "conversation": map[string]any{"channel": "sms", "tags": map[string]string{}, "discriminateByTags": []string{}}}, "sms"},
+		{"a conversation that is not an object", map[string]any{"user": user, "conversation": []int{1}}, `"conversation"`},
+		{"a message without type", map[string]any{"user": user, "conversation": conv, "message": map[string]any{"payload": map[string]any{}, "tags": map[string]string{}, "discriminateByTags": []string{}}}, `"message"`},
+		{"a message with a tag it does not discriminate by", map[string]any{"user": user, "conversation": conv, "message": map[string]any{"type": "text", "payload": map[string]any{"text": "x"}, "tags": map[string]string{}, "discriminateByTags": []string{"id"}}}, "id"},
+		{"a null message", map[string]any{"user": user, "conversation": conv, "message": nil}, `"message"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := f.chat(tok, "POST", "/v1/chat/initialize-incoming-message", tc.body, "x-integration-alias", "main")
+			if r.Status != 400 || !strings.Contains(r.Str("message"), tc.want) {
+				t.Fatalf("%d %s, want 400 naming %s", r.Status, r.Raw, tc.want)
+			}
+			if users := f.Check(f.chat(tok, "GET", "/v1/chat/users?tags.main:id=u-refused", nil), 200, "listUsers").List("users"); len(users) != 0 {
+				t.Fatalf("the refused call created the user: %v", users)
+			}
+			if convs := f.Check(f.chat(tok, "GET", "/v1/chat/conversations?tags.main:userId=u-refused", nil), 200, "listConversations").List("conversations"); len(convs) != 0 {
+				t.Fatalf("the refused call created the conversation: %v", convs)
+			}
+		})
+	}
+	// The same bodies, all valid, create the three: the filters above
+	// find them.
+	ok := f.Check(f.chat(tok, "POST", "/v1/chat/initialize-incoming-message", map[string]any{"user": user, "conversation": conv, "message": msg}, "x-integration-alias", "main"), 200, "initializeIncomingMessage")
+	if ok.Str("message.userId") != ok.Str("user.id") || ok.Str("message.conversationId") != ok.Str("conversation.id") || ok.Str("user.id") == "" || ok.Str("conversation.id") == "" {
+		t.Fatalf("valid: %s", ok.Raw)
+	}
+	users := f.Check(f.chat(tok, "GET", "/v1/chat/users?tags.main:id=u-refused", nil), 200, "listUsers").List("users")
+	convs := f.Check(f.chat(tok, "GET", "/v1/chat/conversations?tags.main:userId=u-refused", nil), 200, "listConversations").List("conversations")
+	if len(users) != 1 || len(convs) != 1 {
+		t.Fatalf("after the valid call: %d users, %d conversations, want 1 and 1", len(users), len(convs))
+	}
+}
+
 // TestRuntimeDynamoDBCalls pins the DynamoDB calls of the synchronous
 // runtime paths: a webhook costs its lookup, the bot and the integration
 // (3 GetItem, no write); callAction to an integration the token, the
