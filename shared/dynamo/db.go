@@ -42,7 +42,8 @@ const (
 // Store is the platform's data access: all reads and writes of every area go
 // through it.
 type Store struct {
-	db    *dynamodb.Client
+	db    client
+	sdk   *dynamodb.Client // db's SDK client
 	table string
 	// onOutbox is called after a commit that queued a delivery, with the
 	// outbox shards written since the last call (the local dispatcher's
@@ -128,7 +129,7 @@ func (s *Store) notifyOutbox() {
 // Its quotas are those of the environment (LimitsFromEnv; an invalid value
 // is refused by the processes that serve the API, at their start).
 func New(db *dynamodb.Client, table string) *Store {
-	s := &Store{db: db, table: table, tokens: authcache.New[platform.Principal](), sessions: authcache.New[Session](),
+	s := &Store{db: db, sdk: db, table: table, tokens: authcache.New[platform.Principal](), sessions: authcache.New[Session](),
 		bots: authcache.New[BotRecord](), members: authcache.New[platform.Member]()}
 	if l, err := LimitsFromEnv(); err == nil {
 		s.SetLimits(l)
@@ -137,7 +138,7 @@ func New(db *dynamodb.Client, table string) *Store {
 }
 
 // Client returns the DynamoDB client (for tests and tools).
-func (s *Store) Client() *dynamodb.Client { return s.db }
+func (s *Store) Client() *dynamodb.Client { return s.sdk }
 
 // EnsureTable creates the table, its indexes and its TTL attribute when
 // missing, and waits until it is active. Safe to call concurrently and

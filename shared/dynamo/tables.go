@@ -1049,7 +1049,7 @@ type rowStream struct {
 	done bool
 }
 
-func (st *rowStream) head(ctx context.Context, db *dynamodb.Client) (item, error) {
+func (st *rowStream) head(ctx context.Context, db client) (item, error) {
 	for len(st.buf) == 0 && !st.done {
 		out, err := db.Query(ctx, st.in)
 		if err != nil {

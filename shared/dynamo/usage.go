@@ -146,19 +146,23 @@ func CountUsage(o *dynamodb.Options) {
 	o.APIOptions = append(o.APIOptions, func(stack *middleware.Stack) error {
 		return stack.Initialize.Add(middleware.InitializeMiddlewareFunc("CountUsage",
 			func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
-				u, _ := ctx.Value(usageKey{}).(*Usage)
 				askCapacity(in.Parameters)
 				out, md, err := next.HandleInitialize(ctx, in)
-				cc, items := capacityOf(out.Result)
-				op := awsmiddleware.GetOperationName(ctx)
-				countMetrics(op, cc, err)
-				if u != nil {
-					guarded, _ := ctx.Value(guardedKey{}).(bool)
-					u.record(op, cc, items, guarded)
-				}
+				recordCall(ctx, awsmiddleware.GetOperationName(ctx), out.Result, err)
 				return out, md, err
 			}), middleware.Before)
 	})
+}
+
+// recordCall counts call op's units (from its result) into the metrics and
+// into the Usage of ctx, if any.
+func recordCall(ctx context.Context, op string, result any, err error) {
+	cc, items := capacityOf(result)
+	countMetrics(op, cc, err)
+	if u, _ := ctx.Value(usageKey{}).(*Usage); u != nil {
+		guarded, _ := ctx.Value(guardedKey{}).(bool)
+		u.record(op, cc, items, guarded)
+	}
 }
 
 // countMetrics counts a call's consumed units and a throttled call in the

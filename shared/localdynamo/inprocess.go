@@ -143,6 +143,35 @@ func (errorResponseIn) HandleDeserialize(ctx context.Context, in middleware.Dese
 	}}}, middleware.Metadata{}, nil
 }
 
+// RunDirect runs a read (GetItem, Query, BatchGetItem) for a caller that
+// skips the SDK's operation stack altogether (dynamo.Store.ReadDirect):
+// the SDK's typed output, or ok false when this path does not take the
+// input or the read fails, for the caller to make the call through its
+// SDK client, which answers the error as ever (running a read again has
+// no effect). The same engine, locks and waits for writes in flight as
+// every other path.
+func (s *Server) RunDirect(ctx context.Context, params any) (any, bool) {
+	switch params.(type) {
+	case *sdk.GetItemInput, *sdk.QueryInput, *sdk.BatchGetItemInput:
+	default:
+		return nil, false
+	}
+	c, ok := Prepare(params)
+	if !ok {
+		return nil, false
+	}
+	out, _, err := s.Invoke(ctx, c)
+	if err != nil || out == nil {
+		return nil, false
+	}
+	s.direct.Add(1)
+	return out, true
+}
+
+// DirectCalls is how many reads RunDirect answered (InProcessCalls
+// counts them too).
+func (s *Server) DirectCalls() int64 { return s.direct.Load() }
+
 // Call is one SDK operation ready to run in-process: the operation and
 // its input as the engine takes it.
 type Call struct {
