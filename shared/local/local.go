@@ -281,11 +281,11 @@ func open(ctx context.Context, dataDir, baseURL string, log *slog.Logger, reserv
 		}
 	}
 	p.Store.SetLimits(limits)
-	// The store's reads skip the SDK client's operation stack, run on the
-	// embedded DynamoDB directly (dynamo.Store.ReadDirect), unless
+	// The store's item calls skip the SDK client's operation stack, run on the
+	// embedded DynamoDB directly (dynamo.Store.RunDirect), unless
 	// PLATFORM_LOCAL_DYNAMO_HTTP asks for the HTTP path.
 	if p.Dynamo != nil && os.Getenv(runtime.EnvLocalDynamoHTTP) == "" {
-		p.Store.ReadDirect(p.Dynamo)
+		p.Store.RunDirect(p.Dynamo)
 	}
 	gw, err := runtime.LLM(ctx, false) // PLATFORM_LLM_* (docs/llm.md)
 	if err != nil {

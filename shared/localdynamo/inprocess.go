@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"strconv"
+	"sync/atomic"
 	"unicode/utf8"
 
 	sdk "github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -111,6 +112,10 @@ func (m *runInProcess) HandleDeserialize(ctx context.Context, in middleware.Dese
 	if c == nil {
 		return next.HandleDeserialize(ctx, in)
 	}
+	if a, _ := ctx.Value(answeredKey{}).(*answered); a != nil && a.used.CompareAndSwap(false, true) {
+		// RunDirect ran this attempt: its error, as if run now.
+		return next.HandleDeserialize(context.WithValue(ctx, errorKey{}, a.res), in)
+	}
 	out, res, err := m.s.Invoke(ctx, c)
 	if err != nil {
 		return middleware.DeserializeOutput{}, middleware.Metadata{}, err
@@ -143,32 +148,44 @@ func (errorResponseIn) HandleDeserialize(ctx context.Context, in middleware.Dese
 	}}}, middleware.Metadata{}, nil
 }
 
-// RunDirect runs a read (GetItem, Query, BatchGetItem) for a caller that
-// skips the SDK's operation stack altogether (dynamo.Store.ReadDirect):
-// the SDK's typed output, or ok false when this path does not take the
-// input or the read fails, for the caller to make the call through its
-// SDK client, which answers the error as ever (running a read again has
-// no effect). The same engine, locks and waits for writes in flight as
-// every other path.
-func (s *Server) RunDirect(ctx context.Context, params any) (any, bool) {
-	switch params.(type) {
-	case *sdk.GetItemInput, *sdk.QueryInput, *sdk.BatchGetItemInput:
-	default:
-		return nil, false
-	}
+// RunDirect runs an item operation for a caller that skips the SDK's
+// operation stack altogether (dynamo.Store.RunDirect): the SDK's typed
+// output, ok true. ok false: the caller makes the call through its SDK
+// client with ctx as returned, and gets what that path gives. Either the
+// path does not take the input (the SDK's call runs it, in-process or over
+// HTTP, as ever), or the operation ran and failed: then the returned ctx
+// carries its error response, which the SDK call's first attempt answers
+// without running it again (runInProcess), so the caller gets the very
+// error the in-process path gives (its type, code, message, cancellation
+// reasons), the SDK's retryer retries it as ever (each further attempt
+// running the operation), and the store counts the call once. The same
+// engine, locks, durability and lanes as every other path.
+func (s *Server) RunDirect(ctx context.Context, params any) (out any, sdkCtx context.Context, ok bool) {
 	c, ok := Prepare(params)
 	if !ok {
-		return nil, false
+		return nil, ctx, false
 	}
-	out, _, err := s.Invoke(ctx, c)
-	if err != nil || out == nil {
-		return nil, false
+	out, res, err := s.Invoke(ctx, c)
+	switch {
+	case err != nil: // a canceled context: the SDK's call says so
+		return nil, ctx, false
+	case out == nil:
+		return nil, context.WithValue(ctx, answeredKey{}, &answered{res: res}), false
 	}
 	s.direct.Add(1)
-	return out, true
+	return out, ctx, true
 }
 
-// DirectCalls is how many reads RunDirect answered (InProcessCalls
+// answered is an operation's failure RunDirect already met, for the SDK
+// call that follows to answer on its first attempt.
+type answered struct {
+	res  response
+	used atomic.Bool
+}
+
+type answeredKey struct{}
+
+// DirectCalls is how many calls RunDirect answered (InProcessCalls
 // counts them too).
 func (s *Server) DirectCalls() int64 { return s.direct.Load() }
 

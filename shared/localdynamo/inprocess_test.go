@@ -415,4 +415,18 @@ func TestInProcessRetriesAsHTTP(t *testing.T) {
 	if n := srv.InProcessCalls(); n != 3 || httpCalls != 3 || srv.Calls()["GetItem"] != 6 {
 		t.Errorf("attempts: in-process %d, HTTP %d (want 3 each; total %d)", n, httpCalls, srv.Calls()["GetItem"])
 	}
+	// RunDirect's attempt is the SDK call's first: its failure answered
+	// there, not run again, and retried as ever (3 attempts in all).
+	inProc := newClient(hs.URL, retrying, func(o *dynamodb.Options) { o.APIOptions = append(o.APIOptions, srv.InProcess) })
+	out, sdkCtx, ok := srv.RunDirect(ctx(), get)
+	if ok || out != nil {
+		t.Fatalf("RunDirect on a closed store: %v, %v", out, ok)
+	}
+	_, directErr := inProc.GetItem(sdkCtx, get)
+	if directErr == nil || directErr.Error() != httpErr.Error() {
+		t.Fatalf("errors: direct then SDK %v, HTTP %v", directErr, httpErr)
+	}
+	if n := srv.Calls()["GetItem"]; n != 9 {
+		t.Errorf("attempts: direct then SDK %d, want 3", n-6)
+	}
 }

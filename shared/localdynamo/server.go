@@ -100,7 +100,7 @@ type Server struct {
 	units        meter        // capacity units (CountUnits, Usage)
 	running      atomic.Int64 // operations under way (Settle)
 	inProcess    atomic.Int64 // requests of the in-process path (InProcessCalls)
-	direct       atomic.Int64 // reads RunDirect answered (DirectCalls)
+	direct       atomic.Int64 // calls RunDirect answered (DirectCalls)
 }
 
 // Calls returns how many requests of each operation the server answered

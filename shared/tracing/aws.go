@@ -43,7 +43,7 @@ func AWSCall(ctx context.Context, svc, op string) (_ context.Context, end func(e
 
 // AWSCallDone records the span of a call of svc's op that began at start
 // and has just succeeded, as AWSCall would have (a call made without the
-// SDK's stack: dynamo.Store.ReadDirect).
+// SDK's stack: dynamo.Store.RunDirect).
 func AWSCallDone(ctx context.Context, svc, op string, start time.Time) {
 	if !trace.SpanFromContext(ctx).IsRecording() {
 		return
