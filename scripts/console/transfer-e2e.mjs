@@ -154,10 +154,13 @@ async function main() {
   const attr = (sel, name) => page.$eval(sel, (e, n) => e.getAttribute(n), name)
   const text = (sel) => page.$eval(sel, (e) => e.innerText)
   // follow samples a bar's data-value until done(); answers the values seen.
-  const follow = async (sel, done, what) => {
+  // ours(), when given, says whether the bar shown is the run followed: the
+  // import's bar shows the finished dry run (at 1) until the click's answer
+  // swaps in the import's job.
+  const follow = async (sel, done, what, ours = async () => true) => {
     const seen = []
     await waitFor(async () => {
-      const v = await attr(sel, 'data-value').catch(() => null)
+      const v = (await ours().catch(() => false)) ? await attr(sel, 'data-value').catch(() => null) : null
       if (v !== null && seen[seen.length - 1] !== Number(v)) seen.push(Number(v))
       return done()
     }, what, 300000, 20)
@@ -219,7 +222,8 @@ async function main() {
   await step('Import: the bar moving, no conflict, nothing failed', async () => {
     t0 = Date.now()
     await page.click('[data-test=import-start]')
-    const seen = await follow('[data-test=import-progress]', () => page.$('[data-test=import-report]'), 'the import')
+    const seen = await follow('[data-test=import-progress]', () => page.$('[data-test=import-report]'), 'the import',
+      async () => (await attr('[data-test=import-progress]', 'data-dry')) === 'false')
     importMs = Date.now() - t0
     console.log(`     import bar: ${seen.length} values, ${seen.slice(0, 8).map((v) => v.toFixed(2)).join(' ')}…`)
     const n = async (k) => Number(await attr(`[data-test=import-report] [data-test=count-${k}]`, 'data-count'))
