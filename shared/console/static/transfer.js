@@ -145,7 +145,10 @@ function ImportPanel({ ws, r }) {
     setJob(res.job)
   })
   const running = job?.status === 'running'
-  const v = job ? (job.status === 'done' ? 1 : job.totalBytes ? job.bytes / job.totalBytes : 0) : 0
+  // While a run's start is in flight the bar still shows the job before it
+  // (a finished dry run, at 1): it reads 0 until the answer names the run.
+  const starting = act.busy && !running
+  const v = job && !starting ? (job.status === 'done' ? 1 : job.totalBytes ? job.bytes / job.totalBytes : 0) : 0
   const dryFits = dry && dry.remap === remap
   return html`<section data-test="import">
     <h2>Import an archive</h2>
@@ -167,7 +170,7 @@ function ImportPanel({ ws, r }) {
         <button data-test="import-start" class="primary" disabled=${act.busy || running || !dryFits} title=${dryFits ? '' : 'Run a dry run first (with the same remap choice)'} onClick=${() => run(false)}>Import</button>
       </p>
       ${(running || job.status === 'done' || job.status === 'failed') && job.status !== 'uploaded' && html`<div data-test="import-progress" data-value=${v.toFixed(4)} data-status=${job.status} data-dry=${String(job.dryRun)}>
-        <${Progress} value=${v} label=${`${job.dryRun ? 'dry run: ' : ''}${num(job.entries)} entries, ${fmtSize(job.bytes)} of ${fmtSize(job.totalBytes)}`} /></div>`}
+        <${Progress} value=${v} label=${starting ? 'starting…' : `${job.dryRun ? 'dry run: ' : ''}${num(job.entries)} entries, ${fmtSize(job.bytes)} of ${fmtSize(job.totalBytes)}`} /></div>`}
       ${job.status === 'failed' && html`<div class="error" data-test="import-failed">The ${job.dryRun ? 'dry run' : 'import'} failed: ${job.error}</div>`}
       ${dry && html`<h3>Dry run: what would change${dry.remap ? ' (remapped)' : ''}</h3><${Counts} rep=${dry.report} dry=${true} />`}
       ${job.status === 'done' && !job.dryRun && job.import && html`<h3 data-test="import-done">Imported</h3><${Counts} rep=${job.import} dry=${false} />`}
