@@ -1,5 +1,5 @@
 # The two commands of README.md: `make run` and `make test`.
-.PHONY: run aws-local test vet unit conformance conformance-aws conformance-aws-container cli-e2e deploy-e2e deploy-e2e-aws llm-e2e console-e2e console-vendor webchat-e2e webchat-e2e-aws webchat-e2e-aws-container conformance-aws-nlb webchat-e2e-aws-nlb webchat-vendor signin-e2e metrics-e2e health-e2e health-vendor backup-e2e build infra lambda cfn-lint capacity stream-image export-bench transfer-aws transfer-console-e2e
+.PHONY: run aws-local test vet unit conformance conformance-aws conformance-aws-container cli-e2e deploy-e2e deploy-e2e-aws llm-e2e console-e2e console-vendor webchat-e2e webchat-e2e-aws webchat-e2e-aws-container conformance-aws-nlb webchat-e2e-aws-nlb webchat-vendor signin-e2e metrics-e2e health-e2e health-vendor backup-e2e build infra lambda cfn-lint capacity stream-image export-bench fill-bench transfer-aws transfer-console-e2e
 
 # Where `make run` listens: loopback only unless told otherwise
 # (make run ADDR=:8080 listens on every interface).
@@ -269,6 +269,12 @@ backup-e2e:
 # docs/export-import.md).
 transfer-console-e2e:
 	bash scripts/transfer/e2e.sh
+
+# Fill time through the official client: 100,000 table rows of 3 indexed
+# columns by 4 writers, then 20,000 messages into 100 conversations by 8
+# (docs/tables.md, "Measured"). Not part of test: about a minute.
+fill-bench:
+	SKIP_PERSISTENCE=1 bash scripts/conformance/run.sh scripts/conformance/bench/fill.test.mjs
 
 # Export of 1,000, 10,000 and 100,000 table rows by the real binary: peak
 # RSS (flat) and throughput in rows/s and MB/s (docs/export-import.md).
