@@ -182,6 +182,29 @@ func (st *stream) nextOf(t *testing.T, typ string) map[string]any {
 	}
 }
 
+// turnOf reads the next two message_created of a turn: the user's own
+// message and the bot's reply, in either order. The user's is published
+// once its createMessage is answered, and a bot quick enough can have its
+// reply published first (docs/chat-api.md, "Order on the stream").
+func (st *stream) turnOf(t *testing.T) (own, reply map[string]any) {
+	t.Helper()
+	for range 2 {
+		m := st.nextOf(t, "message_created")
+		if m["isBot"] == true {
+			if reply != nil {
+				t.Fatalf("two bot messages in a turn: %v, %v", reply, m)
+			}
+			reply = m
+		} else {
+			if own != nil {
+				t.Fatalf("two user messages in a turn: %v, %v", own, m)
+			}
+			own = m
+		}
+	}
+	return own, reply
+}
+
 func str(m map[string]any, path ...string) string {
 	var v any = m
 	for _, p := range path {
@@ -222,11 +245,10 @@ func TestWebchatAPI(t *testing.T) {
 
 	msg := s.must("POST", "/messages", key, map[string]any{"conversationId": conv, "payload": map[string]any{"type": "text", "text": "hello"},
 		"metadata": map[string]any{"clientMessageId": "c1"}}, 201)["message"].(map[string]any)
-	own := st.nextOf(t, "message_created")
+	own, reply := st.turnOf(t)
 	if own["id"] != msg["id"] || own["isBot"] != false || str(own, "metadata", "clientMessageId") != "c1" {
 		t.Fatalf("the user's message on the stream: %v", own)
 	}
-	reply := st.nextOf(t, "message_created")
 	if reply["isBot"] != true || str(reply, "payload", "text") != "echo: hello" || reply["userId"] != s.botID {
 		t.Fatalf("the bot's reply: %v", reply)
 	}
@@ -575,8 +597,7 @@ func TestWebchatPageStreamURL(t *testing.T) {
 	st, init := c.initialize("", "")
 	key, conv := str(init, "user", "userKey"), str(init, "conversation", "id")
 	c.must("POST", "/messages", key, map[string]any{"conversationId": conv, "payload": map[string]any{"type": "text", "text": "hello"}}, 201)
-	st.nextOf(t, "message_created")
-	if reply := st.nextOf(t, "message_created"); reply["isBot"] != true || str(reply, "payload", "text") != "echo: hello" {
+	if _, reply := st.turnOf(t); reply["isBot"] != true || str(reply, "payload", "text") != "echo: hello" {
 		t.Fatalf("the bot's reply: %v", reply)
 	}
 	if n := through.Load() - before; n != 2 {
